@@ -1,0 +1,1 @@
+"""Unit tests of the group pieces: assignors, consumer protocol encoding, heartbeat, listener."""
