@@ -1,0 +1,1 @@
+"""Test-only support code: the scripted in-process fake broker (:mod:`tests.support.fake_broker`)."""
