@@ -1,0 +1,1 @@
+"""Benchmarks of kafkaconsumer against other Python Kafka clients (see each module)."""

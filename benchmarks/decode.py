@@ -1,0 +1,206 @@
+"""Record-batch decoding benchmark: our Cython and pure paths against kafka-python's and
+aiokafka's record readers, on the same pre-built in-memory fetch data.
+
+    python -m benchmarks.decode [--records N] [--repeat R] [--codecs none,gzip,...]
+
+Workload: records with an 8-byte key, no headers, and values of 100 bytes and 1 KiB made of
+words drawn from a small vocabulary (so the codecs have something to compress), packed into v2
+batches of about 64 KiB of record data each (what a producer with a large batch.size and some
+linger writes), grouped into fetch responses of at most 1 MiB (the default
+max.partition.fetch.bytes); every reader decodes the same responses one at a time and drops
+the records of one before the next, as a consumer does.
+
+Every reader checks CRCs (our decoder with check_crcs=True, the others through
+``batch.validate_crc()``, as their consumers do by default) and reads every record's value.
+Timing is CPU time of this process (``time.process_time``), best of ``--repeat`` runs, so that
+load from other processes on a shared machine disturbs it less. MB/s counts the fetched
+(on-the-wire, possibly compressed) bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+# Import both of our implementations explicitly, whatever the environment selects.
+from kafkaconsumer.record import _pyrecords, encode_batch
+
+_crecords: Any
+try:
+    _crecords = importlib.import_module("kafkaconsumer.record._crecords")
+except ImportError:  # the extension is not built
+    _crecords = None
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+VALUE_SIZES = [100, 1024]
+BATCH_BYTES = 64 * 1024
+#: Bytes of one partition's records in one fetch (the default max.partition.fetch.bytes).
+FETCH_BYTES = 1024 * 1024
+
+
+def build_fetch_data(n_records: int, value_size: int, codec: str, seed: int = 7) -> list[bytes]:
+    """Fetch responses holding ``n_records`` records (offsets 0..n-1) in v2 batches.
+
+    Each response is at most :data:`FETCH_BYTES` of whole batches, like one partition's
+    ``records`` in a Fetch response at the default ``max.partition.fetch.bytes``.
+    """
+    rng = random.Random(seed)
+    vocab = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+        for _ in range(300)
+    ]
+    per_batch = max(1, BATCH_BYTES // (value_size + 8))
+    base_ts = 1_700_000_000_000
+    chunks: list[bytes] = []
+    current: list[bytes] = []
+    current_size = 0
+    offset = 0
+    while offset < n_records:
+        count = min(per_batch, n_records - offset)
+        records: list[tuple[bytes, bytes, list[tuple[str, bytes]], int]] = []
+        for i in range(count):
+            words: list[str] = []
+            size = 0
+            while size < value_size:
+                w = rng.choice(vocab)
+                words.append(w)
+                size += len(w) + 1
+            value = " ".join(words).encode()[:value_size]
+            records.append((b"key%05d" % ((offset + i) % 100000), value, [], base_ts + offset + i))
+        batch = encode_batch(records, base_offset=offset, compression=codec)
+        if current and current_size + len(batch) > FETCH_BYTES:
+            chunks.append(b"".join(current))
+            current, current_size = [], 0
+        current.append(batch)
+        current_size += len(batch)
+        offset += count
+    if current:
+        chunks.append(b"".join(current))
+    return chunks
+
+
+def read_ours(module: Any) -> Callable[[bytes], int]:
+    """Our decoder, as the fetcher calls it."""
+    decode = module.decode_fetched_records
+
+    def run(data: bytes) -> int:
+        # Offsets are not needed for the position here: each chunk starts at its first batch.
+        result = decode(data, "bench", 0, 0, check_crcs=True)
+        n = 0
+        for record in result.records:
+            if record.value is not None:
+                n += 1
+        return n
+
+    return run
+
+
+def read_memory_records(cls: Any) -> Callable[[bytes], int]:
+    """kafka-python's / aiokafka's MemoryRecords: batch by batch, record by record."""
+
+    def run(data: bytes) -> int:
+        records = cls(data)
+        n = 0
+        while records.has_next():
+            batch = records.next_batch()
+            if batch is None:
+                break
+            if not batch.validate_crc():
+                raise RuntimeError("CRC mismatch")
+            for record in batch:
+                if record.value is not None:
+                    n += 1
+        return n
+
+    return run
+
+
+def readers() -> dict[str, Callable[[bytes], int]]:
+    """Name -> reader of every decoder that is importable here."""
+    found: dict[str, Callable[[bytes], int]] = {}
+    if _crecords is not None:
+        found["ours (Cython)"] = read_ours(_crecords)
+    found["ours (pure)"] = read_ours(_pyrecords)
+    try:
+        from aiokafka.record._crecords import MemoryRecords as AioMemoryRecords
+
+        found["aiokafka (Cython)"] = read_memory_records(AioMemoryRecords)
+    except ImportError:
+        pass
+    try:
+        from kafka.record import MemoryRecords as KpMemoryRecords
+
+        found["kafka-python"] = read_memory_records(KpMemoryRecords)
+    except ImportError:
+        pass
+    return found
+
+
+def measure(
+    found: dict[str, Callable[[bytes], int]], chunks: list[bytes], expected: int, repeat: int
+) -> dict[str, float]:
+    """Best CPU seconds of ``repeat`` runs of each reader over every chunk.
+
+    The readers take turns (one run each per round) so that a burst of load from elsewhere on
+    the machine does not fall on one reader only.
+    """
+    best = {name: float("inf") for name in found}
+    for _ in range(repeat):
+        for name, reader in found.items():
+            gc.collect()
+            start = time.process_time()
+            count = 0
+            for chunk in chunks:
+                count += reader(chunk)
+            elapsed = time.process_time() - start
+            if count != expected:
+                raise RuntimeError(f"{name} saw {count} records, expected {expected}")
+            best[name] = min(best[name], elapsed)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print one table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000, help="records per workload")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per reader (best counts)")
+    parser.add_argument("--codecs", default=",".join(CODECS))
+    parser.add_argument("--sizes", default=",".join(map(str, VALUE_SIZES)))
+    args = parser.parse_args(argv)
+    found = readers()
+    names = list(found)
+    ref = "aiokafka (Cython)" if "aiokafka (Cython)" in found else names[-1]
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; CPU time, best of {args.repeat}"
+    )
+    print(f"ratios are against {ref}; MB/s counts fetched (wire) bytes")
+    header = (
+        f"{'workload':<18} {'reader':<18} {'records/s':>12} {'MB/s':>8} {'us/rec':>7} {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size in (int(s) for s in args.sizes.split(",")):
+        n = args.records if size <= 100 else max(1, args.records // 4)
+        for codec in args.codecs.split(","):
+            chunks = build_fetch_data(n, size, codec)
+            wire = sum(len(c) for c in chunks)
+            times = measure(found, chunks, n, args.repeat)
+            for name in names:
+                t = times[name]
+                print(
+                    f"{codec + ' ' + str(size) + 'B':<18} {name:<18} {n / t:>12,.0f} "
+                    f"{wire / t / 1e6:>8.1f} {t / n * 1e6:>7.2f} {times[ref] / t:>6.2f}"
+                )
+            print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
