@@ -14,7 +14,8 @@ cluster metadata before trying again), the two facts the client's retry logic ne
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable, NoReturn
+from collections.abc import Iterable
+from typing import Any, ClassVar, NoReturn
 
 __all__ = [
     "KafkaError",
@@ -139,6 +140,13 @@ class CommitFailedError(KafkaError):
     """
 
 
+class RetriableCommitFailedError(KafkaError):
+    """An asynchronous offset commit failed with a retriable error (the coordinator moved, a
+    request timed out); a later commit of newer offsets may succeed."""
+
+    retriable = True
+
+
 class ConcurrentModificationError(KafkaError):
     """A second thread called into a consumer that is not thread-safe."""
 
@@ -181,6 +189,13 @@ class RecordDeserializationError(KafkaError):
             f"{topic}-{partition}: {cause!r}; seek past it to go on"
         )
 
+
+
+class SerializationError(KafkaError):
+    """A serializer or deserializer could not convert a value (Java ``SerializationException``).
+
+    The consumer wraps it in :class:`RecordDeserializationError`, which says where it happened.
+    """
 
 
 # --------------------------------------------------------------------------- broker error codes

@@ -13,8 +13,8 @@ lacks (``broker.supports(api_key)`` after the first ApiVersions, or the known ga
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import pytest
 

@@ -6,7 +6,12 @@ import os
 
 import pytest
 
-from kafkaconsumer.embedded import EmbeddedBroker, EmbeddedBrokerError, _api_versions_probe, free_port
+from kafkaconsumer.embedded import (
+    EmbeddedBroker,
+    EmbeddedBrokerError,
+    _api_versions_probe,
+    free_port,
+)
 
 
 @pytest.mark.integration
