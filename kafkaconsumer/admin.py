@@ -1,0 +1,733 @@
+"""A small, real admin client: topics, partitions, records and consumer groups.
+
+Each call is blocking and honours its ``timeout_ms`` (default ``default.api.timeout.ms``); on
+failure it raises the broker's error class (``TopicAlreadyExistsError``,
+``GroupIdNotFoundError``, ...) with the object it concerns in the message and as an attribute
+(``topic=``, ``group_id=``, ``partition=``). Retriable conditions (a coordinator or controller
+that moved, a lost connection, a group still loading) are retried within the timeout.
+
+Routing follows the Java ``KafkaAdminClient``: topic operations go to the controller (any
+broker when the cluster does not say), group operations to the group's coordinator (found with
+FindCoordinator), ``delete_records`` and ``list_offsets`` to each partition's leader, and
+``list_groups`` to every broker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, NamedTuple
+
+from kafkaconsumer.config import AdminClientConfig
+from kafkaconsumer.errors import (
+    BrokerResponseError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NodeNotReadyError,
+    UnsupportedVersionError,
+    for_code,
+)
+from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
+from kafkaconsumer.metadata import Metadata
+from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
+from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["KafkaAdminClient", "GroupListing", "GroupDescription", "MemberDescription",
+           "ListOffsetsResult", "EARLIEST", "LATEST"]
+
+#: ``list_offsets`` specs: the log start offset and the high watermark.
+EARLIEST = -2
+LATEST = -1
+
+_POLL_SLICE_MS = 100
+# Codes worth another try after re-resolving the target node.
+_NOT_COORDINATOR = 16
+_COORDINATOR_NOT_AVAILABLE = 15
+_COORDINATOR_LOAD_IN_PROGRESS = 14
+_NOT_CONTROLLER = 41
+_RETRY_CODES = {_NOT_COORDINATOR, _COORDINATOR_NOT_AVAILABLE, _COORDINATOR_LOAD_IN_PROGRESS,
+                _NOT_CONTROLLER, 6, 5, 3, 7}
+
+
+class GroupListing(NamedTuple):
+    """One group as ``list_groups`` reports it."""
+
+    group_id: str
+    protocol_type: str
+    state: str | None = None
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    """One member of a described group; ``assignment`` is decoded for consumer groups."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A group's state, protocol and members (``describe_groups``)."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberDescription, ...] = field(default_factory=tuple)
+    coordinator: int = -1
+
+
+class ListOffsetsResult(NamedTuple):
+    """The answer of ``list_offsets`` for one partition."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None
+
+
+def _budget_ms(timeout_ms: float | timedelta | None, default: int) -> float:
+    if timeout_ms is None:
+        return float(default)
+    if isinstance(timeout_ms, timedelta):
+        value = timeout_ms.total_seconds() * 1000.0
+    else:
+        value = float(timeout_ms)
+    if value < 0:
+        raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms!r}")
+    return value
+
+
+class _Deadline:
+    __slots__ = ("time", "end", "budget")
+
+    def __init__(self, time: Time, budget_ms: float) -> None:
+        self.time = time
+        self.budget = budget_ms
+        self.end = time.monotonic_ms() + budget_ms
+
+    def remaining(self) -> float:
+        return self.end - self.time.monotonic_ms()
+
+    def request_timeout(self) -> int:
+        return max(1, int(self.remaining()))
+
+
+class _Retry(Exception):
+    """Internal: the operation should be tried again (after re-resolving its node)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _error(code: int, message: str | None, **context: Any) -> BrokerResponseError:
+    what = ", ".join(f"{k} {v!r}" for k, v in context.items())
+    text = f"{message} ({what})" if message else what
+    return for_code(code)(text or None, **context)
+
+
+class KafkaAdminClient:
+    """Blocking administration of topics, records and consumer groups.
+
+    ``KafkaAdminClient({"bootstrap.servers": "localhost:9092"})``; every AdminClientConfig key
+    is accepted (Java names or snake_case). Use it as a context manager or call :meth:`close`.
+
+    Thread-safety: thread-safe; one lock serialises the calls.
+    """
+
+    def __init__(self, configs: Mapping[str, Any] | None = None, *, time: Time | None = None,
+                 **kwargs: Any) -> None:
+        self.config = AdminClientConfig(configs, **kwargs)
+        self._time = time or SYSTEM_TIME
+        self._metadata = Metadata(self.config, time=self._time)
+        # Admin metadata covers brokers and the controller; topic lists are asked for per call.
+        self._metadata.set_topics([])
+        self._network = NetworkClient(self.config, time=self._time, metadata=self._metadata)
+        self._client = ConsumerNetworkClient(self._network, self._metadata)
+        self._default_timeout = int(self.config["default.api.timeout.ms"])
+        self._backoff_ms = int(self.config["retry.backoff.ms"])
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # ------------------------------------------------------------------ plumbing --------------
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("the admin client is closed")
+
+    def _ensure_metadata(self, deadline: _Deadline) -> None:
+        if self._metadata.update_version > 0:
+            return
+        while self._metadata.update_version == 0:
+            remaining = deadline.remaining()
+            if remaining <= 0:
+                last = self._metadata.last_error
+                raise KafkaTimeoutError(
+                    f"no cluster metadata within {deadline.budget:.0f} ms"
+                    + (f" (last error: {last})" if last is not None else ""))
+            self._client.poll(min(remaining, _POLL_SLICE_MS), disable_wakeup=True)
+
+    def _any_node(self, deadline: _Deadline) -> int:
+        while True:
+            node = self._client.least_loaded_node()
+            if node is not None:
+                return node
+            if deadline.remaining() <= 0:
+                raise KafkaTimeoutError("no broker is reachable")
+            self._client.poll(min(deadline.remaining(), _POLL_SLICE_MS), disable_wakeup=True)
+
+    def _controller(self, deadline: _Deadline) -> int:
+        self._ensure_metadata(deadline)
+        cluster = self._metadata.cluster
+        controller = cluster.controller_id
+        if controller is not None and controller >= 0 and cluster.broker(controller) is not None:
+            return int(controller)
+        return self._any_node(deadline)
+
+    def _request(self, node: int, api_key: int,
+                 body: Mapping[str, Any] | Callable[[int], Mapping[str, Any]],
+                 deadline: _Deadline) -> dict[str, Any]:
+        """One request/response; connection problems become :class:`_Retry`.
+
+        ``body`` may be a function of the negotiated version, for requests whose fields differ
+        between versions (the encoder refuses values a version cannot carry).
+        """
+        version: int | None = None
+        if callable(body):
+            if not self._client.await_ready(node, max(0.0, deadline.remaining())):
+                raise _Retry(NodeNotReadyError(f"node {node} is not ready"))
+            version = self._client.api_version(node, api_key)
+            if version is None:
+                raise UnsupportedVersionError(
+                    f"node {node} does not support {ApiKey(api_key).name}")
+            body = body(version)
+        fut = self._client.send(node, api_key, body, version,
+                                timeout_ms=deadline.request_timeout())
+        while not fut.is_done:
+            remaining = deadline.remaining()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"{ApiKey(api_key).name} to node {node} did not complete within "
+                    f"{deadline.budget:.0f} ms")
+            self._client.poll(min(remaining, _POLL_SLICE_MS), fut, disable_wakeup=True)
+        if fut.failed():
+            exc = fut.exception
+            assert exc is not None
+            if isinstance(exc, (KafkaConnectionError, NodeNotReadyError, KafkaTimeoutError)) or \
+                    getattr(exc, "retriable", False):
+                raise _Retry(exc)
+            raise exc
+        return fut.value
+
+    def _with_retries(self, what: str, deadline: _Deadline, attempt: Callable[[], Any]) -> Any:
+        """Run ``attempt`` until it stops raising :class:`_Retry` or time is up."""
+        last: BaseException | None = None
+        while True:
+            try:
+                return attempt()
+            except KafkaTimeoutError as exc:
+                if last is None:
+                    raise
+                raise KafkaTimeoutError(f"{exc} (last error: {last})") from exc
+            except _Retry as retry:
+                last = retry.cause
+                if isinstance(last, BrokerResponseError) and last.invalid_metadata or \
+                        isinstance(last, KafkaConnectionError):
+                    self._metadata.request_update()
+            wait = min(self._backoff_ms, deadline.remaining())
+            if wait <= 0:
+                raise KafkaTimeoutError(
+                    f"{what} did not complete within {deadline.budget:.0f} ms"
+                    + (f" (last error: {last})" if last is not None else ""))
+            self._client.poll(wait, disable_wakeup=True)
+
+    def _call(self, what: str, timeout_ms: float | timedelta | None,
+              attempt: Callable[[_Deadline], Any]) -> Any:
+        with self._lock:
+            self._ensure_open()
+            deadline = _Deadline(self._time, _budget_ms(timeout_ms, self._default_timeout))
+            self._ensure_metadata(deadline)
+            return self._with_retries(what, deadline, lambda: attempt(deadline))
+
+    def _coordinator(self, group_id: str, deadline: _Deadline) -> int:
+        node = self._any_node(deadline)
+        def body(version: int) -> dict[str, Any]:
+            if version >= 4:
+                return {"key_type": 0, "coordinator_keys": [group_id]}
+            return {"key": group_id, "key_type": 0}
+
+        resp = self._request(node, ApiKey.FIND_COORDINATOR, body, deadline)
+        coords = resp.get("coordinators") or []
+        if coords:
+            entry = coords[0]
+        else:
+            entry = resp
+        code = int(entry.get("error_code", 0))
+        if code:
+            err = _error(code, entry.get("error_message"), group_id=group_id)
+            if code in _RETRY_CODES or err.retriable:
+                raise _Retry(err)
+            raise err
+        node_id = int(entry["node_id"])
+        if self._metadata.cluster.broker(node_id) is None:
+            # A coordinator the metadata does not list yet: refresh and try again.
+            self._metadata.request_update()
+            raise _Retry(KafkaError(f"coordinator {node_id} of group {group_id!r} not in "
+                                    "metadata yet"))
+        return node_id
+
+    # ------------------------------------------------------------------ topics ---------------
+    def create_topics(self, new_topics: Mapping[str, int] | Iterable[str],
+                      replication_factor: int = 1,
+                      configs: Mapping[str, str] | None = None, *,
+                      timeout_ms: float | timedelta | None = None,
+                      validate_only: bool = False, if_not_exists: bool = False) -> None:
+        """Create topics (``{name: num_partitions}``, or names for the broker defaults).
+
+        Raises the broker's error (``TopicAlreadyExistsError``, ``InvalidReplicationFactorError``,
+        ...) for the first topic that fails; ``if_not_exists`` ignores topics that exist.
+        """
+        if isinstance(new_topics, Mapping):
+            wanted = {str(t): int(n) for t, n in new_topics.items()}
+        else:
+            wanted = {str(t): -1 for t in new_topics}
+        for name, parts in wanted.items():
+            if not name:
+                raise ValueError("topic names must not be empty")
+            if parts == 0 or parts < -1:
+                raise ValueError(f"topic {name!r}: num_partitions must be >= 1, got {parts}")
+        config_list = [{"name": k, "value": v} for k, v in (configs or {}).items()]
+        pending = dict(wanted)
+
+        def attempt(deadline: _Deadline) -> None:
+            body = {"topics": [{"name": t, "num_partitions": n,
+                                "replication_factor": replication_factor, "assignments": [],
+                                "configs": config_list} for t, n in pending.items()],
+                    "timeout_ms": deadline.request_timeout(), "validate_only": validate_only}
+            resp = self._request(self._controller(deadline), ApiKey.CREATE_TOPICS, body,
+                                 deadline)
+            retry: BaseException | None = None
+            for result in resp.get("topics") or []:
+                name = result["name"]
+                code = int(result.get("error_code", 0))
+                if code == 0 or (code == 36 and if_not_exists):
+                    pending.pop(name, None)
+                    continue
+                err = _error(code, result.get("error_message"), topic=name)
+                if code in _RETRY_CODES or err.retriable:
+                    retry = err
+                    continue
+                raise err
+            if retry is not None:
+                raise _Retry(retry)
+
+        self._call("create_topics", timeout_ms, attempt)
+
+    def delete_topics(self, topics: Iterable[str], *,
+                      timeout_ms: float | timedelta | None = None) -> None:
+        """Delete topics; raises ``UnknownTopicOrPartitionError`` naming a missing one."""
+        pending = [str(t) for t in topics]
+
+        def attempt(deadline: _Deadline) -> None:
+            def body(version: int) -> dict[str, Any]:
+                if version >= 6:
+                    return {"topics": [{"name": t} for t in pending],
+                            "timeout_ms": deadline.request_timeout()}
+                return {"topic_names": list(pending), "timeout_ms": deadline.request_timeout()}
+
+            resp = self._request(self._controller(deadline), ApiKey.DELETE_TOPICS, body,
+                                 deadline)
+            retry: BaseException | None = None
+            for result in resp.get("responses") or []:
+                name = result.get("name")
+                code = int(result.get("error_code", 0))
+                if code == 0:
+                    if name in pending:
+                        pending.remove(name)
+                    continue
+                err = _error(code, result.get("error_message"), topic=name)
+                if code in _RETRY_CODES - {3} or (err.retriable and code != 3):
+                    retry = err
+                    continue
+                raise err
+            if retry is not None:
+                raise _Retry(retry)
+
+        self._call("delete_topics", timeout_ms, attempt)
+
+    def create_partitions(self, new_counts: Mapping[str, int], *,
+                          timeout_ms: float | timedelta | None = None,
+                          validate_only: bool = False) -> None:
+        """Raise topics' partition counts to the given totals (``{topic: total}``).
+
+        Brokers without CreatePartitions (e.g. Tansu) raise ``UnsupportedVersionError``.
+        """
+        pending = {str(t): int(n) for t, n in new_counts.items()}
+
+        def attempt(deadline: _Deadline) -> None:
+            body = {"topics": [{"name": t, "count": n, "assignments": None}
+                               for t, n in pending.items()],
+                    "timeout_ms": deadline.request_timeout(), "validate_only": validate_only}
+            resp = self._request(self._controller(deadline), ApiKey.CREATE_PARTITIONS, body,
+                                 deadline)
+            for result in resp.get("results") or []:
+                code = int(result.get("error_code", 0))
+                if code:
+                    err = _error(code, result.get("error_message"), topic=result["name"])
+                    if code in _RETRY_CODES:
+                        raise _Retry(err)
+                    raise err
+                pending.pop(result["name"], None)
+
+        self._call("create_partitions", timeout_ms, attempt)
+
+    def list_topics(self, *, timeout_ms: float | timedelta | None = None,
+                    include_internal: bool = False) -> dict[str, int]:
+        """Every topic and its partition count."""
+        def attempt(deadline: _Deadline) -> dict[str, int]:
+            body = {"topics": None, "allow_auto_topic_creation": False,
+                    "include_cluster_authorized_operations": False,
+                    "include_topic_authorized_operations": False}
+            resp = self._request(self._any_node(deadline), ApiKey.METADATA, body, deadline)
+            out: dict[str, int] = {}
+            for t in resp.get("topics") or []:
+                if int(t.get("error_code", 0)) or t.get("name") is None:
+                    continue
+                if t.get("is_internal") and not include_internal:
+                    continue
+                out[t["name"]] = len(t.get("partitions") or [])
+            return out
+
+        return self._call("list_topics", timeout_ms, attempt)
+
+    # ------------------------------------------------------------------ records --------------
+    def _leaders(self, topics: Iterable[str], deadline: _Deadline) -> None:
+        """Make the metadata cover ``topics`` (refreshing until their leaders are known)."""
+        wanted = set(topics)
+        self._metadata.set_topics(set(self._metadata.topics()) | wanted)
+        while True:
+            cluster = self._metadata.cluster
+            missing = [t for t in wanted if not cluster.partitions_for_topic(t)]
+            if not missing:
+                return
+            for t in missing:
+                err = self._metadata.topic_error(t)
+                if err is not None and not (err.retriable or err.invalid_metadata):
+                    raise err
+            if deadline.remaining() <= 0:
+                raise KafkaTimeoutError(f"no metadata for topics {sorted(missing)}")
+            self._metadata.request_update()
+            self._client.poll(min(deadline.remaining(), _POLL_SLICE_MS), disable_wakeup=True)
+
+    def _by_leader(self, tps: Iterable[TopicPartition],
+                   deadline: _Deadline) -> dict[int, list[TopicPartition]]:
+        tps = list(tps)
+        self._leaders({tp.topic for tp in tps}, deadline)
+        cluster = self._metadata.cluster
+        out: dict[int, list[TopicPartition]] = {}
+        for tp in tps:
+            if cluster.partition(tp) is None:
+                raise _error(3, "no such partition", topic=tp.topic, partition=tp.partition)
+            leader = cluster.leader_for(tp)
+            if leader is None:
+                self._metadata.request_update()
+                raise _Retry(_error(5, None, topic=tp.topic, partition=tp.partition))
+            out.setdefault(leader, []).append(tp)
+        return out
+
+    def delete_records(self, before_offsets: Mapping[TopicPartition, int], *,
+                       timeout_ms: float | timedelta | None = None) -> dict[TopicPartition, int]:
+        """Delete records below the given offsets; returns each partition's new log start
+        (low watermark). Offset -1 means the high watermark (delete everything)."""
+        pending = {TopicPartition(*tp): int(off) for tp, off in before_offsets.items()}
+        done: dict[TopicPartition, int] = {}
+
+        def attempt(deadline: _Deadline) -> dict[TopicPartition, int]:
+            retry: BaseException | None = None
+            for leader, tps in self._by_leader(list(pending), deadline).items():
+                topics: dict[str, list[dict[str, int]]] = {}
+                for tp in tps:
+                    topics.setdefault(tp.topic, []).append(
+                        {"partition_index": tp.partition, "offset": pending[tp]})
+                body = {"topics": [{"name": t, "partitions": p} for t, p in topics.items()],
+                        "timeout_ms": deadline.request_timeout()}
+                resp = self._request(leader, ApiKey.DELETE_RECORDS, body, deadline)
+                for t in resp.get("topics") or []:
+                    for p in t.get("partitions") or []:
+                        tp = TopicPartition(t["name"], int(p["partition_index"]))
+                        code = int(p.get("error_code", 0))
+                        if code == 0:
+                            done[tp] = int(p["low_watermark"])
+                            pending.pop(tp, None)
+                            continue
+                        err = _error(code, None, topic=tp.topic, partition=tp.partition)
+                        if err.retriable or err.invalid_metadata:
+                            retry = err
+                            continue
+                        raise err
+            if retry is not None or pending:
+                raise _Retry(retry or KafkaError(f"no answer for {sorted(pending)}"))
+            return dict(done)
+
+        return self._call("delete_records", timeout_ms, attempt)
+
+    def list_offsets(self, specs: Mapping[TopicPartition, int], *,
+                     timeout_ms: float | timedelta | None = None,
+                     read_committed: bool = False) -> dict[TopicPartition, ListOffsetsResult]:
+        """Offsets by spec per partition: :data:`EARLIEST` (-2, log start), :data:`LATEST`
+        (-1, high watermark) or a timestamp in ms (first offset at or after it; offset -1 when
+        there is none)."""
+        pending = {TopicPartition(*tp): int(spec) for tp, spec in specs.items()}
+        done: dict[TopicPartition, ListOffsetsResult] = {}
+
+        def attempt(deadline: _Deadline) -> dict[TopicPartition, ListOffsetsResult]:
+            retry: BaseException | None = None
+            for leader, tps in self._by_leader(list(pending), deadline).items():
+                topics: dict[str, list[dict[str, int]]] = {}
+                for tp in tps:
+                    topics.setdefault(tp.topic, []).append(
+                        {"partition_index": tp.partition, "timestamp": pending[tp],
+                         "max_num_offsets": 1})
+                body = {"replica_id": -1, "isolation_level": 1 if read_committed else 0,
+                        "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
+                resp = self._request(leader, ApiKey.LIST_OFFSETS, body, deadline)
+                for t in resp.get("topics") or []:
+                    for p in t.get("partitions") or []:
+                        tp = TopicPartition(t["name"], int(p["partition_index"]))
+                        code = int(p.get("error_code", 0))
+                        if code == 0:
+                            offset = int(p.get("offset", -1))
+                            old = p.get("old_style_offsets") or []
+                            if offset < 0 and old:
+                                offset = int(old[0])
+                            epoch = int(p.get("leader_epoch", -1))
+                            done[tp] = ListOffsetsResult(offset, int(p.get("timestamp", -1)),
+                                                         epoch if epoch >= 0 else None)
+                            pending.pop(tp, None)
+                            continue
+                        err = _error(code, None, topic=tp.topic, partition=tp.partition)
+                        if err.retriable or err.invalid_metadata:
+                            retry = err
+                            continue
+                        raise err
+            if retry is not None or pending:
+                raise _Retry(retry or KafkaError(f"no answer for {sorted(pending)}"))
+            return dict(done)
+
+        return self._call("list_offsets", timeout_ms, attempt)
+
+    # ------------------------------------------------------------------ groups ---------------
+    def list_groups(self, *, timeout_ms: float | timedelta | None = None) -> list[GroupListing]:
+        """Every group of every broker."""
+        def attempt(deadline: _Deadline) -> list[GroupListing]:
+            brokers = [b.node_id for b in self._metadata.cluster.brokers()]
+            found: dict[str, GroupListing] = {}
+            for node in brokers:
+                resp = self._request(node, ApiKey.LIST_GROUPS,
+                                     {"states_filter": [], "types_filter": []}, deadline)
+                code = int(resp.get("error_code", 0))
+                if code:
+                    err = _error(code, None, broker=node)
+                    if code in _RETRY_CODES or err.retriable:
+                        raise _Retry(err)
+                    raise err
+                for g in resp.get("groups") or []:
+                    found[g["group_id"]] = GroupListing(g["group_id"], g.get("protocol_type", ""),
+                                                        g.get("group_state") or None)
+            return sorted(found.values())
+
+        return self._call("list_groups", timeout_ms, attempt)
+
+    def describe_groups(self, group_ids: Iterable[str], *,
+                        timeout_ms: float | timedelta | None = None
+                        ) -> dict[str, GroupDescription]:
+        """State, protocol and members of each group (a missing group has state ``Dead``)."""
+        groups = [str(g) for g in group_ids]
+        done: dict[str, GroupDescription] = {}
+
+        def attempt(deadline: _Deadline) -> dict[str, GroupDescription]:
+            for group in groups:
+                if group in done:
+                    continue
+                node = self._coordinator(group, deadline)
+                resp = self._request(node, ApiKey.DESCRIBE_GROUPS,
+                                     {"groups": [group], "include_authorized_operations": False},
+                                     deadline)
+                for g in resp.get("groups") or []:
+                    code = int(g.get("error_code", 0))
+                    if code:
+                        err = _error(code, None, group_id=g.get("group_id", group))
+                        if code in _RETRY_CODES or err.retriable:
+                            raise _Retry(err)
+                        raise err
+                    done[g["group_id"]] = self._description(g, node)
+            return {g: done[g] for g in groups if g in done}
+
+        return self._call("describe_groups", timeout_ms, attempt)
+
+    @staticmethod
+    def _description(g: Mapping[str, Any], node: int) -> GroupDescription:
+        members = []
+        for m in g.get("members") or []:
+            assignment: tuple[TopicPartition, ...] = ()
+            raw = m.get("member_assignment")
+            if g.get("protocol_type") == "consumer" and raw:
+                try:
+                    from kafkaconsumer.internals.consumer_protocol import decode_assignment
+
+                    assignment = tuple(decode_assignment(bytes(raw)).partitions)
+                except Exception:  # noqa: BLE001 - a foreign assignment format is not an error
+                    logger.debug("cannot decode the assignment of %s", m.get("member_id"))
+            members.append(MemberDescription(m["member_id"], m.get("group_instance_id"),
+                                             m.get("client_id", ""), m.get("client_host", ""),
+                                             assignment))
+        return GroupDescription(g["group_id"], g.get("group_state", ""),
+                                g.get("protocol_type", ""), g.get("protocol_data", ""),
+                                tuple(members), node)
+
+    def list_consumer_group_offsets(self, group_id: str,
+                                    partitions: Iterable[TopicPartition] | None = None, *,
+                                    timeout_ms: float | timedelta | None = None,
+                                    require_stable: bool = False
+                                    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (all partitions, or the given ones); partitions
+        without a committed offset are left out."""
+        tps = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
+        topics: list[dict[str, Any]] | None = None
+        if tps is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in tps:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            topics = [{"name": t, "partition_indexes": p} for t, p in by_topic.items()]
+
+        def attempt(deadline: _Deadline) -> dict[TopicPartition, OffsetAndMetadata]:
+            node = self._coordinator(group_id, deadline)
+            def body(version: int) -> dict[str, Any]:
+                if version >= 8:
+                    return {"groups": [{"group_id": group_id, "topics": topics}],
+                            "require_stable": require_stable}
+                if topics is None and version < 2:
+                    raise UnsupportedVersionError(
+                        "listing every committed offset needs OffsetFetch v2+; name the "
+                        "partitions")
+                return {"group_id": group_id, "topics": topics,
+                        "require_stable": require_stable}
+
+            resp = self._request(node, ApiKey.OFFSET_FETCH, body, deadline)
+            groups = resp.get("groups") or []
+            if groups:
+                entry = groups[0]
+                code = int(entry.get("error_code", 0))
+                topic_list = entry.get("topics") or []
+            else:
+                code = int(resp.get("error_code", 0))
+                topic_list = resp.get("topics") or []
+            if code:
+                err = _error(code, None, group_id=group_id)
+                if code in _RETRY_CODES or err.retriable:
+                    raise _Retry(err)
+                raise err
+            out: dict[TopicPartition, OffsetAndMetadata] = {}
+            for t in topic_list:
+                for p in t.get("partitions") or []:
+                    tp = TopicPartition(t["name"], int(p["partition_index"]))
+                    pcode = int(p.get("error_code", 0))
+                    if pcode:
+                        err = _error(pcode, None, group_id=group_id, topic=tp.topic,
+                                     partition=tp.partition)
+                        if err.retriable or pcode in _RETRY_CODES:
+                            raise _Retry(err)
+                        raise err
+                    offset = int(p.get("committed_offset", -1))
+                    if offset < 0:
+                        continue
+                    epoch = int(p.get("committed_leader_epoch", -1))
+                    out[tp] = OffsetAndMetadata(offset, p.get("metadata") or "",
+                                                epoch if epoch >= 0 else None)
+            return out
+
+        return self._call("list_consumer_group_offsets", timeout_ms,
+                          attempt)
+
+    def alter_consumer_group_offsets(self, group_id: str,
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | int], *,
+                                     timeout_ms: float | timedelta | None = None) -> None:
+        """Set a group's committed offsets (the group must have no active members, as in
+        Java; a live group answers ``UnknownMemberIdError``)."""
+        normal: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, om in offsets.items():
+            normal[TopicPartition(*tp)] = om if isinstance(om, OffsetAndMetadata) \
+                else OffsetAndMetadata(int(om))
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, om in normal.items():
+            by_topic.setdefault(tp.topic, []).append({
+                "partition_index": tp.partition, "committed_offset": om.offset,
+                "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                "committed_metadata": om.metadata})
+
+        def attempt(deadline: _Deadline) -> None:
+            node = self._coordinator(group_id, deadline)
+            body = {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
+                    "group_instance_id": None,
+                    "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
+            resp = self._request(node, ApiKey.OFFSET_COMMIT, body, deadline)
+            for t in resp.get("topics") or []:
+                for p in t.get("partitions") or []:
+                    code = int(p.get("error_code", 0))
+                    if code:
+                        err = _error(code, None, group_id=group_id, topic=t["name"],
+                                     partition=int(p["partition_index"]))
+                        if code in _RETRY_CODES or err.retriable:
+                            raise _Retry(err)
+                        raise err
+
+        self._call("alter_consumer_group_offsets", timeout_ms, attempt)
+
+    def delete_consumer_groups(self, group_ids: Iterable[str], *,
+                               timeout_ms: float | timedelta | None = None) -> None:
+        """Delete empty groups and their offsets (``NonEmptyGroupError`` for a live one,
+        ``GroupIdNotFoundError`` for an unknown one)."""
+        pending = [str(g) for g in group_ids]
+
+        def attempt(deadline: _Deadline) -> None:
+            for group in list(pending):
+                node = self._coordinator(group, deadline)
+                resp = self._request(node, ApiKey.DELETE_GROUPS, {"groups_names": [group]},
+                                     deadline)
+                for r in resp.get("results") or []:
+                    code = int(r.get("error_code", 0))
+                    if code:
+                        err = _error(code, None, group_id=r.get("group_id", group))
+                        if code in _RETRY_CODES or err.retriable:
+                            raise _Retry(err)
+                        raise err
+                pending.remove(group)
+
+        self._call("delete_consumer_groups", timeout_ms, attempt)
+
+    # ------------------------------------------------------------------ lifecycle ------------
+    def close(self) -> None:
+        """Close the connections. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._client.close()
+            self._network.close()
+
+    def __enter__(self) -> KafkaAdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

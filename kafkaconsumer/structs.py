@@ -1,0 +1,191 @@
+"""Small public value types: partitions, offsets, group metadata and poll results.
+
+``TopicPartition``, ``OffsetAndMetadata``, ``OffsetAndTimestamp`` and ``ConsumerGroupMetadata``
+are immutable tuples (cheap, hashable, usable as dict keys). ``Node`` and ``PartitionInfo`` live
+in :mod:`kafkaconsumer.metadata`.
+``ConsumerRecords`` is what ``KafkaConsumer.poll()`` returns. ``ConsumerRecord`` itself lives in
+:mod:`kafkaconsumer.record` and is re-exported here.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+
+if TYPE_CHECKING:
+    from kafkaconsumer.record import ConsumerRecord
+
+__all__ = [
+    "TopicPartition",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "ConsumerGroupMetadata",
+    "ConsumerRecords",
+    "ConsumerRecord",
+]
+
+
+class TopicPartition(NamedTuple):
+    """A topic name and a partition number; ``str()`` gives ``"topic-partition"`` as Java."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class _OffsetAndMetadataBase(NamedTuple):
+    offset: int
+    metadata: str
+    leader_epoch: int | None
+
+
+class OffsetAndMetadata(_OffsetAndMetadataBase):
+    """An offset to commit (the next record to read), optional metadata and leader epoch.
+
+    ``metadata=None`` becomes ``""`` and a negative ``leader_epoch`` becomes ``None``, as in
+    Java; a negative offset raises ``ValueError``.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, offset: int, metadata: str | None = "",
+                leader_epoch: int | None = None) -> OffsetAndMetadata:
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            raise TypeError(f"offset must be an int, got {offset!r}")
+        if offset < 0:
+            raise ValueError(f"invalid negative offset {offset}")
+        if leader_epoch is not None and leader_epoch < 0:
+            leader_epoch = None
+        return super().__new__(cls, offset, "" if metadata is None else metadata, leader_epoch)
+
+
+class _OffsetAndTimestampBase(NamedTuple):
+    offset: int
+    timestamp: int
+    leader_epoch: int | None
+
+
+class OffsetAndTimestamp(_OffsetAndTimestampBase):
+    """The result of ``offsets_for_times``: the first offset at or after a timestamp.
+
+    Offset and timestamp must be non-negative (Java checks the same).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, offset: int, timestamp: int,
+                leader_epoch: int | None = None) -> OffsetAndTimestamp:
+        if offset < 0:
+            raise ValueError(f"invalid negative offset {offset}")
+        if timestamp < 0:
+            raise ValueError(f"invalid negative timestamp {timestamp}")
+        if leader_epoch is not None and leader_epoch < 0:
+            leader_epoch = None
+        return super().__new__(cls, offset, timestamp, leader_epoch)
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """A consumer's group identity (Java ``ConsumerGroupMetadata``), e.g. for transactional
+    producers committing on behalf of a consumer."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+class ConsumerRecords:
+    """The records one ``poll()`` returned, grouped by partition (Java ``ConsumerRecords``).
+
+    Iterate it for every record (partition by partition, each in offset order); ``len()`` and
+    :meth:`count` give the total. ``records(tp)`` gives one partition's list and
+    ``records(topic)`` an iterator over one topic's records. ``next_offsets()`` holds, per
+    partition, the position after this batch (Java 3.9 ``nextOffsets``) when the consumer
+    provided it.
+
+    Thread-safety: not modified after construction; safe to read from several threads.
+    """
+
+    __slots__ = ("_records", "_count", "_next_offsets")
+
+    EMPTY: ClassVar[ConsumerRecords]
+
+    def __init__(
+        self,
+        records: Mapping[Any, Sequence[ConsumerRecord]] | None = None,
+        next_offsets: Mapping[Any, Any] | None = None,
+    ) -> None:
+        # Partitions with no records are dropped so partitions() matches Java (only those
+        # that returned data).
+        self._records: dict[TopicPartition, Sequence[ConsumerRecord]] = (
+            {tp: recs for tp, recs in records.items() if recs} if records else {}
+        )
+        self._count = sum(len(recs) for recs in self._records.values())
+        self._next_offsets = dict(next_offsets) if next_offsets else {}
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return itertools.chain.from_iterable(self._records.values())
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def __repr__(self) -> str:
+        return f"ConsumerRecords(count={self._count}, partitions={len(self._records)})"
+
+    def count(self) -> int:
+        """Total number of records."""
+        return self._count
+
+    def is_empty(self) -> bool:
+        """True when no partition returned records."""
+        return self._count == 0
+
+    def partitions(self) -> set[TopicPartition]:
+        """The partitions that have records in this result."""
+        return set(self._records)
+
+    def records(self, tp_or_topic: TopicPartition | str) -> Sequence[ConsumerRecord] | Iterator[ConsumerRecord]:
+        """One partition's records (a list, empty when none), or, given a topic name, an
+        iterator over all of that topic's records."""
+        if isinstance(tp_or_topic, str):
+            topic = tp_or_topic
+            return itertools.chain.from_iterable(
+                recs for tp, recs in self._records.items() if tp[0] == topic
+            )
+        return self._records.get(tp_or_topic, [])
+
+    def by_partition(self) -> Mapping[TopicPartition, Sequence[ConsumerRecord]]:
+        """A read-only view of partition -> records."""
+        return self._records
+
+    def next_offsets(self) -> dict[TopicPartition, Any]:
+        """Per partition, the offset (OffsetAndMetadata) after the records returned."""
+        return dict(self._next_offsets)
+
+    @classmethod
+    def from_records(cls, records: Iterable[ConsumerRecord]) -> ConsumerRecords:
+        """Group a flat iterable of records by their ``(topic, partition)``."""
+        grouped: dict[TopicPartition, list[ConsumerRecord]] = {}
+        for rec in records:
+            tp = TopicPartition(rec.topic, rec.partition)
+            grouped.setdefault(tp, []).append(rec)
+        return cls(grouped)
+
+
+ConsumerRecords.EMPTY = ConsumerRecords()
+
+
+def __getattr__(name: str) -> Any:
+    # ConsumerRecord comes from the record package, imported lazily so that importing the
+    # structs never pulls in the codecs (and works while that package is being built).
+    if name == "ConsumerRecord":
+        from kafkaconsumer.record import ConsumerRecord
+
+        return ConsumerRecord
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,264 @@
+"""Metrics registry and the consumer metric sets, driven by a fake clock."""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.config import ConsumerConfig
+from kafkaconsumer.internals.clock import MockTime
+from kafkaconsumer.metrics import (
+    Avg,
+    ConsumerCoordinatorMetrics,
+    CumulativeCount,
+    CumulativeSum,
+    FetchManagerMetrics,
+    KafkaConsumerMetrics,
+    Max,
+    MetricConfig,
+    MetricName,
+    Metrics,
+    MetricsReporter,
+    Min,
+    Rate,
+    Value,
+    WindowedCount,
+)
+from kafkaconsumer.structs import TopicPartition
+
+G = "test-group"
+
+
+def _registry(samples: int = 2, window_ms: int = 1000) -> tuple[Metrics, MockTime]:
+    clock = MockTime(start_ms=0)
+    return Metrics(MetricConfig(samples=samples, time_window_ms=window_ms), time=clock), clock
+
+
+def test_metric_name_identity() -> None:
+    a = MetricName("x", "g", "one description", {"client-id": "c", "topic": "t"})
+    b = MetricName("x", "g", "another", {"topic": "t", "client-id": "c"})
+    assert a == b and hash(a) == hash(b)
+    assert a != MetricName("x", "g", "", {"client-id": "c"})
+    assert a != MetricName("x", "h", "", {"client-id": "c", "topic": "t"})
+    assert a.tags == {"client-id": "c", "topic": "t"}
+
+
+def test_avg_max_min_windows_and_expiry() -> None:
+    metrics, clock = _registry(samples=2, window_ms=1000)
+    sensor = metrics.sensor("s")
+    sensor.add(MetricName("avg", G), Avg()).add(MetricName("max", G), Max())
+    sensor.add(MetricName("min", G), Min())
+    assert math.isnan(metrics.value("avg", G))
+    assert math.isnan(metrics.value("max", G))
+    sensor.record(10)
+    sensor.record(30)
+    assert metrics.value("avg", G) == 20
+    assert metrics.value("max", G) == 30
+    assert metrics.value("min", G) == 10
+    clock.advance(1000)  # second window
+    sensor.record(2)
+    assert metrics.value("avg", G) == pytest.approx(14.0)
+    assert metrics.value("min", G) == 2
+    clock.advance(1000)  # third window reuses the first sample: 10 and 30 are gone
+    sensor.record(4)
+    assert metrics.value("max", G) == 4
+    assert metrics.value("avg", G) == 3
+    clock.advance(5000)  # everything expired
+    assert math.isnan(metrics.value("avg", G))
+    assert math.isnan(metrics.value("max", G))
+
+
+def test_rate_uses_at_least_samples_minus_one_windows() -> None:
+    metrics, clock = _registry(samples=2, window_ms=1000)
+    sensor = metrics.sensor("s")
+    sensor.add(MetricName("rate", G), Rate())
+    sensor.add(MetricName("count-rate", G), Rate(WindowedCount()))
+    sensor.add(MetricName("total", G), CumulativeSum())
+    sensor.add(MetricName("count", G), CumulativeCount())
+    sensor.record(100)
+    # Right after start-up the span is the minimum of one full window (1 s), not ~0.
+    assert metrics.value("rate", G) == pytest.approx(100.0)
+    clock.advance(500)
+    sensor.record(50)
+    # 150 over 0.5 s elapsed plus the one-window minimum: 1.5 s.
+    assert metrics.value("rate", G) == pytest.approx(100.0)
+    assert metrics.value("count-rate", G) == pytest.approx(2 / 1.5)
+    clock.advance(1400)  # 1.9 s since the first window began (a full window): 150 / 1.9 s
+    assert metrics.value("rate", G) == pytest.approx(150 / 1.9)
+    clock.advance(100)  # the first window is now samples * window old: purged
+    assert metrics.value("rate", G) == 0.0
+    clock.advance(10_000)
+    assert metrics.value("rate", G) == 0.0
+    assert metrics.value("total", G) == 150.0
+    assert metrics.value("count", G) == 2.0
+
+
+def test_value_stat_and_gauges() -> None:
+    metrics, _ = _registry()
+    sensor = metrics.sensor("v")
+    sensor.add(MetricName("last", G), Value())
+    assert math.isnan(metrics.value("last", G))
+    sensor.record(7)
+    sensor.record(3)
+    assert metrics.value("last", G) == 3
+    box = {"n": 5}
+    metrics.add_gauge(MetricName("gauge", G), lambda: box["n"])
+    assert metrics.value("gauge", G) == 5
+    box["n"] = 6
+    assert metrics.metrics()[MetricName("gauge", G)] == 6
+
+    def broken() -> float:
+        raise RuntimeError("boom")
+
+    metrics.add_gauge(MetricName("broken", G), broken)
+    assert math.isnan(metrics.value("broken", G))
+    with pytest.raises(KeyError):
+        metrics.value("missing", G)
+
+
+def test_remove_sensor_and_reporters() -> None:
+    events: list[tuple[str, str]] = []
+
+    class Recorder(MetricsReporter):
+        def init(self, metrics: list[Any]) -> None:
+            events.append(("init", str(len(metrics))))
+
+        def metric_change(self, metric: Any) -> None:
+            events.append(("change", metric.metric_name.name))
+
+        def metric_removal(self, metric: Any) -> None:
+            events.append(("remove", metric.metric_name.name))
+
+        def close(self) -> None:
+            events.append(("close", ""))
+
+    class Broken:
+        def metric_change(self, metric: Any) -> None:
+            raise RuntimeError("reporter bug")
+
+    metrics = Metrics(time=MockTime(), reporters=[Recorder(), Broken()])
+    metrics.sensor("s").add(MetricName("a", G), Avg())
+    metrics.remove_sensor("s")
+    assert MetricName("a", G) not in metrics.metrics()
+    assert metrics.get_sensor("s") is None
+    metrics.close()
+    assert events == [("init", "0"), ("change", "a"), ("remove", "a"), ("close", "")]
+
+
+def test_from_config_reads_sampling_and_skips_java_reporters() -> None:
+    config = ConsumerConfig(metrics_num_samples=3, metrics_sample_window_ms=500)
+    metrics = Metrics.from_config(config, time=MockTime())
+    assert metrics.config == MetricConfig(samples=3, time_window_ms=500)
+    with pytest.raises(ValueError):
+        MetricConfig(samples=0)
+
+
+def test_fetch_manager_metrics() -> None:
+    metrics, clock = _registry(samples=2, window_ms=30_000)
+    fm = FetchManagerMetrics(metrics, "c1")
+    tags = {"client-id": "c1"}
+    g = FetchManagerMetrics.GROUP
+    fm.record_fetch_latency(10)
+    fm.record_fetch_latency(30)
+    fm.record_fetched({"my.topic": (1000, 10), "other": (500, 5)})
+    fm.record_partition_fetched(TopicPartition("other", 1), 100, 1)
+    tp = TopicPartition("my.topic", 0)
+    fm.record_lag(tp, 40)
+    fm.record_lag(tp, 20)
+    fm.record_lead(tp, 5)
+    fm.record_throttle_time(3)
+    clock.advance(30_000)
+    assert metrics.value("fetch-latency-avg", g, tags) == 20
+    assert metrics.value("fetch-latency-max", g, tags) == 30
+    assert metrics.value("fetch-total", g, tags) == 2
+    assert metrics.value("fetch-rate", g, tags) == pytest.approx(2 / 30)
+    assert metrics.value("bytes-consumed-total", g, tags) == 1600
+    assert metrics.value("records-consumed-total", g, tags) == 16
+    assert metrics.value("records-consumed-rate", g, tags) == pytest.approx(16 / 30)
+    assert metrics.value("fetch-size-max", g, tags) == 1500
+    assert metrics.value("records-per-request-avg", g, tags) == pytest.approx(8)
+    topic_tags = {"client-id": "c1", "topic": "my_topic"}  # Java replaces '.' with '_'
+    assert metrics.value("bytes-consumed-total", g, topic_tags) == 1000
+    assert metrics.value("records-consumed-total", g,
+                         {"client-id": "c1", "topic": "other"}) == 6
+    part_tags = {"client-id": "c1", "topic": "my_topic", "partition": "0"}
+    assert metrics.value("records-lag", g, part_tags) == 20
+    assert metrics.value("records-lag-max", g, part_tags) == 40
+    assert metrics.value("records-lag-avg", g, part_tags) == 30
+    assert metrics.value("records-lag-max", g, tags) == 40
+    assert metrics.value("records-lead-min", g, part_tags) == 5
+    assert metrics.value("fetch-throttle-time-max", g, tags) == 3
+    fm.remove_partition(tp)
+    with pytest.raises(KeyError):
+        metrics.value("records-lag", g, part_tags)
+    fm.record_lag(tp, 1)  # re-created after removal
+    assert metrics.value("records-lag", g, part_tags) == 1
+
+
+def test_coordinator_and_consumer_metrics() -> None:
+    metrics, clock = _registry(samples=2, window_ms=10_000)
+    last_hb: dict[str, int | None] = {"ms": None}
+    cm = ConsumerCoordinatorMetrics(metrics, "c", assigned_partitions=lambda: 3,
+                                    last_heartbeat_ms=lambda: last_hb["ms"])
+    tags = {"client-id": "c"}
+    g = ConsumerCoordinatorMetrics.GROUP
+    assert metrics.value("last-heartbeat-seconds-ago", g, tags) == -1
+    assert metrics.value("last-rebalance-seconds-ago", g, tags) == -1
+    cm.record_commit_latency(12)
+    cm.record_join_latency(100)
+    cm.record_sync_latency(50)
+    cm.record_heartbeat(4)
+    cm.record_rebalance(150)
+    cm.record_rebalance(99, failed=True)
+    last_hb["ms"] = clock.monotonic_ms()
+    clock.advance(2500)
+    assert metrics.value("commit-latency-avg", g, tags) == 12
+    assert metrics.value("commit-total", g, tags) == 1
+    assert metrics.value("join-time-max", g, tags) == 100
+    assert metrics.value("sync-time-avg", g, tags) == 50
+    assert metrics.value("heartbeat-response-time-max", g, tags) == 4
+    assert metrics.value("rebalance-total", g, tags) == 1
+    assert metrics.value("rebalance-latency-total", g, tags) == 150
+    assert metrics.value("failed-rebalance-total", g, tags) == 1
+    assert metrics.value("assigned-partitions", g, tags) == 3
+    assert metrics.value("last-heartbeat-seconds-ago", g, tags) == pytest.approx(2.5)
+    assert metrics.value("last-rebalance-seconds-ago", g, tags) == pytest.approx(2.5)
+
+    km = KafkaConsumerMetrics(metrics, "c")
+    cg = KafkaConsumerMetrics.GROUP
+    assert metrics.value("last-poll-seconds-ago", cg, tags) == -1
+    km.record_poll_start()
+    clock.advance(100)
+    km.record_poll_end()
+    clock.advance(300)  # user processing time
+    km.record_poll_start()
+    clock.advance(100)
+    km.record_poll_end()
+    assert metrics.value("time-between-poll-max", cg, tags) == 400
+    # Second poll: 100 ms inside poll out of 400 + 100 ms since the previous poll began.
+    assert metrics.value("poll-idle-ratio-avg", cg, tags) == pytest.approx((1.0 + 0.2) / 2)
+    assert metrics.value("last-poll-seconds-ago", cg, tags) == pytest.approx(0.1)
+    km.record_commit_sync(1000)
+    km.record_committed(2000)
+    assert metrics.value("commit-sync-time-ns-total", cg, tags) == 1000
+    assert metrics.value("committed-time-ns-total", cg, tags) == 2000
+
+
+def test_concurrent_recording_is_consistent() -> None:
+    metrics, _ = _registry()
+    sensor = metrics.sensor("s")
+    sensor.add(MetricName("count", G), CumulativeCount())
+
+    def work() -> None:
+        for _ in range(2000):
+            sensor.record(1)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert metrics.value("count", G) == 8000
