@@ -1,0 +1,811 @@
+"""``KafkaConsumer``: the facade users call (Java ``KafkaConsumer`` / ``ClassicKafkaConsumer``).
+
+A blocking, single-threaded API: every public method runs on the caller's thread and a second
+thread calling in raises :class:`ConcurrentModificationError` (``wakeup()`` excepted).
+``poll()`` drives everything: group membership (through the coordinator when ``group.id`` is
+set), position validation and resets, fetching, and record hand-out. The next fetch is sent
+before ``poll()`` returns records, so the broker works while the application does.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import re
+import threading
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from typing import Any
+
+from kafkaconsumer import errors as Errors
+from kafkaconsumer.config import ConsumerConfig
+from kafkaconsumer.interceptors import ConsumerInterceptors
+from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
+from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
+from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
+from kafkaconsumer.internals.subscription_state import (
+    FetchPosition,
+    LeaderAndEpoch,
+    OffsetResetStrategy,
+    SubscriptionState,
+)
+from kafkaconsumer.internals.timer import Timer, to_timeout_ms
+from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
+from kafkaconsumer.metrics import FetchManagerMetrics, KafkaConsumerMetrics, Metrics
+from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
+from kafkaconsumer.serialization import resolve_deserializer
+from kafkaconsumer.structs import (
+    ConsumerGroupMetadata,
+    ConsumerRecords,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["KafkaConsumer"]
+
+Timeout = int | float | datetime.timedelta | None
+
+_DEFAULT_CLOSE_TIMEOUT_MS = 30000
+_NO_THREAD = -1
+# Python-only keys understood here before the rest goes to ConsumerConfig.
+_FETCH_SESSIONS_KEYS = ("enable.fetch.sessions", "enable_fetch_sessions")
+
+
+def _check_partitions(partitions: Any, what: str) -> list[TopicPartition]:
+    if partitions is None:
+        raise ValueError(f"{what}: the partition collection must not be None")
+    if isinstance(partitions, (str, bytes)) or (
+            isinstance(partitions, tuple) and len(partitions) == 2
+            and isinstance(partitions[0], str)):
+        raise TypeError(f"{what}: expected a collection of TopicPartition, got {partitions!r}")
+    out: list[TopicPartition] = []
+    for tp in partitions:
+        if not isinstance(tp, tuple) or len(tp) != 2:
+            raise TypeError(f"{what}: expected TopicPartition, got {tp!r}")
+        topic, partition = tp
+        if not isinstance(topic, str) or not topic.strip():
+            raise ValueError(f"{what}: topic name must be a non-empty string, got {topic!r}")
+        if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+            raise ValueError(f"{what}: partition must be an int >= 0, got {partition!r}")
+        out.append(tp if isinstance(tp, TopicPartition) else TopicPartition(topic, partition))
+    return out
+
+
+class KafkaConsumer:
+    """A Kafka consumer (Java ``KafkaConsumer``); configure with Java keys or snake_case kwargs.
+
+    ``KafkaConsumer({"bootstrap.servers": "host:9092"}, group_id="g")``. Without ``group.id``
+    only manual assignment (:meth:`assign`) and the offsets API are available. Use it as a
+    context manager, or iterate it (``for record in consumer:``) to poll forever.
+
+    Not thread-safe: only :meth:`wakeup` may be called from another thread.
+    """
+
+    def __init__(self, configs: Mapping[str, Any] | None = None, *, _time: Time | None = None,
+                 **kwargs: Any) -> None:
+        raw: dict[str, Any] = dict(configs or {})
+        raw.update(kwargs)
+        fetch_sessions = True
+        for key in _FETCH_SESSIONS_KEYS:
+            if key in raw:
+                fetch_sessions = bool(raw.pop(key))
+        self._closed = True  # until construction succeeds, close() has nothing to do
+        self._owner = _NO_THREAD
+        self._refcount = 0
+        self._guard = threading.Lock()
+        self._time = _time if _time is not None else SYSTEM_TIME
+        self.config = ConsumerConfig(raw)
+        cfg = self.config
+        self._client_id = cfg["client.id"]
+        self._group_id = cfg["group.id"]
+        self._default_api_timeout_ms = int(cfg["default.api.timeout.ms"])
+        self._request_timeout_ms = int(cfg["request.timeout.ms"])
+        self._retry_backoff_ms = int(cfg["retry.backoff.ms"])
+        self._read_committed = cfg["isolation.level"] == "read_committed"
+
+        # Everything that can reject the configuration comes before any socket is opened.
+        self._key_deserializer = resolve_deserializer(cfg["key.deserializer"], configs=cfg,
+                                                      is_key=True)
+        self._value_deserializer = resolve_deserializer(cfg["value.deserializer"], configs=cfg,
+                                                        is_key=False)
+        self._interceptors = ConsumerInterceptors.from_config(cfg)
+        self._subscriptions = SubscriptionState(OffsetResetStrategy.parse(cfg["auto.offset.reset"]))
+        self._metadata = ConsumerMetadata(cfg, time=self._time)
+        self._metrics = Metrics.from_config(cfg, time=self._time)
+        self._fetch_metrics = FetchManagerMetrics(self._metrics, self._client_id)
+        self._consumer_metrics = KafkaConsumerMetrics(self._metrics, self._client_id)
+        self._net = NetworkClient(cfg, time=self._time, metadata=self._metadata)
+        self._client = ConsumerNetworkClient(self._net, self._metadata)
+        try:
+            self._fetcher = Fetcher(
+                self._client, self._metadata, self._subscriptions,
+                FetchConfig.from_config(cfg, fetch_sessions=fetch_sessions), time=self._time,
+                metrics=self._fetch_metrics, key_deserializer=self._key_deserializer,
+                value_deserializer=self._value_deserializer)
+            self._offset_fetcher = OffsetFetcher(self._client, self._metadata,
+                                                 self._subscriptions, cfg, time=self._time)
+            self._coordinator: ConsumerCoordinator | None = None
+            if self._group_id is not None:
+                self._coordinator = ConsumerCoordinator(
+                    cfg, self._client, self._subscriptions, self._metadata, time=self._time,
+                    interceptors=self._interceptors)
+        except BaseException:
+            self._client.close()
+            raise
+        self._cached_all_positions = False
+        self._wakeup_requested = threading.Event()
+        self._closed = False
+        logger.debug("kafka consumer %s created", self._client_id)
+
+    # -- single-thread guard (Java acquire/release) ---------------------------------------
+    def _acquire(self) -> None:
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner != me:
+                if self._owner != _NO_THREAD:
+                    raise Errors.ConcurrentModificationError(
+                        "KafkaConsumer is not safe for multi-threaded access: thread "
+                        f"{threading.current_thread().name!r} called in while thread id "
+                        f"{self._owner} is using it")
+                self._owner = me
+            self._refcount += 1
+
+    def _release(self) -> None:
+        with self._guard:
+            self._refcount -= 1
+            if self._refcount == 0:
+                self._owner = _NO_THREAD
+
+    def _acquire_and_ensure_open(self) -> None:
+        self._acquire()
+        if self._closed:
+            self._release()
+            raise Errors.IllegalStateError("This consumer has already been closed.")
+
+    def _timer(self, timeout: Timeout, default_ms: int | None = None) -> Timer:
+        ms = to_timeout_ms(timeout, self._default_api_timeout_ms if default_ms is None
+                           else default_ms)
+        return Timer(self._time, ms)
+
+    def _require_group(self) -> ConsumerCoordinator:
+        if self._coordinator is None:
+            raise Errors.InvalidGroupIdError(
+                "To use the group management or offset commit APIs, you must provide a valid "
+                "group.id in the consumer configuration.")
+        return self._coordinator
+
+    # -- assignment and subscription -------------------------------------------------------
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Manually assign ``partitions`` (replacing any previous manual assignment).
+
+        An empty collection is the same as :meth:`unsubscribe`. Cannot be mixed with
+        :meth:`subscribe`.
+        """
+        self._acquire_and_ensure_open()
+        try:
+            tps = _check_partitions(partitions, "assign")
+            if not tps:
+                self._unsubscribe()
+                return
+            self._fetcher.clear_buffered_data_for_unassigned_partitions(tps)
+            if self._coordinator is not None:
+                # No rebalance follows a manual change: commit what leaves now.
+                self._coordinator.maybe_auto_commit_offsets_async(self._time.monotonic_ms())
+            logger.info("assigned to partition(s): %s", ", ".join(sorted(map(str, tps))))
+            if self._subscriptions.assign_from_user(tps):
+                self._metadata.set_topics(self._subscriptions.metadata_topics())
+        finally:
+            self._release()
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions currently assigned to this consumer."""
+        self._acquire_and_ensure_open()
+        try:
+            return set(self._subscriptions.assigned_partitions())
+        finally:
+            self._release()
+
+    def subscription(self) -> set[str]:
+        """The subscribed topics (empty under manual assignment)."""
+        self._acquire_and_ensure_open()
+        try:
+            return set(self._subscriptions.subscription())
+        finally:
+            self._release()
+
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str], listener: Any = None) -> None:
+        """Join the group for ``topics`` (a list of names, or a compiled ``re.Pattern``).
+
+        ``listener`` is a :class:`~kafkaconsumer.listener.ConsumerRebalanceListener` called
+        from inside :meth:`poll`. An empty list is the same as :meth:`unsubscribe`.
+        """
+        self._acquire_and_ensure_open()
+        try:
+            self._require_group()
+            if listener is not None and not any(callable(getattr(listener, m, None)) for m in (
+                    "on_partitions_revoked", "on_partitions_assigned")):
+                raise TypeError("listener must be a ConsumerRebalanceListener, got "
+                                f"{type(listener).__name__}")
+            if listener is None:
+                from kafkaconsumer.listener import NoOpConsumerRebalanceListener
+                listener = NoOpConsumerRebalanceListener()
+            if isinstance(topics, re.Pattern):
+                logger.info("subscribed to pattern: %r", topics.pattern)
+                self._subscriptions.subscribe_pattern(topics, listener)
+                # Every topic's metadata, so the coordinator's poll can match the pattern.
+                self._metadata.set_topics(None)
+                return
+            if isinstance(topics, (str, bytes)):
+                raise TypeError("subscribe() takes a collection of topic names or a re.Pattern, "
+                                f"not a single {type(topics).__name__}")
+            names = list(topics)
+            for t in names:
+                if not isinstance(t, str) or not t.strip():
+                    raise ValueError(f"topic names must be non-empty strings, got {t!r}")
+            if not names:
+                self._unsubscribe()
+                return
+            keep = [tp for tp in self._subscriptions.assigned_partitions() if tp.topic in names]
+            self._fetcher.clear_buffered_data_for_unassigned_partitions(keep)
+            logger.info("subscribed to topic(s): %s", ", ".join(sorted(names)))
+            if self._subscriptions.subscribe(names, listener):
+                self._metadata.set_topics(self._subscriptions.metadata_topics())
+        finally:
+            self._release()
+
+    def unsubscribe(self) -> None:
+        """Leave the group (if any) and drop the subscription and the assignment."""
+        self._acquire_and_ensure_open()
+        try:
+            self._unsubscribe()
+        finally:
+            self._release()
+
+    def _unsubscribe(self) -> None:
+        self._fetcher.clear_buffered_data_for_unassigned_partitions(())
+        if self._coordinator is not None:
+            self._coordinator.on_leave_prepare()
+            self._coordinator.maybe_leave_group("the consumer unsubscribed from all topics")
+        self._subscriptions.unsubscribe()
+        self._metadata.set_topics(())
+        logger.info("unsubscribed from all topics or patterns and assigned partitions")
+
+    # -- poll ------------------------------------------------------------------------------
+    def poll(self, timeout_ms: Timeout = 0) -> ConsumerRecords:
+        """Fetch records, waiting up to ``timeout_ms`` (int ms or ``timedelta``) for some.
+
+        Returns at most ``max.poll.records`` records. Drives the group protocol, offset resets
+        and fetching; raises :class:`WakeupError` if :meth:`wakeup` was called.
+        """
+        ms = to_timeout_ms(timeout_ms, 0)
+        self._acquire_and_ensure_open()
+        self._consumer_metrics.record_poll_start()
+        try:
+            if self._subscriptions.has_no_subscription_or_user_assignment():
+                raise Errors.IllegalStateError(
+                    "Consumer is not subscribed to any topics or assigned any partitions")
+            timer = Timer(self._time, ms)
+            if self._coordinator is not None:
+                # KIP-983: revocations delayed by the application complete now.
+                self._coordinator.begin_poll()
+            while True:
+                self._maybe_trigger_wakeup()
+                self._update_assignment_metadata_if_needed(timer)
+                fetch = self._poll_for_fetches(timer)
+                if not fetch.is_empty():
+                    # Pipelining: the next fetch goes out while the user handles these records.
+                    if self._fetcher.send_fetches() > 0:
+                        self._client.poll_no_wakeup()
+                    records = ConsumerRecords(fetch.records)
+                    if self._interceptors:
+                        records = self._interceptors.on_consume(records)
+                    return records
+                timer.update()
+                if timer.is_expired():
+                    return ConsumerRecords.EMPTY
+        except Errors.WakeupError:
+            self._wakeup_requested.clear()
+            raise
+        finally:
+            self._consumer_metrics.record_poll_end()
+            self._release()
+
+    def _maybe_trigger_wakeup(self) -> None:
+        # Records may already be buffered, so poll() might not reach the network client; a
+        # non-blocking client poll delivers a pending wakeup() (the client's flag is the truth:
+        # another blocking call may have consumed it already).
+        if self._wakeup_requested.is_set():
+            self._wakeup_requested.clear()
+            self._client.poll(timeout_ms=0)
+
+    def _update_assignment_metadata_if_needed(self, timer: Timer) -> bool:
+        if self._coordinator is not None and not self._coordinator.poll(timer):
+            return False
+        return self._update_fetch_positions(timer)
+
+    def _update_fetch_positions(self, timer: Timer) -> bool:
+        self._offset_fetcher.validate_positions_if_needed()
+        self._cached_all_positions = self._subscriptions.has_all_fetch_positions()
+        if self._cached_all_positions:
+            return True
+        if (self._coordinator is not None
+                and not self._coordinator.refresh_committed_offsets_if_needed(timer)):
+            return False
+        self._subscriptions.reset_initializing_positions()
+        self._offset_fetcher.reset_positions_if_needed()
+        return True
+
+    def _poll_for_fetches(self, timer: Timer) -> Any:
+        poll_ms = timer.remaining_ms
+        if self._coordinator is not None:
+            poll_ms = min(poll_ms,
+                          max(0, self._coordinator.time_to_next_poll(timer.current_time_ms)))
+        fetch = self._fetcher.collect_fetch()
+        if not fetch.is_empty():
+            return fetch
+        self._fetcher.send_fetches()
+        # An offset lookup may be backing off; do not block past its retry.
+        if not self._cached_all_positions and poll_ms > self._retry_backoff_ms:
+            poll_ms = self._retry_backoff_ms
+        poll_timer = Timer(self._time, poll_ms)
+        while not self._fetcher.has_available_fetches():
+            self._client.poll(timeout_ms=poll_timer.remaining_ms)
+            poll_timer.update()
+            if poll_timer.is_expired():
+                break
+            # Responses may have freed nodes for another fetch (or asked for a reset).
+            if not self._fetcher.has_available_fetches():
+                self._fetcher.send_fetches()
+        timer.update(poll_timer.current_time_ms)
+        return self._fetcher.collect_fetch()
+
+    # -- positions -------------------------------------------------------------------------
+    def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
+        """Fetch ``partition`` from ``offset`` on the next :meth:`poll`.
+
+        ``offset`` may be an ``OffsetAndMetadata`` carrying a leader epoch, which is then
+        validated against the leader (truncation detection) where the broker supports it.
+        """
+        self._acquire_and_ensure_open()
+        try:
+            tp = _check_partitions([partition], "seek")[0]
+            epoch = None
+            if isinstance(offset, OffsetAndMetadata):
+                epoch = offset.leader_epoch
+                offset = offset.offset
+            if not isinstance(offset, int) or isinstance(offset, bool):
+                raise TypeError(f"seek offset must be an int, got {offset!r}")
+            if offset < 0:
+                raise ValueError("seek offset must not be a negative number")
+            if epoch is not None:
+                self._metadata.update_last_seen_epoch_if_newer(tp, epoch)
+            logger.info("seeking to offset %d for partition %s", offset, tp)
+            self._subscriptions.seek_unvalidated(
+                tp, FetchPosition(offset, epoch, self._current_leader(tp)))
+        finally:
+            self._release()
+
+    def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
+        cluster = self._metadata.cluster
+        leader = cluster.leader_for(tp)
+        epoch = cluster.leader_epoch(tp)
+        return LeaderAndEpoch(leader if leader is not None and leader >= 0 else None,
+                              epoch if epoch is not None and epoch >= 0 else None)
+
+    def _reset_to(self, partitions: Collection[TopicPartition] | None,
+                  strategy: OffsetResetStrategy, what: str) -> None:
+        self._acquire_and_ensure_open()
+        try:
+            if partitions is None:
+                tps = list(self._subscriptions.assigned_partitions())
+            else:
+                tps = _check_partitions(partitions, what)
+                if not tps:
+                    tps = list(self._subscriptions.assigned_partitions())
+            for tp in tps:
+                logger.info("%s of partition %s", what, tp)
+            self._subscriptions.request_offset_reset(tps, strategy)
+        finally:
+            self._release()
+
+    def seek_to_beginning(self, partitions: Collection[TopicPartition] | None = None) -> None:
+        """Move to the first offset of ``partitions`` (all assigned when None or empty).
+
+        Lazy: the lookup happens in the next :meth:`poll` or :meth:`position`.
+        """
+        self._reset_to(partitions, OffsetResetStrategy.EARLIEST, "seeking to beginning")
+
+    def seek_to_end(self, partitions: Collection[TopicPartition] | None = None) -> None:
+        """Move to the end of ``partitions`` (all assigned when None or empty); lazy."""
+        self._reset_to(partitions, OffsetResetStrategy.LATEST, "seeking to end")
+
+    def position(self, partition: TopicPartition, timeout_ms: Timeout = None) -> int:
+        """The offset of the next record to be fetched from ``partition``.
+
+        Blocks (up to ``timeout_ms``, default ``default.api.timeout.ms``) when the position must
+        first be looked up; raises :class:`KafkaTimeoutError` if that takes too long.
+        """
+        self._acquire_and_ensure_open()
+        try:
+            tp = _check_partitions([partition], "position")[0]
+            if not self._subscriptions.is_assigned(tp):
+                raise Errors.IllegalStateError(
+                    "You can only check the position for partitions assigned to this consumer.")
+            timer = self._timer(timeout_ms)
+            while True:
+                pos = self._subscriptions.valid_position(tp)
+                if pos is not None:
+                    return pos.offset
+                self._update_fetch_positions(timer)
+                pos = self._subscriptions.valid_position(tp)
+                if pos is not None:
+                    return pos.offset
+                timer.update()
+                if timer.is_expired():
+                    break
+                self._client.poll(timeout_ms=min(timer.remaining_ms, self._retry_backoff_ms))
+                timer.update()
+            raise Errors.KafkaTimeoutError(
+                f"Timeout of {timer.timeout_ms}ms expired before the position for partition "
+                f"{tp} could be determined")
+        finally:
+            self._release()
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching ``partitions``; :meth:`poll` returns none of their records until
+        :meth:`resume`. Buffered data is kept. Raises when a partition is not assigned."""
+        self._acquire_and_ensure_open()
+        try:
+            for tp in _check_partitions(partitions, "pause"):
+                logger.debug("pausing partition %s", tp)
+                self._subscriptions.pause(tp)
+        finally:
+            self._release()
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        """Fetch ``partitions`` again after :meth:`pause`."""
+        self._acquire_and_ensure_open()
+        try:
+            for tp in _check_partitions(partitions, "resume"):
+                logger.debug("resuming partition %s", tp)
+                self._subscriptions.resume(tp)
+        finally:
+            self._release()
+
+    def paused(self) -> set[TopicPartition]:
+        """The partitions paused by :meth:`pause`."""
+        self._acquire_and_ensure_open()
+        try:
+            return set(self._subscriptions.paused_partitions())
+        finally:
+            self._release()
+
+    # -- offsets API -----------------------------------------------------------------------
+    def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
+                          ) -> dict[TopicPartition, int]:
+        """The first offset of each partition (one ListOffsets request per leader)."""
+        self._acquire_and_ensure_open()
+        try:
+            tps = _check_partitions(partitions, "beginning_offsets")
+            return self._offset_fetcher.beginning_offsets(tps, self._timer(timeout_ms))
+        finally:
+            self._release()
+
+    def end_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
+                    ) -> dict[TopicPartition, int]:
+        """The end offset of each partition: the high watermark, or the last stable offset
+        under ``read_committed``."""
+        self._acquire_and_ensure_open()
+        try:
+            tps = _check_partitions(partitions, "end_offsets")
+            return self._offset_fetcher.end_offsets(tps, self._timer(timeout_ms))
+        finally:
+            self._release()
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],
+                          timeout_ms: Timeout = None
+                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each partition, the earliest offset whose timestamp is >= the given one
+        (milliseconds since the epoch); None when no such record exists."""
+        self._acquire_and_ensure_open()
+        try:
+            if timestamps is None or not isinstance(timestamps, Mapping):
+                raise TypeError("offsets_for_times takes a mapping of TopicPartition to "
+                                "timestamp (ms)")
+            tps = _check_partitions(list(timestamps), "offsets_for_times")
+            query: dict[TopicPartition, int] = {}
+            for tp in tps:
+                ts = timestamps[tp]
+                if not isinstance(ts, int) or isinstance(ts, bool):
+                    raise TypeError(f"timestamp for {tp} must be an int, got {ts!r}")
+                query[tp] = ts
+            return self._offset_fetcher.offsets_for_times(query, self._timer(timeout_ms))
+        finally:
+            self._release()
+
+    def current_lag(self, partition: TopicPartition) -> int | None:
+        """Lag of ``partition`` from the cached end offset (no network wait); None when the
+        end offset is not known yet (a lookup is then started in the background)."""
+        self._acquire_and_ensure_open()
+        try:
+            tp = _check_partitions([partition], "current_lag")[0]
+            lag = self._subscriptions.partition_lag(tp, self._read_committed)
+            if lag is None:
+                subs = self._subscriptions
+                if (subs.partition_end_offset(tp, self._read_committed) is None
+                        and not subs.partition_end_offset_requested(tp)):
+                    logger.info("requesting the end offset of %s to compute lag", tp)
+                    subs.request_partition_end_offset(tp)
+                    self._offset_fetcher.request_end_offset_async(tp)
+            return lag
+        finally:
+            self._release()
+
+    # -- metadata --------------------------------------------------------------------------
+    def list_topics(self, timeout_ms: Timeout = None) -> dict[str, list[PartitionInfo]]:
+        """Every topic the user may see, with its partitions (one Metadata request)."""
+        self._acquire_and_ensure_open()
+        try:
+            return self._topic_metadata(None, self._timer(timeout_ms))
+        finally:
+            self._release()
+
+    def partitions_for(self, topic: str, timeout_ms: Timeout = None) -> list[PartitionInfo]:
+        """The partitions of ``topic`` (from the metadata cache, else one Metadata request).
+
+        Returns an empty list when the topic does not exist.
+        """
+        self._acquire_and_ensure_open()
+        try:
+            if not isinstance(topic, str) or not topic.strip():
+                raise ValueError(f"topic must be a non-empty string, got {topic!r}")
+            cached = self._metadata.cluster.partitions_for_topic(topic)
+            if cached:
+                return sorted(cached, key=lambda pi: pi.partition)
+            found = self._topic_metadata([topic], self._timer(timeout_ms))
+            return found.get(topic, [])
+        finally:
+            self._release()
+
+    def _topic_metadata(self, topics: list[str] | None, timer: Timer
+                        ) -> dict[str, list[PartitionInfo]]:
+        import uuid
+
+        from kafkaconsumer.protocol import ApiKey
+        while True:
+            node = self._client.least_loaded_node()
+            if node is None:
+                self._client.poll(timeout_ms=min(timer.remaining_ms, self._retry_backoff_ms))
+            else:
+                body = {"topics": None if topics is None else
+                        [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
+                        "allow_auto_topic_creation": False,
+                        "include_cluster_authorized_operations": False,
+                        "include_topic_authorized_operations": False}
+                fut = self._client.send(node, ApiKey.METADATA, body)
+                while not fut.is_done and timer.not_expired():
+                    self._client.poll(timeout_ms=timer.remaining_ms, future=fut)
+                    timer.update()
+                if fut.succeeded():
+                    resp = fut.value
+                    out: dict[str, list[PartitionInfo]] = {}
+                    retry = False
+                    for t in resp.get("topics", ()):
+                        code = t.get("error_code", 0)
+                        name = t.get("name")
+                        if code == Errors.UnknownTopicOrPartitionError.errno:
+                            continue
+                        if code == Errors.TopicAuthorizationFailedError.errno:
+                            raise Errors.TopicAuthorizationFailedError(
+                                f"not authorized to describe topic {name}", topics={name})
+                        if code == Errors.InvalidTopicError.errno:
+                            raise Errors.InvalidTopicError(f"invalid topic {name!r}")
+                        if code != 0:
+                            retry = True
+                            continue
+                        parts = []
+                        for p in t.get("partitions", ()):
+                            epoch = p.get("leader_epoch", -1)
+                            parts.append(PartitionInfo(
+                                name, p["partition_index"], p.get("leader_id", -1),
+                                None if epoch is None or epoch < 0 else epoch,
+                                tuple(p.get("replica_nodes", ())), tuple(p.get("isr_nodes", ())),
+                                tuple(p.get("offline_replicas", ()))))
+                        parts.sort(key=lambda pi: pi.partition)
+                        out[name] = parts
+                    if not retry:
+                        return out
+                elif fut.failed() and not getattr(fut.exception, "retriable", False):
+                    assert fut.exception is not None
+                    raise fut.exception
+            timer.update()
+            if timer.is_expired():
+                raise Errors.KafkaTimeoutError(
+                    f"Timeout of {timer.timeout_ms}ms expired before fetching topic metadata")
+            timer.sleep(min(self._retry_backoff_ms, timer.remaining_ms))
+
+    # -- group API (delegates to the coordinator) -------------------------------------------
+    def _offsets_arg(self, offsets: Mapping[TopicPartition, Any] | None
+                     ) -> dict[TopicPartition, OffsetAndMetadata]:
+        if offsets is None:
+            return self._subscriptions.all_consumed()
+        out: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, om in offsets.items():
+            tp = _check_partitions([tp], "commit")[0]
+            if isinstance(om, OffsetAndMetadata):
+                out[tp] = om
+            elif isinstance(om, int) and not isinstance(om, bool):
+                out[tp] = OffsetAndMetadata(om)
+            else:
+                raise TypeError(f"commit offset for {tp} must be OffsetAndMetadata or int, "
+                                f"got {om!r}")
+            epoch = out[tp].leader_epoch
+            if epoch is not None:
+                self._metadata.update_last_seen_epoch_if_newer(tp, epoch)
+        return out
+
+    def commit_sync(self, offsets: Mapping[TopicPartition, Any] | None = None,
+                    timeout_ms: Timeout = None) -> None:
+        """Commit ``offsets`` (default: the current positions) and wait for the answer.
+
+        Raises :class:`CommitFailedError` when the group has moved on and
+        :class:`KafkaTimeoutError` when ``timeout_ms`` passes first.
+        """
+        self._acquire_and_ensure_open()
+        try:
+            coordinator = self._require_group()
+            to_commit = self._offsets_arg(offsets)
+            timer = self._timer(timeout_ms)
+            if not coordinator.commit_offsets_sync(to_commit, timer):
+                raise Errors.KafkaTimeoutError(
+                    f"Timeout of {timer.timeout_ms}ms expired before successfully committing "
+                    f"offsets {to_commit}")
+        finally:
+            self._release()
+
+    def commit_async(self, offsets: Mapping[TopicPartition, Any] | None = None,
+                     callback: Any = None) -> None:
+        """Commit ``offsets`` (default: the current positions) without waiting;
+        ``callback(offsets, exception)`` runs in a later :meth:`poll` or commit call."""
+        self._acquire_and_ensure_open()
+        try:
+            coordinator = self._require_group()
+            coordinator.commit_offsets_async(self._offsets_arg(offsets), callback)
+        finally:
+            self._release()
+
+    def committed(self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
+                  ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The last committed offsets of ``partitions`` (None for those with none)."""
+        self._acquire_and_ensure_open()
+        try:
+            coordinator = self._require_group()
+            tps = _check_partitions(partitions, "committed")
+            timer = self._timer(timeout_ms)
+            result = coordinator.fetch_committed_offsets(set(tps), timer)
+            if result is None:
+                raise Errors.KafkaTimeoutError(
+                    f"Timeout of {timer.timeout_ms}ms expired before the last committed offset "
+                    f"for partitions {sorted(map(str, tps))} could be determined")
+            out: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in tps}
+            for tp, om in result.items():
+                out[tp] = om
+                if om is not None and om.leader_epoch is not None:
+                    self._metadata.update_last_seen_epoch_if_newer(tp, om.leader_epoch)
+            return out
+        finally:
+            self._release()
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group id, generation, member id and instance id (for transactional producers)."""
+        self._acquire_and_ensure_open()
+        try:
+            metadata: ConsumerGroupMetadata = self._require_group().group_metadata()
+            return metadata
+        finally:
+            self._release()
+
+    def enforce_rebalance(self, reason: str | None = None) -> None:
+        """Ask the group to rebalance at the next :meth:`poll` (no-op during a rebalance)."""
+        self._acquire_and_ensure_open()
+        try:
+            if self._coordinator is None:
+                raise Errors.IllegalStateError(
+                    "Tried to force a rebalance but consumer does not have a group.")
+            self._coordinator.enforce_rebalance(reason or "rebalance enforced by user")
+        finally:
+            self._release()
+
+    # KIP-983 -------------------------------------------------------------------------------
+    def to_be_revoked(self) -> set[TopicPartition]:
+        """Partitions the group will take away at the next poll (cooperative rebalance)."""
+        self._acquire_and_ensure_open()
+        try:
+            if self._coordinator is None:
+                return set()
+            return set(self._coordinator.to_be_revoked())
+        finally:
+            self._release()
+
+    def lost_partitions(self) -> set[TopicPartition]:
+        """Partitions lost without a clean revocation since the last poll (stop committing)."""
+        self._acquire_and_ensure_open()
+        try:
+            if self._coordinator is None:
+                return set()
+            return set(self._coordinator.lost_partitions())
+        finally:
+            self._release()
+
+    def delay_revoke(self, partitions: Iterable[TopicPartition]) -> bool:
+        """Keep ``partitions`` (about to be revoked) for one more poll; False when refused."""
+        self._acquire_and_ensure_open()
+        try:
+            coordinator = self._require_group()
+            return bool(coordinator.delay_revoke(_check_partitions(partitions, "delay_revoke")))
+        finally:
+            self._release()
+
+    # -- misc ------------------------------------------------------------------------------
+    def metrics(self) -> dict[Any, float]:
+        """The consumer's metrics as ``{MetricName: value}`` (Java ``metrics()``)."""
+        return self._metrics.metrics()
+
+    def wakeup(self) -> None:
+        """Make the blocked (or next) :meth:`poll` raise :class:`WakeupError`; thread-safe."""
+        self._wakeup_requested.set()
+        self._client.wakeup()
+
+    def close(self, timeout_ms: Timeout = None, leave_group: bool | None = None) -> None:
+        """Commit (auto-commit), leave the group, close connections; returns within
+        ``timeout_ms`` (default 30 s). Safe to call twice."""
+        if self._closed and self._owner == _NO_THREAD:
+            return
+        ms = to_timeout_ms(timeout_ms, _DEFAULT_CLOSE_TIMEOUT_MS)
+        self._acquire()
+        try:
+            if self._closed:
+                return
+            self._closed = True
+            timer = Timer(self._time, ms)
+            self._close_quietly("coordinator", lambda: self._coordinator.close(timer, leave_group)
+                                if self._coordinator is not None else None)
+            timer.update()
+            self._close_quietly("fetcher", lambda: self._fetcher.close(timer))
+            self._close_quietly("interceptors", self._interceptors.close)
+            for des in (self._key_deserializer, self._value_deserializer):
+                closer = getattr(des, "close", None)
+                if closer is not None:
+                    self._close_quietly("deserializer", closer)
+            self._close_quietly("metrics", self._metrics.close)
+            self._close_quietly("network client", self._client.close)
+            logger.debug("kafka consumer %s closed", self._client_id)
+        finally:
+            self._release()
+
+    @staticmethod
+    def _close_quietly(what: str, fn: Any) -> None:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - close must finish every step
+            logger.warning("failed to close the %s", what, exc_info=True)
+
+    def __enter__(self) -> KafkaConsumer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Any]:
+        """Poll forever, yielding records one at a time; stops when the consumer is closed."""
+        while not self._closed:
+            records = self.poll(timeout_ms=1000)
+            yield from records
+
+    def __repr__(self) -> str:
+        return (f"KafkaConsumer(client_id={self._client_id!r}, group_id={self._group_id!r}, "
+                f"closed={self._closed})")

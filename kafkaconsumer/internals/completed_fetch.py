@@ -1,0 +1,138 @@
+"""One partition of a fetch response, waiting to be handed to the user (Java ``CompletedFetch``).
+
+The raw ``records`` bytes are decoded only when the partition reaches the head of the buffer, so
+at most one partition's worth of record objects exists at a time beyond what the user holds.
+Records are handed out as list slices (``max.poll.records`` at a time) with no per-record work
+unless a key or value deserializer is configured.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafkaconsumer.errors import RecordDeserializationError
+from kafkaconsumer.structs import TopicPartition
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CompletedFetch"]
+
+
+class CompletedFetch:
+    """Buffered data of one partition from one fetch response.
+
+    ``next_fetch_offset`` starts at the offset the request asked for and moves past every record
+    handed out (and past filtered control/aborted batches once the whole partition is consumed);
+    the fetcher compares it with the subscription position to drop stale data.
+
+    Thread-safety: not thread-safe; created under the fetcher lock and then used only by the
+    thread that calls ``poll()``.
+    """
+
+    __slots__ = ("tp", "partition_data", "fetch_offset", "request_version", "next_fetch_offset",
+                 "last_epoch", "initialized", "is_consumed", "records", "_pos",
+                 "_end_offset", "_pending_error", "size_in_bytes", "records_total",
+                 "metrics_recorded")
+
+    def __init__(self, tp: TopicPartition, partition_data: dict[str, Any], fetch_offset: int,
+                 request_version: int) -> None:
+        self.tp = tp
+        #: The decoded response dict of this partition (error code, watermarks, records).
+        self.partition_data = partition_data
+        self.fetch_offset = fetch_offset
+        self.request_version = request_version
+        self.next_fetch_offset = fetch_offset
+        self.last_epoch: int | None = None
+        self.initialized = False
+        self.is_consumed = False
+        self.records: list[Any] = []
+        self._pos = 0
+        self._end_offset = fetch_offset
+        self._pending_error: RecordDeserializationError | None = None
+        raw = partition_data.get("records")
+        self.size_in_bytes = len(raw) if raw is not None else 0
+        #: Records decoded from this partition's data (for the fetch metrics).
+        self.records_total = 0
+        self.metrics_recorded = False
+
+    def set_decoded(self, records: list[Any], next_offset: int) -> None:
+        """Install the decoded records and the offset after the last complete batch."""
+        self.records = records
+        self.records_total = len(records)
+        self._pos = 0
+        self._end_offset = max(next_offset, self.fetch_offset)
+        # The raw bytes are no longer needed; dropping them lets the response buffer go once
+        # every partition of it is decoded.
+        self.partition_data["records"] = None
+        self.initialized = True
+        if not records:
+            self._finish()
+
+    def _finish(self) -> None:
+        # Skip past batches that yielded no records (control batches, aborted transactions).
+        if self._end_offset > self.next_fetch_offset:
+            self.next_fetch_offset = self._end_offset
+        self.is_consumed = True
+        self.records = []
+
+    def drain(self) -> None:
+        """Discard whatever is left (stale position, revoked or unfetchable partition)."""
+        self.is_consumed = True
+        self.records = []
+        self._pending_error = None
+
+    @property
+    def remaining(self) -> int:
+        """How many decoded records have not been handed out yet."""
+        return len(self.records) - self._pos
+
+    def fetch_records(self, max_records: int, key_deserializer: Any = None,
+                      value_deserializer: Any = None) -> list[Any]:
+        """Hand out up to ``max_records`` records and advance ``next_fetch_offset``.
+
+        With deserializers, a failure on the first record raises
+        :class:`RecordDeserializationError` and leaves the position on that record; a failure
+        after some records returns those and raises on the next call.
+        """
+        if self._pending_error is not None:
+            raise self._pending_error
+        if self.is_consumed:
+            return []
+        start = self._pos
+        stop = min(start + max_records, len(self.records))
+        chunk = self.records[start:stop]
+        if key_deserializer is not None or value_deserializer is not None:
+            ok = self._deserialize(chunk, key_deserializer, value_deserializer)
+            if ok < len(chunk):
+                chunk = chunk[:ok]
+                stop = start + ok
+        if chunk:
+            last = chunk[-1]
+            self.next_fetch_offset = last.offset + 1
+            self.last_epoch = last.leader_epoch
+        self._pos = stop
+        if self._pending_error is not None:
+            if not chunk:
+                raise self._pending_error
+            return chunk
+        if stop >= len(self.records):
+            self._finish()
+        return chunk
+
+    def _deserialize(self, chunk: list[Any], key_des: Any, value_des: Any) -> int:
+        """Deserialize in place; returns how many records succeeded before a failure."""
+        topic = self.tp.topic
+        for i, rec in enumerate(chunk):
+            is_key = True
+            try:
+                if key_des is not None and rec.key is not None:
+                    rec.key = key_des.deserialize(topic, rec.key, rec.headers)
+                is_key = False
+                if value_des is not None and rec.value is not None:
+                    rec.value = value_des.deserialize(topic, rec.value, rec.headers)
+            except Exception as exc:  # noqa: BLE001 - any user deserializer failure
+                self._pending_error = RecordDeserializationError(
+                    self.tp.topic, self.tp.partition, rec.offset, is_key, exc)
+                return i
+        return len(chunk)

@@ -1,0 +1,704 @@
+"""The fetch engine (Java ``Fetcher`` / ``AbstractFetch`` / ``FetchCollector`` / ``FetchBuffer``).
+
+``send_fetches`` builds one Fetch request per broker (the partition leader, or the preferred
+read replica of KIP-392 when ``client.rack`` is set), diffed against that broker's fetch session
+(KIP-227). Responses are split into one :class:`CompletedFetch` per partition and queued.
+``collect_fetch`` hands out up to ``max.poll.records`` records as list slices, advances positions
+and handles per-partition errors. Partitions with buffered data are not fetched again, which is
+what bounds memory; paused partitions keep their buffered data until resumed.
+
+Hot path: response bytes -> ``decode_fetched_records`` (Cython) -> list of ``ConsumerRecord`` ->
+slices to the user. With the default bytes deserializers no per-record Python code runs here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from kafkaconsumer import errors as Errors
+from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
+from kafkaconsumer.internals.completed_fetch import CompletedFetch
+from kafkaconsumer.internals.fetch_session import (
+    ZERO_UUID,
+    FetchRequestData,
+    FetchSessionHandler,
+    PartitionData,
+)
+from kafkaconsumer.internals.subscription_state import (
+    FetchPosition,
+    LeaderAndEpoch,
+    SubscriptionState,
+)
+from kafkaconsumer.internals.timer import Timer
+from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.record import decode_fetched_records
+from kafkaconsumer.structs import TopicPartition
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Fetcher", "Fetch", "FetchConfig"]
+
+# Fetch v13 replaced topic names by topic ids.
+_TOPIC_ID_MIN_VERSION = 13
+_READ_COMMITTED = 1
+# Error codes handled by name below (Java Errors enum).
+_NONE = 0
+_OFFSET_OUT_OF_RANGE = Errors.OffsetOutOfRangeError.errno
+_CORRUPT_MESSAGE = Errors.CorruptMessageError.errno
+_UNKNOWN_TOPIC_OR_PARTITION = Errors.UnknownTopicOrPartitionError.errno
+_TOPIC_AUTHORIZATION_FAILED = Errors.TopicAuthorizationFailedError.errno
+_UNKNOWN_LEADER_EPOCH = Errors.UnknownLeaderEpochError.errno
+_UNKNOWN_SERVER_ERROR = Errors.UnknownServerErrorError.errno
+_FETCH_SESSION_TOPIC_ID_ERROR = Errors.FetchSessionTopicIdErrorError.errno
+# Errors after which the leader (or replica) we fetched from is no longer the one to ask.
+_REFRESH_METADATA = frozenset({
+    Errors.NotLeaderOrFollowerError.errno,
+    Errors.ReplicaNotAvailableError.errno,
+    Errors.FencedLeaderEpochError.errno,
+    Errors.OffsetNotAvailableError.errno,
+    Errors.KafkaStorageError.errno,
+    Errors.LeaderNotAvailableError.errno,
+    Errors.UnknownTopicIdError.errno,
+    Errors.InconsistentTopicIdError.errno,
+    _UNKNOWN_TOPIC_OR_PARTITION,
+})
+
+
+class FetchConfig(NamedTuple):
+    """The fetch-related configuration, read once from the consumer config."""
+
+    min_bytes: int = 1
+    max_bytes: int = 52428800
+    max_wait_ms: int = 500
+    fetch_size: int = 1048576
+    max_poll_records: int = 500
+    check_crcs: bool = True
+    read_committed: bool = False
+    client_rack: str = ""
+    metadata_max_age_ms: int = 300000
+    retry_backoff_ms: int = 100
+    request_timeout_ms: int = 30000
+    fetch_sessions: bool = True
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], fetch_sessions: bool = True) -> FetchConfig:
+        """Pick the keys out of a Java-keyed config mapping (missing keys take Java defaults)."""
+        d = cls()
+        return cls(
+            min_bytes=int(config.get("fetch.min.bytes", d.min_bytes)),
+            max_bytes=int(config.get("fetch.max.bytes", d.max_bytes)),
+            max_wait_ms=int(config.get("fetch.max.wait.ms", d.max_wait_ms)),
+            fetch_size=int(config.get("max.partition.fetch.bytes", d.fetch_size)),
+            max_poll_records=int(config.get("max.poll.records", d.max_poll_records)),
+            check_crcs=bool(config.get("check.crcs", d.check_crcs)),
+            read_committed=config.get("isolation.level", "read_uncommitted") == "read_committed",
+            client_rack=str(config.get("client.rack", "") or ""),
+            metadata_max_age_ms=int(config.get("metadata.max.age.ms", d.metadata_max_age_ms)),
+            retry_backoff_ms=int(config.get("retry.backoff.ms", d.retry_backoff_ms)),
+            request_timeout_ms=int(config.get("request.timeout.ms", d.request_timeout_ms)),
+            fetch_sessions=fetch_sessions,
+        )
+
+
+class Fetch:
+    """What one ``collect_fetch`` produced: records per partition and whether positions moved.
+
+    Thread-safety: not thread-safe; owned by the polling thread.
+    """
+
+    __slots__ = ("records", "num_records", "position_advanced")
+
+    def __init__(self) -> None:
+        self.records: dict[TopicPartition, list[Any]] = {}
+        self.num_records = 0
+        self.position_advanced = False
+
+    def is_empty(self) -> bool:
+        """No records and no position change (a poll may then keep waiting)."""
+        return self.num_records == 0 and not self.position_advanced
+
+    def add(self, tp: TopicPartition, records: list[Any]) -> None:
+        """Append ``records`` of ``tp`` (keeps per-partition order)."""
+        existing = self.records.get(tp)
+        if existing is None:
+            self.records[tp] = records
+        else:
+            existing.extend(records)
+        self.num_records += len(records)
+
+
+class _FetchTarget(NamedTuple):
+    node: int
+    data: FetchRequestData
+    version: int | None  # None: the negotiated version, known only once connected
+
+
+class Fetcher:
+    """Sends fetches and turns responses into records for ``poll()``.
+
+    Thread-safety: response callbacks may run on any thread that polls the network client
+    (including the heartbeat thread), so the buffer and the session handlers are guarded by one
+    internal lock; record hand-out (``collect_fetch``) runs on the user's thread and never calls
+    user code (deserializers) while holding that lock.
+    """
+
+    def __init__(self, client: Any, metadata: Any, subscriptions: SubscriptionState,
+                 config: FetchConfig | Mapping[str, Any], *, time: Time | None = None,
+                 metrics: Any = None, key_deserializer: Any = None,
+                 value_deserializer: Any = None) -> None:
+        self._client = client
+        self._metadata = metadata
+        self._subscriptions = subscriptions
+        self._config = config if isinstance(config, FetchConfig) else FetchConfig.from_config(config)
+        self._time = time if time is not None else SYSTEM_TIME
+        self._metrics = metrics
+        self._key_deserializer = key_deserializer
+        self._value_deserializer = value_deserializer
+        self._lock = threading.RLock()
+        self._completed: deque[CompletedFetch] = deque()
+        self._next_in_line: CompletedFetch | None = None
+        self._sessions: dict[int, FetchSessionHandler] = {}
+        self._pending_nodes: set[int] = set()
+        self._closed = False
+        self._isolation = _READ_COMMITTED if self._config.read_committed else 0
+
+    # -- sending -------------------------------------------------------------------------
+    def _session(self, node: int) -> FetchSessionHandler:
+        handler = self._sessions.get(node)
+        if handler is None:
+            handler = FetchSessionHandler(node, enabled=self._config.fetch_sessions)
+            self._sessions[node] = handler
+        return handler
+
+    def _buffered_partitions(self) -> set[TopicPartition]:
+        out = {cf.tp for cf in self._completed}
+        nil = self._next_in_line
+        if nil is not None and not nil.is_consumed:
+            out.add(nil.tp)
+        return out
+
+    def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
+        cluster = self._metadata.cluster
+        leader = cluster.leader_for(tp)
+        if leader is not None and not isinstance(leader, int):
+            leader = getattr(leader, "node_id", getattr(leader, "id", leader))
+        if leader is not None and leader < 0:
+            leader = None
+        epoch = cluster.leader_epoch(tp) if hasattr(cluster, "leader_epoch") else None
+        if epoch is not None and epoch < 0:
+            epoch = None
+        return LeaderAndEpoch(leader, epoch)
+
+    def _select_read_replica(self, tp: TopicPartition, leader: int, now_ms: int) -> int:
+        replica = self._subscriptions.preferred_read_replica(tp, now_ms)
+        if replica is None:
+            return leader
+        if self._is_unavailable(replica):
+            logger.debug("preferred read replica %s of %s is unavailable; using leader %s",
+                         replica, tp, leader)
+            self._subscriptions.clear_preferred_read_replica(tp)
+            return leader
+        return replica
+
+    def _is_unavailable(self, node: int) -> bool:
+        check = getattr(self._client, "is_unavailable", None)
+        if check is None:
+            return False
+        try:
+            return bool(check(node))
+        except Exception:  # noqa: BLE001 - an unknown node is simply not usable
+            return True
+
+    def _topic_id(self, topic: str) -> uuid.UUID:
+        getter = getattr(self._metadata.cluster, "topic_id", None)
+        tid = getter(topic) if getter is not None else None
+        return tid if isinstance(tid, uuid.UUID) else ZERO_UUID
+
+    def _prepare_fetch_requests(self) -> list[_FetchTarget]:
+        buffered = self._buffered_partitions()
+        subs = self._subscriptions
+        if len(buffered) >= subs.num_assigned_partitions():
+            # The common case while records flow: everything assigned still has data waiting.
+            return []
+        now = self._time.monotonic_ms()
+        builders: dict[int, FetchSessionHandler.Builder] = {}
+        lagging: set[int] = set()
+        fetch_size = self._config.fetch_size
+        pending = self._pending_nodes
+        for tp, state in subs.fetchable_states(buffered):
+            position = state.position
+            if position is None:
+                continue
+            leader = position.current_leader.leader
+            if leader is None:
+                current = self._current_leader(tp)
+                if current.leader is None:
+                    logger.debug("no leader known for %s; requesting metadata", tp)
+                    self._metadata.request_update()
+                    continue
+                # Positions set by seek() carry no leader yet; adopt the current one.
+                subs.maybe_validate_position_for_current_leader(tp, current,
+                                                                supports_validation=False)
+                position = state.position
+                if position is None:
+                    continue
+                leader = current.leader
+            node = leader
+            if state.preferred_read_replica is not None:
+                node = self._select_read_replica(tp, leader, now)
+            if node in pending or self._is_unavailable(node):
+                continue
+            builder = builders.get(node)
+            if builder is None:
+                builder = builders[node] = self._session(node).new_builder()
+            hw = state.high_watermark
+            if hw is None or position.offset < hw:
+                lagging.add(node)
+            epoch = position.current_leader.epoch
+            builder.add(tp, PartitionData(self._topic_id(tp.topic), position.offset, -1,
+                                          fetch_size, -1 if epoch is None else epoch, -1))
+        targets = []
+        busy_nodes: set[int] | None = None
+        for node, builder in builders.items():
+            if node not in lagging:
+                if busy_nodes is None:
+                    busy_nodes = self._nodes_of(buffered)
+                if node in busy_nodes:
+                    # Every partition here is caught up, so the broker would hold the request
+                    # for fetch.max.wait.ms, and the buffered partitions of this node could not
+                    # be fetched until it returns. Wait: they join the next request instead.
+                    continue
+            data = builder.build()
+            version = self._fetch_version(node, data.can_use_topic_ids)
+            targets.append(_FetchTarget(node, data, version))
+        return targets
+
+    def _nodes_of(self, partitions: set[TopicPartition]) -> set[int]:
+        """The nodes that lead ``partitions`` (by their positions)."""
+        nodes: set[int] = set()
+        for tp in partitions:
+            state = self._subscriptions.assigned_state_or_none(tp)
+            pos = state.position if state is not None else None
+            if pos is not None and pos.current_leader.leader is not None:
+                nodes.add(pos.current_leader.leader)
+        return nodes
+
+    def _fetch_version(self, node: int, can_use_topic_ids: bool) -> int | None:
+        """The Fetch version for ``node``; None lets the client pick the negotiated one.
+
+        Until the connection is up the version is unknown; then only a request that works at
+        any version (every topic has an id, or v12 is forced) is queued.
+        """
+        getter = getattr(self._client, "api_version", None)
+        version = getter(node, ApiKey.FETCH) if getter is not None else None
+        if version is None:
+            return None if can_use_topic_ids else _TOPIC_ID_MIN_VERSION - 1
+        if not can_use_topic_ids and version >= _TOPIC_ID_MIN_VERSION:
+            return _TOPIC_ID_MIN_VERSION - 1
+        return int(version)
+
+    def _build_body(self, target: _FetchTarget) -> dict[str, Any]:
+        cfg = self._config
+        data = target.data
+        topics: list[dict[str, Any]] = []
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, pd in data.to_send.items():
+            parts = by_topic.get(tp.topic)
+            if parts is None:
+                parts = by_topic[tp.topic] = []
+                topics.append({"topic": tp.topic, "topic_id": pd.topic_id, "partitions": parts})
+            parts.append({
+                "partition": tp.partition,
+                "current_leader_epoch": pd.current_leader_epoch,
+                "fetch_offset": pd.fetch_offset,
+                "last_fetched_epoch": pd.last_fetched_epoch,
+                "log_start_offset": pd.log_start_offset,
+                "partition_max_bytes": pd.max_bytes,
+            })
+        forgotten: list[dict[str, Any]] = []
+        if data.to_forget or data.to_replace:
+            f_by_topic: dict[str, list[int]] = {}
+            for tp in list(data.to_forget) + list(data.to_replace):
+                f_by_topic.setdefault(tp.topic, []).append(tp.partition)
+            for topic, parts_ in f_by_topic.items():
+                forgotten.append({"topic": topic, "topic_id": self._forgotten_topic_id(
+                    target.node, topic), "partitions": parts_})
+        return {
+            "replica_id": -1,
+            "max_wait_ms": cfg.max_wait_ms,
+            "min_bytes": cfg.min_bytes,
+            "max_bytes": cfg.max_bytes,
+            "isolation_level": self._isolation,
+            "session_id": data.metadata.session_id,
+            "session_epoch": data.metadata.epoch,
+            "topics": topics,
+            "forgotten_topics_data": forgotten,
+            "rack_id": cfg.client_rack,
+        }
+
+    def _forgotten_topic_id(self, node: int, topic: str) -> uuid.UUID:
+        handler = self._sessions.get(node)
+        if handler is not None:
+            for tid, name in handler.session_topic_names.items():
+                if name == topic:
+                    return tid
+        return self._topic_id(topic)
+
+    def send_fetches(self) -> int:
+        """Send a fetch to every broker that has fetchable partitions and none in flight.
+
+        Returns how many requests were sent.
+        """
+        with self._lock:
+            if self._closed:
+                return 0
+            targets = self._prepare_fetch_requests()
+            sent = 0
+            for target in targets:
+                body = self._build_body(target)
+                self._pending_nodes.add(target.node)
+                start = self._time.monotonic_ms()
+                try:
+                    future = self._client.send(target.node, ApiKey.FETCH, body,
+                                               version=target.version)
+                except Exception as exc:  # noqa: BLE001 - treat like a failed request
+                    self._pending_nodes.discard(target.node)
+                    self._session(target.node).handle_error(exc)
+                    logger.debug("could not send fetch to node %s: %s", target.node, exc)
+                    continue
+                future.add_callback(self._make_success_handler(target, start))
+                future.add_errback(self._make_failure_handler(target))
+                sent += 1
+                logger.debug("sent %s fetch to node %s (v%s) for %d partitions",
+                             "full" if target.data.is_full else "incremental", target.node,
+                             target.version, len(target.data.to_send))
+            return sent
+
+    def _make_success_handler(self, target: _FetchTarget, start_ms: int
+                              ) -> Callable[[Any], None]:
+        def on_success(response: Any) -> None:
+            try:
+                self._handle_fetch_response(target, response, start_ms)
+            except Exception:  # noqa: BLE001 - a callback must not break the network poll
+                logger.exception("failed to handle the fetch response from node %s",
+                                 target.node)
+            finally:
+                with self._lock:
+                    self._pending_nodes.discard(target.node)
+        return on_success
+
+    def _make_failure_handler(self, target: _FetchTarget) -> Callable[[BaseException], None]:
+        def on_failure(exc: BaseException) -> None:
+            with self._lock:
+                self._pending_nodes.discard(target.node)
+                handler = self._sessions.get(target.node)
+                if handler is not None:
+                    handler.handle_error(exc)
+            # Forget the preferred replica: the leader may tell us of a better one.
+            for tp in target.data.session_partitions:
+                self._subscriptions.clear_preferred_read_replica(tp)
+            if getattr(exc, "invalid_metadata", False) or isinstance(
+                    exc, (Errors.KafkaConnectionError, Errors.NodeNotReadyError)):
+                self._metadata.request_update()
+            logger.debug("fetch to node %s failed: %r", target.node, exc)
+        return on_failure
+
+    def _handle_fetch_response(self, target: _FetchTarget, response: Mapping[str, Any],
+                               start_ms: int) -> None:
+        handler = self._sessions.get(target.node)
+        data = target.data
+        session_parts = data.session_partitions
+        resolved: list[tuple[TopicPartition, dict[str, Any]]] = []
+        for topic_resp in response.get("responses", ()):
+            # v13+ answers carry ids and empty names; older ones names and the zero id.
+            tid = topic_resp.get("topic_id")
+            if tid is not None and tid != ZERO_UUID:
+                name = handler.topic_name(tid) if handler is not None else None
+                if name is None:
+                    getter = getattr(self._metadata.cluster, "topic_name", None)
+                    name = getter(tid) if getter is not None else None
+                if name is None:
+                    logger.debug("fetch response names unknown topic id %s", tid)
+                    continue
+            else:
+                name = topic_resp.get("topic")
+            for part in topic_resp.get("partitions", ()):
+                resolved.append((TopicPartition(name, part["partition_index"]), part))
+        with self._lock:
+            if self._closed:
+                return
+            if handler is not None and not handler.handle_response(
+                    response.get("error_code", 0), response.get("session_id", 0),
+                    (tp for tp, _ in resolved), response.get("throttle_time_ms", 0)):
+                if response.get("error_code", 0) == _FETCH_SESSION_TOPIC_ID_ERROR:
+                    self._metadata.request_update()
+                return
+            for tp, part in resolved:
+                req = session_parts.get(tp)
+                if req is None:
+                    # Java treats this as a broker bug; ignoring it is safe: we re-fetch.
+                    logger.debug("fetch response has %s, which the request did not ask for", tp)
+                    continue
+                cf = CompletedFetch(tp, part, req.fetch_offset,
+                                    -1 if target.version is None else target.version)
+                self._completed.append(cf)
+        metrics = self._metrics
+        if metrics is not None:
+            metrics.record_fetch_latency(self._time.monotonic_ms() - start_ms)
+            throttle = response.get("throttle_time_ms", 0)
+            if throttle:
+                metrics.record_throttle_time(throttle)
+
+    # -- collecting ----------------------------------------------------------------------
+    def has_available_fetches(self) -> bool:
+        """True when buffered data exists for a partition that can hand it out now."""
+        with self._lock:
+            nil = self._next_in_line
+            if nil is not None and not nil.is_consumed and self._subscriptions.is_fetchable(nil.tp):
+                return True
+            return any(self._subscriptions.is_fetchable(cf.tp) for cf in self._completed)
+
+    def has_completed_fetches(self) -> bool:
+        """True when any response data is queued (fetchable or not)."""
+        return bool(self._completed)
+
+    def collect_fetch(self) -> Fetch:
+        """Hand out up to ``max.poll.records`` buffered records, advancing positions.
+
+        Raises the per-partition errors (offset out of range without reset policy, topic
+        authorization, corrupt records, deserialization) on the user's thread.
+        """
+        fetch = Fetch()
+        remaining = self._config.max_poll_records
+        paused: list[CompletedFetch] = []
+        try:
+            while remaining > 0:
+                nil = self._next_in_line
+                if nil is None or nil.is_consumed:
+                    with self._lock:
+                        if not self._completed:
+                            break
+                        cf = self._completed[0]
+                    if not cf.initialized:
+                        try:
+                            initialized = self._initialize(cf)
+                        except Exception:
+                            if fetch.num_records == 0 and not fetch.position_advanced:
+                                with self._lock:
+                                    self._popleft(cf)
+                                raise
+                            break
+                        with self._lock:
+                            self._popleft(cf)
+                        if initialized is None:
+                            continue
+                    else:
+                        with self._lock:
+                            self._popleft(cf)
+                    self._next_in_line = nil = cf
+                if self._subscriptions.is_paused(nil.tp):
+                    # Keep the data; it goes back to the queue when this poll ends.
+                    paused.append(nil)
+                    self._next_in_line = None
+                    continue
+                try:
+                    got = self._fetch_records(nil, remaining, fetch)
+                except Exception:
+                    if fetch.is_empty():
+                        raise
+                    # Return what this poll has; the error surfaces on the next one.
+                    break
+                remaining -= got
+        finally:
+            if paused:
+                with self._lock:
+                    self._completed.extend(paused)
+        return fetch
+
+    def _popleft(self, cf: CompletedFetch) -> None:
+        if self._completed and self._completed[0] is cf:
+            self._completed.popleft()
+
+    def _fetch_records(self, cf: CompletedFetch, max_records: int, fetch: Fetch) -> int:
+        tp = cf.tp
+        subs = self._subscriptions
+        if not subs.is_assigned(tp):
+            logger.debug("not returning fetched records of %s: no longer assigned", tp)
+        elif not subs.is_fetchable(tp):
+            logger.debug("not returning fetched records of %s: not fetchable", tp)
+        else:
+            position = subs.position(tp)
+            if position is None:
+                raise Errors.IllegalStateError(f"missing position for fetchable partition {tp}")
+            if cf.next_fetch_offset == position.offset:
+                records = cf.fetch_records(max_records, self._key_deserializer,
+                                           self._value_deserializer)
+                if cf.next_fetch_offset > position.offset:
+                    subs.set_position(tp, FetchPosition(
+                        cf.next_fetch_offset,
+                        cf.last_epoch if cf.last_epoch is not None else position.offset_epoch,
+                        position.current_leader))
+                    fetch.position_advanced = True
+                if records:
+                    fetch.add(tp, records)
+                if self._metrics is not None:
+                    self._record_consumed(cf, subs)
+                if cf.is_consumed:
+                    # Fairness: the partition goes to the back of the next fetch's order.
+                    subs.move_partition_to_end(tp)
+                return len(records)
+            logger.debug("ignoring fetched records of %s at offset %d: position is %d", tp,
+                         cf.next_fetch_offset, position.offset)
+        cf.drain()
+        return 0
+
+    def _record_consumed(self, cf: CompletedFetch, subs: SubscriptionState) -> None:
+        # Once per partition response, when its last record is handed out: per-slice updates
+        # cost more than the slices.
+        if not cf.is_consumed or cf.metrics_recorded:
+            return
+        cf.metrics_recorded = True
+        metrics = self._metrics
+        tp = cf.tp
+        metrics.record_partition_fetched(tp, cf.size_in_bytes, cf.records_total)
+        lag = subs.partition_lag(tp, self._config.read_committed)
+        if lag is not None:
+            metrics.record_lag(tp, lag)
+        lead = subs.partition_lead(tp)
+        if lead is not None:
+            metrics.record_lead(tp, lead)
+
+    def _initialize(self, cf: CompletedFetch) -> CompletedFetch | None:
+        """Check errors, cache watermarks and decode; None when the data is to be dropped."""
+        tp = cf.tp
+        part = cf.partition_data
+        error = part.get("error_code", 0)
+        subs = self._subscriptions
+        if error == _NONE:
+            position = subs.position(tp) if subs.is_assigned(tp) else None
+            if position is None or position.offset != cf.fetch_offset:
+                logger.debug("discarding stale fetch response for %s at offset %d", tp,
+                             cf.fetch_offset)
+                cf.drain()
+                return None
+            raw = part.get("records")
+            aborted = part.get("aborted_transactions") if self._config.read_committed else None
+            result = decode_fetched_records(
+                raw, tp.topic, tp.partition, cf.fetch_offset,
+                check_crcs=self._config.check_crcs,
+                read_committed=self._config.read_committed,
+                aborted_transactions=aborted)
+            hw = part.get("high_watermark", -1)
+            if hw is not None and hw >= 0:
+                subs.update_high_watermark(tp, hw)
+            lso = part.get("log_start_offset", -1)
+            if lso is not None and lso >= 0:
+                subs.update_log_start_offset(tp, lso)
+            stable = part.get("last_stable_offset", -1)
+            if stable is not None and stable >= 0:
+                subs.update_last_stable_offset(tp, stable)
+            replica = part.get("preferred_read_replica", -1)
+            if replica is not None and replica >= 0:
+                expire = self._time.monotonic_ms() + self._config.metadata_max_age_ms
+                logger.debug("fetching %s from preferred read replica %d", tp, replica)
+                subs.update_preferred_read_replica(tp, replica, expire)
+            cf.set_decoded(result.records, result.next_offset)
+            return cf
+        cf.drain()
+        if error in _REFRESH_METADATA:
+            logger.debug("fetch of %s failed with %s; refreshing metadata", tp,
+                         Errors.for_code(error).name)
+            subs.clear_preferred_read_replica(tp)
+            self._metadata.request_update()
+        elif error == _OFFSET_OUT_OF_RANGE:
+            cleared = subs.clear_preferred_read_replica(tp)
+            if cleared is not None:
+                logger.debug("out of range on read replica %d for %s; back to the leader",
+                             cleared, tp)
+                return None
+            position = subs.position(tp) if subs.is_assigned(tp) else None
+            if position is None or position.offset != cf.fetch_offset:
+                logger.debug("discarding stale out-of-range response for %s", tp)
+            elif subs.has_default_offset_reset_policy():
+                logger.info("fetch offset %d is out of range for %s; resetting offset",
+                            cf.fetch_offset, tp)
+                subs.request_offset_reset(tp)
+            else:
+                logger.info("fetch offset %d is out of range for %s", cf.fetch_offset, tp)
+                raise Errors.OffsetOutOfRangeError(
+                    f"fetch position {cf.fetch_offset} is out of range for partition {tp}",
+                    partitions={tp: cf.fetch_offset})
+        elif error == _TOPIC_AUTHORIZATION_FAILED:
+            raise Errors.TopicAuthorizationFailedError(
+                f"not authorized to read topic {tp.topic}", topics={tp.topic})
+        elif error == _UNKNOWN_LEADER_EPOCH:
+            logger.debug("unknown leader epoch fetching %s; retrying", tp)
+        elif error == _UNKNOWN_SERVER_ERROR:
+            logger.warning("unknown server error fetching %s at offset %d", tp, cf.fetch_offset)
+        elif error == _CORRUPT_MESSAGE:
+            raise Errors.CorruptRecordError(
+                "the broker reported a corrupt message", topic=tp.topic, partition=tp.partition,
+                offset=cf.fetch_offset)
+        else:
+            raise Errors.for_code(error)(f"unexpected error fetching {tp} at offset "
+                                         f"{cf.fetch_offset}")
+        return None
+
+    # -- housekeeping --------------------------------------------------------------------
+    def clear_buffered_data_for_unassigned_partitions(self, assigned: Iterable[TopicPartition]
+                                                      ) -> None:
+        """Drop buffered data of partitions no longer in ``assigned``."""
+        keep = set(assigned)
+        with self._lock:
+            self._completed = deque(cf for cf in self._completed if cf.tp in keep)
+            nil = self._next_in_line
+            if nil is not None and nil.tp not in keep:
+                nil.drain()
+                self._next_in_line = None
+
+    def clear_buffered_data(self, partitions: Iterable[TopicPartition]) -> None:
+        """Drop buffered data of ``partitions`` (after a seek, data is stale anyway)."""
+        drop = set(partitions)
+        with self._lock:
+            self._completed = deque(cf for cf in self._completed if cf.tp not in drop)
+            nil = self._next_in_line
+            if nil is not None and nil.tp in drop:
+                nil.drain()
+                self._next_in_line = None
+
+    def close(self, timer: Timer | None = None) -> None:
+        """Close fetch sessions (best effort, within ``timer``) and drop buffered data."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._completed.clear()
+            self._next_in_line = None
+            closers = [(node, h.close_metadata()) for node, h in self._sessions.items()]
+        if timer is None or timer.is_expired():
+            return
+        futures = []
+        for node, meta in closers:
+            if meta is None:
+                continue
+            body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0,
+                    "max_bytes": self._config.max_bytes, "isolation_level": self._isolation,
+                    "session_id": meta.session_id, "session_epoch": meta.epoch, "topics": [],
+                    "forgotten_topics_data": [], "rack_id": self._config.client_rack}
+            try:
+                futures.append(self._client.send(node, ApiKey.FETCH, body))
+            except Exception:  # noqa: BLE001 - closing sessions is best effort
+                logger.debug("could not send session close to node %s", node, exc_info=True)
+        for fut in futures:
+            timer.update()
+            if timer.is_expired():
+                break
+            try:
+                self._client.poll(timeout_ms=timer.remaining_ms, future=fut)
+            except Exception:  # noqa: BLE001 - best effort
+                break

@@ -1,0 +1,316 @@
+"""Manual assignment against a real broker: exact delivery, seeking, pausing, offsets API."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.consumer import KafkaConsumer
+from kafkaconsumer.errors import (
+    ConcurrentModificationError,
+    IllegalStateError,
+    NoOffsetForPartitionError,
+    RecordDeserializationError,
+    WakeupError,
+)
+from kafkaconsumer.structs import OffsetAndTimestamp, TopicPartition
+from tests.consumer.conftest import (
+    Record,
+    consume_exactly,
+    create_topic,
+    poll_until,
+    produce,
+    simple_records,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_exact_records_in_order_with_every_codec(bootstrap: str, consumer_factory: Any,
+                                                 codec: str) -> None:
+    topic = create_topic(bootstrap, 3)
+    records = []
+    for i in range(600):
+        headers = [("h", b"%d" % i), ("empty", b"")] if i % 7 == 0 else []
+        key = None if i % 11 == 0 else b"key-%d" % i
+        records.append((i % 3, key, b"value-%d-" % i + b"z" * (i % 50), headers, None))
+    produce(bootstrap, topic, records, compression=codec)
+    c = consumer_factory(max_poll_records=97)
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    c.assign(tps)
+    c.seek_to_beginning(tps)
+    got = consume_exactly(c, len(records))
+    for p in range(3):
+        expected = [(k, v, h) for (pp, k, v, h, _ts) in records if pp == p]
+        recs = got[TopicPartition(topic, p)]
+        assert [r.offset for r in recs] == list(range(len(expected)))
+        assert [(r.key, r.value, [(hk, hv) for hk, hv in r.headers]) for r in recs] == expected
+        assert c.position(TopicPartition(topic, p)) == len(expected)
+
+
+def test_seek_position_and_lag(bootstrap: str, consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 1)
+    produce(bootstrap, topic, simple_records(1, 50))
+    tp = TopicPartition(topic, 0)
+    c = consumer_factory(max_poll_records=10)
+    c.assign([tp])
+    c.seek(tp, 20)
+    assert c.position(tp) == 20
+    recs = poll_until(c, lambda acc: len(acc) >= 10)
+    assert [r.offset for r in recs[:10]] == list(range(20, 30))
+    assert c.position(tp) == 20 + len(recs)
+    lag = c.current_lag(tp)
+    assert lag == 50 - c.position(tp)
+    c.seek(tp, 3)
+    recs = poll_until(c, lambda acc: len(acc) > 0)
+    assert recs[0].offset == 3
+    with pytest.raises(ValueError):
+        c.seek(tp, -1)
+    with pytest.raises(IllegalStateError):
+        c.seek(TopicPartition(topic, 9), 0)
+    with pytest.raises(IllegalStateError):
+        c.position(TopicPartition("not-assigned", 0))
+
+
+def test_pause_and_resume(bootstrap: str, consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 2)
+    produce(bootstrap, topic, simple_records(2, 40))
+    t0, t1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    c = consumer_factory(max_poll_records=5)
+    c.assign([t0, t1])
+    c.seek_to_beginning()
+    # Get some data buffered for both partitions, then pause one.
+    poll_until(c, lambda acc: len(acc) > 0)
+    c.pause([t0])
+    assert c.paused() == {t0}
+    seen = poll_until(c, lambda acc: c.position(t1) == 40)
+    assert all(r.partition == 1 for r in seen)
+    pos0 = c.position(t0)
+    assert len(c.poll(timeout_ms=300)) == 0  # paused partition returns nothing
+    c.resume([t0])
+    assert c.paused() == set()
+    rest = poll_until(c, lambda acc: c.position(t0) == 40)
+    # Resumed exactly where it stopped: no record lost or repeated.
+    assert [r.offset for r in rest if r.partition == 0] == list(range(pos0, 40))
+
+
+def test_beginning_end_offsets_and_offsets_for_times(broker: Any, bootstrap: str,
+                                                     consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 2)
+    base = int(time.time() * 1000) - 100_000
+    recs: list[Record] = [(p, None, b"x", [], base + i * 1000) for p in (0, 1) for i in range(5)]
+    # One batch per record: Tansu 0.6 answers ListOffsets(latest) with the last batch's base
+    # offset + 1, which equals the end offset only then.
+    produce(bootstrap, topic, recs, one_batch_per_record=True)
+    t0, t1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    c = consumer_factory()
+    assert c.beginning_offsets([t0, t1]) == {t0: 0, t1: 0}
+    assert c.end_offsets([t0, t1], timeout_ms=10_000) == {t0: 5, t1: 5}
+    if broker.is_tansu:
+        pytest.skip("Tansu 0.6 answers every timestamp lookup with offset 0 (all clients see it)")
+    found = c.offsets_for_times({t0: base + 2500, t1: base + 99_999_999})
+    assert found[t0] is not None
+    assert isinstance(found[t0], OffsetAndTimestamp)
+    assert (found[t0].offset, found[t0].timestamp) == (3, base + 3000)
+    assert found[t1] is None
+    with pytest.raises(ValueError):
+        c.offsets_for_times({t0: -5})
+
+
+@pytest.mark.parametrize("policy", ["earliest", "latest"])
+def test_auto_offset_reset(bootstrap: str, consumer_factory: Any, policy: str) -> None:
+    topic = create_topic(bootstrap, 1)
+    produce(bootstrap, topic, simple_records(1, 10), one_batch_per_record=True)
+    tp = TopicPartition(topic, 0)
+    c = consumer_factory(auto_offset_reset=policy)
+    c.assign([tp])
+    assert c.position(tp) == (0 if policy == "earliest" else 10)
+    if policy == "latest":
+        produce(bootstrap, topic, [(0, None, b"new", [], None)])
+        recs = poll_until(c, lambda acc: len(acc) > 0)
+        assert [r.value for r in recs] == [b"new"]
+
+
+def test_auto_offset_reset_none(bootstrap: str, consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 1)
+    tp = TopicPartition(topic, 0)
+    c = consumer_factory(auto_offset_reset="none")
+    c.assign([tp])
+    with pytest.raises(NoOffsetForPartitionError) as info:
+        c.poll(timeout_ms=100)
+    assert info.value.partitions == {tp}
+
+
+def test_deserializer_failure_keeps_position(bootstrap: str, consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 1)
+    values = [(5).to_bytes(4, "big"), b"bad", (7).to_bytes(4, "big")]
+    produce(bootstrap, topic, [(0, None, v, [], None) for v in values])
+    tp = TopicPartition(topic, 0)
+    c = consumer_factory(value_deserializer="int", max_poll_records=1)
+    c.assign([tp])
+    c.seek_to_beginning()
+    first = poll_until(c, lambda acc: len(acc) > 0)
+    assert [r.value for r in first] == [5]
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            c.poll(timeout_ms=200)
+        except RecordDeserializationError as exc:
+            assert (exc.topic, exc.partition, exc.offset, exc.is_key) == (topic, 0, 1, False)
+            break
+        assert time.monotonic() < deadline
+    assert c.position(tp) == 1
+    with pytest.raises(RecordDeserializationError):
+        c.poll(timeout_ms=200)
+    c.seek(tp, 2)
+    rest = poll_until(c, lambda acc: len(acc) > 0)
+    assert [r.value for r in rest] == [7]
+
+
+def test_wakeup_from_another_thread(bootstrap: str, consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 1)
+    tp = TopicPartition(topic, 0)
+    c = consumer_factory()
+    c.assign([tp])
+    c.seek(tp, 0)
+    started = threading.Event()
+    outcome: list[Any] = []
+
+    def run() -> None:
+        started.set()
+        try:
+            c.poll(timeout_ms=60_000)
+            outcome.append("returned")
+        except WakeupError as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    started.wait(5)
+    # Concurrent access from this thread while the other one polls.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            c.assignment()
+        except ConcurrentModificationError:
+            break
+        assert time.monotonic() < deadline, "the polling thread never held the consumer"
+        time.sleep(0.01)
+    c.wakeup()
+    t.join(30)
+    assert not t.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], WakeupError)
+    # The wakeup was consumed: the next poll works normally.
+    assert len(c.poll(timeout_ms=50)) == 0
+    # A wakeup before poll makes the next poll raise, even with nothing to wait for.
+    c.wakeup()
+    with pytest.raises(WakeupError):
+        c.poll(timeout_ms=0)
+
+
+def test_iteration_and_context_manager(bootstrap: str) -> None:
+    topic = create_topic(bootstrap, 2)
+    produce(bootstrap, topic, simple_records(2, 10))
+    with KafkaConsumer({"bootstrap.servers": bootstrap}, auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        seen = []
+        for rec in c:
+            seen.append((rec.partition, rec.offset))
+            if len(seen) == 20:
+                break
+    assert sorted(seen) == sorted((p, o) for p in (0, 1) for o in range(10))
+    with pytest.raises(IllegalStateError):
+        c.poll(timeout_ms=0)
+
+
+def test_interceptor_sees_records(bootstrap: str, consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 1)
+    produce(bootstrap, topic, simple_records(1, 5))
+    seen: list[int] = []
+
+    class Counter:
+        def on_consume(self, records: Any) -> Any:
+            seen.append(len(records))
+            return records
+
+        def on_commit(self, offsets: Any) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    c = consumer_factory(interceptor_classes=[Counter()], auto_offset_reset="earliest")
+    c.assign([TopicPartition(topic, 0)])
+    poll_until(c, lambda acc: len(acc) == 5)
+    assert sum(seen) == 5
+
+
+def test_list_topics_and_partitions_for(bootstrap: str, consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 3)
+    c = consumer_factory()
+    parts = c.partitions_for(topic)
+    assert sorted(p.partition for p in parts) == [0, 1, 2]
+    assert all(p.leader >= 0 for p in parts)
+    topics = c.list_topics()
+    assert topic in topics and len(topics[topic]) == 3
+    assert c.partitions_for("c2-does-not-exist-" + topic) == []
+
+
+def test_bad_arguments(consumer_factory: Any) -> None:
+    c = consumer_factory()
+    with pytest.raises(IllegalStateError):
+        c.poll(timeout_ms=0)
+    with pytest.raises(ValueError):
+        c.poll(timeout_ms=-1)
+    with pytest.raises(TypeError):
+        c.assign("topic")
+    with pytest.raises(ValueError):
+        c.assign([TopicPartition("", 0)])
+    with pytest.raises(Exception) as info:
+        c.subscribe(["t"])
+    assert "group.id" in str(info.value)
+
+
+def test_metrics_follow_consumption(bootstrap: str, consumer_factory: Any) -> None:
+    topic = create_topic(bootstrap, 1)
+    produce(bootstrap, topic, simple_records(1, 30))
+    c = consumer_factory(auto_offset_reset="earliest")
+    c.assign([TopicPartition(topic, 0)])
+    poll_until(c, lambda acc: len(acc) == 30)
+    values = {(m.group, m.name, tuple(sorted(m.tags.items()))): v
+              for m, v in c.metrics().items()}
+    fetch_group = "consumer-fetch-manager-metrics"
+    totals = {name: v for (g, name, tags), v in values.items()
+              if g == fetch_group and dict(tags).keys() == {"client-id"}}
+    assert totals["records-consumed-total"] == 30
+    assert totals["fetch-total"] >= 1
+    lag = [v for (g, name, tags), v in values.items()
+           if g == fetch_group and name == "records-lag" and dict(tags).get("partition") == "0"]
+    assert lag == [0]
+
+
+def test_group_subscribe_commit_and_committed(bootstrap: str, consumer_factory: Any) -> None:
+    from tests.helpers import unique_name
+
+    topic = create_topic(bootstrap, 2)
+    produce(bootstrap, topic, simple_records(2, 10))
+    group = unique_name("c2-group")
+    c = consumer_factory(group_id=group, auto_offset_reset="earliest",
+                         enable_auto_commit=False)
+    c.subscribe([topic])
+    assert c.subscription() == {topic}
+    recs = poll_until(c, lambda acc: len(acc) == 20, timeout_s=60)
+    assert sorted((r.partition, r.offset) for r in recs) == sorted(
+        (p, o) for p in (0, 1) for o in range(10))
+    assert c.assignment() == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+    c.commit_sync()
+    committed = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+    assert {tp: om.offset for tp, om in committed.items() if om is not None} == {
+        TopicPartition(topic, 0): 10, TopicPartition(topic, 1): 10}
+    assert c.group_metadata().group_id == group
+    c.unsubscribe()
+    assert c.assignment() == set()

@@ -1,0 +1,248 @@
+"""Fetcher and offset lookups against the scripted fake broker (tier 2): the error paths a real
+broker rarely produces on demand (out of range, leader moves, truncation, dead brokers)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.consumer import KafkaConsumer
+from kafkaconsumer.errors import OffsetOutOfRangeError
+from kafkaconsumer.internals.offset_fetcher import LogTruncationError
+from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.structs import TopicPartition
+from tests.consumer.conftest import poll_until
+from tests.support.fake_broker import FakeCluster, Reply
+
+pytestmark = pytest.mark.timeout(60)
+
+TOPIC = "t"
+
+
+def leader_epoch_handler(cluster: FakeCluster, end_offset: int | None = None) -> Any:
+    """Answer OffsetForLeaderEpoch: each requested epoch ends at the log end (no truncation),
+    or at ``end_offset`` when given (a truncated log)."""
+    def handle(_node: int, _header: Any, body: dict[str, Any]) -> dict[str, Any]:
+        topics = []
+        for t in body["topics"]:
+            parts = []
+            for p in t["partitions"]:
+                _start, end = cluster.log_offsets(t["topic"], p["partition"])
+                parts.append({"error_code": 0, "partition": p["partition"],
+                              "leader_epoch": p["leader_epoch"],
+                              "end_offset": end if end_offset is None else end_offset})
+            topics.append({"topic": t["topic"], "partitions": parts})
+        return {"topics": topics}
+    return handle
+
+
+@pytest.fixture
+def cluster() -> Iterator[FakeCluster]:
+    with FakeCluster(n_brokers=2, topics={TOPIC: 4}) as c:
+        c.on(ApiKey.OFFSET_FOR_LEADER_EPOCH, leader_epoch_handler(c))
+        for p in range(4):
+            for i in range(3):  # three batches of five records per partition
+                c.append(TOPIC, p, [(b"k", b"p%d-%d-%d" % (p, i, j)) for j in range(5)])
+        yield c
+
+
+@pytest.fixture
+def make(cluster: FakeCluster) -> Iterator[Any]:
+    made: list[KafkaConsumer] = []
+
+    def factory(**kwargs: Any) -> KafkaConsumer:
+        kwargs.setdefault("fetch_max_wait_ms", 100)
+        c = KafkaConsumer({"bootstrap.servers": cluster.bootstrap_servers}, **kwargs)
+        made.append(c)
+        return c
+
+    yield factory
+    for c in made:
+        c.close(timeout_ms=2000)
+
+
+def tps(n: int = 4) -> list[TopicPartition]:
+    return [TopicPartition(TOPIC, p) for p in range(n)]
+
+
+def test_one_list_offsets_request_per_leader(cluster: FakeCluster, make: Any) -> None:
+    c = make()
+    cluster.clear_requests()
+    assert c.beginning_offsets(tps()) == {tp: 0 for tp in tps()}
+    reqs = cluster.requests(ApiKey.LIST_OFFSETS)
+    assert len(reqs) == 2  # four partitions, two leaders
+    for node in (0, 1):
+        (_h, body), = cluster.requests(ApiKey.LIST_OFFSETS, node_id=node)
+        asked = {p["partition_index"] for t in body["topics"] for p in t["partitions"]}
+        assert asked == {p for p in range(4) if cluster.leader(TOPIC, p)[0] == node}
+    assert c.end_offsets(tps()) == {tp: 15 for tp in tps()}
+
+
+def test_offsets_for_times(cluster: FakeCluster, make: Any) -> None:
+    cluster.add_topic("ts", 1)
+    for i in range(5):
+        cluster.append("ts", 0, [(None, b"x", [], 1_000 + 100 * i)])
+    c = make()
+    tp = TopicPartition("ts", 0)
+    found = c.offsets_for_times({tp: 1_150})
+    assert found[tp] is not None and (found[tp].offset, found[tp].timestamp) == (2, 1_200)
+    assert c.offsets_for_times({tp: 99_999})[tp] is None
+
+
+def test_one_fetch_per_leader_and_every_record_once(cluster: FakeCluster, make: Any) -> None:
+    c = make(max_poll_records=4, auto_offset_reset="earliest")
+    c.assign(tps())
+    recs = poll_until(c, lambda acc: len(acc) >= 60)
+    assert len(recs) == 60
+    for p in range(4):
+        mine = [r for r in recs if r.partition == p]
+        assert [r.offset for r in mine] == list(range(15))
+        assert [r.value for r in mine] == [b"p%d-%d-%d" % (p, i, j)
+                                           for i in range(3) for j in range(5)]
+    for _header, body in cluster.requests(ApiKey.FETCH):
+        node_parts = {p["partition"] for t in body["topics"] for p in t["partitions"]}
+        leaders = {cluster.leader(TOPIC, p)[0] for p in node_parts}
+        assert len(leaders) <= 1
+
+
+def test_leader_move_is_followed_without_loss(cluster: FakeCluster, make: Any) -> None:
+    c = make(max_poll_records=5, auto_offset_reset="earliest")
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    first = poll_until(c, lambda acc: len(acc) >= 5)
+    old_leader, epoch = cluster.leader(TOPIC, 0)
+    cluster.set_leader(TOPIC, 0, 1 - old_leader)
+    cluster.append(TOPIC, 0, [(b"k", b"after-move")])
+    rest = poll_until(c, lambda acc: c.position(tp) == 16)
+    offsets = [r.offset for r in first + rest]
+    assert offsets == list(range(16))
+    assert (first + rest)[-1].value == b"after-move"
+    # The consumer fetched from the new leader after the move.
+    new_node_fetches = cluster.requests(ApiKey.FETCH, node_id=1 - old_leader)
+    assert any(p["partition"] == 0 for _h, b in new_node_fetches for t in b["topics"]
+               for p in t["partitions"])
+    assert cluster.leader(TOPIC, 0) == (1 - old_leader, epoch + 1)
+
+
+@pytest.mark.parametrize("policy", ["earliest", "latest"])
+def test_log_start_past_position_resets(cluster: FakeCluster, make: Any, policy: str) -> None:
+    c = make(max_poll_records=5, auto_offset_reset=policy)
+    tp = TopicPartition(TOPIC, 1)
+    c.assign([tp])
+    c.seek(tp, 0)
+    poll_until(c, lambda acc: len(acc) > 0)
+    cluster.set_log_start_offset(TOPIC, 1, 10)
+    c.seek(tp, 2)
+    if policy == "earliest":
+        recs = poll_until(c, lambda acc: len(acc) > 0)
+        assert recs[0].offset == 10
+    else:
+        poll_until(c, lambda acc: c.position(tp) == 15)
+
+
+def test_log_start_past_position_raises_under_none(cluster: FakeCluster, make: Any) -> None:
+    c = make(auto_offset_reset="none")
+    tp = TopicPartition(TOPIC, 1)
+    c.assign([tp])
+    cluster.set_log_start_offset(TOPIC, 1, 10)
+    c.seek(tp, 2)
+    with pytest.raises(OffsetOutOfRangeError) as info:
+        poll_until(c, lambda acc: False, timeout_s=20)
+    assert getattr(info.value, "partitions", None) == {tp: 2}
+    c.seek(tp, 10)
+    assert poll_until(c, lambda acc: len(acc) > 0)[0].offset == 10
+
+
+def _truncated(cluster: FakeCluster, make: Any, policy: str) -> tuple[KafkaConsumer, TopicPartition]:
+    c = make(max_poll_records=100, auto_offset_reset=policy)
+    tp = TopicPartition(TOPIC, 2)
+    c.assign([tp])
+    c.seek(tp, 0)
+    poll_until(c, lambda acc: c.position(tp) == 15)
+    # A new leader whose log diverges from offset 7 on (an unclean election).
+    cluster.on(ApiKey.OFFSET_FOR_LEADER_EPOCH, leader_epoch_handler(cluster, end_offset=7))
+    old_leader, _ = cluster.leader(TOPIC, 2)
+    cluster.set_leader(TOPIC, 2, 1 - old_leader)
+    return c, tp
+
+
+def test_truncation_detected_and_reset_to_divergence(cluster: FakeCluster, make: Any) -> None:
+    c, tp = _truncated(cluster, make, "earliest")
+    recs = poll_until(c, lambda acc: len(acc) > 0)
+    assert recs[0].offset == 7
+    assert cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+
+
+def test_truncation_without_policy_raises(cluster: FakeCluster, make: Any) -> None:
+    c, tp = _truncated(cluster, make, "none")
+    with pytest.raises(LogTruncationError) as info:
+        poll_until(c, lambda acc: False, timeout_s=20)
+    assert info.value.divergent_offsets[tp].offset == 7
+
+
+def test_validation_skipped_when_broker_lacks_the_api() -> None:
+    from kafkaconsumer.protocol import SUPPORTED_VERSIONS
+    versions = {k: v for k, v in SUPPORTED_VERSIONS.items()
+                if k != ApiKey.OFFSET_FOR_LEADER_EPOCH}
+    with FakeCluster(n_brokers=2, topics={TOPIC: 1}, api_versions=versions) as cluster:
+        cluster.append(TOPIC, 0, [(None, b"a"), (None, b"b")])
+        c = KafkaConsumer({"bootstrap.servers": cluster.bootstrap_servers},
+                          auto_offset_reset="earliest", fetch_max_wait_ms=100)
+        try:
+            tp = TopicPartition(TOPIC, 0)
+            c.assign([tp])
+            poll_until(c, lambda acc: len(acc) == 2)
+            cluster.set_leader(TOPIC, 0, 1)
+            cluster.append(TOPIC, 0, [(None, b"c")])
+            recs = poll_until(c, lambda acc: len(acc) == 1)
+            assert recs[0].value == b"c"
+            assert not cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+        finally:
+            c.close(timeout_ms=2000)
+
+
+def test_close_is_bounded_when_the_broker_died(cluster: FakeCluster) -> None:
+    c = KafkaConsumer({"bootstrap.servers": cluster.bootstrap_servers},
+                      auto_offset_reset="earliest", request_timeout_ms=60_000)
+    c.assign(tps())
+    poll_until(c, lambda acc: len(acc) > 0)
+    # Every answer from now on is dropped, then the nodes die: nothing will ever answer.
+    cluster.on(ApiKey.FETCH, lambda *_: Reply(drop=True))
+    c.poll(timeout_ms=100)
+    for node in cluster.node_ids:
+        cluster.kill(node)
+    done = threading.Event()
+
+    def close() -> None:
+        c.close(timeout_ms=1000)
+        done.set()
+
+    threading.Thread(target=close, daemon=True).start()
+    assert done.wait(20), "close(timeout_ms=1000) did not return"
+
+
+def test_wakeup_interrupts_offset_lookup(cluster: FakeCluster, make: Any) -> None:
+    from kafkaconsumer.errors import WakeupError
+    cluster.on(ApiKey.LIST_OFFSETS, lambda *_: Reply(drop=True))
+    c = make()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            c.beginning_offsets(tps(), timeout_ms=30_000)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while not cluster.requests(ApiKey.LIST_OFFSETS):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    c.wakeup()
+    t.join(20)
+    assert not t.is_alive() and len(errors) == 1 and isinstance(errors[0], WakeupError)

@@ -1,0 +1,275 @@
+"""Unit tests of the Fetcher with an in-process fake network client (no sockets)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.errors import RecordDeserializationError
+from kafkaconsumer.internals.clock import MockTime
+from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
+from kafkaconsumer.internals.subscription_state import SubscriptionState
+from kafkaconsumer.network.future import Future
+from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.record import encode_batch
+from kafkaconsumer.structs import TopicPartition
+
+pytestmark = pytest.mark.timeout(30)
+
+T0 = TopicPartition("t", 0)
+T1 = TopicPartition("t", 1)
+ZERO = uuid.UUID(int=0)
+
+
+class FakeCluster:
+    def __init__(self, leaders: dict[TopicPartition, int]) -> None:
+        self.leaders = leaders
+
+    def leader_for(self, tp: TopicPartition) -> int | None:
+        return self.leaders.get(tp)
+
+    def leader_epoch(self, tp: TopicPartition) -> int | None:
+        return 0
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        return ZERO
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return None
+
+
+class FakeMetadata:
+    def __init__(self, leaders: dict[TopicPartition, int]) -> None:
+        self.cluster = FakeCluster(leaders)
+        self.updates = 0
+
+    def request_update(self) -> int:
+        self.updates += 1
+        return 0
+
+
+class FakeClient:
+    """Records every request; the test answers them by index."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, dict[str, Any], Future[Any]]] = []
+
+    def api_version(self, node: int, api_key: int) -> int:
+        return 12
+
+    def is_unavailable(self, node: int) -> bool:
+        return False
+
+    def send(self, node: int, api_key: int, body: dict[str, Any], version: int | None = None
+             ) -> Future[Any]:
+        assert api_key == ApiKey.FETCH
+        fut: Future[Any] = Future()
+        self.sent.append((node, body, fut))
+        return fut
+
+    def fetched(self, i: int) -> dict[TopicPartition, int]:
+        body = self.sent[i][1]
+        return {TopicPartition(t["topic"], p["partition"]): p["fetch_offset"]
+                for t in body["topics"] for p in t["partitions"]}
+
+
+def batch(start_value: int, n: int, base_offset: int) -> bytes:
+    return encode_batch([(None, b"%d" % (start_value + i), [], 1000) for i in range(n)],
+                        base_offset=base_offset)
+
+
+def response(parts: dict[TopicPartition, tuple[bytes | None, int]], session_id: int = 0,
+             error: int = 0) -> dict[str, Any]:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, (records, hw) in parts.items():
+        topics.setdefault(tp.topic, []).append({
+            "partition_index": tp.partition, "error_code": error, "high_watermark": hw,
+            "last_stable_offset": hw, "log_start_offset": 0, "aborted_transactions": None,
+            "preferred_read_replica": -1, "records": records})
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id,
+            "responses": [{"topic": t, "topic_id": ZERO, "partitions": ps}
+                          for t, ps in topics.items()]}
+
+
+def make(max_poll_records: int = 500, leaders: dict[TopicPartition, int] | None = None,
+         **kw: Any) -> tuple[Fetcher, FakeClient, SubscriptionState]:
+    subs = SubscriptionState("earliest")
+    client = FakeClient()
+    md = FakeMetadata(leaders or {T0: 0, T1: 0})
+    cfg = FetchConfig(max_poll_records=max_poll_records, **kw)
+    return Fetcher(client, md, subs, cfg, time=MockTime()), client, subs
+
+
+def _offset(subs: SubscriptionState, tp: TopicPartition) -> int:
+    pos = subs.position(tp)
+    assert pos is not None
+    return pos.offset
+
+
+def values(records: list[Any]) -> list[int]:
+    return [int(r.value) for r in records]
+
+
+def test_max_poll_records_hands_out_everything_once() -> None:
+    f, client, subs = make(max_poll_records=7)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    assert f.send_fetches() == 1
+    client.sent[0][2].success(response({T0: (batch(0, 20, 0) + batch(20, 5, 20), 25),
+                                        T1: (batch(100, 9, 0), 9)}))
+    got: dict[TopicPartition, list[int]] = {T0: [], T1: []}
+    sizes = []
+    while True:
+        fetch = f.collect_fetch()
+        if fetch.is_empty():
+            break
+        sizes.append(fetch.num_records)
+        for tp, recs in fetch.records.items():
+            got[tp].extend(values(recs))
+    assert got[T0] == list(range(25)) and got[T1] == list(range(100, 109))
+    assert max(sizes) == 7
+    assert _offset(subs, T0) == 25 and _offset(subs, T1) == 9
+
+
+def test_partitions_with_buffered_data_are_not_refetched() -> None:
+    f, client, subs = make(max_poll_records=5)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 30), T1: (batch(0, 10, 0), 30)}))
+    f.collect_fetch()  # 5 of T0's 10
+    assert f.send_fetches() == 0  # both partitions still have buffered data
+    f.collect_fetch()  # the other 5 of T0
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T0: 10}
+
+
+def test_paused_partition_keeps_its_buffered_data() -> None:
+    f, client, subs = make(max_poll_records=100)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 4, 0), 4), T1: (batch(50, 3, 0), 3)}))
+    subs.pause(T0)
+    fetch = f.collect_fetch()
+    assert list(fetch.records) == [T1]
+    assert f.collect_fetch().is_empty()
+    assert f.has_completed_fetches()  # T0's data is still there
+    assert f.send_fetches() == 0 or T0 not in client.fetched(len(client.sent) - 1)
+    subs.resume(T0)
+    fetch = f.collect_fetch()
+    assert values(fetch.records[T0]) == [0, 1, 2, 3]
+
+
+def test_incremental_session_sends_changes_and_forgotten_partitions() -> None:
+    f, client, subs = make()
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    body = client.sent[0][1]
+    assert (body["session_id"], body["session_epoch"]) == (0, 0)
+    client.sent[0][2].success(response({T0: (batch(0, 2, 0), 2), T1: (None, 0)}, session_id=9))
+    f.collect_fetch()
+    f.send_fetches()
+    body = client.sent[1][1]
+    assert (body["session_id"], body["session_epoch"]) == (9, 1)
+    assert client.fetched(1) == {T0: 2}  # T1 did not change
+    assert body["forgotten_topics_data"] == []
+    client.sent[1][2].success(response({}, session_id=9))
+    subs.assign_from_user([T0])
+    f.send_fetches()
+    body = client.sent[2][1]
+    assert (body["session_id"], body["session_epoch"]) == (9, 2)
+    assert [(t["topic"], t["partitions"]) for t in body["forgotten_topics_data"]] == [("t", [1])]
+
+
+def test_disabled_sessions_always_send_full_sessionless_requests() -> None:
+    f, client, subs = make(fetch_sessions=False)
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 1, 0), 1)}, session_id=0))
+    f.collect_fetch()
+    f.send_fetches()
+    assert (client.sent[1][1]["session_id"], client.sent[1][1]["session_epoch"]) == (0, -1)
+
+
+def test_caught_up_partition_waits_while_the_node_has_buffered_data() -> None:
+    f, client, subs = make(max_poll_records=1)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 1, 0), 1), T1: (batch(0, 3, 0), 3)}))
+    f.collect_fetch()  # T0's only record: T0 is now caught up, T1 still buffered
+    assert f.send_fetches() == 0  # a long poll for T0 alone would block T1's refetch
+    while not f.collect_fetch().is_empty():
+        pass
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T0: 1, T1: 3}
+
+
+def test_stale_data_after_seek_is_dropped() -> None:
+    f, client, subs = make()
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    subs.seek(T0, 5)
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10)}))
+    assert f.collect_fetch().is_empty()
+    assert _offset(subs, T0) == 5
+
+
+def test_fetch_offset_inside_a_batch_skips_earlier_records() -> None:
+    f, client, subs = make()
+    subs.assign_from_user([T0])
+    subs.seek(T0, 3)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 6, 0), 6)}))
+    assert values(f.collect_fetch().records[T0]) == [3, 4, 5]
+
+
+def test_deserializer_failure_stops_at_the_bad_record() -> None:
+    class IntDes:
+        def deserialize(self, topic: str, data: bytes, headers: Any = None) -> int:
+            return int(data)
+
+    subs = SubscriptionState("earliest")
+    client = FakeClient()
+    f = Fetcher(client, FakeMetadata({T0: 0}), subs, FetchConfig(), time=MockTime(),
+                value_deserializer=IntDes())
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    bad = encode_batch([(None, b"1", [], 1), (None, b"x", [], 1), (None, b"3", [], 1)])
+    client.sent[0][2].success(response({T0: (bad, 3)}))
+    fetch = f.collect_fetch()
+    assert [r.value for r in fetch.records[T0]] == [1]
+    with pytest.raises(RecordDeserializationError) as info:
+        f.collect_fetch()
+    assert info.value.offset == 1 and _offset(subs, T0) == 1
+    subs.seek(T0, 2)  # skip it: the buffered data is stale now
+    assert f.collect_fetch().is_empty()
+
+
+def test_fetch_goes_to_each_leader_and_preferred_replica() -> None:
+    f, client, subs = make(leaders={T0: 0, T1: 1})
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    assert f.send_fetches() == 2
+    assert {n for n, _b, _f in client.sent} == {0, 1}
+    resp = response({T0: (None, 0)})
+    resp["responses"][0]["partitions"][0]["preferred_read_replica"] = 2
+    client.sent[0][2].success(resp)
+    client.sent[1][2].success(response({T1: (None, 0)}))
+    f.collect_fetch()
+    f.send_fetches()
+    nodes = {n: client.fetched(i) for i, (n, _b, _f) in enumerate(client.sent) if i >= 2}
+    assert nodes == {2: {T0: 0}, 1: {T1: 0}}
