@@ -1,0 +1,529 @@
+"""The client's view of the cluster and its refresh policy (Java: ``Metadata``,
+``ConsumerMetadata`` and ``Cluster``).
+
+:class:`Cluster` is an immutable snapshot built from one Metadata response: brokers and racks,
+topics, partitions with leader, leader epoch, replicas, ISR and offline replicas, and topic ids.
+:class:`Metadata` owns the current snapshot and decides when to refresh it:
+
+* every ``metadata.max.age.ms`` even when nothing asks;
+* soon (after ``retry.backoff.ms``) when :meth:`Metadata.request_update` is called, which the
+  layers above do on any error whose class has ``invalid_metadata`` set, and which an update
+  itself does when a partition has no leader or a topic is unknown;
+* only for the topics in use (the subscription, the assignment and transient look-ups), or for
+  all topics while a pattern subscription needs them (:meth:`Metadata.set_topics` with None).
+
+Transient topics (looked up once, say by ``partitions_for``) are dropped after
+``metadata.max.idle.ms`` without use. A partition's metadata whose leader epoch is older than the
+epoch already known is ignored (a stale broker must not move the client backwards).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time as _time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from kafkaconsumer.errors import (
+    AuthorizationError,
+    BrokerResponseError,
+    InvalidTopicError,
+    KafkaError,
+    for_code,
+)
+from kafkaconsumer.structs import TopicPartition
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Node", "PartitionInfo", "Cluster", "Metadata", "ConsumerMetadata"]
+
+_ZERO_UUID = uuid.UUID(int=0)
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+_LEADER_NOT_AVAILABLE = 5
+
+
+class Node(NamedTuple):
+    """A broker: id, host, port and rack (None when the broker has none)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class PartitionInfo(NamedTuple):
+    """One partition as the metadata describes it (``leader`` is -1 when there is none)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        """The partition's :class:`TopicPartition`."""
+        return TopicPartition(self.topic, self.partition)
+
+
+class Cluster:
+    """An immutable snapshot of the cluster.
+
+    Thread-safety: immutable after construction; safe to read from any thread.
+    """
+
+    def __init__(self, brokers: Iterable[Node] = (), partitions: Iterable[PartitionInfo] = (),
+                 topic_ids: Mapping[str, uuid.UUID] | None = None, cluster_id: str | None = None,
+                 controller_id: int = -1, unauthorized_topics: Iterable[str] = (),
+                 invalid_topics: Iterable[str] = (), internal_topics: Iterable[str] = (),
+                 topics_without_partitions: Iterable[str] = ()) -> None:
+        self._brokers = {b.node_id: b for b in brokers}
+        self._partitions: dict[TopicPartition, PartitionInfo] = {}
+        self._by_topic: dict[str, list[PartitionInfo]] = {t: [] for t in topics_without_partitions}
+        for p in partitions:
+            self._partitions[TopicPartition(p.topic, p.partition)] = p
+            self._by_topic.setdefault(p.topic, []).append(p)
+        for parts in self._by_topic.values():
+            parts.sort(key=lambda p: p.partition)
+        self._topic_ids = {t: i for t, i in (topic_ids or {}).items() if i != _ZERO_UUID}
+        self._topic_names = {i: t for t, i in self._topic_ids.items()}
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.unauthorized_topics = frozenset(unauthorized_topics)
+        self.invalid_topics = frozenset(invalid_topics)
+        self.internal_topics = frozenset(internal_topics)
+
+    @classmethod
+    def empty(cls) -> Cluster:
+        """A cluster with nothing known."""
+        return cls()
+
+    def brokers(self) -> list[Node]:
+        """Every broker, ordered by node id."""
+        return [self._brokers[k] for k in sorted(self._brokers)]
+
+    def broker(self, node_id: int) -> Node | None:
+        """The broker with this id, or None."""
+        return self._brokers.get(node_id)
+
+    def topics(self) -> set[str]:
+        """Names of the topics in this snapshot."""
+        return set(self._by_topic)
+
+    def partitions_for_topic(self, topic: str) -> list[PartitionInfo] | None:
+        """The topic's partitions in partition order, None when the topic is unknown."""
+        parts = self._by_topic.get(topic)
+        return list(parts) if parts is not None else None
+
+    def available_partitions_for_topic(self, topic: str) -> list[PartitionInfo]:
+        """The topic's partitions that have a leader now."""
+        return [p for p in self._by_topic.get(topic, ()) if p.leader >= 0]
+
+    def partition(self, tp: TopicPartition) -> PartitionInfo | None:
+        """Metadata of one partition, or None."""
+        return self._partitions.get(tp)
+
+    def partitions(self) -> list[PartitionInfo]:
+        """Every partition in the snapshot."""
+        return list(self._partitions.values())
+
+    def leader_for(self, tp: TopicPartition) -> int | None:
+        """The node id leading the partition, None when unknown or leaderless."""
+        p = self._partitions.get(tp)
+        return p.leader if p is not None and p.leader >= 0 else None
+
+    def leader_node(self, tp: TopicPartition) -> Node | None:
+        """The broker leading the partition, or None."""
+        leader = self.leader_for(tp)
+        return self._brokers.get(leader) if leader is not None else None
+
+    def leader_epoch(self, tp: TopicPartition) -> int | None:
+        """The leader epoch of the partition in this snapshot (None when unknown)."""
+        p = self._partitions.get(tp)
+        return p.leader_epoch if p is not None else None
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        """The topic's id (None when unknown or the broker predates topic ids)."""
+        return self._topic_ids.get(topic)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id, or None."""
+        return self._topic_names.get(topic_id)
+
+    def topic_ids(self) -> dict[str, uuid.UUID]:
+        """Every known topic name -> id."""
+        return dict(self._topic_ids)
+
+    def __repr__(self) -> str:
+        return (f"Cluster(id={self.cluster_id!r}, brokers={len(self._brokers)}, "
+                f"topics={len(self._by_topic)}, partitions={len(self._partitions)})")
+
+
+class _Clock:
+    """Default clock. Thread-safety: stateless."""
+
+    def monotonic_ms(self) -> int:
+        """Milliseconds of the process's monotonic clock."""
+        return _time.monotonic_ns() // 1_000_000
+
+
+class Metadata:
+    """The current cluster snapshot and when to refresh it.
+
+    Thread-safety: every method takes one internal lock, so the user thread, the heartbeat
+    thread and the network poll may call in concurrently; :attr:`cluster` returns an immutable
+    snapshot.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, *, time: Any = None) -> None:
+        cfg = config or {}
+        self._clock = time or _Clock()
+        self.metadata_max_age_ms = int(cfg.get("metadata.max.age.ms", 300000))
+        self.retry_backoff_ms = int(cfg.get("retry.backoff.ms", 100))
+        self.metadata_max_idle_ms = int(cfg.get("metadata.max.idle.ms", 300000))
+        self.allow_auto_topic_creation = bool(cfg.get("allow.auto.create.topics", True))
+        self._lock = threading.RLock()
+        self._cluster = Cluster.empty()
+        self._update_version = 0
+        self._request_version = 0
+        self._sent_request_version = 0
+        self._need_full_update = True  # the first fetch happens at once
+        self._last_refresh_ms = 0      # any attempt, success or failure
+        self._last_success_ms = 0
+        self._in_progress_since: int | None = None
+        self._topics: set[str] = set()
+        self._need_all_topics = False
+        self._transient: dict[str, int] = {}  # topic -> last use (ms)
+        self._last_seen_epochs: dict[TopicPartition, int] = {}
+        self._fatal: KafkaError | None = None
+        self._topic_errors: dict[str, BrokerResponseError] = {}
+        self._condition = threading.Condition(self._lock)
+        self._last_error: BaseException | None = None
+
+    # ------------------------------------------------------------------ views ---------------
+    @property
+    def cluster(self) -> Cluster:
+        """The current immutable snapshot."""
+        with self._lock:
+            return self._cluster
+
+    @property
+    def update_version(self) -> int:
+        """Incremented by every successful update."""
+        with self._lock:
+            return self._update_version
+
+    def fetch(self) -> Cluster:
+        """Java's name for :attr:`cluster`."""
+        return self.cluster
+
+    # ------------------------------------------------------------------ topics --------------
+    def set_topics(self, topics: Iterable[str] | None) -> None:
+        """The topics the client uses; None means every topic (for pattern subscriptions).
+
+        A refresh is requested when the set gains a topic the snapshot lacks.
+        """
+        with self._lock:
+            if topics is None:
+                changed = not self._need_all_topics
+                self._need_all_topics = True
+            else:
+                new = {str(t) for t in topics}
+                for t in new:
+                    if not t:
+                        raise ValueError("a topic name must not be empty")
+                changed = self._need_all_topics or bool(new - self._topics
+                                                        - self._cluster.topics())
+                self._need_all_topics = False
+                self._topics = new
+            if changed:
+                self._request_update_locked()
+
+    def need_all_topics(self) -> bool:
+        """True while every topic's metadata is fetched."""
+        with self._lock:
+            return self._need_all_topics
+
+    def add_transient_topics(self, topics: Iterable[str]) -> None:
+        """Fetch these topics too until unused for ``metadata.max.idle.ms``."""
+        with self._lock:
+            now = self._clock.monotonic_ms()
+            added = False
+            for t in topics:
+                if t not in self._transient and t not in self._topics:
+                    added = True
+                self._transient[t] = now
+            if added:
+                self._request_update_locked()
+
+    def touch(self, topic: str) -> None:
+        """Mark a transient topic as used now."""
+        with self._lock:
+            if topic in self._transient:
+                self._transient[topic] = self._clock.monotonic_ms()
+
+    def clear_transient_topics(self) -> None:
+        """Forget every transient topic."""
+        with self._lock:
+            self._transient.clear()
+
+    def topics(self) -> set[str]:
+        """The topics whose metadata is fetched (empty with all-topics mode)."""
+        with self._lock:
+            return set(self._topics) | set(self._transient)
+
+    def _expire_transient(self, now_ms: int) -> None:
+        for t, used in list(self._transient.items()):
+            if now_ms - used > self.metadata_max_idle_ms:
+                logger.debug("metadata: dropping topic %r, unused for %d ms", t, now_ms - used)
+                del self._transient[t]
+
+    # ------------------------------------------------------------------ scheduling ----------
+    def request_update(self) -> int:
+        """Ask for a refresh as soon as the retry backoff allows; returns the current version."""
+        with self._lock:
+            return self._request_update_locked()
+
+    def _request_update_locked(self) -> int:
+        self._need_full_update = True
+        self._request_version += 1
+        return self._update_version
+
+    def handle_error(self, error: BaseException) -> bool:
+        """Request a refresh when ``error``'s class says the metadata is stale
+        (``invalid_metadata``, e.g. NOT_LEADER_OR_FOLLOWER); True when it did."""
+        if getattr(error, "invalid_metadata", False):
+            self.request_update()
+            return True
+        return False
+
+    def update_requested(self) -> bool:
+        """True when a refresh was asked for and has not happened yet."""
+        with self._lock:
+            return self._need_full_update
+
+    def time_to_next_update(self, now_ms: int) -> int:
+        """Milliseconds until a Metadata request should be sent (0 = now)."""
+        with self._lock:
+            if self._need_full_update:
+                expire = 0
+            else:
+                expire = max(0, self._last_success_ms + self.metadata_max_age_ms - now_ms)
+            backoff = max(0, self._last_refresh_ms + self.retry_backoff_ms - now_ms) \
+                if self._last_refresh_ms else 0
+            return max(expire, backoff)
+
+    def build_request(self, version: int) -> dict[str, Any]:
+        """The Metadata request body for the topics in use (all topics when needed)."""
+        with self._lock:
+            self._expire_transient(self._clock.monotonic_ms())
+            if self._need_all_topics:
+                topics: list[dict[str, Any]] | None = None
+            else:
+                names = sorted(self._topics | set(self._transient))
+                topics = [{"name": t, "topic_id": _ZERO_UUID} for t in names]
+                if version == 0 and not topics:
+                    # Metadata v0 has no null; an empty list means all topics there, so ask
+                    # for brokers only is impossible: accept the larger answer.
+                    topics = []
+            return {"topics": topics,
+                    "allow_auto_topic_creation": self.allow_auto_topic_creation,
+                    "include_cluster_authorized_operations": False,
+                    "include_topic_authorized_operations": False}
+
+    def on_request_sent(self, now_ms: int) -> None:
+        """Record that a refresh is in flight (resets the retry backoff clock)."""
+        with self._lock:
+            self._in_progress_since = now_ms
+            self._last_refresh_ms = now_ms
+            self._sent_request_version = self._request_version
+
+    def failed_update(self, now_ms: int, error: BaseException | None = None) -> None:
+        """A Metadata request failed; the next try waits ``retry.backoff.ms``."""
+        with self._lock:
+            self._last_refresh_ms = now_ms
+            self._in_progress_since = None
+            self._last_error = error
+            self._condition.notify_all()
+        logger.debug("metadata update failed: %s", error)
+
+    # ------------------------------------------------------------------ update --------------
+    def update(self, response: Mapping[str, Any], now_ms: int | None = None) -> None:
+        """Install a new snapshot from a decoded Metadata response body."""
+        with self._lock:
+            now = self._clock.monotonic_ms() if now_ms is None else now_ms
+            brokers = [Node(int(b["node_id"]), str(b["host"]), int(b["port"]), b.get("rack"))
+                       for b in response.get("brokers") or []]
+            old = self._cluster
+            partitions: list[PartitionInfo] = []
+            topic_ids: dict[str, uuid.UUID] = {}
+            unauthorized: list[str] = []
+            invalid: list[str] = []
+            internal: list[str] = []
+            no_partitions: list[str] = []
+            errors: dict[str, BrokerResponseError] = {}
+            retry_soon = False
+            for t in response.get("topics") or []:
+                name = t.get("name")
+                code = int(t.get("error_code", 0))
+                tid = t.get("topic_id")
+                if name is None and isinstance(tid, uuid.UUID):
+                    name = old.topic_name(tid)
+                if name is None:
+                    continue
+                if code:
+                    err_cls = for_code(code)
+                    err = err_cls(f"metadata for topic {name!r}", topic=name)
+                    errors[name] = err
+                    if issubclass(err_cls, AuthorizationError):
+                        unauthorized.append(name)
+                    elif issubclass(err_cls, InvalidTopicError):
+                        invalid.append(name)
+                    else:
+                        if code == _UNKNOWN_TOPIC_OR_PARTITION:
+                            logger.warning("metadata: topic %r does not exist (yet)", name)
+                        else:
+                            logger.warning("metadata: topic %r: %s", name, err)
+                        if err_cls.retriable or err_cls.invalid_metadata:
+                            retry_soon = True
+                    continue
+                if isinstance(tid, uuid.UUID) and tid != _ZERO_UUID:
+                    topic_ids[name] = tid
+                if t.get("is_internal"):
+                    internal.append(name)
+                parts = t.get("partitions") or []
+                if not parts:
+                    no_partitions.append(name)
+                for p in parts:
+                    info = self._partition_info(name, p, old)
+                    if info is None:
+                        continue
+                    if int(p.get("error_code", 0)) == _LEADER_NOT_AVAILABLE or info.leader < 0:
+                        retry_soon = True
+                    partitions.append(info)
+            # A response for fewer topics than all keeps nothing of the old snapshot: it was
+            # asked for exactly the topics in use.
+            cluster = Cluster(brokers, partitions, topic_ids, response.get("cluster_id"),
+                              int(response.get("controller_id", -1)), unauthorized, invalid,
+                              internal, no_partitions)
+            self._cluster = cluster
+            self._topic_errors = errors
+            self._update_version += 1
+            self._last_success_ms = now
+            self._last_refresh_ms = now
+            self._in_progress_since = None
+            # A request made after this response's request was sent still needs its own
+            # refresh (a topic added meanwhile is not in this response).
+            self._need_full_update = (retry_soon or self._need_full_update and
+                                      self._request_version > self._sent_request_version)
+            self._last_error = None
+            if unauthorized or invalid:
+                first = (unauthorized or invalid)[0]
+                self._fatal = errors[first]
+            self._condition.notify_all()
+        logger.debug("metadata updated: %r", cluster)
+
+    def _partition_info(self, topic: str, p: Mapping[str, Any], old: Cluster) -> PartitionInfo | None:
+        index = int(p["partition_index"])
+        tp = TopicPartition(topic, index)
+        epoch_raw = p.get("leader_epoch", -1)
+        epoch = int(epoch_raw) if epoch_raw is not None and int(epoch_raw) >= 0 else None
+        info = PartitionInfo(topic, index, int(p.get("leader_id", -1)), epoch,
+                             tuple(p.get("replica_nodes") or ()), tuple(p.get("isr_nodes") or ()),
+                             tuple(p.get("offline_replicas") or ()))
+        known = self._last_seen_epochs.get(tp)
+        if epoch is not None:
+            if known is not None and epoch < known:
+                # A broker with an older view answered: keep what we had (if anything) and look
+                # again soon.
+                logger.debug("metadata: ignoring %s leader epoch %d < %d", tp, epoch, known)
+                self._request_update_locked()
+                return old.partition(tp)
+            self._last_seen_epochs[tp] = epoch
+        return info
+
+    # ------------------------------------------------------------------ epochs --------------
+    def update_last_seen_epoch_if_newer(self, tp: TopicPartition, epoch: int) -> bool:
+        """Record a leader epoch seen elsewhere (a fetch response); True when it is newer.
+
+        A newer epoch than the snapshot's means the metadata is stale: a refresh is requested.
+        """
+        with self._lock:
+            known = self._last_seen_epochs.get(tp)
+            if known is None or epoch > known:
+                self._last_seen_epochs[tp] = epoch
+                current = self._cluster.leader_epoch(tp)
+                if current is None or epoch > current:
+                    self._request_update_locked()
+                return True
+            return False
+
+    def last_seen_leader_epoch(self, tp: TopicPartition) -> int | None:
+        """The highest leader epoch seen for the partition."""
+        with self._lock:
+            return self._last_seen_epochs.get(tp)
+
+    # ------------------------------------------------------------------ errors --------------
+    def set_fatal_error(self, error: KafkaError) -> None:
+        """Keep an error (authentication) for :meth:`maybe_throw_any_exception`."""
+        with self._lock:
+            self._fatal = error
+            self._condition.notify_all()
+
+    def maybe_throw_any_exception(self) -> None:
+        """Raise (once) a fatal error of the last update: authentication or authorization
+        failures, invalid topics."""
+        with self._lock:
+            err = self._fatal
+            self._fatal = None
+        if err is not None:
+            raise err
+
+    def topic_error(self, topic: str) -> BrokerResponseError | None:
+        """The error the last update reported for the topic (unknown, unauthorized, ...)."""
+        with self._lock:
+            return self._topic_errors.get(topic)
+
+    def topic_errors(self) -> dict[str, BrokerResponseError]:
+        """Every topic error of the last update."""
+        with self._lock:
+            return dict(self._topic_errors)
+
+    def maybe_throw_exception_for_topic(self, topic: str) -> None:
+        """Raise the last update's error for ``topic``, if it had one."""
+        err = self.topic_error(topic)
+        if err is not None:
+            raise err
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """Why the last refresh failed (None after a success)."""
+        with self._lock:
+            return self._last_error
+
+
+class ConsumerMetadata(Metadata):
+    """Metadata for a consumer: the subscription's topics, internal topics excluded from
+    pattern matching unless ``exclude.internal.topics`` is false.
+
+    Thread-safety: as :class:`Metadata` (one internal lock).
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, *, time: Any = None) -> None:
+        super().__init__(config, time=time)
+        cfg = config or {}
+        self.exclude_internal_topics = bool(cfg.get("exclude.internal.topics", True))
+
+    def matching_topics(self, pattern: Any) -> set[str]:
+        """Topics of the snapshot whose names match ``pattern`` (a compiled regex or str)."""
+        import re
+
+        rx = re.compile(pattern) if isinstance(pattern, str) else pattern
+        cluster = self.cluster
+        return {t for t in cluster.topics()
+                if rx.fullmatch(t)
+                and not (self.exclude_internal_topics and t in cluster.internal_topics)}

@@ -1,0 +1,722 @@
+"""The selector-driven network client (Java: ``NetworkClient`` with its ``Selector``).
+
+One :class:`NetworkClient` multiplexes every broker connection of one consumer on a single
+``selectors.DefaultSelector``; :meth:`NetworkClient.poll` does all socket I/O. Nodes are the
+brokers of the current cluster metadata, or, before the first metadata response, the
+``bootstrap.servers`` addresses under pseudo node ids -1, -2, ...
+
+Reconnects back off per node: ``reconnect.backoff.ms`` doubling per consecutive failure up to
+``reconnect.backoff.max.ms``, with +/-20% jitter so that many clients do not reconnect in step.
+When :attr:`NetworkClient.metadata` is set, ``poll`` also keeps it fresh (Java's
+``DefaultMetadataUpdater``): it sends a Metadata request to the least-loaded node whenever the
+metadata is due for a refresh.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+import selectors
+import socket
+import ssl
+import threading
+import time as _time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kafkaconsumer.errors import (
+    AuthenticationError,
+    ConfigError,
+    KafkaConnectionError,
+    KafkaError,
+    NodeNotReadyError,
+    UnsupportedVersionError,
+)
+from kafkaconsumer.metadata import Metadata
+from kafkaconsumer.network.connection import BrokerConnection
+from kafkaconsumer.network.future import Future
+from kafkaconsumer.network.sasl import OAuthTokenCache
+from kafkaconsumer.network.ssl_context import build_ssl_context
+from kafkaconsumer.protocol import ApiKey
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["NetworkClient", "parse_bootstrap_servers", "DEFAULTS", "Clock"]
+
+#: Java defaults of the keys this layer reads (the consumer config fills them normally).
+DEFAULTS: dict[str, Any] = {
+    "bootstrap.servers": None,
+    "client.id": "",
+    "client.dns.lookup": "use_all_dns_ips",
+    "security.protocol": "PLAINTEXT",
+    "request.timeout.ms": 30000,
+    "reconnect.backoff.ms": 50,
+    "reconnect.backoff.max.ms": 1000,
+    "retry.backoff.ms": 100,
+    "socket.connection.setup.timeout.ms": 10000,
+    "socket.connection.setup.timeout.max.ms": 30000,
+    "connections.max.idle.ms": 540000,
+    "max.in.flight.requests.per.connection": 100,
+    "socket.receive.buffer.bytes": 65536,
+    "socket.send.buffer.bytes": 131072,
+    "metadata.max.age.ms": 300000,
+    "metadata.recovery.strategy": "none",
+    "sasl.mechanism": "GSSAPI",
+    "sasl.login.refresh.window.factor": 0.8,
+}
+
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_JITTER = 0.2
+
+
+class Clock(Protocol):
+    """Anything with ``monotonic_ms()`` (``kafkaconsumer.internals.clock.Time`` fits)."""
+
+    def monotonic_ms(self) -> int:
+        """Milliseconds from an arbitrary origin, never going backwards."""
+
+
+class _MonotonicClock:
+    """Default clock. Thread-safety: stateless."""
+
+    def monotonic_ms(self) -> int:
+        """Milliseconds of the process's monotonic clock."""
+        return _time.monotonic_ns() // 1_000_000
+
+
+def parse_bootstrap_servers(value: Any) -> list[tuple[str, int]]:
+    """``"h1:9092,h2:9093"`` or a list of ``"host:port"`` -> ``[(host, port), ...]``.
+
+    IPv6 literals are written ``[::1]:9092``. Raises :class:`ConfigError` on a bad entry.
+    """
+    if value is None:
+        raise ConfigError("bootstrap.servers is required")
+    items = value.split(",") if isinstance(value, str) else list(value)
+    result: list[tuple[str, int]] = []
+    for raw in items:
+        entry = str(raw).strip()
+        if not entry:
+            continue
+        for scheme in ("PLAINTEXT://", "SSL://", "SASL_PLAINTEXT://", "SASL_SSL://"):
+            if entry.upper().startswith(scheme):
+                entry = entry[len(scheme):]
+        if entry.startswith("["):
+            host, sep, rest = entry[1:].partition("]")
+            port_s = rest[1:] if rest.startswith(":") else ""
+        else:
+            host, sep, port_s = entry.rpartition(":")
+        if not host or not port_s.isdigit() or not 0 < int(port_s) < 65536:
+            raise ConfigError(f"bootstrap.servers: invalid address {raw!r} (want host:port)")
+        result.append((host, int(port_s)))
+    if not result:
+        raise ConfigError("bootstrap.servers is empty")
+    return result
+
+
+class _NodeState:
+    """Reconnect bookkeeping for one node. Thread-safety: owned by the client thread."""
+
+    __slots__ = ("failures", "backoff_until_ms", "last_error", "auth_error", "attempts")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.backoff_until_ms = 0
+        self.last_error: KafkaError | None = None
+        self.auth_error: AuthenticationError | None = None
+        self.attempts = 0
+
+
+class NetworkClient:
+    """Connections to every broker of one client, driven by one selector.
+
+    Thread-safety: not thread-safe, by design; one thread at a time (the
+    ConsumerNetworkClient's lock guarantees that). Only :meth:`wakeup` may be called from any
+    thread.
+    """
+
+    def __init__(self, config: Mapping[str, Any], *, time: Clock | None = None,
+                 metadata: Metadata | None = None) -> None:
+        merged = dict(DEFAULTS)
+        merged.update({k: v for k, v in config.items() if v is not None or k not in DEFAULTS})
+        self.config: Mapping[str, Any] = merged
+        self._clock: Clock = time or _MonotonicClock()
+        protocol = str(merged["security.protocol"]).upper()
+        if protocol not in _PROTOCOLS:
+            raise ConfigError(f"security.protocol {merged['security.protocol']!r} is not one of "
+                              f"{', '.join(_PROTOCOLS)}")
+        self._protocol = protocol
+        lookup = str(merged["client.dns.lookup"])
+        if lookup not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only",
+                          "default"):
+            raise ConfigError(f"client.dns.lookup {lookup!r} is not supported")
+        self._bootstrap = parse_bootstrap_servers(merged["bootstrap.servers"])
+        self._ssl_context: ssl.SSLContext | None = None
+        if protocol in ("SSL", "SASL_SSL"):
+            self._ssl_context = build_ssl_context(merged)
+        self._token_cache: OAuthTokenCache | None = None
+        if protocol.startswith("SASL"):
+            mech = str(merged["sasl.mechanism"]).upper()
+            if mech == "OAUTHBEARER":
+                cb = (merged.get("sasl.oauthbearer.token.callback")
+                      or merged.get("sasl.oauthbearer.token.provider"))
+                if cb is None:
+                    raise ConfigError("sasl.mechanism OAUTHBEARER needs "
+                                      "sasl.oauthbearer.token.callback")
+                self._token_cache = OAuthTokenCache(
+                    cb, float(merged["sasl.login.refresh.window.factor"]))
+            elif mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+                raise ConfigError(f"sasl.mechanism {mech!r} is not supported (PLAIN, "
+                                  "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)")
+        self._reconnect_backoff_ms = int(merged["reconnect.backoff.ms"])
+        self._reconnect_backoff_max_ms = max(self._reconnect_backoff_ms,
+                                             int(merged["reconnect.backoff.max.ms"]))
+        self._setup_timeout_ms = int(merged["socket.connection.setup.timeout.ms"])
+        self._setup_timeout_max_ms = max(self._setup_timeout_ms,
+                                         int(merged["socket.connection.setup.timeout.max.ms"]))
+        self._idle_ms = int(merged["connections.max.idle.ms"])
+        strategy = str(merged["metadata.recovery.strategy"]).lower()
+        if strategy not in ("none", "rebootstrap"):
+            raise ConfigError(f"metadata.recovery.strategy {strategy!r} is not 'none' or "
+                              "'rebootstrap'")
+        self._rebootstrap = strategy == "rebootstrap"
+        self._request_timeout_ms = int(merged["request.timeout.ms"])
+        if self._request_timeout_ms <= 0:
+            raise ConfigError("request.timeout.ms must be > 0")
+
+        self.metadata: Metadata | None = metadata
+        self._metadata_fetch: Future[Any] | None = None
+        self._close_bootstrap_pending = False
+        #: The error that ended the most recent failed connection (any node), for messages.
+        self.last_connection_error: KafkaError | None = None
+        self._selector = selectors.DefaultSelector()
+        self._conns: dict[int, BrokerConnection] = {}
+        self._registered: dict[int, int] = {}  # node id -> registered event mask
+        self._registered_sock: dict[int, socket.socket] = {}
+        self._nodes: dict[int, _NodeState] = {}
+        self._cid = itertools.count(1)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._wake_lock = threading.Lock()
+        self._wake_pending = False
+        self._closed = False
+        self._random = random.Random()
+
+    # ------------------------------------------------------------------ nodes ---------------
+    def now_ms(self) -> int:
+        """The client's clock."""
+        return self._clock.monotonic_ms()
+
+    @property
+    def bootstrap_nodes(self) -> list[tuple[int, str, int]]:
+        """``[(pseudo_id, host, port)]`` of ``bootstrap.servers`` (ids -1, -2, ...)."""
+        return [(-(i + 1), h, p) for i, (h, p) in enumerate(self._bootstrap)]
+
+    def _using_bootstrap(self) -> bool:
+        return self.metadata is None or not self.metadata.cluster.brokers()
+
+    def nodes(self) -> list[int]:
+        """The node ids the client may connect to now."""
+        if self._using_bootstrap():
+            return [n for n, _, _ in self.bootstrap_nodes]
+        assert self.metadata is not None
+        return [b.node_id for b in self.metadata.cluster.brokers()]
+
+    def node_address(self, node_id: int) -> tuple[str, int] | None:
+        """Host and port of a node (bootstrap pseudo ids included), or None when unknown."""
+        if node_id < 0:
+            idx = -node_id - 1
+            return self._bootstrap[idx] if idx < len(self._bootstrap) else None
+        if self.metadata is not None:
+            broker = self.metadata.cluster.broker(node_id)
+            if broker is not None:
+                return broker.host, broker.port
+        conn = self._conns.get(node_id)
+        return (conn.host, conn.port) if conn is not None else None
+
+    def _state(self, node_id: int) -> _NodeState:
+        st = self._nodes.get(node_id)
+        if st is None:
+            st = self._nodes[node_id] = _NodeState()
+        return st
+
+    # ------------------------------------------------------------------ readiness -----------
+    def is_ready(self, node_id: int, now_ms: int | None = None) -> bool:
+        """True when a request can be sent to ``node_id`` right now (no connect attempt)."""
+        conn = self._conns.get(node_id)
+        now = self.now_ms() if now_ms is None else now_ms
+        return conn is not None and conn.can_send(now)
+
+    def ready(self, node_id: int, now_ms: int | None = None) -> bool:
+        """True when ``node_id`` can take a request now; otherwise start connecting if allowed."""
+        now = self.now_ms() if now_ms is None else now_ms
+        if self.is_ready(node_id, now):
+            return True
+        if self.can_connect(node_id, now):
+            self.initiate_connect(node_id, now)
+        return self.is_ready(node_id, now)
+
+    def can_connect(self, node_id: int, now_ms: int | None = None) -> bool:
+        """True when the node is disconnected and out of its reconnect backoff."""
+        conn = self._conns.get(node_id)
+        if conn is not None and not conn.is_disconnected:
+            return False
+        now = self.now_ms() if now_ms is None else now_ms
+        return now >= self._state(node_id).backoff_until_ms
+
+    def is_connecting(self, node_id: int) -> bool:
+        """True while a connection to the node is being set up."""
+        conn = self._conns.get(node_id)
+        return conn is not None and conn.is_connecting
+
+    def connection_failed(self, node_id: int) -> bool:
+        """True when the last connection attempt to the node failed and none is under way."""
+        conn = self._conns.get(node_id)
+        st = self._nodes.get(node_id)
+        return (conn is None or conn.is_disconnected) and st is not None and st.failures > 0
+
+    def connection_delay(self, node_id: int, now_ms: int | None = None) -> int:
+        """Milliseconds until a connect to the node may be attempted (0 = now)."""
+        conn = self._conns.get(node_id)
+        if conn is not None and not conn.is_disconnected:
+            return 0 if conn.is_ready else 2**31
+        now = self.now_ms() if now_ms is None else now_ms
+        return max(0, self._state(node_id).backoff_until_ms - now)
+
+    def send_delay(self, node_id: int, now_ms: int | None = None) -> int | None:
+        """Milliseconds until a request queued for the node could be sent without I/O
+        happening first: 0 now, the backoff or throttle left, or None when only socket
+        activity (a response, the connect finishing) can change that."""
+        now = self.now_ms() if now_ms is None else now_ms
+        conn = self._conns.get(node_id)
+        if conn is None or conn.is_disconnected:
+            return max(0, self._state(node_id).backoff_until_ms - now)
+        if conn.is_ready:
+            if conn.can_send(now):
+                return 0
+            if now < conn.throttle_until_ms:
+                return conn.throttle_until_ms - now
+        return None
+
+    def authentication_error(self, node_id: int) -> AuthenticationError | None:
+        """The TLS/SASL error of the last failed attempt to the node, if it was one."""
+        st = self._nodes.get(node_id)
+        return st.auth_error if st is not None else None
+
+    def last_error(self, node_id: int) -> KafkaError | None:
+        """The error that ended the last connection to the node."""
+        st = self._nodes.get(node_id)
+        return st.last_error if st is not None else None
+
+    def connection_attempts(self, node_id: int) -> int:
+        """How many connects to the node were started (for tests and metrics)."""
+        st = self._nodes.get(node_id)
+        return st.attempts if st is not None else 0
+
+    def initiate_connect(self, node_id: int, now_ms: int | None = None) -> None:
+        """Start connecting to ``node_id`` (no-op when already connected or connecting)."""
+        if self._closed:
+            raise KafkaConnectionError("the network client is closed")
+        conn = self._conns.get(node_id)
+        if conn is not None and not conn.is_disconnected:
+            return
+        address = self.node_address(node_id)
+        if address is None:
+            raise NodeNotReadyError(f"node {node_id} is not in the cluster metadata")
+        now = self.now_ms() if now_ms is None else now_ms
+        st = self._state(node_id)
+        st.attempts += 1
+        host, port = address
+        if conn is None or (conn.host, conn.port) != (host, port):
+            conn = BrokerConnection(
+                node_id, host, port, self.config, now_ms=self.now_ms,
+                next_correlation_id=self._next_correlation_id, ssl_context=self._ssl_context,
+                token_cache=self._token_cache)
+            self._conns[node_id] = conn
+        setup_timeout = self._setup_timeout_ms * (2 ** min(st.failures, 16))
+        setup_timeout = int(min(setup_timeout, self._setup_timeout_max_ms)
+                            * (1 + self._random.uniform(-_JITTER, _JITTER)))
+        logger.debug("node %s: connecting to %s:%s (attempt %d)", node_id, host, port,
+                     st.attempts)
+        try:
+            conn.connect(setup_timeout)
+        except KafkaError as exc:
+            conn.close_error = exc
+            conn.disconnect_pending = True
+        self._handle_connection_change(node_id, conn, now)
+
+    def _next_correlation_id(self) -> int:
+        cid = next(self._cid)
+        if cid >= 2**31 - 1:
+            self._cid = itertools.count(1)
+            cid = next(self._cid)
+        return cid
+
+    def _handle_connection_change(self, node_id: int, conn: BrokerConnection,
+                                  now_ms: int) -> None:
+        """Bookkeeping after I/O: readiness resets the backoff, a close starts one."""
+        if conn.disconnect_pending:
+            conn.disconnect_pending = False
+            self._on_disconnected(node_id, conn, conn.close_error, now_ms)
+        elif conn.is_ready:
+            st = self._state(node_id)
+            st.failures = 0
+            st.auth_error = None
+            self._sync_registration(node_id, conn)
+        else:
+            self._sync_registration(node_id, conn)
+
+    def _on_disconnected(self, node_id: int, conn: BrokerConnection, error: KafkaError | None,
+                         now_ms: int) -> None:
+        self._unregister(node_id)
+        st = self._state(node_id)
+        if conn.quiet_close:
+            # Closed on purpose (idle, SASL session end, bootstrap no longer needed): no
+            # backoff and nothing wrong with the cluster.
+            conn.quiet_close = False
+            conn.ready_since_ms = 0
+            st.failures = 0
+            st.backoff_until_ms = now_ms
+            return
+        st.last_error = error
+        if error is not None:
+            self.last_connection_error = error
+        if self.metadata is not None and not self._closed:
+            # A broker went away or cannot be reached: the cluster may have changed.
+            self.metadata.request_update()
+        if isinstance(error, AuthenticationError):
+            st.auth_error = error
+            if self.metadata is not None:
+                # Surfaced once per failed attempt by the next poll (Java: Metadata.fatalError).
+                self.metadata.set_fatal_error(error)
+        if conn.ready_since_ms and not isinstance(error, AuthenticationError):
+            # A connection that worked and then broke: reconnect after the base backoff.
+            st.failures = 1
+        else:
+            st.failures += 1
+        conn.ready_since_ms = 0
+        backoff = self._reconnect_backoff_ms * (2 ** min(st.failures - 1, 30))
+        backoff = min(backoff, self._reconnect_backoff_max_ms)
+        backoff = int(backoff * (1 + self._random.uniform(-_JITTER, _JITTER)))
+        st.backoff_until_ms = now_ms + backoff
+        logger.debug("node %s: disconnected (%s); reconnect backoff %d ms", node_id, error,
+                     backoff)
+
+    # ------------------------------------------------------------------ selector ------------
+    def _sync_registration(self, node_id: int, conn: BrokerConnection) -> None:
+        events = conn.interest()
+        sock = conn.sock
+        old_sock = self._registered_sock.get(node_id)
+        if old_sock is not None and (sock is None or old_sock is not sock or events == 0):
+            self._unregister(node_id)
+        if sock is None or events == 0:
+            return
+        current = self._registered.get(node_id)
+        if current is None:
+            self._selector.register(sock, events, node_id)
+            self._registered[node_id] = events
+            self._registered_sock[node_id] = sock
+        elif current != events:
+            self._selector.modify(sock, events, node_id)
+            self._registered[node_id] = events
+
+    def _unregister(self, node_id: int) -> None:
+        sock = self._registered_sock.pop(node_id, None)
+        self._registered.pop(node_id, None)
+        if sock is not None:
+            try:
+                self._selector.unregister(sock)
+            except (KeyError, ValueError, OSError):
+                pass
+
+    # ------------------------------------------------------------------ send / poll ---------
+    def send(self, node_id: int, api_key: int, body: Mapping[str, Any], version: int | None = None,
+             *, timeout_ms: int | None = None, expect_response: bool = True) -> Future[Any]:
+        """Send a request to a ready node; returns its future.
+
+        The future fails with :class:`NodeNotReadyError` when the node is not ready (check
+        :meth:`ready` first) and with :class:`UnsupportedVersionError` when the broker lacks the
+        API. ``timeout_ms`` overrides ``request.timeout.ms`` for this request (JoinGroup needs
+        longer); its response completes the future with the decoded body dict.
+        """
+        now = self.now_ms()
+        conn = self._conns.get(node_id)
+        if conn is None or not conn.can_send(now):
+            return Future().failure(NodeNotReadyError(f"node {node_id} is not ready"))
+        try:
+            fut = conn.send(api_key, body, version, timeout_ms=timeout_ms,
+                            expect_response=expect_response)
+        except (UnsupportedVersionError, KafkaConnectionError) as exc:
+            return Future().failure(exc)
+        self._sync_registration(node_id, conn)
+        return fut
+
+    def api_version(self, node_id: int, api_key: int) -> int | None:
+        """The version of ``api_key`` negotiated with the node (None: unknown/unsupported)."""
+        conn = self._conns.get(node_id)
+        if conn is None or not conn.api_versions:
+            return None
+        return conn.api_versions.get(int(api_key))
+
+    def broker_api_versions(self, node_id: int) -> dict[int, tuple[int, int]]:
+        """The (min, max) versions per api key the node advertised in ApiVersions."""
+        conn = self._conns.get(node_id)
+        return dict(conn.broker_versions) if conn is not None else {}
+
+    def in_flight_request_count(self, node_id: int | None = None) -> int:
+        """Requests awaiting a response (for one node or in total)."""
+        if node_id is not None:
+            conn = self._conns.get(node_id)
+            return len(conn.in_flight) if conn is not None else 0
+        return sum(len(c.in_flight) for c in self._conns.values())
+
+    def has_in_flight_requests(self, node_id: int | None = None) -> bool:
+        """True when any request (of the node) awaits its response."""
+        return self.in_flight_request_count(node_id) > 0
+
+    def poll(self, timeout_ms: float) -> list[Future[Any]]:
+        """Do all pending network I/O, waiting up to ``timeout_ms`` for something to happen.
+
+        Returns the futures that completed during this call. Connection timeouts, request
+        timeouts, idle connections and the metadata refresh are handled here too.
+        """
+        if self._closed:
+            raise KafkaConnectionError("the network client is closed")
+        completed: list[Future[Any]] = []
+        tracked = self._track_futures()
+        now = self.now_ms()
+        metadata_wait = self._maybe_update_metadata(now)
+        timeout = max(0.0, min(float(timeout_ms), float(metadata_wait)))
+        for conn in list(self._conns.values()):
+            deadline = conn.next_deadline_ms()
+            if deadline is not None:
+                timeout = min(timeout, max(0, deadline - now))
+            if conn.has_buffered_input():
+                timeout = 0
+        with self._wake_lock:
+            if self._wake_pending:
+                timeout = 0
+        try:
+            ready = self._selector.select(timeout / 1000.0)
+        except InterruptedError:
+            ready = []
+        # Clear the flag before draining the socket: a wakeup() racing with the drain sets it
+        # again and writes a new byte, so it is never lost, and a flag left set costs at most
+        # one extra non-blocking poll.
+        with self._wake_lock:
+            self._wake_pending = False
+        for key, events in ready:
+            node_id = key.data
+            if node_id is None:
+                self._drain_wakeup()
+                continue
+            target = self._conns.get(node_id)
+            if target is not None:
+                target.on_io(events)
+        # TLS may hold decrypted bytes that the selector cannot report.
+        for conn in list(self._conns.values()):
+            if conn.has_buffered_input():
+                conn.on_io(selectors.EVENT_READ)
+        now = self.now_ms()
+        bootstrap_done = self._close_bootstrap_pending
+        self._close_bootstrap_pending = False
+        for node_id, conn in list(self._conns.items()):
+            conn.check_timeouts(now)
+            if conn.is_ready and not conn.in_flight and not conn.has_pending_send():
+                reason = None
+                if now - conn.last_activity_ms > self._idle_ms:
+                    reason = "idle for connections.max.idle.ms"
+                elif conn.reauth_at_ms and now >= conn.reauth_at_ms:
+                    reason = "its SASL session is about to expire"
+                elif node_id < 0 and bootstrap_done:
+                    reason = "the cluster metadata names the brokers now"
+                if reason is not None:
+                    logger.debug("node %s: closing the connection: %s", node_id, reason)
+                    conn.quiet_close = True
+                    conn.close(KafkaConnectionError(f"connection to node {node_id} closed: "
+                                                    f"{reason}"))
+            self._handle_connection_change(node_id, conn, now)
+        self._maybe_update_metadata(now)
+        completed.extend(f for f in tracked.drain())
+        return completed
+
+    def _track_futures(self) -> _CompletionTracker:
+        return _CompletionTracker(self)
+
+    def _drain_wakeup(self) -> None:
+        try:
+            while self._wake_r.recv(1024):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            pass
+
+    def wakeup(self) -> None:
+        """Make a blocked (or the next) :meth:`poll` return at once. Thread-safe."""
+        with self._wake_lock:
+            if self._wake_pending or self._closed:
+                return
+            self._wake_pending = True
+        try:
+            self._wake_w.send(b"\x00")
+        except (BlockingIOError, InterruptedError):
+            pass  # the pipe is full, so poll is going to wake anyway
+        except OSError:
+            pass
+
+    # ------------------------------------------------------------------ node choice ---------
+    def least_loaded_node(self, now_ms: int | None = None) -> int | None:
+        """The node with the fewest in-flight requests, preferring ready ones (Java's rule).
+
+        Order: a ready node with no in-flight request; else the ready node with the fewest
+        in flight; else a node already connecting; else a disconnected node out of backoff;
+        None when every node is backing off.
+        """
+        now = self.now_ms() if now_ms is None else now_ms
+        found = self._least_loaded(self.nodes(), now)
+        if found is None and self._rebootstrap and not self._using_bootstrap():
+            # Every known broker is down or backing off: fall back to bootstrap.servers
+            # (metadata.recovery.strategy=rebootstrap), as the brokers may have moved.
+            found = self._least_loaded([n for n, _, _ in self.bootstrap_nodes], now)
+            if found is not None:
+                logger.info("no broker of the cluster metadata is reachable; trying "
+                            "bootstrap.servers again")
+        return found
+
+    def _least_loaded(self, nodes: list[int], now: int) -> int | None:
+        if not nodes:
+            return None
+        offset = self._random.randrange(len(nodes))
+        best_ready: int | None = None
+        best_in_flight = 2**31
+        connecting: int | None = None
+        can_connect: int | None = None
+        for i in range(len(nodes)):
+            node_id = nodes[(offset + i) % len(nodes)]
+            conn = self._conns.get(node_id)
+            if conn is not None and conn.is_ready:
+                n = len(conn.in_flight)
+                if n == 0 and conn.can_send(now):
+                    return node_id
+                if n < best_in_flight and n < conn._max_in_flight:
+                    best_ready, best_in_flight = node_id, n
+            elif conn is not None and conn.is_connecting:
+                connecting = node_id if connecting is None else connecting
+            elif can_connect is None and self.can_connect(node_id, now):
+                can_connect = node_id
+        if best_ready is not None:
+            return best_ready
+        if connecting is not None:
+            return connecting
+        return can_connect
+
+    def min_backoff_ms(self, now_ms: int | None = None) -> int:
+        """Milliseconds until some node may be tried again (0 when one can be now)."""
+        now = self.now_ms() if now_ms is None else now_ms
+        nodes = self.nodes()
+        if self._rebootstrap and not self._using_bootstrap():
+            nodes = nodes + [n for n, _, _ in self.bootstrap_nodes]
+        delays = [self.connection_delay(n, now) for n in nodes]
+        return min(delays) if delays else self._reconnect_backoff_ms
+
+    # ------------------------------------------------------------------ metadata ------------
+    def _maybe_update_metadata(self, now_ms: int) -> int:
+        """Send a Metadata request when due; return ms until the next check is needed."""
+        md = self.metadata
+        if md is None:
+            return 2**31
+        if self._metadata_fetch is not None and not self._metadata_fetch.is_done:
+            return 2**31  # the response (or its timeout) wakes poll
+        self._metadata_fetch = None
+        wait = md.time_to_next_update(now_ms)
+        if wait > 0:
+            return wait
+        node = self.least_loaded_node(now_ms)
+        if node is None:
+            # Every node is backing off: retry when the first backoff ends.
+            return max(1, self.min_backoff_ms(now_ms))
+        if self.ready(node, now_ms):
+            version = self.api_version(node, ApiKey.METADATA)
+            if version is None:
+                md.failed_update(now_ms, UnsupportedVersionError(
+                    f"node {node} does not support Metadata"))
+                return md.time_to_next_update(now_ms)
+            body = md.build_request(version)
+            fut = self.send(node, ApiKey.METADATA, body, version)
+            md.on_request_sent(now_ms)
+            self._metadata_fetch = fut
+            fut.add_callback(self._on_metadata_response, now_ms)
+            fut.add_errback(self._on_metadata_failure)
+            return 2**31
+        if self.is_connecting(node):
+            return max(1, self._reconnect_backoff_ms)
+        return max(1, self.connection_delay(node, now_ms))
+
+    def _on_metadata_response(self, sent_ms: int, body: dict[str, Any]) -> None:
+        assert self.metadata is not None
+        was_bootstrap = self._using_bootstrap()
+        self.metadata.update(body, now_ms=self.now_ms())
+        if was_bootstrap and not self._using_bootstrap():
+            # The first metadata names the brokers: the bootstrap connections are not needed.
+            self._close_bootstrap_pending = True
+
+    def _on_metadata_failure(self, exc: BaseException) -> None:
+        assert self.metadata is not None
+        self.metadata.failed_update(self.now_ms(), exc)
+
+    # ------------------------------------------------------------------ close ---------------
+    def disconnect(self, node_id: int, error: KafkaError | None = None) -> None:
+        """Close the connection to ``node_id``, failing its in-flight requests."""
+        conn = self._conns.get(node_id)
+        if conn is None:
+            return
+        conn.close(error or KafkaConnectionError(f"disconnected from node {node_id}"))
+        self._handle_connection_change(node_id, conn, self.now_ms())
+
+    def connection(self, node_id: int) -> BrokerConnection | None:
+        """The connection object of a node (tests and diagnostics)."""
+        return self._conns.get(node_id)
+
+    def close(self) -> None:
+        """Close every connection and the selector. Idempotent."""
+        if self._closed:
+            return
+        for node_id in list(self._conns):
+            conn = self._conns[node_id]
+            conn.close(KafkaConnectionError("the network client was closed"))
+            self._unregister(node_id)
+        self._conns.clear()
+        with self._wake_lock:
+            self._closed = True
+        try:
+            self._selector.unregister(self._wake_r)
+        except (KeyError, ValueError, OSError):
+            pass
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
+
+    def selector_fd_count(self) -> int:
+        """How many sockets the selector watches (the wake-up socket included)."""
+        return len(self._selector.get_map())
+
+
+class _CompletionTracker:
+    """Collects futures that complete during one poll. Thread-safety: one poll's scope."""
+
+    def __init__(self, client: NetworkClient) -> None:
+        self._client = client
+        self._futures = [r.future for c in client._conns.values() for r in c.in_flight]
+
+    def drain(self) -> list[Future[Any]]:
+        """The tracked futures that are done now."""
+        return [f for f in self._futures if f.is_done]
+

@@ -1,0 +1,783 @@
+"""One connection to one broker (Java: ``KafkaChannel`` and the per-connection half of
+``NetworkClient``).
+
+A :class:`BrokerConnection` is a non-blocking state machine::
+
+    DISCONNECTED -> CONNECTING -> HANDSHAKE (TLS only) -> API_VERSIONS
+                 -> AUTHENTICATING (SASL only) -> READY
+
+It owns the socket, the send buffer (partial writes resume where they stopped), the receive
+buffer (partial reads accumulate until a whole size-prefixed frame is there), and the queue of
+in-flight requests. Responses arrive in request order on a Kafka connection, so every response's
+correlation id must match the oldest in-flight request; a mismatch or undecodable bytes close the
+connection. The owning :class:`~kafkaconsumer.network.client.NetworkClient` registers the socket
+with its selector (:meth:`BrokerConnection.interest`) and calls :meth:`BrokerConnection.on_io`.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import errno
+import logging
+import selectors
+import socket
+import ssl
+import struct
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafkaconsumer.errors import (
+    AuthenticationError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    SaslAuthenticationError,
+    SslAuthenticationError,
+    UnsupportedVersionError,
+    for_code,
+)
+from kafkaconsumer.network.future import Future
+from kafkaconsumer.network.sasl import OAuthTokenCache, SaslMechanism, create_mechanism
+from kafkaconsumer.protocol import (
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    decode_response,
+    encode_request,
+    negotiate_version,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ConnectionState", "BrokerConnection", "InFlightRequest", "CLIENT_SOFTWARE_NAME",
+           "CLIENT_SOFTWARE_VERSION"]
+
+CLIENT_SOFTWARE_NAME = "kafkaconsumer-python"
+CLIENT_SOFTWARE_VERSION = "0.1.0"
+
+_SIZE = struct.Struct(">i")
+_CHUNK = 65536
+# A response larger than this is taken for garbage (an HTTP server answering, say) rather than
+# allocated: Kafka's own fetch.max.bytes is 50 MiB by default.
+_MAX_FRAME_DEFAULT = 512 * 1024 * 1024
+
+_UNSUPPORTED_VERSION = 35
+
+
+class ConnectionState(enum.Enum):
+    """Where a connection is in its life."""
+
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"
+    HANDSHAKE = "handshake"
+    API_VERSIONS = "api_versions"
+    AUTHENTICATING = "authenticating"
+    READY = "ready"
+
+
+class InFlightRequest:
+    """A request written (or being written) to the socket and waiting for its response.
+
+    Thread-safety: owned by one connection; not shared.
+    """
+
+    __slots__ = ("correlation_id", "api_key", "api_version", "future", "deadline_ms",
+                 "send_ms", "expect_response", "timeout_ms")
+
+    def __init__(self, correlation_id: int, api_key: int, api_version: int, future: Future[Any],
+                 send_ms: int, timeout_ms: int, expect_response: bool) -> None:
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+        self.api_version = api_version
+        self.future = future
+        self.send_ms = send_ms
+        self.timeout_ms = timeout_ms
+        self.deadline_ms = send_ms + timeout_ms
+        self.expect_response = expect_response
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api {api_key}"
+
+
+class BrokerConnection:
+    """A non-blocking connection to one broker, driven by the owner's selector.
+
+    Thread-safety: not thread-safe; only the thread that owns the NetworkClient touches it.
+    """
+
+    def __init__(self, node_id: int, host: str, port: int, config: Mapping[str, Any], *,
+                 now_ms: Callable[[], int], next_correlation_id: Callable[[], int],
+                 ssl_context: ssl.SSLContext | None = None,
+                 token_cache: OAuthTokenCache | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self._config = config
+        self._now_ms = now_ms
+        self._next_cid = next_correlation_id
+        self._ssl_context = ssl_context
+        self._token_cache = token_cache
+        protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+        self._use_sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        self._use_ssl = protocol in ("SSL", "SASL_SSL")
+        if self._use_ssl and ssl_context is None:
+            raise ValueError("an SSL connection needs an ssl_context")
+        self._client_id: str = str(config.get("client.id") or "")
+        self._request_timeout_ms = int(config.get("request.timeout.ms", 30000))
+        self._max_in_flight = max(1, int(config.get("max.in.flight.requests.per.connection", 100)))
+        self._rcvbuf = int(config.get("socket.receive.buffer.bytes", 65536))
+        self._sndbuf = int(config.get("socket.send.buffer.bytes", 131072))
+        self._max_frame = max(_MAX_FRAME_DEFAULT, 2 * int(config.get("fetch.max.bytes", 0) or 0))
+
+        self.state = ConnectionState.DISCONNECTED
+        self.sock: socket.socket | None = None
+        self._addresses: list[tuple[Any, ...]] = []
+        self._setup_deadline_ms = 0
+        self.connected_address: Any = None
+        #: Negotiated version per api key (only keys both sides support).
+        self.api_versions: dict[int, int] = {}
+        #: The broker's advertised (min, max) per api key.
+        self.broker_versions: dict[int, tuple[int, int]] = {}
+        self.in_flight: collections.deque[InFlightRequest] = collections.deque()
+        self._send_queue: collections.deque[memoryview] = collections.deque()
+        self._hdr = b""
+        self._frame: bytearray | None = None
+        self._frame_pos = 0
+        self._sasl: SaslMechanism | None = None
+        self.close_error: KafkaError | None = None
+        #: Set by close(); the client clears it once it has done its disconnect bookkeeping.
+        self.disconnect_pending = False
+        #: Set before a deliberate close (idle, bootstrap no longer needed): no backoff.
+        self.quiet_close = False
+        self.last_activity_ms = 0
+        self.throttle_until_ms = 0
+        self.ready_since_ms = 0
+        #: When the broker's SASL session expires (KIP-368), 0 when it does not.
+        self.reauth_at_ms = 0
+        self._want_write_for_read = False
+        self._want_read_for_write = False
+        self._handshake_wants = selectors.EVENT_WRITE
+
+    # ------------------------------------------------------------------ state ---------------
+    def __repr__(self) -> str:
+        return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {self.state.value}>"
+
+    @property
+    def is_ready(self) -> bool:
+        """True when the connection is authenticated and negotiated."""
+        return self.state is ConnectionState.READY
+
+    @property
+    def is_connecting(self) -> bool:
+        """True while the connection is being set up (any state before READY)."""
+        return self.state not in (ConnectionState.READY, ConnectionState.DISCONNECTED)
+
+    @property
+    def is_disconnected(self) -> bool:
+        """True once closed (or before connect)."""
+        return self.state is ConnectionState.DISCONNECTED
+
+    def can_send(self, now_ms: int) -> bool:
+        """Ready, below the in-flight bound, not throttled by the broker, and not about to
+        end its SASL session (then it drains and the client reconnects)."""
+        return (self.state is ConnectionState.READY and len(self.in_flight) < self._max_in_flight
+                and now_ms >= self.throttle_until_ms
+                and not (self.reauth_at_ms and now_ms >= self.reauth_at_ms))
+
+    def interest(self) -> int:
+        """The selector events this connection waits for now (0 when none)."""
+        if self.sock is None or self.state is ConnectionState.DISCONNECTED:
+            return 0
+        if self.state is ConnectionState.CONNECTING:
+            return selectors.EVENT_WRITE
+        if self.state is ConnectionState.HANDSHAKE:
+            return self._handshake_wants
+        events = selectors.EVENT_READ
+        if self._send_queue or self._want_write_for_read:
+            events |= selectors.EVENT_WRITE
+        return events
+
+    def has_pending_send(self) -> bool:
+        """True while request bytes wait to be written."""
+        return bool(self._send_queue)
+
+    def has_buffered_input(self) -> bool:
+        """True when TLS holds decrypted bytes the selector cannot see."""
+        return (isinstance(self.sock, ssl.SSLSocket) and self.state is not ConnectionState.HANDSHAKE
+                and self.sock.pending() > 0)
+
+    # ------------------------------------------------------------------ connect -------------
+    def connect(self, setup_timeout_ms: int) -> None:
+        """Resolve the host and start a non-blocking connect to its first address.
+
+        Raises :class:`KafkaConnectionError` when the name does not resolve or no address can
+        even start a connection.
+        """
+        if self.state is not ConnectionState.DISCONNECTED:
+            raise KafkaConnectionError(f"connection to node {self.node_id} already in progress")
+        self.close_error = None
+        now = self._now_ms()
+        self._setup_deadline_ms = now + setup_timeout_ms
+        self.last_activity_ms = now
+        try:
+            infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
+        except OSError as exc:
+            raise KafkaConnectionError(
+                f"cannot resolve broker host {self.host!r} (node {self.node_id}): {exc}") from exc
+        lookup = str(self._config.get("client.dns.lookup", "use_all_dns_ips"))
+        if lookup != "use_all_dns_ips":
+            infos = infos[:1]
+        self._addresses = list(infos)
+        self.state = ConnectionState.CONNECTING
+        self._try_next_address(None)
+
+    def _try_next_address(self, last_error: BaseException | None) -> None:
+        while self._addresses:
+            family, type_, proto, _, addr = self._addresses.pop(0)
+            sock = socket.socket(family, type_, proto)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                if self._rcvbuf > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._rcvbuf)
+                if self._sndbuf > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._sndbuf)
+                rc = sock.connect_ex(addr)
+            except OSError as exc:
+                sock.close()
+                last_error = exc
+                continue
+            if rc in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
+                self.sock = sock
+                self.connected_address = addr
+                logger.debug("node %s: connecting to %s", self.node_id, addr)
+                if rc == 0:
+                    self._on_tcp_connected()
+                return
+            sock.close()
+            last_error = OSError(rc, errno.errorcode.get(rc, str(rc)))
+        self.state = ConnectionState.CONNECTING  # so that close() runs the normal path
+        self.close(KafkaConnectionError(
+            f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {last_error}"))
+
+    def _on_tcp_connected(self) -> None:
+        assert self.sock is not None
+        if self._use_ssl:
+            assert self._ssl_context is not None
+            try:
+                self.sock = self._ssl_context.wrap_socket(
+                    self.sock, server_hostname=self.host, do_handshake_on_connect=False)
+            except (ssl.SSLError, ValueError) as exc:
+                self.close(SslAuthenticationError(
+                    f"TLS set-up for node {self.node_id} ({self.host}:{self.port}) failed: {exc}"))
+                return
+            self.state = ConnectionState.HANDSHAKE
+            self._handshake_wants = selectors.EVENT_READ | selectors.EVENT_WRITE
+            self._do_handshake()
+        else:
+            self._start_api_versions()
+
+    def _do_handshake(self) -> None:
+        assert isinstance(self.sock, ssl.SSLSocket)
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._handshake_wants = selectors.EVENT_READ
+            return
+        except ssl.SSLWantWriteError:
+            self._handshake_wants = selectors.EVENT_WRITE
+            return
+        except ssl.SSLCertVerificationError as exc:
+            reason = exc.verify_message or exc.reason or str(exc)
+            self.close(SslAuthenticationError(
+                f"TLS handshake with node {self.node_id} ({self.host}:{self.port}) failed: "
+                f"certificate verification failed: {reason}"))
+            return
+        except ssl.SSLError as exc:
+            self.close(SslAuthenticationError(
+                f"TLS handshake with node {self.node_id} ({self.host}:{self.port}) failed: "
+                f"{exc.reason or exc}"))
+            return
+        except OSError as exc:
+            self.close(KafkaConnectionError(
+                f"connection to node {self.node_id} ({self.host}:{self.port}) broke during the "
+                f"TLS handshake: {exc}"))
+            return
+        logger.debug("node %s: TLS handshake done (%s)", self.node_id, self.sock.version())
+        self._start_api_versions()
+
+    # ------------------------------------------------------------------ setup requests ------
+    def _start_api_versions(self, version: int | None = None) -> None:
+        self.state = ConnectionState.API_VERSIONS
+        if version is None:
+            version = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+        body = {"client_software_name": CLIENT_SOFTWARE_NAME,
+                "client_software_version": CLIENT_SOFTWARE_VERSION}
+        fut: Future[Any] = Future()
+        fut.add_callback(self._on_api_versions, version)
+        fut.add_errback(self._on_setup_failure)
+        self._enqueue(ApiKey.API_VERSIONS, version, body, fut, self._request_timeout_ms, True)
+
+    def _on_api_versions(self, version: int, body: dict[str, Any]) -> None:
+        if self.state is not ConnectionState.API_VERSIONS:
+            return
+        code = body.get("error_code", 0)
+        keys = body.get("api_keys") or []
+        ranges = {int(k["api_key"]): (int(k["min_version"]), int(k["max_version"])) for k in keys}
+        if code == _UNSUPPORTED_VERSION:
+            # The broker answers an ApiVersions version it does not know with its own range, so
+            # the client retries once with the highest version both sides know.
+            broker = ranges.get(ApiKey.API_VERSIONS)
+            ours = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+            retry = negotiate_version(ApiKey.API_VERSIONS, *broker) if broker else ours[0]
+            if retry is None or retry >= version:
+                self.close(UnsupportedVersionError(
+                    f"node {self.node_id} supports no ApiVersions version we know"))
+                return
+            self._start_api_versions(retry)
+            return
+        if code:
+            self.close(for_code(code)(f"ApiVersions to node {self.node_id} failed"))
+            return
+        self.broker_versions = ranges
+        negotiated: dict[int, int] = {}
+        for key, (lo, hi) in ranges.items():
+            if key in SUPPORTED_VERSIONS:
+                v = negotiate_version(key, lo, hi)
+                if v is not None:
+                    negotiated[key] = v
+        self.api_versions = negotiated
+        if self._use_sasl:
+            self._start_sasl()
+        else:
+            self._become_ready()
+
+    def _start_sasl(self) -> None:
+        self.state = ConnectionState.AUTHENTICATING
+        hs_version = self.api_versions.get(ApiKey.SASL_HANDSHAKE)
+        if hs_version is None or hs_version < 1 or ApiKey.SASL_AUTHENTICATE not in self.api_versions:
+            self.close(SaslAuthenticationError(
+                f"node {self.node_id} does not support SaslHandshake v1 / SaslAuthenticate"))
+            return
+        try:
+            self._sasl = create_mechanism(self._config, self._token_cache)
+        except KafkaError as exc:
+            self.close(exc)
+            return
+        fut: Future[Any] = Future()
+        fut.add_callback(self._on_sasl_handshake)
+        fut.add_errback(self._on_setup_failure)
+        self._enqueue(ApiKey.SASL_HANDSHAKE, hs_version, {"mechanism": self._sasl.name}, fut,
+                      self._request_timeout_ms, True)
+
+    def _on_sasl_handshake(self, body: dict[str, Any]) -> None:
+        assert self._sasl is not None
+        code = body.get("error_code", 0)
+        if code:
+            enabled = ", ".join(body.get("mechanisms") or []) or "none"
+            self.close(SaslAuthenticationError(
+                f"node {self.node_id} does not accept SASL mechanism {self._sasl.name} "
+                f"(broker enables: {enabled})"))
+            return
+        try:
+            token = self._sasl.initial_response()
+        except KafkaError as exc:
+            self.close(exc)
+            return
+        self._send_sasl_token(token)
+
+    def _send_sasl_token(self, token: bytes) -> None:
+        fut: Future[Any] = Future()
+        fut.add_callback(self._on_sasl_authenticate)
+        fut.add_errback(self._on_setup_failure)
+        self._enqueue(ApiKey.SASL_AUTHENTICATE, self.api_versions[ApiKey.SASL_AUTHENTICATE],
+                      {"auth_bytes": token}, fut, self._request_timeout_ms, True)
+
+    def _on_sasl_authenticate(self, body: dict[str, Any]) -> None:
+        assert self._sasl is not None
+        code = body.get("error_code", 0)
+        if code:
+            message = body.get("error_message") or "authentication failed"
+            self.close(SaslAuthenticationError(
+                f"SASL {self._sasl.name} authentication with node {self.node_id} failed: "
+                f"{message}"))
+            return
+        try:
+            reply = self._sasl.evaluate_challenge(bytes(body.get("auth_bytes") or b""))
+        except AuthenticationError as exc:
+            self.close(exc)
+            return
+        if reply is not None:
+            self._send_sasl_token(reply)
+            return
+        if not self._sasl.is_complete():
+            self.close(SaslAuthenticationError(
+                f"SASL {self._sasl.name} with node {self.node_id} ended incomplete"))
+            return
+        lifetime = int(body.get("session_lifetime_ms") or 0)
+        if lifetime > 0:
+            # Reconnect a little before the broker would end the session (KIP-368); the client
+            # closes the connection when idle then, rather than re-authenticating in place.
+            self.reauth_at_ms = self._now_ms() + int(lifetime * 0.85)
+        logger.debug("node %s: SASL %s authenticated", self.node_id, self._sasl.name)
+        self._sasl = None
+        self._become_ready()
+
+    def _on_setup_failure(self, exc: BaseException) -> None:
+        # The connection is already closed (the failure came from close()); nothing to add.
+        logger.debug("node %s: setup request failed: %s", self.node_id, exc)
+
+    def _become_ready(self) -> None:
+        self.state = ConnectionState.READY
+        self.ready_since_ms = self._now_ms()
+        logger.debug("node %s (%s:%s) ready", self.node_id, self.host, self.port)
+
+    # ------------------------------------------------------------------ requests ------------
+    def send(self, api_key: int, body: Mapping[str, Any], version: int | None = None, *,
+             timeout_ms: int | None = None, expect_response: bool = True) -> Future[Any]:
+        """Queue a request on a READY connection and return its future.
+
+        ``version`` None means the highest version both sides support. Raises
+        :class:`UnsupportedVersionError` when the broker lacks the API (or that version).
+        """
+        if self.state is not ConnectionState.READY:
+            raise KafkaConnectionError(f"node {self.node_id} is not ready ({self.state.value})")
+        negotiated = self.api_versions.get(api_key)
+        if version is None:
+            if negotiated is None:
+                raise UnsupportedVersionError(
+                    f"node {self.node_id} does not support {_api_name(api_key)}")
+            version = negotiated
+        else:
+            lo_hi = self.broker_versions.get(api_key)
+            if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
+                raise UnsupportedVersionError(
+                    f"node {self.node_id} does not support {_api_name(api_key)} v{version}")
+        future: Future[Any] = Future()
+        self._enqueue(api_key, version, body, future,
+                      self._request_timeout_ms if timeout_ms is None else int(timeout_ms),
+                      expect_response)
+        return future
+
+    def _enqueue(self, api_key: int, version: int, body: Mapping[str, Any], future: Future[Any],
+                 timeout_ms: int, expect_response: bool) -> None:
+        cid = self._next_cid()
+        frame = encode_request(api_key, version, cid, self._client_id, dict(body))
+        now = self._now_ms()
+        req = InFlightRequest(cid, api_key, version, future, now, timeout_ms, expect_response)
+        self._send_queue.append(memoryview(frame))
+        if expect_response:
+            self.in_flight.append(req)
+        else:
+            # Nothing will come back; complete once the bytes are queued, as Java does for
+            # acks=0 produce requests.
+            future.success(None)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("node %s: -> %s v%d cid=%d", self.node_id, _api_name(api_key), version,
+                         cid)
+
+    # ------------------------------------------------------------------ I/O -----------------
+    def on_io(self, events: int) -> None:
+        """Handle selector readiness ``events`` for this connection's socket."""
+        if self.sock is None:
+            return
+        if self.state is ConnectionState.CONNECTING:
+            if events & (selectors.EVENT_WRITE | selectors.EVENT_READ):
+                self._finish_connect()
+            return
+        if self.state is ConnectionState.HANDSHAKE:
+            self._do_handshake()
+            if self.state is ConnectionState.HANDSHAKE or self.sock is None:
+                return
+            events |= selectors.EVENT_WRITE  # the ApiVersions request is queued now
+        if events & selectors.EVENT_WRITE or self._want_read_for_write:
+            self._write()
+        if self.state is not ConnectionState.DISCONNECTED and (
+                events & selectors.EVENT_READ or self._want_write_for_read):
+            self._read()
+
+    def _finish_connect(self) -> None:
+        assert self.sock is not None
+        err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            error = OSError(err, errno.errorcode.get(err, str(err)))
+            logger.debug("node %s: connect to %s failed: %s", self.node_id,
+                         self.connected_address, error)
+            self._close_socket()
+            self._try_next_address(error)
+            return
+        self.last_activity_ms = self._now_ms()
+        self._on_tcp_connected()
+
+    def _write(self) -> None:
+        sock = self.sock
+        assert sock is not None
+        self._want_read_for_write = False
+        queue = self._send_queue
+        while queue:
+            if len(queue) > 1 and len(queue[0]) < _CHUNK:
+                # Coalesce small frames so that a burst of requests costs one syscall.
+                parts = []
+                size = 0
+                while queue and size < _CHUNK:
+                    part = queue.popleft()
+                    parts.append(part)
+                    size += len(part)
+                queue.appendleft(memoryview(b"".join(parts)))
+            buf = queue[0]
+            try:
+                sent = sock.send(buf)
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError):
+                return
+            except ssl.SSLWantReadError:
+                self._want_read_for_write = True
+                return
+            except OSError as exc:
+                self.close(KafkaConnectionError(
+                    f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
+                    f"sending: {exc}"))
+                return
+            self.last_activity_ms = self._now_ms()
+            if sent >= len(buf):
+                queue.popleft()
+            else:
+                queue[0] = buf[sent:]
+                return
+
+    def _read(self) -> None:
+        self._want_write_for_read = False
+        while self.state is not ConnectionState.DISCONNECTED:
+            sock = self.sock
+            assert sock is not None
+            try:
+                if self._frame is not None:
+                    view = memoryview(self._frame)[self._frame_pos:]
+                    want = len(view)
+                    n = sock.recv_into(view)
+                    view.release()
+                    if n == 0:
+                        self._peer_closed()
+                        return
+                    self.last_activity_ms = self._now_ms()
+                    self._frame_pos += n
+                    if self._frame_pos == len(self._frame):
+                        frame = self._frame
+                        self._frame = None
+                        self._on_frame(memoryview(frame))
+                    got_all = n >= want
+                else:
+                    want = _CHUNK
+                    chunk = sock.recv(want)
+                    if not chunk:
+                        self._peer_closed()
+                        return
+                    self.last_activity_ms = self._now_ms()
+                    n = len(chunk)
+                    self._on_chunk(chunk)
+                    got_all = n >= want
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError):
+                return
+            except ssl.SSLWantWriteError:
+                self._want_write_for_read = True
+                return
+            except ssl.SSLError as exc:
+                if self.state is not ConnectionState.READY:
+                    # With TLS 1.3 the server rejects a client certificate only after the
+                    # handshake, with an alert: before READY that is an authentication failure.
+                    self.close(SslAuthenticationError(
+                        f"TLS with node {self.node_id} ({self.host}:{self.port}) failed: "
+                        f"{exc.reason or exc}"))
+                else:
+                    self.close(KafkaConnectionError(
+                        f"TLS error on the connection to node {self.node_id}: "
+                        f"{exc.reason or exc}"))
+                return
+            except OSError as exc:
+                self.close(KafkaConnectionError(
+                    f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
+                    f"receiving: {exc}"))
+                return
+            if not got_all and not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+                # A short read means the kernel buffer is drained (TLS may still hold decrypted
+                # bytes, hence the pending() check); the selector reports the next data.
+                return
+
+    def _on_chunk(self, chunk: bytes) -> None:
+        data = memoryview(chunk)
+        if self._hdr:
+            need = 4 - len(self._hdr)
+            self._hdr += bytes(data[:need])
+            data = data[need:]
+            if len(self._hdr) < 4:
+                return
+            size = _SIZE.unpack(self._hdr)[0]
+            self._hdr = b""
+            if not self._start_frame(size, data):
+                return
+            data = data[min(size, len(data)):]
+        pos = 0
+        end = len(data)
+        while self.state is not ConnectionState.DISCONNECTED and pos < end:
+            if end - pos < 4:
+                self._hdr = bytes(data[pos:end])
+                return
+            size = _SIZE.unpack_from(data, pos)[0]
+            pos += 4
+            if not self._start_frame(size, data[pos:]):
+                return
+            pos += size
+
+    def _start_frame(self, size: int, data: memoryview) -> bool:
+        """Take a frame of ``size`` starting at ``data``; False when it is incomplete/fatal."""
+        if size < 0 or size > self._max_frame:
+            self.close(KafkaConnectionError(
+                f"node {self.node_id} sent an invalid response size {size}; closing the "
+                "connection (is this a Kafka listener?)"))
+            return False
+        if len(data) >= size:
+            self._on_frame(data[:size])
+            return True
+        frame = bytearray(size)
+        frame[:len(data)] = data
+        self._frame = frame
+        self._frame_pos = len(data)
+        return False
+
+    def _on_frame(self, frame: memoryview) -> None:
+        if self.state is ConnectionState.DISCONNECTED:
+            return
+        if len(frame) < 4:
+            self.close(KafkaConnectionError(f"node {self.node_id} sent a truncated response"))
+            return
+        cid = _SIZE.unpack_from(frame, 0)[0]
+        if not self.in_flight:
+            self.close(KafkaConnectionError(
+                f"node {self.node_id} sent a response (correlation id {cid}) with no request "
+                "in flight"))
+            return
+        req = self.in_flight[0]
+        if cid != req.correlation_id:
+            self.close(KafkaConnectionError(
+                f"correlation id mismatch from node {self.node_id}: expected "
+                f"{req.correlation_id}, got {cid}; closing the connection"))
+            return
+        body: dict[str, Any] | None
+        try:
+            _, body = decode_response(req.api_key, req.api_version, frame)
+        except KafkaProtocolError as exc:
+            body = self._api_versions_v0(req, frame)
+            if body is None:
+                err = KafkaConnectionError(
+                    f"malformed {_api_name(req.api_key)} v{req.api_version} response from node "
+                    f"{self.node_id}: {exc}; closing the connection")
+                err.__cause__ = exc
+                self.close(err)
+                return
+        if body.get("error_code") == _UNSUPPORTED_VERSION:
+            # The broker answered ApiVersions in v0 format whatever we asked; read it as such.
+            body = self._api_versions_v0(req, frame) or body
+        self.in_flight.popleft()
+        throttle = body.get("throttle_time_ms")
+        if throttle:
+            self.throttle_until_ms = max(self.throttle_until_ms, self._now_ms() + int(throttle))
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("node %s: <- %s cid=%d", self.node_id, _api_name(req.api_key), cid)
+        req.future.success(body)
+
+    @staticmethod
+    def _api_versions_v0(req: InFlightRequest, frame: memoryview) -> dict[str, Any] | None:
+        """An ApiVersions answer read as v0, when it is an UNSUPPORTED_VERSION one."""
+        if req.api_key != ApiKey.API_VERSIONS or req.api_version == 0:
+            return None
+        try:
+            _, body = decode_response(req.api_key, 0, frame)
+        except KafkaProtocolError:
+            return None
+        return body if body.get("error_code") == _UNSUPPORTED_VERSION else None
+
+    def _peer_closed(self) -> None:
+        if self.state is ConnectionState.HANDSHAKE:
+            self.close(SslAuthenticationError(
+                f"node {self.node_id} ({self.host}:{self.port}) closed the connection during the "
+                "TLS handshake"))
+        else:
+            self.close(KafkaConnectionError(
+                f"node {self.node_id} ({self.host}:{self.port}) closed the connection"))
+
+    # ------------------------------------------------------------------ timeouts ------------
+    def check_timeouts(self, now_ms: int) -> None:
+        """Close the connection when its setup or its oldest request is overdue."""
+        if self.state is ConnectionState.DISCONNECTED:
+            return
+        if self.state is not ConnectionState.READY and now_ms >= self._setup_deadline_ms:
+            if self.state is ConnectionState.CONNECTING and self._addresses:
+                logger.debug("node %s: connect to %s timed out; trying the next address",
+                             self.node_id, self.connected_address)
+                self._close_socket()
+                self._try_next_address(TimeoutError("connection setup timed out"))
+                return
+            self.close(KafkaTimeoutError(
+                f"connection set-up to node {self.node_id} ({self.host}:{self.port}) timed out "
+                f"in state {self.state.value}"))
+            return
+        for req in self.in_flight:
+            if now_ms >= req.deadline_ms:
+                self.close(KafkaTimeoutError(
+                    f"{_api_name(req.api_key)} request to node {self.node_id} timed out after "
+                    f"{req.timeout_ms} ms; connection closed"))
+                return
+
+    def next_deadline_ms(self) -> int | None:
+        """The earliest time :meth:`check_timeouts` may act, or None."""
+        if self.state is ConnectionState.DISCONNECTED:
+            return None
+        if self.state is not ConnectionState.READY:
+            return self._setup_deadline_ms
+        if self.in_flight:
+            return min(r.deadline_ms for r in self.in_flight)
+        return None
+
+    # ------------------------------------------------------------------ close ---------------
+    def _close_socket(self) -> None:
+        sock = self.sock
+        self.sock = None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def close(self, error: KafkaError | None = None) -> None:
+        """Close the socket and fail every in-flight request with ``error`` (or a
+        connection error)."""
+        if self.state is ConnectionState.DISCONNECTED and self.sock is None:
+            return
+        self.state = ConnectionState.DISCONNECTED
+        self._close_socket()
+        if error is None:
+            error = KafkaConnectionError(f"connection to node {self.node_id} was closed")
+        self.close_error = error
+        self.disconnect_pending = True
+        if isinstance(error, AuthenticationError):
+            logger.error("node %s: %s", self.node_id, error)
+        else:
+            logger.debug("node %s: closed: %s", self.node_id, error)
+        pending = list(self.in_flight)
+        self.in_flight.clear()
+        self._send_queue.clear()
+        self._hdr = b""
+        self._frame = None
+        self._sasl = None
+        self.api_versions = {}
+        self.broker_versions = {}
+        self.reauth_at_ms = 0
+        self.throttle_until_ms = 0
+        for req in pending:
+            if not req.future.is_done:
+                req.future.failure(error)

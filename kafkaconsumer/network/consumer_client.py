@@ -1,0 +1,453 @@
+"""The thread-safe network object of a consumer (Java: ``ConsumerNetworkClient``).
+
+:class:`ConsumerNetworkClient` wraps the single-threaded
+:class:`~kafkaconsumer.network.client.NetworkClient` with one lock. Any thread may
+:meth:`~ConsumerNetworkClient.send` (the request is queued and the poll thread woken) and any
+thread may :meth:`~ConsumerNetworkClient.poll`. Request futures complete inside the network poll
+but their callbacks are queued and run only after the lock is released, so a slow callback never
+holds up the heartbeat thread. :meth:`~ConsumerNetworkClient.wakeup` makes the thread blocked in
+``poll`` raise :class:`~kafkaconsumer.errors.WakeupError`; the heartbeat thread polls with
+wake-ups disabled (:meth:`~ConsumerNetworkClient.poll_no_wakeup`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from kafkaconsumer.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    WakeupError,
+)
+from kafkaconsumer.metadata import Metadata
+from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.future import Future
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ConsumerNetworkClient"]
+
+#: The longest single wait inside poll, so that timers and other threads get a look in.
+_MAX_POLL_SLICE_MS = 5000
+
+
+class _Unsent:
+    """A request waiting for its node to become ready. Thread-safety: guarded by the owner."""
+
+    __slots__ = ("node_id", "api_key", "body", "version", "future", "created_ms", "timeout_ms",
+                 "expect_response")
+
+    def __init__(self, node_id: int, api_key: int, body: Mapping[str, Any], version: int | None,
+                 future: Future[Any], created_ms: int, timeout_ms: int,
+                 expect_response: bool) -> None:
+        self.node_id = node_id
+        self.api_key = api_key
+        self.body = body
+        self.version = version
+        self.future = future
+        self.created_ms = created_ms
+        self.timeout_ms = timeout_ms
+        self.expect_response = expect_response
+
+
+class ConsumerNetworkClient:
+    """Thread-safe request/response access to the brokers for one consumer.
+
+    Thread-safety: thread-safe. One lock guards the NetworkClient (held while it polls); the
+    queue of unsent requests has its own small lock so :meth:`send` never waits for a poll in
+    progress. Future callbacks run after the lock is released, on the polling thread.
+    """
+
+    def __init__(self, client: NetworkClient, metadata: Metadata | None = None, *,
+                 request_timeout_ms: int | None = None,
+                 retry_backoff_ms: int | None = None) -> None:
+        self.client = client
+        if metadata is not None and client.metadata is not metadata:
+            client.metadata = metadata
+        self.metadata: Metadata | None = client.metadata
+        self.request_timeout_ms = int(request_timeout_ms if request_timeout_ms is not None
+                                      else client.config.get("request.timeout.ms", 30000))
+        self.retry_backoff_ms = int(retry_backoff_ms if retry_backoff_ms is not None
+                                    else client.config.get("retry.backoff.ms", 100))
+        self._lock = threading.RLock()
+        self._unsent_lock = threading.Lock()
+        self._unsent: dict[int, collections.deque[_Unsent]] = {}
+        self._pending_completion: collections.deque[tuple[Future[Any], Any, BaseException | None]] = \
+            collections.deque()
+        self._pending_disconnects: collections.deque[int] = collections.deque()
+        self._wakeup_requested = False
+        self._wakeup_disabled = 0
+        self._flag_lock = threading.Lock()
+        self._lock_waiters = 0
+        self._closed = False
+
+    # ------------------------------------------------------------------ locking -------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Take the network lock; when a poll holds it, wake that poll so it lets go soon
+        (otherwise the heartbeat thread could wait out a whole blocking poll)."""
+        if not self._lock.acquire(blocking=False):
+            with self._flag_lock:
+                self._lock_waiters += 1
+            try:
+                self.client.wakeup()
+                self._lock.acquire()
+            finally:
+                with self._flag_lock:
+                    self._lock_waiters -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _let_waiters_in(self) -> None:
+        # Python locks are not fair: a polling loop could take the lock again before a waiting
+        # thread runs. Give waiters a short, bounded chance first.
+        deadline = time.monotonic() + 0.01
+        while self._lock_waiters and time.monotonic() < deadline:
+            time.sleep(0.0002)
+
+    # ------------------------------------------------------------------ sending -------------
+    def send(self, node_id: int, api_key: int, body: Mapping[str, Any],
+             version: int | None = None, *, timeout_ms: int | None = None,
+             expect_response: bool = True) -> Future[Any]:
+        """Queue a request for ``node_id`` and return its future; never blocks.
+
+        The request is sent by the next poll once the node is ready. It fails with
+        :class:`KafkaTimeoutError` when it could not be sent and answered within ``timeout_ms``
+        (default ``request.timeout.ms``), with the connection's error when the connection
+        breaks, and with the authentication error when connecting fails to authenticate.
+        """
+        if self._closed:
+            return Future().failure(KafkaConnectionError("the consumer network client is closed"))
+        future: Future[Any] = Future()
+        timeout = self.request_timeout_ms if timeout_ms is None else int(timeout_ms)
+        unsent = _Unsent(node_id, int(api_key), body, version, future, self.client.now_ms(),
+                         timeout, expect_response)
+        with self._unsent_lock:
+            self._unsent.setdefault(node_id, collections.deque()).append(unsent)
+        self.client.wakeup()
+        return future
+
+    def _complete(self, target: Future[Any], value: Any, exc: BaseException | None) -> None:
+        self._pending_completion.append((target, value, exc))
+
+    def _fire_pending_completions(self) -> None:
+        while True:
+            try:
+                target, value, exc = self._pending_completion.popleft()
+            except IndexError:
+                return
+            if target.is_done:
+                continue
+            if exc is not None:
+                target.failure(exc)
+            else:
+                target.success(value)
+
+    def _try_send(self, now_ms: int) -> None:
+        with self._unsent_lock:
+            nodes = [n for n, q in self._unsent.items() if q]
+        for node_id in nodes:
+            if not self.client.ready(node_id, now_ms):
+                continue
+            while True:
+                with self._unsent_lock:
+                    queue = self._unsent.get(node_id)
+                    if not queue or not self.client.is_ready(node_id, now_ms):
+                        break
+                    req = queue.popleft()
+                remaining = max(1, req.timeout_ms - (now_ms - req.created_ms))
+                inner = self.client.send(node_id, req.api_key, req.body, req.version,
+                                         timeout_ms=remaining,
+                                         expect_response=req.expect_response)
+                target = req.future
+                inner.add_callback(lambda v, t=target: self._complete(t, v, None))
+                inner.add_errback(lambda e, t=target: self._complete(t, None, e))
+
+    def _check_disconnects(self, now_ms: int) -> None:
+        # Requests queued for a node whose connection attempt just failed fail now instead of
+        # waiting out their timeout (Java's checkDisconnects).
+        failed: list[tuple[_Unsent, KafkaError]] = []
+        with self._unsent_lock:
+            for node_id, queue in self._unsent.items():
+                if queue and self.client.connection_failed(node_id):
+                    err: KafkaError | None = self.client.authentication_error(node_id)
+                    if err is None:
+                        err = self.client.last_error(node_id)
+                    if err is None:
+                        err = KafkaConnectionError(f"connection to node {node_id} failed")
+                    while queue:
+                        failed.append((queue.popleft(), err))
+        for req, err in failed:
+            self._complete(req.future, None, err)
+
+    def _fail_expired(self, now_ms: int) -> None:
+        expired: list[_Unsent] = []
+        with self._unsent_lock:
+            for queue in self._unsent.values():
+                keep = [r for r in queue if now_ms - r.created_ms < r.timeout_ms]
+                if len(keep) != len(queue):
+                    expired.extend(r for r in queue if now_ms - r.created_ms >= r.timeout_ms)
+                    queue.clear()
+                    queue.extend(keep)
+        for req in expired:
+            self._complete(req.future, None, KafkaTimeoutError(
+                f"request to node {req.node_id} could not be sent within {req.timeout_ms} ms "
+                "(node not ready)"))
+
+    def _handle_pending_disconnects(self) -> None:
+        while self._pending_disconnects:
+            node_id = self._pending_disconnects.popleft()
+            failed: list[_Unsent] = []
+            with self._unsent_lock:
+                queue = self._unsent.get(node_id)
+                if queue:
+                    failed.extend(queue)
+                    queue.clear()
+            for req in failed:
+                self._complete(req.future, None,
+                               KafkaConnectionError(f"disconnected from node {node_id}"))
+            self.client.disconnect(node_id)
+
+    def _next_unsent_deadline(self, now_ms: int) -> int | None:
+        with self._unsent_lock:
+            deadlines = [r.created_ms + r.timeout_ms for q in self._unsent.values() for r in q]
+        return min(deadlines) - now_ms if deadlines else None
+
+    def _unsent_wait(self, now_ms: int) -> int | None:
+        with self._unsent_lock:
+            nodes = [n for n, q in self._unsent.items() if q]
+        waits = [w for w in (self.client.send_delay(n, now_ms) for n in nodes) if w is not None]
+        return min(waits) if waits else None
+
+    # ------------------------------------------------------------------ polling -------------
+    def poll(self, timeout_ms: float | None = None, future: Future[Any] | None = None, *,
+             disable_wakeup: bool = False) -> bool:
+        """Do network I/O for up to ``timeout_ms``, or until ``future`` completes.
+
+        With a ``future``, polls repeatedly until it is done or the timeout passes (``None``:
+        until it is done; every request fails by its own timeout, so this is bounded). Without
+        one, polls once, blocking at most ``timeout_ms`` (``None``: ``request.timeout.ms``).
+        Returns True when ``future`` is done (always True without a future).
+
+        Raises :class:`WakeupError` when :meth:`wakeup` was called (unless ``disable_wakeup``),
+        and a fatal metadata error (authentication/authorization) when one occurred.
+        """
+        if timeout_ms is not None and timeout_ms < 0:
+            raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
+        start = self.client.now_ms()
+        if future is None:
+            budget = float(self.request_timeout_ms if timeout_ms is None else timeout_ms)
+            self._poll_once(budget, None, disable_wakeup)
+            return True
+        while True:
+            if future.is_done:
+                return True
+            elapsed = self.client.now_ms() - start
+            if timeout_ms is None:
+                remaining = float(_MAX_POLL_SLICE_MS)
+            else:
+                remaining = float(timeout_ms) - elapsed
+                if remaining <= 0:
+                    return future.is_done
+            self._poll_once(remaining, future, disable_wakeup)
+            if timeout_ms is not None and timeout_ms == 0:
+                return future.is_done
+
+    def _poll_once(self, timeout_ms: float, future: Future[Any] | None,
+                   disable_wakeup: bool) -> None:
+        self._fire_pending_completions()
+        if self._lock_waiters:
+            self._let_waiters_in()
+        try:
+            with self._locked():
+                if self._closed:
+                    raise KafkaConnectionError("the consumer network client is closed")
+                now = self.client.now_ms()
+                self._handle_pending_disconnects()
+                self._try_send(now)
+                if future is None or not future.is_done and not self._pending_completion:
+                    wait = min(timeout_ms, float(_MAX_POLL_SLICE_MS))
+                    unsent_deadline = self._next_unsent_deadline(now)
+                    if unsent_deadline is not None:
+                        wait = min(wait, float(max(0, unsent_deadline)))
+                    unsent_wait = self._unsent_wait(now)
+                    if unsent_wait is not None:
+                        # A queued request waits for a backoff or a throttle to end.
+                        wait = min(wait, float(max(1, unsent_wait)))
+                    if self._pending_completion:
+                        wait = 0.0
+                    self.client.poll(max(0.0, wait))
+                else:
+                    self.client.poll(0)
+                now = self.client.now_ms()
+                self._check_disconnects(now)
+                if not disable_wakeup:
+                    self._maybe_trigger_wakeup()
+                self._try_send(now)
+                self._fail_expired(now)
+        finally:
+            self._fire_pending_completions()
+        if self.metadata is not None:
+            self.metadata.maybe_throw_any_exception()
+
+    def poll_no_wakeup(self) -> None:
+        """One non-blocking poll that ignores :meth:`wakeup` (for the heartbeat thread)."""
+        self.poll(0, disable_wakeup=True)
+
+    def transmit_sends(self) -> None:
+        """Send what can be sent now without waiting (no wake-up)."""
+        self.poll(0, disable_wakeup=True)
+
+    def _maybe_trigger_wakeup(self) -> None:
+        with self._flag_lock:
+            if self._wakeup_disabled > 0 or not self._wakeup_requested:
+                return
+            self._wakeup_requested = False
+        raise WakeupError("the blocking call was woken up by wakeup()")
+
+    def wakeup(self) -> None:
+        """Make the thread blocked in :meth:`poll` (or the next poll) raise WakeupError.
+
+        Thread-safe; meant to be called from another thread.
+        """
+        with self._flag_lock:
+            self._wakeup_requested = True
+        self.client.wakeup()
+
+    def disable_wakeups(self) -> None:
+        """Stop :meth:`poll` from raising WakeupError until :meth:`enable_wakeups`."""
+        with self._flag_lock:
+            self._wakeup_disabled += 1
+
+    def enable_wakeups(self) -> None:
+        """Undo one :meth:`disable_wakeups`."""
+        with self._flag_lock:
+            self._wakeup_disabled = max(0, self._wakeup_disabled - 1)
+
+    def clear_wakeup(self) -> None:
+        """Drop a pending wake-up request."""
+        with self._flag_lock:
+            self._wakeup_requested = False
+
+    # ------------------------------------------------------------------ helpers -------------
+    def await_metadata_update(self, timeout_ms: float) -> bool:
+        """Request a metadata refresh and poll until it lands.
+
+        Raises :class:`KafkaTimeoutError` when it does not land within ``timeout_ms``, and the
+        fatal error (authentication, authorization) when the refresh hit one.
+        """
+        if self.metadata is None:
+            raise KafkaError("no metadata attached to this network client")
+        version = self.metadata.request_update()
+        start = self.client.now_ms()
+        while self.metadata.update_version <= version:
+            remaining = float(timeout_ms) - (self.client.now_ms() - start)
+            if remaining <= 0:
+                last = self.metadata.last_error or self.client.last_connection_error
+                raise KafkaTimeoutError(
+                    f"metadata not updated within {timeout_ms} ms"
+                    + (f" (last error: {last})" if last is not None else ""))
+            self.poll(remaining)
+        return True
+
+    def await_ready(self, node_id: int, timeout_ms: float) -> bool:
+        """Poll until ``node_id`` is ready or the timeout passes; True when ready."""
+        start = self.client.now_ms()
+        while True:
+            with self._locked():
+                if self.client.ready(node_id):
+                    return True
+                err = self.client.authentication_error(node_id)
+            if err is not None and self.client.connection_failed(node_id):
+                raise err
+            remaining = float(timeout_ms) - (self.client.now_ms() - start)
+            if remaining <= 0:
+                return False
+            self.poll(min(remaining, float(max(1, self.client.connection_delay(node_id)))))
+
+    def least_loaded_node(self) -> int | None:
+        """The best node to send a request that any broker can answer."""
+        with self._locked():
+            return self.client.least_loaded_node()
+
+    def has_ready_nodes(self) -> bool:
+        """True when some node can take a request now."""
+        with self._locked():
+            now = self.client.now_ms()
+            return any(self.client.is_ready(n, now) for n in self.client.nodes())
+
+    def is_unavailable(self, node_id: int) -> bool:
+        """True when the node's last connect failed and it is still backing off."""
+        with self._locked():
+            return (self.client.connection_failed(node_id)
+                    and self.client.connection_delay(node_id) > 0)
+
+    def maybe_throw_auth_failure(self, node_id: int) -> None:
+        """Raise the node's authentication error, if its last attempt had one."""
+        with self._locked():
+            err = self.client.authentication_error(node_id)
+        if err is not None:
+            raise err
+
+    def try_connect(self, node_id: int) -> None:
+        """Start connecting to ``node_id`` when it is not connected and not backing off."""
+        with self._locked():
+            self.client.ready(node_id)
+
+    def connection_failed(self, node_id: int) -> bool:
+        """True when the node's last connection attempt failed."""
+        with self._locked():
+            return self.client.connection_failed(node_id)
+
+    def disconnect_async(self, node_id: int) -> None:
+        """Close the connection to ``node_id`` on the next poll (failing its requests)."""
+        self._pending_disconnects.append(node_id)
+        self.client.wakeup()
+
+    def pending_request_count(self, node_id: int | None = None) -> int:
+        """Requests unsent or in flight (for one node or in total)."""
+        with self._unsent_lock:
+            if node_id is None:
+                unsent = sum(len(q) for q in self._unsent.values())
+            else:
+                unsent = len(self._unsent.get(node_id) or ())
+        with self._locked():
+            return unsent + self.client.in_flight_request_count(node_id)
+
+    def has_pending_requests(self, node_id: int | None = None) -> bool:
+        """True when a request (to the node) is unsent or in flight."""
+        return self.pending_request_count(node_id) > 0
+
+    def api_version(self, node_id: int, api_key: int) -> int | None:
+        """The negotiated version of ``api_key`` with the node (None when unknown)."""
+        with self._locked():
+            return self.client.api_version(node_id, api_key)
+
+    def execute(self, fn: Callable[[NetworkClient], Any]) -> Any:
+        """Run ``fn(network_client)`` under the lock (for rare direct access)."""
+        with self._locked():
+            return fn(self.client)
+
+    def close(self) -> None:
+        """Fail every unsent request and close all connections. Idempotent."""
+        with self._locked():
+            if self._closed:
+                return
+            self._closed = True
+            with self._unsent_lock:
+                failed = [r for q in self._unsent.values() for r in q]
+                self._unsent.clear()
+            for req in failed:
+                self._complete(req.future, None,
+                               KafkaConnectionError("the consumer network client was closed"))
+            self.client.close()
+        self._fire_pending_completions()

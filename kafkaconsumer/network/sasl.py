@@ -1,0 +1,476 @@
+"""SASL client mechanisms: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER.
+
+Each mechanism is a small state machine independent of the socket: the connection sends
+:meth:`SaslMechanism.initial_response` in a SaslAuthenticate request, feeds every reply's
+``auth_bytes`` to :meth:`SaslMechanism.evaluate_challenge`, and sends whatever comes back until
+the mechanism says it is complete. This keeps the cryptography testable against the RFC vectors
+without a broker.
+
+Secrets (passwords, tokens) are held in :class:`Secret`, whose ``repr``/``str`` never show them;
+no log line or exception text in this module contains a secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafkaconsumer.errors import ConfigError, SaslAuthenticationError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "Secret", "SaslMechanism", "PlainMechanism", "ScramMechanism", "OAuthBearerMechanism",
+    "OAuthBearerToken", "OAuthTokenCache", "create_mechanism", "SUPPORTED_MECHANISMS",
+]
+
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+#: Kafka's brokers refuse SCRAM credentials with fewer iterations; a server asking for fewer is
+#: either broken or trying to make an offline attack cheap, so the client refuses too.
+SCRAM_MIN_ITERATIONS = 4096
+
+
+class Secret:
+    """A string that never shows itself in ``repr``, ``str`` or formatted log output.
+
+    Thread-safety: immutable.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str):
+            raise ConfigError("a SASL secret must be a string")
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret itself; only for building the bytes sent to the broker."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('******')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and hmac.compare_digest(self._value, other._value)
+
+    def __hash__(self) -> int:
+        return hash(("Secret", len(self._value)))
+
+
+class SaslMechanism(ABC):
+    """One client-side SASL exchange.
+
+    Thread-safety: not thread-safe; one instance serves one authentication on one connection.
+    """
+
+    #: The mechanism name sent in SaslHandshake.
+    name: str = ""
+
+    @abstractmethod
+    def initial_response(self) -> bytes:
+        """The first client message."""
+
+    @abstractmethod
+    def evaluate_challenge(self, challenge: bytes) -> bytes | None:
+        """Process the server's bytes; return the next client message, or None when done.
+
+        Raises :class:`SaslAuthenticationError` when the server's message is invalid (for
+        SCRAM, a wrong server signature).
+        """
+
+    @abstractmethod
+    def is_complete(self) -> bool:
+        """True when the exchange has finished successfully on the client side."""
+
+
+class PlainMechanism(SaslMechanism):
+    """SASL/PLAIN (RFC 4616): one message with the username and password, no challenge.
+
+    Thread-safety: not thread-safe (one exchange).
+    """
+
+    name = "PLAIN"
+
+    def __init__(self, username: str, password: Secret) -> None:
+        if not username:
+            raise ConfigError("SASL/PLAIN needs a username (sasl.username or sasl.jaas.config)")
+        if "\x00" in username or "\x00" in password.reveal():
+            raise ConfigError("SASL/PLAIN username and password must not contain NUL")
+        self._username = username
+        self._password = password
+        self._sent = False
+        self._done = False
+
+    def initial_response(self) -> bytes:
+        """``\\0username\\0password`` in UTF-8 (empty authorization id)."""
+        self._sent = True
+        return b"\x00" + self._username.encode() + b"\x00" + self._password.reveal().encode()
+
+    def evaluate_challenge(self, challenge: bytes) -> bytes | None:
+        """The broker answers PLAIN with an empty message on success."""
+        if not self._sent:
+            raise SaslAuthenticationError("SASL/PLAIN: challenge before the initial response")
+        if challenge:
+            raise SaslAuthenticationError("SASL/PLAIN: unexpected challenge from the broker")
+        self._done = True
+        return None
+
+    def is_complete(self) -> bool:
+        """True after the broker accepted the credentials."""
+        return self._done
+
+    def __repr__(self) -> str:
+        return f"PlainMechanism(username={self._username!r})"
+
+
+def _saslname(username: str) -> str:
+    # RFC 5802 5.1: ',' and '=' in a username are escaped.
+    return username.replace("=", "=3D").replace(",", "=2C")
+
+
+def _parse_scram(message: str) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    for part in message.split(","):
+        if len(part) < 2 or part[1] != "=":
+            raise SaslAuthenticationError(f"SCRAM: malformed attribute in server message: {part!r}")
+        attrs[part[0]] = part[2:]
+    return attrs
+
+
+class ScramMechanism(SaslMechanism):
+    """SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677), with the server signature checked.
+
+    Thread-safety: not thread-safe (one exchange).
+    """
+
+    _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+
+    def __init__(self, mechanism: str, username: str, password: Secret,
+                 nonce: str | None = None, extensions: Mapping[str, str] | None = None) -> None:
+        if mechanism not in self._HASHES:
+            raise ConfigError(f"unsupported SCRAM mechanism {mechanism!r}")
+        if not username:
+            raise ConfigError(f"{mechanism} needs a username (sasl.username or sasl.jaas.config)")
+        self.name = mechanism
+        self._hash = self._HASHES[mechanism]
+        self._username = username
+        self._password = password
+        # A fixed nonce is only for the RFC test vectors; normally 24 random bytes, base64.
+        self._nonce = nonce if nonce is not None else base64.b64encode(os.urandom(24)).decode()
+        self._extensions = dict(extensions or {})
+        self._state = "initial"
+        self._client_first_bare = ""
+        self._server_signature = b""
+
+    def _hmac(self, key: bytes, msg: bytes) -> bytes:
+        return hmac.new(key, msg, self._hash).digest()
+
+    def _h(self, data: bytes) -> bytes:
+        return hashlib.new(self._hash, data).digest()
+
+    def initial_response(self) -> bytes:
+        """``n,,n=<user>,r=<nonce>`` (plus Kafka extensions such as ``tokenauth=true``)."""
+        if self._state != "initial":
+            raise SaslAuthenticationError("SCRAM: initial response already sent")
+        bare = f"n={_saslname(self._username)},r={self._nonce}"
+        for key, value in self._extensions.items():
+            bare += f",{key}={value}"
+        self._client_first_bare = bare
+        self._state = "client_first_sent"
+        return ("n,," + bare).encode()
+
+    def evaluate_challenge(self, challenge: bytes) -> bytes | None:
+        """Answer server-first with the client proof; verify server-final's signature."""
+        try:
+            text = bytes(challenge).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SaslAuthenticationError("SCRAM: server message is not UTF-8") from exc
+        if self._state == "client_first_sent":
+            return self._client_final(text)
+        if self._state == "client_final_sent":
+            self._verify_server_final(text)
+            return None
+        raise SaslAuthenticationError(f"SCRAM: unexpected server message in state {self._state}")
+
+    def _client_final(self, server_first: str) -> bytes:
+        attrs = _parse_scram(server_first)
+        if "m" in attrs:
+            raise SaslAuthenticationError("SCRAM: server requires an unsupported extension")
+        if "e" in attrs:
+            raise SaslAuthenticationError(f"SCRAM: server error: {attrs['e']}")
+        try:
+            nonce, salt_b64, iterations_s = attrs["r"], attrs["s"], attrs["i"]
+        except KeyError as exc:
+            raise SaslAuthenticationError(f"SCRAM: server-first lacks attribute {exc}") from None
+        if not nonce.startswith(self._nonce) or len(nonce) <= len(self._nonce):
+            raise SaslAuthenticationError("SCRAM: server nonce does not extend the client nonce")
+        try:
+            salt = base64.b64decode(salt_b64, validate=True)
+            iterations = int(iterations_s)
+        except (ValueError, TypeError) as exc:
+            raise SaslAuthenticationError("SCRAM: invalid salt or iteration count") from exc
+        if iterations < SCRAM_MIN_ITERATIONS:
+            raise SaslAuthenticationError(
+                f"SCRAM: server asked for {iterations} iterations, fewer than the minimum "
+                f"{SCRAM_MIN_ITERATIONS}")
+        salted = hashlib.pbkdf2_hmac(self._hash, self._password.reveal().encode(), salt,
+                                     iterations)
+        client_key = self._hmac(salted, b"Client Key")
+        stored_key = self._h(client_key)
+        without_proof = "c=" + base64.b64encode(b"n,,").decode() + ",r=" + nonce
+        auth_message = ",".join((self._client_first_bare, server_first, without_proof)).encode()
+        signature = self._hmac(stored_key, auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        server_key = self._hmac(salted, b"Server Key")
+        self._server_signature = self._hmac(server_key, auth_message)
+        self._state = "client_final_sent"
+        return (without_proof + ",p=" + base64.b64encode(proof).decode()).encode()
+
+    def _verify_server_final(self, server_final: str) -> None:
+        attrs = _parse_scram(server_final)
+        if "e" in attrs:
+            self._state = "failed"
+            raise SaslAuthenticationError(f"SCRAM: server error: {attrs['e']}")
+        try:
+            received = base64.b64decode(attrs.get("v", ""), validate=True)
+        except ValueError:
+            received = b""
+        if not received or not hmac.compare_digest(received, self._server_signature):
+            self._state = "failed"
+            raise SaslAuthenticationError(
+                "SCRAM: the server signature is invalid (the server does not know the "
+                "credentials; possible man in the middle)")
+        self._state = "complete"
+
+    def is_complete(self) -> bool:
+        """True once the server's signature was verified."""
+        return self._state == "complete"
+
+    def __repr__(self) -> str:
+        return f"ScramMechanism({self.name!r}, username={self._username!r})"
+
+
+class OAuthBearerToken:
+    """An OAuth 2 bearer token and when it expires.
+
+    ``lifetime_ms`` is the expiry as milliseconds since the Unix epoch (as Java's
+    ``OAuthBearerToken.lifetimeMs()``), or None when unknown (then the token is fetched again
+    for every new connection).
+
+    Thread-safety: immutable.
+    """
+
+    __slots__ = ("_value", "lifetime_ms", "principal")
+
+    def __init__(self, value: str, lifetime_ms: int | None = None,
+                 principal: str | None = None) -> None:
+        if not isinstance(value, str) or not value:
+            raise SaslAuthenticationError("OAUTHBEARER: the token callback returned an empty token")
+        self._value = Secret(value)
+        self.lifetime_ms = lifetime_ms
+        self.principal = principal
+
+    @property
+    def value(self) -> str:
+        """The compact token string."""
+        return self._value.reveal()
+
+    def __repr__(self) -> str:
+        return f"OAuthBearerToken(lifetime_ms={self.lifetime_ms}, principal={self.principal!r})"
+
+
+def _jwt_expiry_ms(token: str) -> int | None:
+    # An unverified peek at a JWT's "exp" claim only to schedule the refresh; the broker is the
+    # one that validates the token.
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = parts[1] + "=" * (-len(parts[1]) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(payload))
+        exp = claims.get("exp") if isinstance(claims, dict) else None
+        return int(float(exp) * 1000) if exp is not None else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _to_token(result: Any) -> OAuthBearerToken:
+    if isinstance(result, OAuthBearerToken):
+        return result
+    if isinstance(result, str):
+        return OAuthBearerToken(result, _jwt_expiry_ms(result))
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], str):
+        # (token, expiry as epoch seconds), the shape confluent-kafka's oauth_cb returns.
+        expiry = result[1]
+        return OAuthBearerToken(result[0], None if expiry is None else int(float(expiry) * 1000))
+    value = getattr(result, "token", None) or getattr(result, "value", None)
+    if isinstance(value, str):
+        lifetime = getattr(result, "lifetime_ms", None)
+        if lifetime is None and getattr(result, "expires_at", None) is not None:
+            lifetime = int(float(result.expires_at) * 1000)
+        return OAuthBearerToken(value, None if lifetime is None else int(lifetime))
+    raise SaslAuthenticationError(
+        "OAUTHBEARER: the token callback must return a str, (token, expiry_epoch_seconds), "
+        f"or an object with .token/.lifetime_ms; got {type(result).__name__}")
+
+
+class OAuthTokenCache:
+    """Calls the user's token callback and keeps the token until it is due for refresh.
+
+    A token is refreshed once ``refresh_window_factor`` of its lifetime has passed (Java's
+    ``sasl.login.refresh.window.factor``, default 0.8), so new connections never present a token
+    about to expire.
+
+    Thread-safety: not thread-safe; owned by one network client.
+    """
+
+    def __init__(self, callback: Any, refresh_window_factor: float = 0.8,
+                 wall_ms: Callable[[], int] | None = None) -> None:
+        if not callable(callback) and callable(getattr(callback, "token", None)):
+            callback = callback.token  # a provider object with a token() method
+        if not callable(callback):
+            raise ConfigError("sasl.oauthbearer.token.callback must be callable")
+        if not 0.5 <= refresh_window_factor <= 1.0:
+            raise ConfigError("sasl.login.refresh.window.factor must be between 0.5 and 1.0")
+        self._callback = callback
+        self._factor = refresh_window_factor
+        self._wall_ms = wall_ms or (lambda: time.time_ns() // 1_000_000)
+        self._token: OAuthBearerToken | None = None
+        self._refresh_at_ms = 0
+        self.refreshes = 0
+
+    def token(self) -> OAuthBearerToken:
+        """A valid token, asking the callback for a new one when due."""
+        now = self._wall_ms()
+        if self._token is None or self._token.lifetime_ms is None or now >= self._refresh_at_ms:
+            try:
+                result = self._callback()
+            except SaslAuthenticationError:
+                raise
+            except Exception as exc:
+                raise SaslAuthenticationError(
+                    f"OAUTHBEARER: the token callback raised {type(exc).__name__}") from exc
+            token = _to_token(result)
+            if token.lifetime_ms is not None and token.lifetime_ms <= now:
+                raise SaslAuthenticationError("OAUTHBEARER: the token callback returned an "
+                                              "expired token")
+            self._token = token
+            self.refreshes += 1
+            if token.lifetime_ms is not None:
+                self._refresh_at_ms = now + int((token.lifetime_ms - now) * self._factor)
+            logger.debug("obtained OAUTHBEARER token (expires at %s ms)", token.lifetime_ms)
+        return self._token
+
+
+class OAuthBearerMechanism(SaslMechanism):
+    """SASL/OAUTHBEARER (RFC 7628) as Kafka uses it: one client message carrying the token.
+
+    On failure the broker sends a JSON error as a challenge; the client answers with a single
+    ``0x01`` byte as the RFC requires and the broker then fails the authentication.
+
+    Thread-safety: not thread-safe (one exchange).
+    """
+
+    name = "OAUTHBEARER"
+
+    def __init__(self, token: OAuthBearerToken, extensions: Mapping[str, str] | None = None) -> None:
+        self._token = token
+        self._extensions = dict(extensions or {})
+        for key, value in self._extensions.items():
+            if not re.fullmatch(r"[A-Za-z]+", key) or key == "auth":
+                raise ConfigError(f"invalid SASL extension name {key!r}")
+            if not re.fullmatch(r"[\x21-\x7E \t\r\n]+", value):
+                raise ConfigError(f"invalid value for SASL extension {key!r}")
+        self._state = "initial"
+        self.server_error: str | None = None
+
+    def initial_response(self) -> bytes:
+        """``n,,<01>auth=Bearer <token><01>[key=value<01>...]<01>``."""
+        self._state = "sent"
+        ext = "".join(f"{k}={v}\x01" for k, v in self._extensions.items())
+        return f"n,,\x01auth=Bearer {self._token.value}\x01{ext}\x01".encode()
+
+    def evaluate_challenge(self, challenge: bytes) -> bytes | None:
+        """Empty on success; a JSON error is acknowledged with ``0x01``."""
+        if self._state == "sent":
+            if not challenge:
+                self._state = "complete"
+                return None
+            try:
+                self.server_error = bytes(challenge).decode("utf-8", "replace")
+            except Exception:  # pragma: no cover - decode with "replace" does not raise
+                self.server_error = "<undecodable>"
+            self._state = "error_acknowledged"
+            return b"\x01"
+        raise SaslAuthenticationError(
+            f"OAUTHBEARER: authentication failed: {self.server_error or 'unexpected message'}")
+
+    def is_complete(self) -> bool:
+        """True once the broker accepted the token."""
+        return self._state == "complete"
+
+
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def parse_jaas_options(jaas: str) -> dict[str, str]:
+    """The ``key="value"`` options of a Java ``sasl.jaas.config`` string."""
+    return {m.group(1): m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+            for m in _JAAS_OPTION.finditer(jaas or "")}
+
+
+def _plain(value: Any) -> str | None:
+    # Secrets arrive as our Secret, the config's Password (both have reveal()) or plain str.
+    if value is None:
+        return None
+    reveal = getattr(value, "reveal", None)
+    return str(reveal()) if callable(reveal) else str(value)
+
+
+def credentials(config: Mapping[str, Any]) -> tuple[str, Secret]:
+    """Username and password from ``sasl.username``/``sasl.password`` or ``sasl.jaas.config``."""
+    username = config.get("sasl.username")
+    password = _plain(config.get("sasl.password"))
+    jaas = _plain(config.get("sasl.jaas.config"))
+    if (username is None or password is None) and jaas:
+        opts = parse_jaas_options(jaas)
+        username = username if username is not None else opts.get("username")
+        password = password if password is not None else opts.get("password")
+    if password is None:
+        raise ConfigError("SASL needs a password (sasl.password or sasl.jaas.config)")
+    secret = Secret(password)
+    if not username:
+        raise ConfigError("SASL needs a username (sasl.username or sasl.jaas.config)")
+    return str(username), secret
+
+
+def create_mechanism(config: Mapping[str, Any],
+                     token_cache: OAuthTokenCache | None = None) -> SaslMechanism:
+    """A fresh mechanism for one connection attempt, from ``sasl.mechanism`` and credentials."""
+    mechanism = str(config.get("sasl.mechanism", "GSSAPI")).upper()
+    if mechanism == "PLAIN":
+        return PlainMechanism(*credentials(config))
+    if mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        user, password = credentials(config)
+        ext = {"tokenauth": "true"} if config.get("sasl.scram.tokenauth") else None
+        return ScramMechanism(mechanism, user, password, extensions=ext)
+    if mechanism == "OAUTHBEARER":
+        if token_cache is None:
+            raise ConfigError("OAUTHBEARER needs sasl.oauthbearer.token.callback (a callable "
+                              "returning a token)")
+        return OAuthBearerMechanism(token_cache.token(),
+                                    config.get("sasl.oauthbearer.extensions") or None)
+    raise ConfigError(f"sasl.mechanism {mechanism!r} is not supported; use one of "
+                      f"{', '.join(SUPPORTED_MECHANISMS)}")

@@ -1,0 +1,427 @@
+"""Unit tests of the network layer without a real broker: futures, configuration, backoff,
+partial reads, big frames, idle connections, node choice, several DNS addresses, wake-ups."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.embedded import free_port
+from kafkaconsumer.errors import (
+    ConfigError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NodeNotReadyError,
+    WakeupError,
+)
+from kafkaconsumer.network.client import NetworkClient, parse_bootstrap_servers
+from kafkaconsumer.network.connection import ConnectionState
+from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
+from kafkaconsumer.network.future import Future
+from kafkaconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, decode_request, encode_response
+from tests.network.conftest import Factory
+from tests.support.fake_broker import FakeCluster
+
+pytestmark = pytest.mark.timeout(60)
+
+
+# ------------------------------------------------------------------------------- Future
+
+def test_future_callbacks_and_states() -> None:
+    seen: list[Any] = []
+    f: Future[int] = Future()
+    f.add_callback(seen.append).add_errback(lambda e: seen.append(("err", e)))
+    assert not f.is_done and not f.succeeded() and not f.failed()
+    f.success(5)
+    assert f.is_done and f.succeeded() and f.value == 5 and seen == [5]
+    f.add_callback(lambda v: seen.append(v * 2))  # already done: runs at once
+    assert seen == [5, 10]
+    with pytest.raises(RuntimeError):
+        f.success(6)
+    g: Future[int] = Future()
+    g.add_errback(lambda e: seen.append(type(e)))
+    g.failure(KafkaTimeoutError("t"))
+    assert g.failed() and g.retriable() and seen[-1] is KafkaTimeoutError
+    with pytest.raises(RuntimeError):
+        _ = g.value
+    h: Future[int] = Future()
+    chained: Future[int] = Future()
+    h.chain(chained)
+    h.success(1)
+    assert chained.value == 1
+
+
+def test_future_wait_from_another_thread() -> None:
+    f: Future[str] = Future()
+    threading.Timer(0.05, lambda: f.success("done")).start()
+    assert f.wait(5)
+    assert f.value == "done"
+
+
+def test_failing_callback_does_not_break_completion() -> None:
+    f: Future[int] = Future()
+    seen: list[int] = []
+    f.add_callback(lambda v: 1 / 0)
+    f.add_callback(seen.append)
+    f.success(3)
+    assert seen == [3]
+
+
+# ------------------------------------------------------------------------------- config
+
+def test_bootstrap_parsing() -> None:
+    assert parse_bootstrap_servers("a:1, b:2") == [("a", 1), ("b", 2)]
+    assert parse_bootstrap_servers(["[::1]:9092", "SSL://h:9093"]) == [("::1", 9092), ("h", 9093)]
+    for bad in ("nohost", "h:0", "h:x", "", "h:70000"):
+        with pytest.raises(ConfigError):
+            parse_bootstrap_servers(bad)
+
+
+@pytest.mark.parametrize("config,match", [
+    ({"security.protocol": "TLS"}, "security.protocol"),
+    ({"security.protocol": "SASL_PLAINTEXT"}, "GSSAPI"),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}, "callback"),
+    ({"client.dns.lookup": "magic"}, "client.dns.lookup"),
+    ({"request.timeout.ms": 0}, "request.timeout.ms"),
+])
+def test_bad_configuration_is_rejected(config: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        NetworkClient({"bootstrap.servers": "localhost:9092", **config})
+
+
+# ------------------------------------------------------------------------------- backoff
+
+def test_reconnect_backoff_grows_exponentially_with_jitter() -> None:
+    from kafkaconsumer.internals.clock import MockTime
+
+    port = free_port()
+    clock = MockTime(start_ms=1_000_000)  # only moves when told: the delays read exactly
+    client = NetworkClient({"bootstrap.servers": f"127.0.0.1:{port}",
+                            "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 400},
+                           time=clock)
+    try:
+        delays = []
+        for _ in range(6):
+            clock.advance(client.connection_delay(-1))
+            assert client.can_connect(-1)
+            client.ready(-1)
+            deadline = time.monotonic() + 5
+            while client.is_connecting(-1):  # nothing listens: the refusal comes at once
+                assert time.monotonic() < deadline
+                client.poll(20)
+            assert client.connection_failed(-1)
+            delays.append(client.connection_delay(-1))
+        expected = [50, 100, 200, 400, 400, 400]
+        for got, want in zip(delays, expected, strict=True):
+            assert want * 0.8 <= got <= want * 1.2, (delays, expected)  # +/-20% jitter
+        assert isinstance(client.last_error(-1), KafkaConnectionError)
+        assert client.connection_attempts(-1) == 6
+    finally:
+        client.close()
+
+
+# ------------------------------------------------------------------------------- framing
+
+class TrickleServer:
+    """Answers ApiVersions one byte at a time (partial reads) and can send a huge frame."""
+
+    def __init__(self, extra_size: int = 0) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.extra_size = extra_size
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _read_frame(self, conn: socket.socket) -> bytes:
+        def exact(n: int) -> bytes:
+            buf = b""
+            while len(buf) < n:
+                chunk = conn.recv(n - len(buf))
+                if not chunk:
+                    raise EOFError
+                buf += chunk
+            return buf
+        size = struct.unpack(">i", exact(4))[0]
+        return exact(size)
+
+    def _run(self) -> None:
+        conn, _ = self.sock.accept()
+        conn.settimeout(10)
+        try:
+            while True:
+                header, _ = decode_request(self._read_frame(conn))
+                keys: list[dict[str, int]] = [
+                    {"api_key": k, "min_version": v[0], "max_version": v[1]}
+                    for k, v in SUPPORTED_VERSIONS.items()]
+                body: dict[str, Any] = {"error_code": 0, "api_keys": keys}
+                if header.api_key == ApiKey.API_VERSIONS and self.extra_size and \
+                        header.correlation_id > 1:
+                    # A large answer: many fake api keys (the client ignores unknown ones).
+                    keys += [{"api_key": 1000 + i % 20000, "min_version": 0,
+                                          "max_version": 0} for i in range(self.extra_size)]
+                frame = encode_response(header.api_key, header.api_version,
+                                        header.correlation_id, body)
+                if self.extra_size:
+                    conn.sendall(frame)
+                else:
+                    for i in range(len(frame)):
+                        conn.sendall(frame[i:i + 1])
+        except (EOFError, OSError):
+            pass
+        finally:
+            conn.close()
+            self.sock.close()
+
+
+def test_partial_reads_one_byte_at_a_time() -> None:
+    server = TrickleServer()
+    cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"127.0.0.1:{server.port}"}))
+    try:
+        fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
+        cnc.poll(timeout_ms=10_000, future=fut)
+        assert fut.succeeded() and fut.value["error_code"] == 0
+        assert cnc.api_version(-1, ApiKey.FETCH) == SUPPORTED_VERSIONS[ApiKey.FETCH][1]
+    finally:
+        cnc.close()
+
+
+def test_frame_larger_than_read_chunk() -> None:
+    server = TrickleServer(extra_size=40_000)  # about 200 KB of api keys
+    cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"127.0.0.1:{server.port}"}))
+    try:
+        futs = [cnc.send(-1, ApiKey.API_VERSIONS, {}) for _ in range(3)]
+        for fut in futs:
+            cnc.poll(timeout_ms=10_000, future=fut)
+            assert fut.succeeded(), fut.exception
+            assert len(fut.value["api_keys"]) > 40_000
+    finally:
+        cnc.close()
+
+
+def test_large_metadata_response(make_client: Factory) -> None:
+    with FakeCluster(topics={f"topic-{i:05d}": 2 for i in range(3000)}) as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        assert cnc.metadata is not None
+        cnc.metadata.set_topics(None)
+        cnc.await_metadata_update(20_000)
+        assert len(cnc.metadata.cluster.topics()) == 3000
+
+
+# ------------------------------------------------------------------------------- lifecycle
+
+def test_idle_connection_is_closed(make_client: Factory) -> None:
+    with FakeCluster() as cluster:
+        cnc = make_client(cluster.bootstrap_servers, connections_max_idle_ms=200)
+        assert cnc.await_ready(-1, 5000)
+        conn = cnc.client.connection(-1)
+        assert conn is not None
+        deadline = time.monotonic() + 5
+        while conn.state is not ConnectionState.DISCONNECTED:
+            assert time.monotonic() < deadline, "idle connection never closed"
+            cnc.poll(50)
+
+
+def test_least_loaded_node_prefers_idle_ready_nodes(make_client: Factory) -> None:
+    with FakeCluster(n_brokers=3) as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        cnc.await_metadata_update(5000)
+        for node in (0, 1, 2):
+            assert cnc.await_ready(node, 5000)
+        from tests.support.fake_broker import Reply
+
+        cluster.on(ApiKey.API_VERSIONS, lambda n, h, b: Reply(None, delay_s=1.0), node_id=0)
+        cluster.on(ApiKey.API_VERSIONS, lambda n, h, b: Reply(None, delay_s=1.0), node_id=1)
+        busy = [cnc.send(0, ApiKey.API_VERSIONS, {}), cnc.send(1, ApiKey.API_VERSIONS, {}),
+                cnc.send(1, ApiKey.API_VERSIONS, {})]
+        cnc.poll(0)
+        assert cnc.client.in_flight_request_count(1) == 2
+        assert cnc.least_loaded_node() == 2
+        for f in busy:
+            cnc.poll(timeout_ms=5000, future=f)
+
+
+def test_send_to_unready_node_fails_fast() -> None:
+    client = NetworkClient({"bootstrap.servers": "127.0.0.1:9"})
+    try:
+        fut = client.send(-1, ApiKey.API_VERSIONS, {})
+        assert isinstance(fut.exception, NodeNotReadyError)
+    finally:
+        client.close()
+
+
+def test_unsent_request_to_unreachable_node_times_out() -> None:
+    port = free_port()
+    cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"127.0.0.1:{port}",
+                                               "socket.connection.setup.timeout.ms": 200}))
+    try:
+        fut = cnc.send(-1, ApiKey.API_VERSIONS, {}, timeout_ms=300)
+        cnc.poll(timeout_ms=5000, future=fut)
+        assert isinstance(fut.exception, (KafkaConnectionError, KafkaTimeoutError))
+    finally:
+        cnc.close()
+
+
+def test_all_dns_addresses_are_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeCluster() as cluster:
+        good_port = cluster.brokers[0].port
+        dead_port = free_port()
+        real = socket.getaddrinfo
+
+        def fake_getaddrinfo(host: Any, port: Any, *args: Any, **kw: Any) -> Any:
+            if host == "multi.test":
+                return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", dead_port)),
+                        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", good_port))]
+            return real(host, port, *args, **kw)
+
+        monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
+        cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"multi.test:{good_port}"}))
+        try:
+            assert cnc.await_ready(-1, 5000)
+            conn = cnc.client.connection(-1)
+            assert conn is not None and conn.connected_address == ("127.0.0.1", good_port)
+        finally:
+            cnc.close()
+
+
+def test_poll_no_wakeup_ignores_wakeup_and_later_poll_raises(make_client: Factory) -> None:
+    with FakeCluster() as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        cnc.wakeup()
+        cnc.poll_no_wakeup()  # the heartbeat thread's poll is never interrupted
+        with pytest.raises(WakeupError):
+            cnc.poll(timeout_ms=5000)
+        cnc.poll(timeout_ms=0)  # consumed
+
+
+def test_wakeup_interrupts_wait_on_future(make_client: Factory) -> None:
+    with FakeCluster() as cluster:
+        from tests.support.fake_broker import Reply
+
+        cnc = make_client(cluster.bootstrap_servers)
+        assert cnc.await_ready(-1, 5000)
+        cluster.on(ApiKey.API_VERSIONS, lambda n, h, b: Reply(None, delay_s=5))
+        fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
+        woke: list[float] = []
+
+        def waker() -> None:
+            time.sleep(0.2)
+            woke.append(time.monotonic())
+            cnc.wakeup()
+
+        threading.Thread(target=waker, daemon=True).start()
+        with pytest.raises(WakeupError):
+            cnc.poll(timeout_ms=20_000, future=fut)
+        assert woke and time.monotonic() - woke[0] < 1.0
+        assert not fut.is_done  # the request itself goes on
+
+
+def test_callbacks_run_outside_the_lock(make_client: Factory) -> None:
+    with FakeCluster() as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        held: list[bool] = []
+
+        def callback(_: Any) -> None:
+            # Another thread can take the network lock while this callback runs.
+            got = threading.Event()
+
+            def other() -> None:
+                cnc.pending_request_count()
+                got.set()
+
+            t = threading.Thread(target=other)
+            t.start()
+            held.append(got.wait(2))
+            t.join(2)
+
+        fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
+        fut.add_callback(callback)
+        cnc.poll(timeout_ms=5000, future=fut)
+        assert held == [True]
+
+
+def test_close_fails_pending_requests() -> None:
+    port = free_port()
+    cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"127.0.0.1:{port}"}))
+    fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
+    cnc.close()
+    assert isinstance(fut.exception, KafkaConnectionError)
+    assert cnc.send(-1, ApiKey.API_VERSIONS, {}).failed()
+
+
+def test_waiting_for_an_in_flight_slot_does_not_spin(make_client: Factory) -> None:
+    from tests.support.fake_broker import Reply
+
+    with FakeCluster() as cluster:
+        cnc = make_client(cluster.bootstrap_servers, max_in_flight_requests_per_connection=1)
+        cnc.await_metadata_update(5000)
+        assert cnc.await_ready(0, 5000)
+        cluster.on(ApiKey.API_VERSIONS, lambda n, h, b: Reply(None, delay_s=0.7))
+        futures = [cnc.send(0, ApiKey.API_VERSIONS, {}) for _ in range(3)]
+        cpu = time.process_time()
+        for fut in futures:
+            cnc.poll(timeout_ms=10_000, future=fut)
+        cpu = time.process_time() - cpu
+        assert all(f.succeeded() for f in futures)
+        # About 2 s of waiting for responses; a busy loop would burn most of it.
+        assert cpu < 0.5, f"{cpu:.2f} s of CPU while waiting"
+
+
+def test_other_threads_get_the_lock_during_a_long_poll(make_client: Factory) -> None:
+    with FakeCluster() as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        cnc.await_metadata_update(5000)
+        stop = threading.Event()
+
+        def long_polls() -> None:  # the user thread, blocked in poll most of the time
+            while not stop.is_set():
+                cnc.poll(timeout_ms=3000, disable_wakeup=True)
+
+        t = threading.Thread(target=long_polls, daemon=True)
+        t.start()
+        try:
+            time.sleep(0.2)  # let it block in the selector
+            took = []
+            for _ in range(5):
+                start = time.monotonic()
+                cnc.poll_no_wakeup()  # what the heartbeat thread does
+                cnc.least_loaded_node()
+                took.append(time.monotonic() - start)
+            # Without the hand-off these would wait out the 3 s poll.
+            assert max(took) < 1.0, took
+        finally:
+            stop.set()
+            cnc.client.wakeup()
+            t.join(5)
+
+
+def test_many_threads_send_while_one_polls(make_client: Factory) -> None:
+    with FakeCluster() as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        assert cnc.await_ready(-1, 5000)
+        futures: list[Future[Any]] = []
+        lock = threading.Lock()
+
+        def sender() -> None:
+            for _ in range(100):
+                fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
+                with lock:
+                    futures.append(fut)
+
+        threads = [threading.Thread(target=sender) for _ in range(4)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while any(t.is_alive() for t in threads) or not all(f.is_done for f in futures):
+            assert time.monotonic() < deadline, "requests sent from other threads got stuck"
+            cnc.poll(timeout_ms=100)
+        assert len(futures) == 400 and all(f.succeeded() for f in futures)
+        # Correlation ids never repeat on the connection.
+        cids = [h.correlation_id for h, _ in cluster.requests(ApiKey.API_VERSIONS)]
+        assert len(cids) == len(set(cids))

@@ -1,0 +1,172 @@
+"""Unit tests of Metadata: snapshots, refresh timing, leader epochs, errors, topic expiry."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
+from kafkaconsumer.internals.clock import MockTime
+from kafkaconsumer.metadata import ConsumerMetadata, Metadata
+from kafkaconsumer.structs import TopicPartition
+
+TID = uuid.UUID("12345678-1234-5678-1234-567812345678")
+
+
+def response(partitions: int = 2, epoch: int = 0, leader: int = 1, topic: str = "orders",
+             error: int = 0, topic_id: uuid.UUID = TID,
+             extra_topics: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    parts = [{"error_code": 0, "partition_index": i, "leader_id": leader, "leader_epoch": epoch,
+              "replica_nodes": [1, 2], "isr_nodes": [1], "offline_replicas": []}
+             for i in range(partitions)]
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": 1, "host": "h1", "port": 9092, "rack": "r1"},
+                    {"node_id": 2, "host": "h2", "port": 9093, "rack": None}],
+        "cluster_id": "c1", "controller_id": 1,
+        "topics": [{"error_code": error, "name": topic, "topic_id": topic_id, "is_internal": False,
+                    "partitions": [] if error else parts}] + (extra_topics or []),
+    }
+
+
+def test_snapshot_views() -> None:
+    md = ConsumerMetadata({})
+    md.update(response())
+    c = md.cluster
+    assert [b.node_id for b in c.brokers()] == [1, 2]
+    assert c.broker(1) is not None and c.broker(1).rack == "r1"  # type: ignore[union-attr]
+    tp = TopicPartition("orders", 1)
+    assert c.leader_for(tp) == 1 and c.leader_epoch(tp) == 0
+    p = c.partition(tp)
+    assert p is not None and p.replicas == (1, 2) and p.isr == (1,)
+    assert c.topic_id("orders") == TID and c.topic_name(TID) == "orders"
+    assert [x.partition for x in c.partitions_for_topic("orders") or []] == [0, 1]
+    assert c.partitions_for_topic("nope") is None
+    assert md.update_version == 1
+
+
+def test_partition_count_change_is_seen() -> None:
+    md = Metadata({})
+    md.update(response(partitions=2))
+    assert len(md.cluster.partitions_for_topic("orders") or []) == 2
+    md.update(response(partitions=5, epoch=1))
+    assert len(md.cluster.partitions_for_topic("orders") or []) == 5
+    assert md.cluster.leader_for(TopicPartition("orders", 4)) == 1
+
+
+def test_older_leader_epoch_is_ignored() -> None:
+    md = Metadata({})
+    md.update(response(epoch=5, leader=1))
+    md.update(response(epoch=3, leader=2))  # a stale broker's view
+    tp = TopicPartition("orders", 0)
+    assert md.cluster.leader_for(tp) == 1 and md.cluster.leader_epoch(tp) == 5
+    assert md.update_requested()  # it asks again soon
+    md.update(response(epoch=6, leader=2))
+    assert md.cluster.leader_for(tp) == 2 and md.cluster.leader_epoch(tp) == 6
+
+
+def test_last_seen_epoch_from_fetch_requests_update() -> None:
+    md = Metadata({})
+    md.update(response(epoch=2))
+    assert not md.update_requested()
+    tp = TopicPartition("orders", 0)
+    assert md.update_last_seen_epoch_if_newer(tp, 4)
+    assert md.update_requested()
+    assert not md.update_last_seen_epoch_if_newer(tp, 3)
+    md.update(response(epoch=3, leader=2))  # older than what a fetch showed us
+    assert md.cluster.leader_epoch(tp) == 2
+
+
+def test_refresh_timing_with_fake_clock() -> None:
+    clock = MockTime(start_ms=1000)
+    md = Metadata({"metadata.max.age.ms": 10_000, "retry.backoff.ms": 100}, time=clock)
+    assert md.time_to_next_update(clock.monotonic_ms()) == 0  # first fetch at once
+    md.on_request_sent(1000)
+    md.update(response(), now_ms=1010)
+    assert md.time_to_next_update(1010) == 10_000
+    assert md.time_to_next_update(11_010) == 0
+    md.request_update()
+    assert md.time_to_next_update(1050) == 60  # retry backoff from the last attempt
+    assert md.time_to_next_update(1110) == 0
+    md.on_request_sent(1110)
+    md.failed_update(1120, RuntimeError("boom"))
+    assert md.time_to_next_update(1120) == 100  # backoff restarts at the failure
+
+
+def test_request_made_while_in_flight_survives_the_response() -> None:
+    md = Metadata({})
+    md.on_request_sent(0)
+    md.set_topics(["late"])  # added after the request went out
+    md.update(response(), now_ms=5)
+    assert md.update_requested()
+
+
+def test_topic_errors_are_surfaced_with_names() -> None:
+    md = ConsumerMetadata({})
+    md.set_topics(["orders", "secret"])
+    md.update(response(error=3, extra_topics=[
+        {"error_code": 29, "name": "secret", "topic_id": uuid.UUID(int=0), "is_internal": False,
+         "partitions": []}]))
+    err = md.topic_error("orders")
+    assert isinstance(err, UnknownTopicOrPartitionError) and getattr(err, "topic", None) == "orders"
+    with pytest.raises(UnknownTopicOrPartitionError, match="orders"):
+        md.maybe_throw_exception_for_topic("orders")
+    assert md.update_requested()  # unknown topic: look again after the backoff
+    assert "secret" in md.cluster.unauthorized_topics
+    with pytest.raises(TopicAuthorizationFailedError, match="secret"):
+        md.maybe_throw_any_exception()
+    md.maybe_throw_any_exception()  # raised once
+
+
+def test_request_body_topics() -> None:
+    md = ConsumerMetadata({"allow.auto.create.topics": False})
+    md.set_topics(["b", "a"])
+    body = md.build_request(12)
+    assert [t["name"] for t in body["topics"]] == ["a", "b"]
+    assert body["allow_auto_topic_creation"] is False
+    md.set_topics(None)  # pattern subscription: everything
+    assert md.build_request(12)["topics"] is None
+    assert md.need_all_topics()
+
+
+def test_transient_topics_expire_after_idle() -> None:
+    clock = MockTime(start_ms=0)
+    md = Metadata({"metadata.max.idle.ms": 1000}, time=clock)
+    md.set_topics(["kept"])
+    md.add_transient_topics(["lookup"])
+    assert {t["name"] for t in md.build_request(12)["topics"]} == {"kept", "lookup"}
+    clock.advance(600)
+    md.touch("lookup")
+    clock.advance(600)
+    assert {t["name"] for t in md.build_request(12)["topics"]} == {"kept", "lookup"}
+    clock.advance(1001)
+    assert {t["name"] for t in md.build_request(12)["topics"]} == {"kept"}
+
+
+def test_pattern_matching_excludes_internal() -> None:
+    md = ConsumerMetadata({})
+    md.update(response(extra_topics=[
+        {"error_code": 0, "name": "__consumer_offsets", "topic_id": uuid.uuid4(),
+         "is_internal": True, "partitions": []},
+        {"error_code": 0, "name": "orders-eu", "topic_id": uuid.uuid4(), "is_internal": False,
+         "partitions": []}]))
+    assert md.matching_topics("orders.*") == {"orders", "orders-eu"}
+    assert md.matching_topics(".*") == {"orders", "orders-eu"}
+    md2 = ConsumerMetadata({"exclude.internal.topics": False})
+    md2.update(md_resp := response(extra_topics=[
+        {"error_code": 0, "name": "__consumer_offsets", "topic_id": uuid.uuid4(),
+         "is_internal": True, "partitions": []}]))
+    assert md_resp and "__consumer_offsets" in md2.matching_topics(".*")
+
+
+def test_handle_error_requests_update_only_for_invalid_metadata() -> None:
+    from kafkaconsumer.errors import NotLeaderOrFollowerError, OffsetOutOfRangeError
+
+    md = Metadata({})
+    md.update(response())
+    assert not md.handle_error(OffsetOutOfRangeError())
+    assert not md.update_requested()
+    assert md.handle_error(NotLeaderOrFollowerError())
+    assert md.update_requested()

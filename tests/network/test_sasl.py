@@ -1,0 +1,222 @@
+"""Unit tests of the SASL mechanisms: RFC 7677 vectors, a SCRAM server, PLAIN, OAUTHBEARER."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+
+import pytest
+
+from kafkaconsumer.errors import ConfigError, SaslAuthenticationError
+from kafkaconsumer.network.sasl import (
+    OAuthBearerMechanism,
+    OAuthBearerToken,
+    OAuthTokenCache,
+    PlainMechanism,
+    ScramMechanism,
+    Secret,
+    create_mechanism,
+    credentials,
+    parse_jaas_options,
+)
+from tests.network.scram_server import ScramServer
+
+# RFC 7677 section 3: SCRAM-SHA-256 exchange for user "user", password "pencil".
+RFC7677_CLIENT_NONCE = "rOprNGfwEbeRWgbNEkqO"
+RFC7677_SERVER_FIRST = (b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                        b"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
+RFC7677_CLIENT_FINAL = (b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+RFC7677_SERVER_FINAL = b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
+
+
+def test_scram_sha256_rfc7677_vector() -> None:
+    mech = ScramMechanism("SCRAM-SHA-256", "user", Secret("pencil"), nonce=RFC7677_CLIENT_NONCE)
+    assert mech.initial_response() == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
+    assert mech.evaluate_challenge(RFC7677_SERVER_FIRST) == RFC7677_CLIENT_FINAL
+    assert not mech.is_complete()
+    assert mech.evaluate_challenge(RFC7677_SERVER_FINAL) is None
+    assert mech.is_complete()
+
+
+def test_scram_sha256_bad_server_signature() -> None:
+    mech = ScramMechanism("SCRAM-SHA-256", "user", Secret("pencil"), nonce=RFC7677_CLIENT_NONCE)
+    mech.initial_response()
+    mech.evaluate_challenge(RFC7677_SERVER_FIRST)
+    forged = b"v=" + base64.b64encode(b"\x00" * 32)
+    with pytest.raises(SaslAuthenticationError, match="server signature is invalid"):
+        mech.evaluate_challenge(forged)
+    assert not mech.is_complete()
+
+
+def test_scram_server_error_is_reported() -> None:
+    mech = ScramMechanism("SCRAM-SHA-256", "user", Secret("pencil"), nonce=RFC7677_CLIENT_NONCE)
+    mech.initial_response()
+    mech.evaluate_challenge(RFC7677_SERVER_FIRST)
+    with pytest.raises(SaslAuthenticationError, match="invalid-proof"):
+        mech.evaluate_challenge(b"e=invalid-proof")
+
+
+@pytest.mark.parametrize("mechanism,hash_name", [("SCRAM-SHA-256", "sha256"),
+                                                 ("SCRAM-SHA-512", "sha512")])
+def test_scram_against_independent_server(mechanism: str, hash_name: str) -> None:
+    server = ScramServer(hash_name, "pa,ss=word", iterations=4096)
+    mech = ScramMechanism(mechanism, "al=ice,x", Secret("pa,ss=word"))
+    first = mech.initial_response()
+    assert first.startswith(b"n,,n=al=3Dice=2Cx,r=")
+    final = mech.evaluate_challenge(server.first(first))
+    assert final is not None
+    ok, server_final = server.final(final)
+    assert ok
+    assert mech.evaluate_challenge(server_final) is None
+    assert mech.is_complete()
+
+
+def test_scram_sha512_wrong_password_fails_server_check() -> None:
+    server = ScramServer("sha512", "right")
+    mech = ScramMechanism("SCRAM-SHA-512", "bob", Secret("wrong"))
+    final = mech.evaluate_challenge(server.first(mech.initial_response()))
+    assert final is not None
+    ok, reply = server.final(final)
+    assert not ok
+    with pytest.raises(SaslAuthenticationError):
+        mech.evaluate_challenge(reply)
+
+
+def test_scram_sha512_bad_server_signature() -> None:
+    server = ScramServer("sha512", "pw")
+    mech = ScramMechanism("SCRAM-SHA-512", "bob", Secret("pw"))
+    final = mech.evaluate_challenge(server.first(mech.initial_response()))
+    assert final is not None
+    with pytest.raises(SaslAuthenticationError, match="server signature"):
+        mech.evaluate_challenge(b"v=" + base64.b64encode(b"\x01" * 64))
+
+
+@pytest.mark.parametrize("server_first,match", [
+    (b"r=someoneelse,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "nonce"),
+    (b"r=rOprNGfwEbeRWgbNEkqO,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "nonce"),
+    (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=1000", "iterations"),
+    (b"r=rOprNGfwEbeRWgbNEkqOxyz,i=4096", "lacks"),
+    (b"m=ext,r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "extension"),
+    (b"garbage", "malformed"),
+])
+def test_scram_rejects_bad_server_first(server_first: bytes, match: str) -> None:
+    mech = ScramMechanism("SCRAM-SHA-256", "user", Secret("pencil"), nonce=RFC7677_CLIENT_NONCE)
+    mech.initial_response()
+    with pytest.raises(SaslAuthenticationError, match=match):
+        mech.evaluate_challenge(server_first)
+
+
+def test_plain_message_and_completion() -> None:
+    mech = PlainMechanism("alice", Secret("secret"))
+    assert mech.initial_response() == b"\x00alice\x00secret"
+    assert mech.evaluate_challenge(b"") is None
+    assert mech.is_complete()
+
+
+def test_secrets_never_in_repr_or_errors(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    secret = Secret("hunter2-very-secret")
+    mechs = [PlainMechanism("alice", secret), ScramMechanism("SCRAM-SHA-256", "alice", secret),
+             OAuthBearerMechanism(OAuthBearerToken("hunter2-very-secret"))]
+    texts = [repr(secret), str(secret), f"{secret}"] + [repr(m) for m in mechs]
+    server = ScramServer("sha256", "other")
+    mech = ScramMechanism("SCRAM-SHA-256", "alice", secret)
+    final = mech.evaluate_challenge(server.first(mech.initial_response()))
+    assert final is not None
+    _, reply = server.final(final)
+    with pytest.raises(SaslAuthenticationError) as info:
+        mech.evaluate_challenge(reply)
+    texts.append(str(info.value))
+    with pytest.raises(ConfigError) as cfg_info:
+        create_mechanism({"sasl.mechanism": "PLAIN", "sasl.password": "hunter2-very-secret"})
+    texts.append(str(cfg_info.value))
+    texts.extend(r.getMessage() for r in caplog.records)
+    assert not any("hunter2" in t for t in texts)
+
+
+def test_credentials_from_jaas_config() -> None:
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+            'username="svc" password="p\\"w";')
+    assert parse_jaas_options(jaas) == {"username": "svc", "password": 'p"w'}
+    user, password = credentials({"sasl.jaas.config": jaas})
+    assert user == "svc" and password.reveal() == 'p"w'
+    mech = create_mechanism({"sasl.mechanism": "scram-sha-512", "sasl.jaas.config": jaas})
+    assert isinstance(mech, ScramMechanism) and mech.name == "SCRAM-SHA-512"
+
+
+def test_unsupported_mechanism_is_config_error() -> None:
+    with pytest.raises(ConfigError, match="GSSAPI"):
+        create_mechanism({"sasl.mechanism": "GSSAPI", "sasl.username": "u",
+                          "sasl.password": "p"})
+
+
+def _jwt(exp: float) -> str:
+    def b64(d: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(d).encode()).decode().rstrip("=")
+    return f"{b64({'alg': 'none'})}.{b64({'sub': 'me', 'exp': exp})}.sig"
+
+
+def test_oauthbearer_message_and_server_error() -> None:
+    mech = OAuthBearerMechanism(OAuthBearerToken("tok123"), {"traceId": "abc"})
+    assert mech.initial_response() == b"n,,\x01auth=Bearer tok123\x01traceId=abc\x01\x01"
+    # The broker's JSON error is acknowledged with a single 0x01 byte (RFC 7628).
+    assert mech.evaluate_challenge(b'{"status":"invalid_token"}') == b"\x01"
+    with pytest.raises(SaslAuthenticationError, match="invalid_token"):
+        mech.evaluate_challenge(b"")
+    ok = OAuthBearerMechanism(OAuthBearerToken("tok"))
+    ok.initial_response()
+    assert ok.evaluate_challenge(b"") is None and ok.is_complete()
+
+
+def test_oauth_token_cache_refreshes_before_expiry() -> None:
+    now = [1_000_000]
+    issued: list[str] = []
+
+    def callback() -> tuple[str, float]:
+        token = f"t{len(issued)}"
+        issued.append(token)
+        return token, (now[0] + 100_000) / 1000.0  # expires 100 s after issue
+
+    cache = OAuthTokenCache(callback, refresh_window_factor=0.8, wall_ms=lambda: now[0])
+    assert cache.token().value == "t0"
+    now[0] += 79_000
+    assert cache.token().value == "t0"  # before 80% of the lifetime: cached
+    now[0] += 2_000
+    assert cache.token().value == "t1"  # past 80%: refreshed, still before expiry
+    assert cache.refreshes == 2
+
+
+def test_oauth_token_cache_reads_jwt_expiry_and_rejects_expired() -> None:
+    now = [2_000_000_000_000]
+    cache = OAuthTokenCache(lambda: _jwt(now[0] / 1000 + 50), wall_ms=lambda: now[0])
+    assert cache.token().lifetime_ms == now[0] + 50_000
+    expired = OAuthTokenCache(lambda: _jwt(now[0] / 1000 - 5), wall_ms=lambda: now[0])
+    with pytest.raises(SaslAuthenticationError, match="expired"):
+        expired.token()
+    broken = OAuthTokenCache(lambda: 42, wall_ms=lambda: now[0])
+    with pytest.raises(SaslAuthenticationError, match="must return"):
+        broken.token()
+
+
+def test_config_password_objects_and_provider_objects() -> None:
+    from kafkaconsumer.config import ConsumerConfig
+
+    cfg = ConsumerConfig({"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
+                          "sasl.mechanism": "PLAIN", "sasl.username": "u",
+                          "sasl.password": "real-secret"})
+    mech = create_mechanism(cfg)
+    assert mech.initial_response() == b"\x00u\x00real-secret"
+    jaas = ConsumerConfig({"bootstrap.servers": "h:1", "sasl.mechanism": "SCRAM-SHA-256",
+                           "sasl.jaas.config": 'org.apache.kafka.common.security.scram.'
+                           'ScramLoginModule required username="j" password="jpw";'})
+    user, password = credentials(jaas)
+    assert (user, password.reveal()) == ("j", "jpw")
+
+    class Provider:
+        def token(self) -> str:
+            return "provided-token"
+
+    cache = OAuthTokenCache(Provider())
+    assert cache.token().value == "provided-token"
