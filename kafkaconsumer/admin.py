@@ -149,6 +149,9 @@ class KafkaAdminClient:
 
     def __init__(self, configs: Mapping[str, Any] | None = None, *, time: Time | None = None,
                  **kwargs: Any) -> None:
+        """Connect lazily to the cluster named by ``bootstrap.servers`` (Java keys in ``configs`` or
+        snake_case ``kwargs``); ``time`` replaces the monotonic clock in tests.
+        """
         self.config = AdminClientConfig(configs, **kwargs)
         self._time = time or SYSTEM_TIME
         self._metadata = Metadata(self.config, time=self._time)
@@ -446,6 +449,42 @@ class KafkaAdminClient:
             out.setdefault(leader, []).append(tp)
         return out
 
+    def _per_partition_round(
+            self, api_key: int, pending: dict[TopicPartition, int], deadline: _Deadline,
+            partition_entry: Callable[[TopicPartition], dict[str, int]],
+            make_body: Callable[[list[dict[str, Any]]], dict[str, Any]],
+            on_success: Callable[[TopicPartition, Mapping[str, Any]], None]) -> None:
+        """One round of a per-partition request (DeleteRecords, ListOffsets): every partition
+        in ``pending`` is asked of its leader, one request per leader built by ``make_body``
+        from the ``[{"name", "partitions"}]`` topic list (``partition_entry`` per partition).
+
+        A partition answered without error goes to ``on_success`` and leaves ``pending``; a
+        non-retriable error is raised at once; a retriable one, or a partition left
+        unanswered, raises :class:`_Retry` once every leader was asked.
+        """
+        retry: BaseException | None = None
+        for leader, tps in self._by_leader(list(pending), deadline).items():
+            topics: dict[str, list[dict[str, int]]] = {}
+            for tp in tps:
+                topics.setdefault(tp.topic, []).append(partition_entry(tp))
+            body = make_body([{"name": t, "partitions": p} for t, p in topics.items()])
+            resp = self._request(leader, api_key, body, deadline)
+            for t in resp.get("topics") or []:
+                for p in t.get("partitions") or []:
+                    tp = TopicPartition(t["name"], int(p["partition_index"]))
+                    code = int(p.get("error_code", 0))
+                    if code == 0:
+                        on_success(tp, p)
+                        pending.pop(tp, None)
+                        continue
+                    err = _error(code, None, topic=tp.topic, partition=tp.partition)
+                    if err.retriable or err.invalid_metadata:
+                        retry = err
+                        continue
+                    raise err
+        if retry is not None or pending:
+            raise _Retry(retry or KafkaError(f"no answer for {sorted(pending)}"))
+
     def delete_records(self, before_offsets: Mapping[TopicPartition, int], *,
                        timeout_ms: float | timedelta | None = None) -> dict[TopicPartition, int]:
         """Delete records below the given offsets; returns each partition's new log start
@@ -454,30 +493,14 @@ class KafkaAdminClient:
         done: dict[TopicPartition, int] = {}
 
         def attempt(deadline: _Deadline) -> dict[TopicPartition, int]:
-            retry: BaseException | None = None
-            for leader, tps in self._by_leader(list(pending), deadline).items():
-                topics: dict[str, list[dict[str, int]]] = {}
-                for tp in tps:
-                    topics.setdefault(tp.topic, []).append(
-                        {"partition_index": tp.partition, "offset": pending[tp]})
-                body = {"topics": [{"name": t, "partitions": p} for t, p in topics.items()],
-                        "timeout_ms": deadline.request_timeout()}
-                resp = self._request(leader, ApiKey.DELETE_RECORDS, body, deadline)
-                for t in resp.get("topics") or []:
-                    for p in t.get("partitions") or []:
-                        tp = TopicPartition(t["name"], int(p["partition_index"]))
-                        code = int(p.get("error_code", 0))
-                        if code == 0:
-                            done[tp] = int(p["low_watermark"])
-                            pending.pop(tp, None)
-                            continue
-                        err = _error(code, None, topic=tp.topic, partition=tp.partition)
-                        if err.retriable or err.invalid_metadata:
-                            retry = err
-                            continue
-                        raise err
-            if retry is not None or pending:
-                raise _Retry(retry or KafkaError(f"no answer for {sorted(pending)}"))
+            def on_success(tp: TopicPartition, p: Mapping[str, Any]) -> None:
+                done[tp] = int(p["low_watermark"])
+
+            self._per_partition_round(
+                ApiKey.DELETE_RECORDS, pending, deadline,
+                lambda tp: {"partition_index": tp.partition, "offset": pending[tp]},
+                lambda topics: {"topics": topics, "timeout_ms": deadline.request_timeout()},
+                on_success)
             return dict(done)
 
         return self._call("delete_records", timeout_ms, attempt)
@@ -492,37 +515,22 @@ class KafkaAdminClient:
         done: dict[TopicPartition, ListOffsetsResult] = {}
 
         def attempt(deadline: _Deadline) -> dict[TopicPartition, ListOffsetsResult]:
-            retry: BaseException | None = None
-            for leader, tps in self._by_leader(list(pending), deadline).items():
-                topics: dict[str, list[dict[str, int]]] = {}
-                for tp in tps:
-                    topics.setdefault(tp.topic, []).append(
-                        {"partition_index": tp.partition, "timestamp": pending[tp],
-                         "max_num_offsets": 1})
-                body = {"replica_id": -1, "isolation_level": 1 if read_committed else 0,
-                        "topics": [{"name": t, "partitions": p} for t, p in topics.items()]}
-                resp = self._request(leader, ApiKey.LIST_OFFSETS, body, deadline)
-                for t in resp.get("topics") or []:
-                    for p in t.get("partitions") or []:
-                        tp = TopicPartition(t["name"], int(p["partition_index"]))
-                        code = int(p.get("error_code", 0))
-                        if code == 0:
-                            offset = int(p.get("offset", -1))
-                            old = p.get("old_style_offsets") or []
-                            if offset < 0 and old:
-                                offset = int(old[0])
-                            epoch = int(p.get("leader_epoch", -1))
-                            done[tp] = ListOffsetsResult(offset, int(p.get("timestamp", -1)),
-                                                         epoch if epoch >= 0 else None)
-                            pending.pop(tp, None)
-                            continue
-                        err = _error(code, None, topic=tp.topic, partition=tp.partition)
-                        if err.retriable or err.invalid_metadata:
-                            retry = err
-                            continue
-                        raise err
-            if retry is not None or pending:
-                raise _Retry(retry or KafkaError(f"no answer for {sorted(pending)}"))
+            def on_success(tp: TopicPartition, p: Mapping[str, Any]) -> None:
+                offset = int(p.get("offset", -1))
+                old = p.get("old_style_offsets") or []
+                if offset < 0 and old:
+                    offset = int(old[0])
+                epoch = int(p.get("leader_epoch", -1))
+                done[tp] = ListOffsetsResult(offset, int(p.get("timestamp", -1)),
+                                             epoch if epoch >= 0 else None)
+
+            self._per_partition_round(
+                ApiKey.LIST_OFFSETS, pending, deadline,
+                lambda tp: {"partition_index": tp.partition, "timestamp": pending[tp],
+                            "max_num_offsets": 1},
+                lambda topics: {"replica_id": -1, "isolation_level": 1 if read_committed else 0,
+                                "topics": topics},
+                on_success)
             return dict(done)
 
         return self._call("list_offsets", timeout_ms, attempt)

@@ -86,6 +86,7 @@ class Password:
     HIDDEN: ClassVar[str] = "[hidden]"
 
     def __init__(self, value: str) -> None:
+        """Wrap the secret ``value``."""
         if not isinstance(value, str):
             raise TypeError("a password must be a str")
         self._value = value
@@ -980,6 +981,10 @@ class AbstractConfig(Mapping[str, Any]):
         cls._client_id_seq = itertools.count(1)
 
     def __init__(self, configs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        """Validate ``configs`` merged with snake_case ``kwargs`` and fill in the defaults.
+
+        Raises :class:`~kafkaconsumer.errors.ConfigError` for an unknown key or a bad value.
+        """
         if configs is not None and not isinstance(configs, Mapping):
             raise ConfigError(
                 f"configs must be a mapping of config keys to values, got {type(configs).__name__}"

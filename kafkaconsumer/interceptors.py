@@ -76,6 +76,9 @@ class ConsumerInterceptors:
 
     def __init__(self, interceptors: Iterable[Any] = (), *,
                  configs: Mapping[str, Any] | None = None) -> None:
+        """Chain ``interceptors`` in order; a class entry is instantiated and given
+        ``configure(configs)``.
+        """
         self._interceptors = [_instantiate(i, configs) for i in interceptors]
 
     @classmethod

@@ -122,6 +122,7 @@ class RevocationTracker:
     """
 
     def __init__(self) -> None:
+        """Start with nothing pending or lost."""
         self._lock = threading.Lock()
         self._revoke_next: set[TopicPartition] = set()
         self._revoke_later: set[TopicPartition] = set()

@@ -45,7 +45,10 @@ _LEADER_NOT_AVAILABLE = 5
 
 
 class Node(NamedTuple):
-    """A broker: id, host, port and rack (None when the broker has none)."""
+    """A broker: id, host, port and rack (None when the broker has none).
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     node_id: int
     host: str
@@ -54,7 +57,10 @@ class Node(NamedTuple):
 
 
 class PartitionInfo(NamedTuple):
-    """One partition as the metadata describes it (``leader`` is -1 when there is none)."""
+    """One partition as the metadata describes it (``leader`` is -1 when there is none).
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     topic: str
     partition: int
@@ -81,6 +87,7 @@ class Cluster:
                  controller_id: int = -1, unauthorized_topics: Iterable[str] = (),
                  invalid_topics: Iterable[str] = (), internal_topics: Iterable[str] = (),
                  topics_without_partitions: Iterable[str] = ()) -> None:
+        """Build the snapshot from already-parsed parts (see :meth:`Metadata.update`)."""
         self._brokers = {b.node_id: b for b in brokers}
         self._partitions: dict[TopicPartition, PartitionInfo] = {}
         self._by_topic: dict[str, list[PartitionInfo]] = {t: [] for t in topics_without_partitions}
@@ -164,7 +171,10 @@ class Cluster:
 
 
 class _Clock:
-    """Default clock. Thread-safety: stateless."""
+    """Default clock.
+
+    Thread-safety: stateless.
+    """
 
     def monotonic_ms(self) -> int:
         """Milliseconds of the process's monotonic clock."""
@@ -180,6 +190,9 @@ class Metadata:
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, time: Any = None) -> None:
+        """Start with an empty cluster and the refresh settings of ``config``; ``time`` has
+        ``monotonic_ms()`` (the system clock when None).
+        """
         cfg = config or {}
         self._clock = time or _Clock()
         self.metadata_max_age_ms = int(cfg.get("metadata.max.age.ms", 300000))
@@ -514,6 +527,7 @@ class ConsumerMetadata(Metadata):
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, time: Any = None) -> None:
+        """As :class:`Metadata`, honouring the consumer's metadata keys in ``config``."""
         super().__init__(config, time=time)
         cfg = config or {}
         self.exclude_internal_topics = bool(cfg.get("exclude.internal.topics", True))

@@ -63,6 +63,7 @@ class MetricName:
 
     def __init__(self, name: str, group: str, description: str = "",
                  tags: Mapping[str, str] | None = None) -> None:
+        """Name a metric; ``tags`` is copied."""
         self.name = name
         self.group = group
         self.description = description
@@ -243,6 +244,7 @@ class Rate(Stat):
     """
 
     def __init__(self, stat: _SampledStat | None = None) -> None:
+        """Divide ``stat`` (a windowed sum when None) by the sampled time."""
         self._stat = stat if stat is not None else WindowedSum()
 
     def record(self, config: MetricConfig, value: float, now_ms: int) -> None:
@@ -269,6 +271,7 @@ class CumulativeSum(Stat):
     """Sum of every value ever recorded."""
 
     def __init__(self) -> None:
+        """Start at zero."""
         self._total = 0.0
 
     def record(self, config: MetricConfig, value: float, now_ms: int) -> None:
@@ -292,6 +295,7 @@ class Value(Stat):
     """The last value recorded (NaN before the first)."""
 
     def __init__(self) -> None:
+        """Start with no value (NaN)."""
         self._value = math.nan
 
     def record(self, config: MetricConfig, value: float, now_ms: int) -> None:
@@ -309,6 +313,7 @@ class KafkaMetric:
     __slots__ = ("metric_name", "_read")
 
     def __init__(self, metric_name: MetricName, read: Callable[[], float]) -> None:
+        """Publish ``metric_name``; ``read()`` gives its current value."""
         self.metric_name = metric_name
         self._read = read
 
@@ -344,6 +349,7 @@ class Sensor:
     """
 
     def __init__(self, registry: Metrics, name: str) -> None:
+        """Create the sensor ``name`` in ``registry`` with no statistics yet."""
         self.name = name
         self._registry = registry
         self._stats: list[Stat] = []
@@ -384,6 +390,7 @@ class Metrics:
 
     def __init__(self, config: MetricConfig | None = None, *, time: Time = SYSTEM_TIME,
                  reporters: Iterable[Any] = ()) -> None:
+        """Create an empty registry; ``reporters`` are told of every metric added and removed."""
         self.config = config or MetricConfig()
         self.time = time
         self._lock = threading.RLock()
@@ -526,6 +533,7 @@ class FetchManagerMetrics:
     GROUP = "consumer-fetch-manager-metrics"
 
     def __init__(self, metrics: Metrics, client_id: str) -> None:
+        """Register the group's sensors and metrics in ``metrics`` for ``client_id``."""
         self.metrics = metrics
         self.client_id = client_id
         self._tags = {"client-id": client_id}
@@ -670,6 +678,10 @@ class ConsumerCoordinatorMetrics:
     def __init__(self, metrics: Metrics, client_id: str, *,
                  assigned_partitions: Callable[[], int] | None = None,
                  last_heartbeat_ms: Callable[[], int | None] | None = None) -> None:
+        """Register the group's sensors and metrics in ``metrics`` for ``client_id``; the two
+        callables, when given, are read by the ``assigned-partitions`` and
+        ``last-heartbeat-seconds-ago`` gauges.
+        """
         self.metrics = metrics
         g, t = self.GROUP, {"client-id": client_id}
         m = metrics.metric_name
@@ -756,6 +768,7 @@ class KafkaConsumerMetrics:
     GROUP = "consumer-metrics"
 
     def __init__(self, metrics: Metrics, client_id: str) -> None:
+        """Register the group's sensors and metrics in ``metrics`` for ``client_id``."""
         self.metrics = metrics
         g, t = self.GROUP, {"client-id": client_id}
         m = metrics.metric_name

@@ -141,6 +141,7 @@ class FutureRecordMetadata:
     __slots__ = ("_producer", "_future", "topic", "partition")
 
     def __init__(self, producer: KafkaProducer, topic: str, partition: int) -> None:
+        """Start pending for a record sent by ``producer`` to ``topic``/``partition``."""
         self._producer = producer
         self._future: Future[RecordMetadata] = Future()
         self.topic = topic
@@ -215,11 +216,6 @@ class _Batch:
         self.base_sequence = -1
         self.retry_at_ms = 0
 
-    def fail(self, exc: BaseException) -> None:
-        for f in self.futures:
-            if not f.is_done:
-                f._fail(exc)
-
 
 class KafkaProducer:
     """A synchronous producer: ``send()``, ``flush()``, ``close()``.
@@ -233,6 +229,9 @@ class KafkaProducer:
 
     def __init__(self, configs: Mapping[str, Any] | None = None, *, time: Time | None = None,
                  **kwargs: Any) -> None:
+        """Configure from Java keys in ``configs`` or snake_case ``kwargs``; connections open on
+        first use. ``time`` replaces the monotonic clock in tests.
+        """
         self.config = ProducerConfig(configs, **kwargs)
         cfg = self.config
         self._time = time or SYSTEM_TIME
@@ -273,6 +272,10 @@ class KafkaProducer:
         self._producer_epoch = -1
         self._sequences: dict[TopicPartition, int] = {}
         self._closed = False
+        # Record futures decided under the lock, completed once it is released (_run_completions)
+        # so that the user's callbacks never run under it.
+        self._completions: deque[tuple[FutureRecordMetadata, RecordMetadata | None,
+                                       BaseException | None]] = deque()
 
     # ------------------------------------------------------------------ public API -----------
     def send(self, topic: str, value: Any = None, key: Any = None,
@@ -297,16 +300,20 @@ class KafkaProducer:
                 hdrs.append((name, None if hv is None else bytes(hv)))
         with self._lock:
             self._ensure_open()
-            key_bytes = self._key_serializer.serialize(topic, key, hdrs)
-            value_bytes = self._value_serializer.serialize(topic, value, hdrs)
-            size = (_RECORD_OVERHEAD + len(key_bytes or b"") + len(value_bytes or b"")
-                    + sum(len(n) + len(v or b"") + 4 for n, v in hdrs))
-            if size + _BATCH_OVERHEAD > self._max_request_size:
-                raise MessageTooLargeError(
-                    f"the record is {size} bytes, more than max.request.size "
-                    f"({self._max_request_size})", topic=topic)
+        # The serializers and the partitioner are user code: they run without the lock.
+        key_bytes = self._key_serializer.serialize(topic, key, hdrs)
+        value_bytes = self._value_serializer.serialize(topic, value, hdrs)
+        size = (_RECORD_OVERHEAD + len(key_bytes or b"") + len(value_bytes or b"")
+                + sum(len(n) + len(v or b"") + 4 for n, v in hdrs))
+        if size + _BATCH_OVERHEAD > self._max_request_size:
+            raise MessageTooLargeError(
+                f"the record is {size} bytes, more than max.request.size "
+                f"({self._max_request_size})", topic=topic)
         deadline = self._time.monotonic_ms() + self._max_block_ms
         num_partitions = self._wait_for_topic(topic, deadline)
+        custom: int | None = None
+        if partition is None and self._partitioner is not None:
+            custom = self._custom_partition(topic, key_bytes, num_partitions)
         with self._lock:
             self._ensure_open()
             if partition is not None:
@@ -315,6 +322,8 @@ class KafkaProducer:
                         f"partition {partition} is not in [0, {num_partitions}) for {topic!r}",
                         topic=topic, partition=partition)
                 chosen = partition
+            elif custom is not None:
+                chosen = custom
             else:
                 chosen = self._choose_partition(topic, key_bytes, num_partitions)
         self._wait_for_buffer(size, deadline)
@@ -382,9 +391,10 @@ class KafkaProducer:
                 err = KafkaError("the producer was closed before the record was sent")
                 for queue in self._batches.values():
                     for batch in queue:
-                        batch.fail(err)
+                        self._defer_failure(batch, err)
                 self._batches.clear()
                 self._buffered = 0
+            self._run_completions()
             self._client.close()
             self._network.close()
             for s in (self._key_serializer, self._value_serializer):
@@ -428,28 +438,55 @@ class KafkaProducer:
             budget_ms = float(self._delivery_timeout_ms + self._request_timeout_ms)
         deadline = self._time.monotonic_ms() + budget_ms
         while True:
-            with self._lock:
-                if done():
-                    return
-                if not self._closed:
-                    self._ship_ready(self._time.monotonic_ms(), flushing=flushing)
-                    self._expire_batches(self._time.monotonic_ms())
-                if done():
-                    return
-                if self._closed:
-                    raise IllegalStateError("the producer is closed")
+            try:
+                with self._lock:
+                    if done():
+                        return
+                    if not self._closed:
+                        self._ship_ready(self._time.monotonic_ms(), flushing=flushing)
+                        self._expire_batches(self._time.monotonic_ms())
+                    if done():
+                        return
+                    if self._closed:
+                        raise IllegalStateError("the producer is closed")
+            finally:
+                self._run_completions()
             remaining = deadline - self._time.monotonic_ms()
             if remaining <= 0:
                 raise KafkaTimeoutError(f"{what} did not complete within {budget_ms:.0f} ms")
             self._poll(min(remaining, _POLL_SLICE_MS))
 
     def _poll(self, timeout_ms: float) -> None:
+        """Drive the network (lock not held), then complete the record futures it decided."""
         try:
             self._client.poll(max(0.0, timeout_ms), disable_wakeup=True)
         except KafkaError as exc:
             # A fatal metadata error (authorization, invalid topic) belongs to the records of
             # that topic; keep the loop alive and let the topic wait report it.
             logger.debug("producer poll: %s", exc)
+        finally:
+            self._run_completions()
+
+    def _run_completions(self) -> None:
+        """Complete the record futures queued under the lock; call without holding it, so the
+        callbacks the user added to those futures never run under the producer lock."""
+        while True:
+            with self._lock:
+                if not self._completions:
+                    return
+                future, metadata, exc = self._completions.popleft()
+            if future.is_done:
+                continue
+            if exc is not None:
+                future._fail(exc)
+            else:
+                assert metadata is not None
+                future._complete(metadata)
+
+    def _defer_failure(self, batch: _Batch, exc: BaseException) -> None:
+        """Queue the failure of every record of ``batch`` (lock held)."""
+        for future in batch.futures:
+            self._completions.append((future, None, exc))
 
     def _wait_for_topic(self, topic: str, deadline_ms: float) -> int:
         with self._lock:
@@ -484,16 +521,20 @@ class KafkaProducer:
             self._poll(min(remaining, _POLL_SLICE_MS))
 
     # ------------------------------------------------------------------ partitioning ----------
+    def _custom_partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
+        """The partition ``partitioner.class`` chooses (called without the lock: user code)."""
+        assert self._partitioner is not None
+        cluster = self._metadata.cluster
+        all_parts = [p.partition for p in cluster.partitions_for_topic(topic) or []]
+        available = [p.partition for p in cluster.available_partitions_for_topic(topic)]
+        chosen = int(self._partitioner(key, all_parts, available))
+        if not 0 <= chosen < num_partitions:
+            raise ConfigError(f"partitioner.class returned {chosen} for {topic!r} with "
+                              f"{num_partitions} partitions")
+        return chosen
+
     def _choose_partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
-        if self._partitioner is not None:
-            cluster = self._metadata.cluster
-            all_parts = [p.partition for p in cluster.partitions_for_topic(topic) or []]
-            available = [p.partition for p in cluster.available_partitions_for_topic(topic)]
-            chosen = int(self._partitioner(key, all_parts, available))
-            if not 0 <= chosen < num_partitions:
-                raise ConfigError(f"partitioner.class returned {chosen} for {topic!r} with "
-                                  f"{num_partitions} partitions")
-            return chosen
+        """The built-in choice: murmur2 of the key, else the topic's sticky partition."""
         if key is not None and not self._ignore_keys:
             return default_partition(key, num_partitions)
         sticky = self._sticky.get(topic)
@@ -653,14 +694,15 @@ class KafkaProducer:
         for i, future in enumerate(batch.futures):
             ts = log_append_ms if log_append_ms >= 0 else batch.records[i][3]
             offset = base_offset + i if base_offset >= 0 else -1
-            future._complete(RecordMetadata(batch.tp.topic, batch.tp.partition, offset, ts,
-                                            batch.key_sizes[i], batch.value_sizes[i]))
+            self._completions.append((future, RecordMetadata(
+                batch.tp.topic, batch.tp.partition, offset, ts,
+                batch.key_sizes[i], batch.value_sizes[i]), None))
 
     def _fail_batch(self, batch: _Batch, exc: BaseException) -> None:
         self._remove_batch(batch)
         if isinstance(exc, BrokerResponseError):
             logger.warning("produce to %s failed: %s", batch.tp, exc)
-        batch.fail(exc)
+        self._defer_failure(batch, exc)
 
     def _expire_batches(self, now_ms: int) -> None:
         for tp, queue in list(self._batches.items()):

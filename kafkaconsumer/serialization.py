@@ -126,6 +126,7 @@ class StringDeserializer(Deserializer):
     """Decodes text (UTF-8 unless ``encoding`` or the ``*.deserializer.encoding`` keys say)."""
 
     def __init__(self, encoding: str = "utf-8") -> None:
+        """Decode with ``encoding`` (checked now; :meth:`configure` may replace it)."""
         "".encode(encoding)  # fail now on an unknown encoding, not on the first record
         self.encoding = encoding
 
@@ -233,6 +234,7 @@ class JsonDeserializer(Deserializer):
     """Parses JSON text (UTF-8, -16 or -32 as ``json.loads`` detects)."""
 
     def __init__(self, **loads_kwargs: Any) -> None:
+        """Keep ``loads_kwargs`` for ``json.loads``."""
         self._loads_kwargs = loads_kwargs
 
     def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
@@ -289,6 +291,7 @@ class FunctionDeserializer(Deserializer):
     """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
+        """Wrap ``fn``; how many arguments it takes is found once, here."""
         if not callable(fn):
             raise TypeError(f"{fn!r} is not callable")
         self.fn = fn
@@ -336,6 +339,7 @@ class StringSerializer(Serializer):
     """Encodes ``str`` as UTF-8 (or ``encoding``)."""
 
     def __init__(self, encoding: str = "utf-8") -> None:
+        """Encode with ``encoding`` (checked now; :meth:`configure` may replace it)."""
         "".encode(encoding)
         self.encoding = encoding
 
@@ -433,6 +437,7 @@ class JsonSerializer(Serializer):
     """Writes JSON text as UTF-8 (compact separators)."""
 
     def __init__(self, **dumps_kwargs: Any) -> None:
+        """Keep ``dumps_kwargs`` for ``json.dumps``."""
         dumps_kwargs.setdefault("separators", (",", ":"))
         self._dumps_kwargs = dumps_kwargs
 
@@ -460,6 +465,7 @@ class FunctionSerializer(Serializer):
     """Wraps ``fn(data)``, ``fn(topic, data)`` or ``fn(topic, data, headers)`` returning bytes."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
+        """Wrap ``fn``; how many arguments it takes is found once, here."""
         if not callable(fn):
             raise TypeError(f"{fn!r} is not callable")
         self.fn = fn

@@ -118,6 +118,9 @@ class ConsumerRecords:
         records: Mapping[Any, Sequence[ConsumerRecord]] | None = None,
         next_offsets: Mapping[Any, Any] | None = None,
     ) -> None:
+        """Group ``records`` (partition -> records; empty lists dropped); ``next_offsets`` maps a
+        partition to the offset (and metadata) the next poll would fetch.
+        """
         # Partitions with no records are dropped so partitions() matches Java (only those
         # that returned data).
         self._records: dict[TopicPartition, Sequence[ConsumerRecord]] = (

@@ -60,6 +60,9 @@ class MockTime(Time):
 
     def __init__(self, start_ms: int = 0, wall_start_ms: int = 1_700_000_000_000,
                  auto_tick_ms: int = 0) -> None:
+        """Start the monotonic clock at ``start_ms`` and the wall clock at ``wall_start_ms``;
+        ``auto_tick_ms`` (>= 0) is added on every read, so busy-polling code makes progress.
+        """
         if auto_tick_ms < 0:
             raise ValueError(f"auto_tick_ms must be >= 0, got {auto_tick_ms}")
         self._lock = threading.Lock()

@@ -37,6 +37,9 @@ class CompletedFetch:
 
     def __init__(self, tp: TopicPartition, partition_data: dict[str, Any], fetch_offset: int,
                  request_version: int) -> None:
+        """Wrap ``partition_data`` of ``tp`` from a fetch sent at ``fetch_offset`` with
+        ``request_version``; nothing is decoded yet.
+        """
         self.tp = tp
         #: The decoded response dict of this partition (error code, watermarks, records).
         self.partition_data = partition_data

@@ -255,8 +255,8 @@ class _Reader:
         self._pos += 4
         return int(v)
 
-    def nullable_string(self, field_name: str) -> str | None:
-        n = self.int16(field_name)
+    def _sized(self, n: int, field_name: str) -> bytes | None:
+        """The ``n`` bytes after a length prefix; None for the null length -1."""
         if n == -1:
             return None
         if n < 0:
@@ -264,6 +264,12 @@ class _Reader:
         self._need(n, field_name)
         raw = bytes(self._buf[self._pos:self._pos + n])
         self._pos += n
+        return raw
+
+    def nullable_string(self, field_name: str) -> str | None:
+        raw = self._sized(self.int16(field_name), field_name)
+        if raw is None:
+            return None
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -276,15 +282,7 @@ class _Reader:
         return s
 
     def nullable_bytes(self, field_name: str) -> bytes | None:
-        n = self.int32(field_name)
-        if n == -1:
-            return None
-        if n < 0:
-            raise KafkaProtocolError(f"{self._what}: invalid length {n} for {field_name}")
-        self._need(n, field_name)
-        raw = bytes(self._buf[self._pos:self._pos + n])
-        self._pos += n
-        return raw
+        return self._sized(self.int32(field_name), field_name)
 
     def array_len(self, field_name: str, min_element_size: int) -> int:
         n = self.int32(field_name)

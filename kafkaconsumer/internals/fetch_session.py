@@ -31,7 +31,10 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 class FetchMetadata(NamedTuple):
-    """The (session id, epoch) pair sent in every fetch request."""
+    """The (session id, epoch) pair sent in every fetch request.
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     session_id: int
     epoch: int
@@ -61,7 +64,10 @@ _INITIAL = FetchMetadata(INVALID_SESSION_ID, INITIAL_EPOCH)
 
 
 class PartitionData(NamedTuple):
-    """Fetch parameters of one partition; a change in any of them re-sends the partition."""
+    """Fetch parameters of one partition; a change in any of them re-sends the partition.
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     topic_id: uuid.UUID
     fetch_offset: int
@@ -84,6 +90,7 @@ class FetchRequestData:
                  to_forget: list[TopicPartition], to_replace: list[TopicPartition],
                  session_partitions: dict[TopicPartition, PartitionData],
                  metadata: FetchMetadata, can_use_topic_ids: bool) -> None:
+        """Hold the parts of one fetch request as computed by the session builder."""
         #: Partitions to list in ``topics`` (all of them for a full request).
         self.to_send = to_send
         #: Partitions to list in ``forgotten_topics_data`` (incremental requests only).
@@ -114,6 +121,7 @@ class FetchSessionHandler:
     """
 
     def __init__(self, node: int, enabled: bool = True) -> None:
+        """Track the session with broker ``node``; ``enabled=False`` sends full (legacy) fetches."""
         self.node = node
         self.enabled = enabled
         self.next_metadata: FetchMetadata = _INITIAL if enabled else LEGACY_METADATA
@@ -136,6 +144,7 @@ class FetchSessionHandler:
         """
 
         def __init__(self, handler: FetchSessionHandler) -> None:
+            """Start an empty set of wanted partitions for ``handler``'s session."""
             self._handler = handler
             self._next: dict[TopicPartition, PartitionData] = {}
 

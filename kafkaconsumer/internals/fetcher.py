@@ -33,6 +33,7 @@ from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
     LeaderAndEpoch,
     SubscriptionState,
+    current_leader,
 )
 from kafkaconsumer.internals.timer import Timer
 from kafkaconsumer.protocol import ApiKey
@@ -70,7 +71,10 @@ _REFRESH_METADATA = frozenset({
 
 
 class FetchConfig(NamedTuple):
-    """The fetch-related configuration, read once from the consumer config."""
+    """The fetch-related configuration, read once from the consumer config.
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     min_bytes: int = 1
     max_bytes: int = 52428800
@@ -114,6 +118,7 @@ class Fetch:
     __slots__ = ("records", "num_records", "position_advanced")
 
     def __init__(self) -> None:
+        """Start empty."""
         self.records: dict[TopicPartition, list[Any]] = {}
         self.num_records = 0
         self.position_advanced = False
@@ -133,6 +138,11 @@ class Fetch:
 
 
 class _FetchTarget(NamedTuple):
+    """One fetch request to send: the node, what to put in it, and its version.
+
+    Thread-safety: immutable (a NamedTuple).
+    """
+
     node: int
     data: FetchRequestData
     version: int | None  # None: the negotiated version, known only once connected
@@ -151,6 +161,9 @@ class Fetcher:
                  config: FetchConfig | Mapping[str, Any], *, time: Time | None = None,
                  metrics: Any = None, key_deserializer: Any = None,
                  value_deserializer: Any = None) -> None:
+        """Fetch through ``client`` for the partitions of ``subscriptions``, using ``metadata``
+        for leaders; ``config`` is a :class:`FetchConfig` or the consumer configuration.
+        """
         self._client = client
         self._metadata = metadata
         self._subscriptions = subscriptions
@@ -183,16 +196,7 @@ class Fetcher:
         return out
 
     def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
-        cluster = self._metadata.cluster
-        leader = cluster.leader_for(tp)
-        if leader is not None and not isinstance(leader, int):
-            leader = getattr(leader, "node_id", getattr(leader, "id", leader))
-        if leader is not None and leader < 0:
-            leader = None
-        epoch = cluster.leader_epoch(tp) if hasattr(cluster, "leader_epoch") else None
-        if epoch is not None and epoch < 0:
-            epoch = None
-        return LeaderAndEpoch(leader, epoch)
+        return current_leader(self._metadata.cluster, tp)
 
     def _select_read_replica(self, tp: TopicPartition, leader: int, now_ms: int) -> int:
         replica = self._subscriptions.preferred_read_replica(tp, now_ms)

@@ -43,6 +43,10 @@ class Heartbeat:
     def __init__(self, *, session_timeout_ms: int, heartbeat_interval_ms: int,
                  max_poll_interval_ms: int, retry_backoff_ms: int = 100,
                  time: Time | None = None) -> None:
+        """Set the three timers from the group settings (ms); ``time`` defaults to the system clock.
+
+        Raises ``ValueError`` when the heartbeat interval is not below the session timeout.
+        """
         self.session_timeout_ms = _positive_ms("session_timeout_ms", session_timeout_ms)
         self.heartbeat_interval_ms = _positive_ms("heartbeat_interval_ms", heartbeat_interval_ms)
         self.max_poll_interval_ms = _positive_ms("max_poll_interval_ms", max_poll_interval_ms)

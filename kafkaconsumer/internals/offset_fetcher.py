@@ -29,6 +29,7 @@ from kafkaconsumer.internals.subscription_state import (
     LogTruncation,
     OffsetResetStrategy,
     SubscriptionState,
+    current_leader,
 )
 from kafkaconsumer.internals.timer import Timer
 from kafkaconsumer.protocol import ApiKey
@@ -57,10 +58,13 @@ class LogTruncationError(Errors.OffsetOutOfRangeError):
     """The log was truncated below the consumer's position and ``auto.offset.reset`` is none.
 
     ``divergent_offsets`` maps each partition to the first offset known to diverge.
+
+    Thread-safety: an exception; not modified after it is raised.
     """
 
     def __init__(self, message: str, divergent_offsets: Mapping[TopicPartition, OffsetAndMetadata]
                  ) -> None:
+        """Record ``message`` and the ``divergent_offsets`` found per partition."""
         super().__init__(message)
         self.divergent_offsets = dict(divergent_offsets)
 
@@ -74,7 +78,10 @@ def _strategy_timestamp(strategy: OffsetResetStrategy) -> int:
 
 
 class _ListOffsetResult:
-    """Outcome of one round of ListOffsets requests."""
+    """Outcome of one round of ListOffsets requests.
+
+    Thread-safety: not thread-safe; filled by the response handling of one lookup round.
+    """
 
     __slots__ = ("fetched", "to_retry")
 
@@ -93,6 +100,7 @@ class OffsetFetcher:
 
     def __init__(self, client: Any, metadata: Any, subscriptions: SubscriptionState,
                  config: Mapping[str, Any], *, time: Time | None = None) -> None:
+        """Look offsets up through ``client`` for ``subscriptions``, using ``metadata`` for leaders."""
         self._client = client
         self._metadata = metadata
         self._subscriptions = subscriptions
@@ -108,16 +116,7 @@ class OffsetFetcher:
 
     # -- helpers -------------------------------------------------------------------------
     def _leader(self, tp: TopicPartition) -> LeaderAndEpoch:
-        cluster = self._metadata.cluster
-        leader = cluster.leader_for(tp)
-        if leader is not None and not isinstance(leader, int):
-            leader = getattr(leader, "node_id", getattr(leader, "id", leader))
-        if leader is not None and leader < 0:
-            leader = None
-        epoch = cluster.leader_epoch(tp) if hasattr(cluster, "leader_epoch") else None
-        if epoch is not None and epoch < 0:
-            epoch = None
-        return LeaderAndEpoch(leader, epoch)
+        return current_leader(self._metadata.cluster, tp)
 
     def _api_version(self, node: int, api: ApiKey) -> int | None:
         getter = getattr(self._client, "api_version", None)

@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "SubscriptionType", "OffsetResetStrategy", "FetchStates", "LeaderAndEpoch", "FetchPosition",
     "EpochEndOffset", "LogTruncation", "TopicPartitionState", "SubscriptionState",
-    "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET",
+    "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "current_leader",
 ]
 
 #: Sentinels used by OffsetForLeaderEpoch responses when the broker knows no such epoch.
@@ -35,7 +35,10 @@ _MUTUALLY_EXCLUSIVE = "Subscription to topics, partitions and pattern are mutual
 
 
 class SubscriptionType(enum.Enum):
-    """How partitions reach this consumer: not at all, by topic list, by pattern, or by hand."""
+    """How partitions reach this consumer: not at all, by topic list, by pattern, or by hand.
+
+    Thread-safety: an immutable enum.
+    """
 
     NONE = "NONE"
     AUTO_TOPICS = "AUTO_TOPICS"
@@ -44,7 +47,10 @@ class SubscriptionType(enum.Enum):
 
 
 class OffsetResetStrategy(enum.Enum):
-    """``auto.offset.reset``: where to start when there is no valid position."""
+    """``auto.offset.reset``: where to start when there is no valid position.
+
+    Thread-safety: an immutable enum.
+    """
 
     EARLIEST = "earliest"
     LATEST = "latest"
@@ -64,7 +70,10 @@ class OffsetResetStrategy(enum.Enum):
 
 
 class FetchStates(enum.Enum):
-    """The per-partition fetch state machine."""
+    """The per-partition fetch state machine.
+
+    Thread-safety: an immutable enum.
+    """
 
     INITIALIZING = "INITIALIZING"
     FETCHING = "FETCHING"
@@ -94,7 +103,10 @@ _VALID_TRANSITIONS: dict[FetchStates, frozenset[FetchStates]] = {
 
 
 class LeaderAndEpoch(NamedTuple):
-    """The leader node id and leader epoch of a partition as metadata last reported them."""
+    """The leader node id and leader epoch of a partition as metadata last reported them.
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     leader: int | None = None
     epoch: int | None = None
@@ -103,8 +115,29 @@ class LeaderAndEpoch(NamedTuple):
 _NO_LEADER = LeaderAndEpoch(None, None)
 
 
+def current_leader(cluster: Any, tp: TopicPartition) -> LeaderAndEpoch:
+    """The leader of ``tp`` and its epoch in the metadata snapshot ``cluster`` (None for
+    either when unknown or negative).
+
+    Accepts a leader given as a node object (``node_id``/``id``) and a snapshot without
+    ``leader_epoch``, as test doubles provide.
+    """
+    leader = cluster.leader_for(tp)
+    if leader is not None and not isinstance(leader, int):
+        leader = getattr(leader, "node_id", getattr(leader, "id", leader))
+    if leader is not None and leader < 0:
+        leader = None
+    epoch = cluster.leader_epoch(tp) if hasattr(cluster, "leader_epoch") else None
+    if epoch is not None and epoch < 0:
+        epoch = None
+    return LeaderAndEpoch(leader, epoch)
+
+
 class FetchPosition(NamedTuple):
-    """The next offset to fetch, the epoch of the record before it, and the leader to ask."""
+    """The next offset to fetch, the epoch of the record before it, and the leader to ask.
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     offset: int
     offset_epoch: int | None = None
@@ -112,14 +145,20 @@ class FetchPosition(NamedTuple):
 
 
 class EpochEndOffset(NamedTuple):
-    """One partition of an OffsetForLeaderEpoch answer."""
+    """One partition of an OffsetForLeaderEpoch answer.
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     leader_epoch: int
     end_offset: int
 
 
 class LogTruncation(NamedTuple):
-    """A truncation detected while validating a position and not resolved by a reset policy."""
+    """A truncation detected while validating a position and not resolved by a reset policy.
+
+    Thread-safety: immutable (a NamedTuple).
+    """
 
     topic_partition: TopicPartition
     fetch_position: FetchPosition
@@ -138,6 +177,7 @@ class TopicPartitionState:
                  "preferred_read_replica_expire_ms", "end_offset_requested")
 
     def __init__(self) -> None:
+        """Start in the INITIALIZING state with no position."""
         self.fetch_state = FetchStates.INITIALIZING
         self.position: FetchPosition | None = None
         self.high_watermark: int | None = None
@@ -265,6 +305,7 @@ class SubscriptionState:
 
     def __init__(self, default_reset_strategy: OffsetResetStrategy | str = OffsetResetStrategy.LATEST
                  ) -> None:
+        """Start unsubscribed; ``default_reset_strategy`` applies to partitions without a position."""
         self._lock = threading.RLock()
         self._subscription_type = SubscriptionType.NONE
         self._subscription: frozenset[str] = frozenset()

@@ -53,6 +53,7 @@ class Timer:
     __slots__ = ("_time", "_start_ms", "_current_ms", "_deadline_ms", "_timeout_ms")
 
     def __init__(self, time: Time | None = None, timeout_ms: float = 0) -> None:
+        """Start a timer of ``timeout_ms`` on ``time`` (read once now)."""
         self._time = time if time is not None else SYSTEM_TIME
         now = self._time.monotonic_ms()
         self._start_ms = now

@@ -71,14 +71,21 @@ _JITTER = 0.2
 
 
 class Clock(Protocol):
-    """Anything with ``monotonic_ms()`` (``kafkaconsumer.internals.clock.Time`` fits)."""
+    """Anything with ``monotonic_ms()`` (``kafkaconsumer.internals.clock.Time`` fits).
+
+    Thread-safety: a protocol; behind a ConsumerNetworkClient an implementation is read from
+    several threads and must allow it (the ``Time`` implementations do).
+    """
 
     def monotonic_ms(self) -> int:
         """Milliseconds from an arbitrary origin, never going backwards."""
 
 
 class _MonotonicClock:
-    """Default clock. Thread-safety: stateless."""
+    """Default clock.
+
+    Thread-safety: stateless.
+    """
 
     def monotonic_ms(self) -> int:
         """Milliseconds of the process's monotonic clock."""
@@ -115,7 +122,10 @@ def parse_bootstrap_servers(value: Any) -> list[tuple[str, int]]:
 
 
 class _NodeState:
-    """Reconnect bookkeeping for one node. Thread-safety: owned by the client thread."""
+    """Reconnect bookkeeping for one node.
+
+    Thread-safety: owned by the client thread.
+    """
 
     __slots__ = ("failures", "backoff_until_ms", "last_error", "auth_error", "attempts")
 
@@ -137,6 +147,10 @@ class NetworkClient:
 
     def __init__(self, config: Mapping[str, Any], *, time: Clock | None = None,
                  metadata: Metadata | None = None) -> None:
+        """Set up the selector and the bootstrap pseudo nodes from ``config``; no connection is
+        made yet. ``time`` has ``monotonic_ms()``; ``metadata``, when given, is kept fresh by
+        :meth:`poll`.
+        """
         merged = dict(DEFAULTS)
         merged.update({k: v for k, v in config.items() if v is not None or k not in DEFAULTS})
         self.config: Mapping[str, Any] = merged
@@ -710,7 +724,10 @@ class NetworkClient:
 
 
 class _CompletionTracker:
-    """Collects futures that complete during one poll. Thread-safety: one poll's scope."""
+    """Collects futures that complete during one poll.
+
+    Thread-safety: one poll's scope.
+    """
 
     def __init__(self, client: NetworkClient) -> None:
         self._client = client

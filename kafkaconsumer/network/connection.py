@@ -66,7 +66,10 @@ _UNSUPPORTED_VERSION = 35
 
 
 class ConnectionState(enum.Enum):
-    """Where a connection is in its life."""
+    """Where a connection is in its life.
+
+    Thread-safety: an immutable enum.
+    """
 
     DISCONNECTED = "disconnected"
     CONNECTING = "connecting"
@@ -87,6 +90,9 @@ class InFlightRequest:
 
     def __init__(self, correlation_id: int, api_key: int, api_version: int, future: Future[Any],
                  send_ms: int, timeout_ms: int, expect_response: bool) -> None:
+        """Describe a request sent at ``send_ms`` that expires ``timeout_ms`` later; ``future``
+        completes with its decoded response.
+        """
         self.correlation_id = correlation_id
         self.api_key = api_key
         self.api_version = api_version
@@ -114,6 +120,9 @@ class BrokerConnection:
                  now_ms: Callable[[], int], next_correlation_id: Callable[[], int],
                  ssl_context: ssl.SSLContext | None = None,
                  token_cache: OAuthTokenCache | None = None) -> None:
+        """Describe a connection to broker ``node_id`` at ``host:port``; nothing is opened until
+        the owner calls :meth:`connect`.
+        """
         self.node_id = node_id
         self.host = host
         self.port = port

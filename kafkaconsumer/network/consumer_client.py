@@ -39,7 +39,10 @@ _MAX_POLL_SLICE_MS = 5000
 
 
 class _Unsent:
-    """A request waiting for its node to become ready. Thread-safety: guarded by the owner."""
+    """A request waiting for its node to become ready.
+
+    Thread-safety: guarded by the owner.
+    """
 
     __slots__ = ("node_id", "api_key", "body", "version", "future", "created_ms", "timeout_ms",
                  "expect_response")
@@ -68,6 +71,9 @@ class ConsumerNetworkClient:
     def __init__(self, client: NetworkClient, metadata: Metadata | None = None, *,
                  request_timeout_ms: int | None = None,
                  retry_backoff_ms: int | None = None) -> None:
+        """Wrap ``client`` (and its ``metadata``); the timeouts default to the client's
+        ``request.timeout.ms`` and ``retry.backoff.ms``.
+        """
         self.client = client
         if metadata is not None and client.metadata is not metadata:
             client.metadata = metadata

@@ -35,6 +35,7 @@ class Future(Generic[T]):
     __slots__ = ("_lock", "_event", "_value", "_exception", "_callbacks", "_errbacks")
 
     def __init__(self) -> None:
+        """Start pending, with no callbacks."""
         self._lock = threading.Lock()
         self._event: threading.Event | None = None
         self._value: Any = _PENDING

@@ -49,6 +49,7 @@ class Secret:
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
+        """Wrap ``value``."""
         if not isinstance(value, str):
             raise ConfigError("a SASL secret must be a string")
         self._value = value
@@ -104,6 +105,7 @@ class PlainMechanism(SaslMechanism):
     name = "PLAIN"
 
     def __init__(self, username: str, password: Secret) -> None:
+        """Authenticate as ``username`` with ``password``."""
         if not username:
             raise ConfigError("SASL/PLAIN needs a username (sasl.username or sasl.jaas.config)")
         if "\x00" in username or "\x00" in password.reveal():
@@ -159,6 +161,10 @@ class ScramMechanism(SaslMechanism):
 
     def __init__(self, mechanism: str, username: str, password: Secret,
                  nonce: str | None = None, extensions: Mapping[str, str] | None = None) -> None:
+        """Authenticate as ``username`` with ``mechanism`` (``SCRAM-SHA-256`` or
+        ``SCRAM-SHA-512``); ``nonce`` fixes the client nonce (tests), ``extensions`` are sent in
+        the first message.
+        """
         if mechanism not in self._HASHES:
             raise ConfigError(f"unsupported SCRAM mechanism {mechanism!r}")
         if not username:
@@ -276,6 +282,7 @@ class OAuthBearerToken:
 
     def __init__(self, value: str, lifetime_ms: int | None = None,
                  principal: str | None = None) -> None:
+        """Hold the token ``value``, its absolute expiry ``lifetime_ms`` (epoch ms) and ``principal``."""
         if not isinstance(value, str) or not value:
             raise SaslAuthenticationError("OAUTHBEARER: the token callback returned an empty token")
         self._value = Secret(value)
@@ -338,6 +345,9 @@ class OAuthTokenCache:
 
     def __init__(self, callback: Any, refresh_window_factor: float = 0.8,
                  wall_ms: Callable[[], int] | None = None) -> None:
+        """Cache the tokens of ``callback`` (or of a provider's ``token()`` method), refreshing
+        after ``refresh_window_factor`` of a token's life; ``wall_ms`` reads the wall clock (tests).
+        """
         if not callable(callback) and callable(getattr(callback, "token", None)):
             callback = callback.token  # a provider object with a token() method
         if not callable(callback):
@@ -386,6 +396,7 @@ class OAuthBearerMechanism(SaslMechanism):
     name = "OAUTHBEARER"
 
     def __init__(self, token: OAuthBearerToken, extensions: Mapping[str, str] | None = None) -> None:
+        """Send ``token`` with the optional SASL ``extensions``."""
         self._token = token
         self._extensions = dict(extensions or {})
         for key, value in self._extensions.items():

@@ -699,6 +699,7 @@ class CodecCache:
     """
 
     def __init__(self, apis: dict[int, Api]) -> None:
+        """Serve codecs for the definitions in ``apis`` (api key -> :class:`Api`)."""
         self._apis = apis
         self._codecs: dict[tuple[int, int, str], Codec] = {}
         self._lock = threading.Lock()

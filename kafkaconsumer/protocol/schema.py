@@ -100,6 +100,7 @@ class VersionRange:
     __slots__ = ("text", "low", "high", "empty")
 
     def __init__(self, text: str) -> None:
+        """Parse ``text``: ``"none"``, ``"N"``, ``"N+"`` or ``"N-M"``."""
         if not isinstance(text, str):
             raise TypeError(f"version range must be a str, not {type(text).__name__}")
         self.text = text.strip()
@@ -162,6 +163,7 @@ class Struct:
     __slots__ = ("fields",)
 
     def __init__(self, fields: list[Field]) -> None:
+        """Wrap the struct's ``fields``."""
         if not isinstance(fields, list) or not all(isinstance(f, Field) for f in fields):
             raise TypeError("Struct takes a list of Field")
         _check_unique(fields)
@@ -211,6 +213,7 @@ class Field:
         default: Any = NO_DEFAULT,
         ignorable: bool = False,
     ) -> None:
+        """Define a field; see the class docstring for the meaning of each argument."""
         if not isinstance(name, str) or not _SNAKE.match(name):
             raise ValueError(f"field name must be snake_case, got {name!r}")
         self.name: str = name
@@ -317,6 +320,7 @@ class Api:
         request: list[Field],
         response: list[Field],
     ) -> None:
+        """Define an API from its version ranges (spec strings) and request/response fields."""
         if not isinstance(key, int) or key < 0:
             raise ValueError(f"api key must be a non-negative int, got {key!r}")
         self.key: int = key

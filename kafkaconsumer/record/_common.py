@@ -96,6 +96,9 @@ class DecodeResult:
     __slots__ = ("records", "next_offset", "partial")
 
     def __init__(self, records: list[Any], next_offset: int, partial: bool) -> None:
+        """Hold the decoded ``records``, the ``next_offset`` to fetch and whether the data ended
+        in a ``partial`` batch.
+        """
         self.records = records
         self.next_offset = next_offset
         self.partial = partial
@@ -121,6 +124,9 @@ class AbortedTransactions:
     __slots__ = ("_heap", "_aborted")
 
     def __init__(self, aborted_transactions: Iterable[Mapping[str, int]] | None) -> None:
+        """Index the fetch response's ``aborted_transactions`` (``first_offset``, ``producer_id``)
+        by first offset.
+        """
         heap: list[tuple[int, int]] = []
         for txn in aborted_transactions or ():
             heap.append((int(txn["first_offset"]), int(txn["producer_id"])))

@@ -90,6 +90,7 @@ class ConsumerRecord:
         serialized_key_size: int,
         serialized_value_size: int,
     ) -> None:
+        """Set every attribute; ``headers`` None means no headers (a list is made on access)."""
         self.topic = topic
         self.partition = partition
         self.offset = offset

@@ -70,6 +70,7 @@ class DecompressionLimitExceeded(ValueError):
     ``CorruptRecordError`` that names the limit."""
 
     def __init__(self, codec: str, limit: int) -> None:
+        """Record the ``codec`` name and the ``limit`` in bytes that was reached."""
         self.codec = codec
         self.limit = limit
         super().__init__(

@@ -211,3 +211,43 @@ def test_create_topics_retries_not_controller(cluster: FakeCluster,
     with pytest.raises(KafkaTimeoutError, match="NOT_CONTROLLER"):
         admin.create_topics({"never": 1}, timeout_ms=300)
     assert NotControllerError.retriable or NotControllerError.invalid_metadata
+
+
+def test_user_code_runs_without_the_producer_lock(cluster: FakeCluster) -> None:
+    """Serializers, the partitioner and record callbacks are user code: another thread must be
+    able to take the producer lock while they run (DESIGN.md section 2)."""
+    import threading
+
+    def lock_is_free(producer: KafkaProducer) -> bool:
+        free: list[bool] = []
+
+        def probe() -> None:
+            got = producer._lock.acquire(timeout=2)
+            if got:
+                producer._lock.release()
+            free.append(got)
+
+        t = threading.Thread(target=probe)
+        t.start()
+        t.join(5)
+        return free == [True]
+
+    seen: dict[str, bool] = {}
+    holder: list[KafkaProducer] = []
+
+    def serializer(data: bytes) -> bytes:
+        if holder:
+            seen["serializer"] = lock_is_free(holder[0])
+        return data
+
+    def partitioner(key: bytes | None, all_parts: list[int], available: list[int]) -> int:
+        seen["partitioner"] = lock_is_free(holder[0])
+        return 1
+
+    with _producer(cluster, value_serializer=serializer, partitioner_class=partitioner) as producer:
+        holder.append(producer)
+        future = producer.send("t", b"v")
+        future.add_callback(lambda _meta: seen.__setitem__("callback", lock_is_free(producer)))
+        meta = future.get(timeout=20)
+    assert meta.partition == 1
+    assert seen == {"serializer": True, "partitioner": True, "callback": True}

@@ -1065,14 +1065,20 @@ _PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64",
 
 
 def _spec_dir() -> str | None:
-    try:
-        import kafka.protocol
-    except ImportError:
-        return None
+    # Locate the package without importing it: only its JSON files are read here, and
+    # importing kafka-python 3 loads every spec through the deprecated
+    # importlib.resources.read_text (two DeprecationWarnings per spec file).
+    import importlib.util
     import os
 
-    path = os.path.join(os.path.dirname(kafka.protocol.__file__), "schemas", "resources")
-    return path if os.path.isdir(path) else None
+    spec = importlib.util.find_spec("kafka")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        path = os.path.join(location, "protocol", "schemas", "resources")
+        if os.path.isdir(path):
+            return path
+    return None
 
 
 def _load_spec(path: str) -> dict[str, Any]:

@@ -40,6 +40,7 @@ __all__ = [
     "PartitionsInput",
     "PartitionRacks",
     "normalize_partitions",
+    "prepare_assignment_inputs",
     "member_sort_key",
     "use_rack_aware_assignment",
 ]
@@ -120,6 +121,27 @@ def _check_subscriptions(subscriptions: Mapping[str, Subscription]) -> None:
                             f"got {type(sub).__name__}")
 
 
+def prepare_assignment_inputs(cluster_partitions: PartitionsInput,
+                              subscriptions: Mapping[str, Subscription],
+                              partition_racks: PartitionRacks | None
+                              ) -> tuple[dict[str, list[TopicPartition]],
+                                         dict[TopicPartition, frozenset[str]]]:
+    """Validate ``subscriptions`` and normalise the inputs every assignor starts from.
+
+    Returns the partitions of the subscribed topics only (unknown topics were never in the map)
+    and each partition's set of replica racks (empty rack names dropped).
+    """
+    _check_subscriptions(subscriptions)
+    partitions = normalize_partitions(cluster_partitions)
+    subscribed = {t for sub in subscriptions.values() for t in sub.topics}
+    partitions = {t: ps for t, ps in partitions.items() if t in subscribed}
+    racks: dict[TopicPartition, frozenset[str]] = {}
+    if partition_racks:
+        for tp, rs in partition_racks.items():
+            racks[TopicPartition(*tp)] = frozenset(r for r in rs if r)
+    return partitions, racks
+
+
 class ConsumerPartitionAssignor(abc.ABC):
     """A partition assignment strategy the group leader runs (Java ``ConsumerPartitionAssignor``).
 
@@ -170,15 +192,8 @@ class AbstractPartitionAssignor(ConsumerPartitionAssignor):
     def assign(self, cluster_partitions: PartitionsInput, subscriptions: Mapping[str, Subscription],
                partition_racks: PartitionRacks | None = None) -> dict[str, Assignment]:
         """Validate inputs, run :meth:`assign_partitions`, wrap the result per member."""
-        _check_subscriptions(subscriptions)
-        partitions = normalize_partitions(cluster_partitions)
-        subscribed = {t for sub in subscriptions.values() for t in sub.topics}
-        # Only subscribed topics take part; unknown ones were never in the map.
-        partitions = {t: ps for t, ps in partitions.items() if t in subscribed}
-        racks: dict[TopicPartition, frozenset[str]] = {}
-        if partition_racks:
-            for tp, rs in partition_racks.items():
-                racks[TopicPartition(*tp)] = frozenset(r for r in rs if r)
+        partitions, racks = prepare_assignment_inputs(cluster_partitions, subscriptions,
+                                                      partition_racks)
         raw = self.assign_partitions(partitions, subscriptions, racks)
         out: dict[str, Assignment] = {}
         for member_id in subscriptions:

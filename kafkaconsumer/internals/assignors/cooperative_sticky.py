@@ -150,6 +150,7 @@ class CooperativeStickyAssignor(AbstractStickyAssignor):
     """
 
     def __init__(self) -> None:
+        """Start with no remembered generation (it is learnt in :meth:`on_assignment`)."""
         self._generation = DEFAULT_GENERATION
 
     @property

@@ -30,9 +30,8 @@ from kafkaconsumer.internals.assignors.abstract import (
     ConsumerPartitionAssignor,
     PartitionRacks,
     PartitionsInput,
-    _check_subscriptions,
     member_sort_key,
-    normalize_partitions,
+    prepare_assignment_inputs,
     use_rack_aware_assignment,
 )
 from kafkaconsumer.internals.consumer_protocol import DEFAULT_GENERATION, Assignment, Subscription
@@ -318,14 +317,8 @@ class AbstractStickyAssignor(ConsumerPartitionAssignor):
                      partition_racks: PartitionRacks | None = None
                      ) -> dict[str, list[TopicPartition]]:
         """Like :meth:`assign` but returns plain partition lists (no Assignment wrapping)."""
-        _check_subscriptions(subscriptions)
-        partitions = normalize_partitions(cluster_partitions)
-        subscribed = {t for sub in subscriptions.values() for t in sub.topics}
-        partitions = {t: ps for t, ps in partitions.items() if t in subscribed}
-        racks: dict[TopicPartition, frozenset[str]] = {}
-        if partition_racks:
-            for tp, rs in partition_racks.items():
-                racks[TopicPartition(*tp)] = frozenset(r for r in rs if r)
+        partitions, racks = prepare_assignment_inputs(cluster_partitions, subscriptions,
+                                                      partition_racks)
         data = {}
         for m, sub in subscriptions.items():
             md = self.member_data(sub)
@@ -345,6 +338,7 @@ class StickyAssignor(AbstractStickyAssignor):
     """
 
     def __init__(self) -> None:
+        """Start with no remembered assignment (it is learnt in :meth:`on_assignment`)."""
         self._member_assignment: tuple[TopicPartition, ...] | None = None
         self._generation = DEFAULT_GENERATION
 
