@@ -1,0 +1,292 @@
+"""Rebalance cost: a second member joins a busy group, eager vs cooperative, three clients.
+
+Scenario (the same for every client and protocol): a producer writes one record to each of the
+``--partitions`` partitions every 10 ms. Member A subscribes and consumes everything. After a
+warm-up, member B subscribes to the same group. We record when each record is delivered and to
+whom, then report:
+
+* ``settle s``: time from B's ``subscribe`` until every partition is consumed again without a
+  gap by its final owner (a partition counts as consumed again from the start of its last
+  gap-free run, gaps being pauses longer than ``--gap-ms``);
+* ``kept recs``: records A delivered, between B's subscribe and the settle time, from the
+  partitions A kept (those a cooperative rebalance need not stop);
+* ``kept max gap s``: the longest pause on those kept partitions in that window (an eager
+  rebalance stops them all; a cooperative one should not).
+
+Clients: this one (``kafkaconsumer``), kafka-python and confluent-kafka, each with ``range``
+(eager) and ``cooperative-sticky``, all with the same session/heartbeat settings and
+auto-commit on. Against the embedded Tansu broker unless ``--bootstrap`` is given::
+
+    python benchmarks/rebalance.py
+    python benchmarks/rebalance.py --clients kafkaconsumer --after 15
+    python benchmarks/rebalance.py --bootstrap 127.0.0.1:9092
+
+A timing is a benchmark, never a test assertion. Tansu answers every JoinGroup round only after
+about half the session timeout, so absolute times there are dominated by the broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CLIENTS = ("kafkaconsumer", "kafka-python", "confluent-kafka")
+PROTOCOLS = ("range", "cooperative-sticky")
+
+Event = tuple[float, str, int]  # (monotonic time, member, partition)
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[Event] = []
+
+    def add(self, member: str, partitions: list[int]) -> None:
+        now = time.monotonic()
+        with self.lock:
+            self.events.extend((now, member, p) for p in partitions)
+
+
+# --------------------------------------------------------------------------- members
+# Each member runs ``loop(stop)`` in a thread: subscribe, consume until stop is set, close.
+
+def _ours(bootstrap: str, group: str, topic: str, protocol: str, name: str, log: _Log,
+          settings: dict[str, int]) -> Callable[[threading.Event], None]:
+    def loop(stop: threading.Event) -> None:
+        from kafkaconsumer.consumer import KafkaConsumer
+
+        c = KafkaConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                           "client.id": name, "partition.assignment.strategy": protocol,
+                           "auto.offset.reset": "latest", "enable.auto.commit": True,
+                           "auto.commit.interval.ms": 1000,
+                           **{k: v for k, v in settings.items() if not k.startswith("_")}})
+        delay = settings.get("_rejoin_delay_ms", 0)
+        if delay and c._coordinator is not None:
+            # internal.cooperative.rejoin.delay.ms (not a ConsumerConfig key yet)
+            c._coordinator.cooperative_rejoin_delay_ms = delay
+        c.subscribe([topic])
+        while not stop.is_set():
+            records = c.poll(100)
+            if records:
+                log.add(name, [r.partition for r in records])
+        c.close()
+    return loop
+
+
+def _kafka_python(bootstrap: str, group: str, topic: str, protocol: str, name: str, log: _Log,
+                  settings: dict[str, int]) -> Callable[[threading.Event], None]:
+    def loop(stop: threading.Event) -> None:
+        import kafka
+        from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+        assignor = RangePartitionAssignor if protocol == "range" else CooperativeStickyAssignor
+        c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id=name,
+                                partition_assignment_strategy=[assignor],
+                                auto_offset_reset="latest", enable_auto_commit=True,
+                                auto_commit_interval_ms=1000,
+                                session_timeout_ms=settings["session.timeout.ms"],
+                                heartbeat_interval_ms=settings["heartbeat.interval.ms"])
+        c.subscribe([topic])
+        while not stop.is_set():
+            batch = c.poll(timeout_ms=100)
+            for tp, recs in batch.items():
+                log.add(name, [tp.partition] * len(recs))
+        c.close()
+    return loop
+
+
+def _confluent(bootstrap: str, group: str, topic: str, protocol: str, name: str, log: _Log,
+               settings: dict[str, int]) -> Callable[[threading.Event], None]:
+    def loop(stop: threading.Event) -> None:
+        from confluent_kafka import Consumer
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
+                      "partition.assignment.strategy": protocol,
+                      "auto.offset.reset": "latest", "enable.auto.commit": True,
+                      "auto.commit.interval.ms": 1000,
+                      **{k: v for k, v in settings.items() if not k.startswith("_")}})
+        c.subscribe([topic])
+        while not stop.is_set():
+            msgs = c.consume(500, 0.1)
+            parts = [int(m.partition() or 0) for m in msgs if m.error() is None]
+            if parts:
+                log.add(name, parts)
+        c.close()
+    return loop
+
+
+MEMBERS = {"kafkaconsumer": _ours, "kafka-python": _kafka_python, "confluent-kafka": _confluent}
+
+
+# --------------------------------------------------------------------------- scenario
+
+def _produce_forever(bootstrap: str, topic: str, partitions: int, stop: threading.Event) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "enable.idempotence": False})
+    i = 0
+    while not stop.is_set():
+        for part in range(partitions):
+            p.produce(topic, value=b"%d" % i, partition=part)
+        p.poll(0)
+        i += 1
+        stop.wait(0.01)
+    p.flush(10)
+
+
+def _create_topic(bootstrap: str, partitions: int) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"rebalance-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep it alive until the result
+    fs = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+    fs[topic].result(30)
+    return topic
+
+
+def analyse(events: list[Event], t0: float, partitions: int, gap_s: float) -> dict[str, Any]:
+    """Settle time, records and longest gap on the partitions A kept (see module doc)."""
+    by_part: dict[int, list[tuple[float, str]]] = {p: [] for p in range(partitions)}
+    for t, member, p in sorted(events):
+        by_part[p].append((t, member))
+    settle_at: dict[int, float] = {}
+    owner: dict[int, str] = {}
+    for p, evs in by_part.items():
+        if not evs:
+            return {"settle": float("nan"), "kept": 0, "gap": float("nan"), "kept_parts": 0}
+        final = evs[-1][1]
+        owner[p] = final
+        start = evs[-1][0]
+        # Walk back while the final owner delivered without a long pause.
+        for i in range(len(evs) - 1, 0, -1):
+            prev_t, prev_m = evs[i - 1]
+            if prev_m != final or evs[i][0] - prev_t > gap_s:
+                start = evs[i][0]
+                break
+        else:
+            start = evs[0][0]
+        settle_at[p] = max(start, t0)
+    end = max(settle_at.values())
+    kept = [p for p in range(partitions) if owner[p] == "A"]
+    kept_recs = 0
+    max_gap = 0.0
+    for p in kept:
+        times = [t for t, m in by_part[p] if m == "A" and t0 <= t <= end + gap_s]
+        kept_recs += sum(1 for t in times if t <= end)
+        last = t0
+        for t in times:
+            max_gap = max(max_gap, t - last)
+            last = t
+    return {"settle": end - t0, "kept": kept_recs, "gap": max_gap, "kept_parts": len(kept)}
+
+
+def run_scenario(bootstrap: str, client: str, protocol: str, partitions: int, warmup_s: float,
+                 after_s: float, gap_s: float, settings: dict[str, int]) -> dict[str, Any]:
+    """One client, one protocol: A alone, then B joins; returns the analysis."""
+    topic = _create_topic(bootstrap, partitions)
+    group = f"rebalance-{client}-{protocol}-{uuid.uuid4().hex[:6]}"
+    log = _Log()
+    stop_producer = threading.Event()
+    producer = threading.Thread(target=_produce_forever,
+                                args=(bootstrap, topic, partitions, stop_producer), daemon=True)
+    producer.start()
+    make = MEMBERS[client]
+    stops = {n: threading.Event() for n in ("A", "B")}
+    threads = {n: threading.Thread(target=make(bootstrap, group, topic, protocol, n, log, settings),
+                                   args=(stops[n],), daemon=True) for n in ("A", "B")}
+    threads["A"].start()
+    # Warm-up: A must be consuming every partition before B comes.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with log.lock:
+            seen = {p for _t, _m, p in log.events[-20 * partitions:]}
+        if len(seen) == partitions:
+            break
+        time.sleep(0.1)
+    time.sleep(warmup_s)
+    t0 = time.monotonic()
+    threads["B"].start()
+    time.sleep(after_s)
+    for n in ("B", "A"):
+        stops[n].set()
+    for th in threads.values():
+        th.join(30)
+    stop_producer.set()
+    producer.join(10)
+    with log.lock:
+        events = [e for e in log.events if e[0] >= t0 - 2 * gap_s]
+    stops_at = max((e[0] for e in events), default=t0)
+    # Ignore the shutdown itself: only what happened before anyone stopped counts.
+    horizon = t0 + after_s - 0.5
+    result = analyse([e for e in events if e[0] <= horizon], t0, partitions, gap_s)
+    result["last_event_s"] = stops_at - t0
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the scenarios and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bootstrap", help="an existing cluster (default: start the embedded broker)")
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--protocols", default=",".join(PROTOCOLS))
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--warmup", type=float, default=2.0, help="seconds of A alone")
+    ap.add_argument("--after", type=float, default=25.0, help="seconds observed after B joins")
+    ap.add_argument("--gap-ms", type=float, default=500.0)
+    ap.add_argument("--session-timeout-ms", type=int, default=6000)
+    ap.add_argument("--heartbeat-interval-ms", type=int, default=300)
+    ap.add_argument("--cooperative-rejoin-delay-ms", type=int, default=0,
+                    help="this client only: delay of the cooperative follow-up rejoin")
+    args = ap.parse_args(argv)
+    settings = {"session.timeout.ms": args.session_timeout_ms,
+                "heartbeat.interval.ms": args.heartbeat_interval_ms,
+                "_rejoin_delay_ms": args.cooperative_rejoin_delay_ms}
+    clients = [c for c in args.clients.split(",") if c]
+    protocols = [p for p in args.protocols.split(",") if p]
+    for c in clients:
+        if c not in MEMBERS:
+            ap.error(f"unknown client {c!r}; known: {', '.join(MEMBERS)}")
+
+    broker = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        from kafkaconsumer.embedded import EmbeddedBroker
+
+        broker = EmbeddedBroker()
+        broker.start()
+        bootstrap = broker.bootstrap_servers
+    rows = []
+    try:
+        for client in clients:
+            for protocol in protocols:
+                r = run_scenario(bootstrap, client, protocol, args.partitions, args.warmup,
+                                 args.after, args.gap_ms / 1000.0, settings)
+                rows.append((client, protocol, r))
+                print(f"# {client:16} {protocol:19} settle {r['settle']:.2f} s  kept recs "
+                      f"{r['kept']}  kept max gap {r['gap']:.2f} s", file=sys.stderr, flush=True)
+    finally:
+        if broker is not None:
+            broker.stop()
+    print(f"\nbroker: {'embedded Tansu' if broker is not None else bootstrap}; "
+          f"{args.partitions} partitions, 1 record/partition/10 ms; session "
+          f"{args.session_timeout_ms} ms, heartbeat {args.heartbeat_interval_ms} ms\n")
+    print(f"| {'client':16} | {'protocol':19} | settle s | kept partitions | kept recs | "
+          f"kept max gap s |")
+    print(f"|{'-' * 18}|{'-' * 21}|---------:|----------------:|----------:|---------------:|")
+    for client, protocol, r in rows:
+        print(f"| {client:16} | {protocol:19} | {r['settle']:8.2f} | {r['kept_parts']:15d} | "
+              f"{r['kept']:9d} | {r['gap']:14.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

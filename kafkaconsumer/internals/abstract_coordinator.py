@@ -1,0 +1,1234 @@
+"""Group membership of the classic protocol: the state machine and the heartbeat thread.
+
+Mirrors Java's ``AbstractCoordinator``. A member finds its group coordinator (FindCoordinator),
+joins the group (JoinGroup, with the two-step MEMBER_ID_REQUIRED join of KIP-394), takes part in
+the assignment (SyncGroup), then stays in the group by sending Heartbeats from a background
+thread while the user's thread processes records. What the group protocol carries (the consumer
+subscription and assignment) is left to a subclass, :class:`ConsumerCoordinator`.
+
+States: ``UNJOINED -> PREPARING_REBALANCE`` (JoinGroup sent) ``-> COMPLETING_REBALANCE``
+(JoinGroup answered, SyncGroup sent) ``-> STABLE`` (SyncGroup answered). Any failure drops back
+to ``UNJOINED`` with a request to rejoin at the next ``poll()``.
+
+Locking (DESIGN section 2): one re-entrant coordinator lock (``self._lock``, a Condition on an
+RLock) guards the state, the generation and the coordinator node. It is taken before the
+network client's lock and never after it: response handlers run after the network client has
+released its own lock. User code (rebalance listener, commit callbacks) never runs while the
+coordinator lock is held; subclasses call listeners only from ``poll()``/``close()`` on the
+user's thread, outside ``self._lock``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaconsumer import errors as Errors
+from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
+from kafkaconsumer.internals.timer import Timer
+from kafkaconsumer.network.future import Future
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "MemberState",
+    "Generation",
+    "NO_GENERATION",
+    "GroupRebalanceConfig",
+    "AbstractCoordinator",
+    "HeartbeatThread",
+    "UnjoinedGroupError",
+]
+
+# API keys used here (values of the Kafka protocol; kept local to avoid an import cycle with the
+# protocol package at import time).
+_FIND_COORDINATOR = 10
+_JOIN_GROUP = 11
+_HEARTBEAT = 12
+_LEAVE_GROUP = 13
+_SYNC_GROUP = 14
+
+#: Extra room given to a JoinGroup request on top of the rebalance timeout: the coordinator may
+#: hold the request for the whole rebalance timeout before answering.
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000
+
+#: Group requests go to connection id ``COORDINATOR_CONNECTION_BASE - broker id`` (Java's
+#: ``Integer.MAX_VALUE - id``) when the network client can map it to the broker's address.
+COORDINATOR_CONNECTION_BASE = 2**31 - 1
+
+#: Broker-side limit on the length of a JoinGroup/LeaveGroup reason (Java truncates to 255).
+_MAX_REASON_LENGTH = 255
+
+
+class MemberState(enum.Enum):
+    """Where this member is in the group's life cycle."""
+
+    UNJOINED = "UNJOINED"
+    PREPARING_REBALANCE = "PREPARING_REBALANCE"
+    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
+    STABLE = "STABLE"
+
+    def has_not_joined_group(self) -> bool:
+        """True before a JoinGroup response made us a member of a generation."""
+        return self in (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generation of the group as this member saw it (id, our member id, chosen protocol)."""
+
+    generation_id: int
+    member_id: str
+    protocol_name: str | None
+
+    def has_member_id(self) -> bool:
+        """True once the coordinator gave us a member id."""
+        return bool(self.member_id)
+
+    def __str__(self) -> str:
+        return (f"Generation(generation_id={self.generation_id}, member_id={self.member_id!r}, "
+                f"protocol={self.protocol_name!r})")
+
+
+#: "Not in any generation": the generation id and member id a fresh member sends.
+NO_GENERATION = Generation(-1, "", None)
+
+
+class UnjoinedGroupError(Errors.KafkaError):
+    """A JoinGroup answer arrived after this member had already given up on that rebalance."""
+
+    retriable = True
+
+
+def _cfg(config: Mapping[str, Any], key: str, default: Any) -> Any:
+    """Read a Java-named key, falling back to the snake_case spelling and then ``default``."""
+    if key in config:
+        value = config[key]
+    else:
+        snake = key.replace(".", "_")
+        value = config[snake] if snake in config else default
+    return default if value is None and default is not None else value
+
+
+@dataclass(frozen=True)
+class GroupRebalanceConfig:
+    """The settings the membership protocol needs (Java ``GroupRebalanceConfig``)."""
+
+    group_id: str
+    group_instance_id: str | None = None
+    session_timeout_ms: int = 45000
+    rebalance_timeout_ms: int = 300000
+    heartbeat_interval_ms: int = 3000
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 30000
+    leave_group_on_close: bool = True
+    client_rack: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.group_id, str) or not self.group_id:
+            raise Errors.ConfigError("group.id must be a non-empty string to use group management")
+        if self.group_instance_id is not None:
+            if not isinstance(self.group_instance_id, str) or not self.group_instance_id:
+                raise Errors.ConfigError("group.instance.id must be a non-empty string or None")
+        for name in ("session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
+                     "retry_backoff_ms", "request_timeout_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise Errors.ConfigError(f"{name.replace('_', '.')} must be a non-negative int, "
+                                         f"got {value!r}")
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise Errors.ConfigError(
+                f"heartbeat.interval.ms ({self.heartbeat_interval_ms}) must be lower than "
+                f"session.timeout.ms ({self.session_timeout_ms})")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> GroupRebalanceConfig:
+        """Build from a consumer configuration with Java key names (snake_case accepted)."""
+        rack = _cfg(config, "client.rack", "") or None
+        return cls(
+            group_id=_cfg(config, "group.id", None) or "",
+            group_instance_id=_cfg(config, "group.instance.id", None) or None,
+            session_timeout_ms=int(_cfg(config, "session.timeout.ms", 45000)),
+            rebalance_timeout_ms=int(_cfg(config, "max.poll.interval.ms", 300000)),
+            heartbeat_interval_ms=int(_cfg(config, "heartbeat.interval.ms", 3000)),
+            retry_backoff_ms=int(_cfg(config, "retry.backoff.ms", 100)),
+            retry_backoff_max_ms=int(_cfg(config, "retry.backoff.max.ms", 1000)),
+            request_timeout_ms=int(_cfg(config, "request.timeout.ms", 30000)),
+            leave_group_on_close=bool(_cfg(config, "internal.leave.group.on.close", True)),
+            client_rack=rack,
+        )
+
+
+def _truncate_reason(reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    return reason if len(reason) <= _MAX_REASON_LENGTH else reason[:_MAX_REASON_LENGTH]
+
+
+def _error_for(code: int, message: str | None = None) -> Errors.BrokerResponseError:
+    return Errors.for_code(code)(message)
+
+
+class AbstractCoordinator:
+    """Membership of one classic consumer group: coordinator discovery, join, sync, heartbeat.
+
+    Subclasses supply the group protocol: :meth:`protocol_type`, :meth:`protocol_metadata`,
+    :meth:`on_join_prepare`, :meth:`on_leader_elected`, :meth:`on_join_complete` and
+    :meth:`on_leave_prepare`.
+
+    Thread-safety: the user's thread calls :meth:`ensure_active_group`, :meth:`poll_heartbeat`
+    and :meth:`close`; the heartbeat thread runs concurrently. Shared state is guarded by the
+    coordinator lock (taken before the network client's lock, never after); response handlers
+    may run on either thread and take the coordinator lock themselves.
+    """
+
+    def __init__(self, rebalance_config: GroupRebalanceConfig, client: Any, *,
+                 time: Time | None = None, heartbeat: Any = None) -> None:
+        self.rebalance_config = rebalance_config
+        self.client = client
+        self.time: Time = time if time is not None else SYSTEM_TIME
+        self.heartbeat = heartbeat if heartbeat is not None else self._make_heartbeat()
+        self._lock = threading.Condition(threading.RLock())
+        self.state = MemberState.UNJOINED
+        self.generation = NO_GENERATION
+        self.coordinator: int | None = None
+        self._coordinator_address: tuple[str, int] | None = None
+        self.rejoin_needed = True
+        self.rejoin_reason = ""
+        self.needs_join_prepare = True
+        self.join_future: Future[bytes] | None = None
+        self.find_coordinator_future: Future[None] | None = None
+        self.fatal_find_coordinator_error: BaseException | None = None
+        self.heartbeat_thread: HeartbeatThread | None = None
+        self.last_rebalance_start_ms = -1
+        self.last_rebalance_end_ms = -1
+        self._last_time_of_connection_ms = -1
+        self._closed = False
+
+    # ------------------------------------------------------------------ hooks for subclasses
+    def protocol_type(self) -> str:
+        """The JoinGroup ``protocol_type`` ("consumer" for consumer groups)."""
+        raise NotImplementedError
+
+    def protocol_metadata(self) -> list[tuple[str, bytes]]:
+        """The ``(protocol name, metadata bytes)`` list sent in JoinGroup, preferred first."""
+        raise NotImplementedError
+
+    def on_join_prepare(self, timer: Timer, generation_id: int, member_id: str) -> bool:
+        """Called before (re)joining; False means "not ready yet, call me again later"."""
+        raise NotImplementedError
+
+    def on_leader_elected(self, leader_id: str, protocol: str, members: list[dict[str, Any]],
+                          skip_assignment: bool) -> dict[str, bytes]:
+        """As leader: compute every member's assignment bytes from the members' metadata."""
+        raise NotImplementedError
+
+    def on_join_complete(self, generation_id: int, member_id: str, protocol: str | None,
+                         assignment: bytes) -> None:
+        """A rebalance finished with ``assignment`` (this member's SyncGroup bytes)."""
+        raise NotImplementedError
+
+    def on_leave_prepare(self) -> None:
+        """Called before leaving the group (close, unsubscribe); default does nothing."""
+
+    # ------------------------------------------------------------------------ heartbeat object
+    def _make_heartbeat(self) -> Any:
+        from kafkaconsumer.internals.heartbeat import Heartbeat
+
+        cfg = self.rebalance_config
+        return Heartbeat(session_timeout_ms=cfg.session_timeout_ms,
+                         heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+                         max_poll_interval_ms=cfg.rebalance_timeout_ms,
+                         retry_backoff_ms=cfg.retry_backoff_ms,
+                         time=self.time)
+
+    # --------------------------------------------------------------------- coordinator lookup
+    def coordinator_unknown(self) -> bool:
+        """True when no live coordinator is known."""
+        return self.check_and_get_coordinator() is None
+
+    def check_and_get_coordinator(self) -> int | None:
+        """The coordinator node id, or None (marking it unknown when its connection is dead)."""
+        with self._lock:
+            node = self.coordinator
+            if node is not None and self._client_is_unavailable(node):
+                self.mark_coordinator_unknown("coordinator unavailable", is_disconnected=True)
+                return None
+            return node
+
+    def mark_coordinator_unknown(self, cause: str, is_disconnected: bool = False) -> None:
+        """Forget the coordinator so that the next operation rediscovers it."""
+        with self._lock:
+            if self.coordinator is not None:
+                logger.info("group %s: coordinator %s is unavailable or invalid (%s), "
+                            "rediscovery will be attempted", self.rebalance_config.group_id,
+                            self.coordinator, cause)
+                old = self.coordinator
+                # Forget it first: callbacks of in-flight requests may re-enter here.
+                self.coordinator = None
+                if not is_disconnected:
+                    self._client_disconnect(old)
+                self._last_time_of_connection_ms = self.time.monotonic_ms()
+            elif self._last_time_of_connection_ms >= 0:
+                gone = self.time.monotonic_ms() - self._last_time_of_connection_ms
+                if gone > self.rebalance_config.rebalance_timeout_ms:
+                    logger.warning("group %s: disconnected from the group coordinator for %d ms",
+                                   self.rebalance_config.group_id, gone)
+
+    def lookup_coordinator(self) -> Future[None]:
+        """Start (or return the running) FindCoordinator request."""
+        with self._lock:
+            if self.find_coordinator_future is None:
+                node = self.client.least_loaded_node()
+                if node is None:
+                    logger.debug("no broker available to send FindCoordinator")
+                    return Future().failure(Errors.NodeNotReadyError(
+                        "no broker available to find the group coordinator"))
+                self.find_coordinator_future = self._send_find_coordinator_request(node)
+            return self.find_coordinator_future
+
+    def clear_find_coordinator_future(self) -> None:
+        """Forget the FindCoordinator request so a new one may be sent."""
+        with self._lock:
+            self.find_coordinator_future = None
+
+    def _send_find_coordinator_request(self, node: int) -> Future[None]:
+        group_id = self.rebalance_config.group_id
+        version = self._api_version(node, _FIND_COORDINATOR)
+        if version is None:
+            # Not connected yet, so the version is unknown: v3 (single key) works on every
+            # broker since Kafka 2.4 and carries the same answer.
+            version = 3
+        body: dict[str, Any] = {"key_type": 0}
+        if version >= 4:
+            body["coordinator_keys"] = [group_id]
+        else:
+            body["key"] = group_id
+        logger.debug("sending FindCoordinator for group %s to node %s", group_id, node)
+        result: Future[None] = Future()
+        request = self._send(node, _FIND_COORDINATOR, body, version=version)
+
+        def on_success(response: dict[str, Any]) -> None:
+            try:
+                self._handle_find_coordinator_response(response, result)
+            except Exception as exc:  # a malformed answer must still complete the future
+                if not result.is_done:
+                    result.failure(exc)
+
+        def on_failure(exc: BaseException) -> None:
+            if not getattr(exc, "retriable", False):
+                # Kept so that the user's thread raises it even if the heartbeat thread sent it.
+                self.fatal_find_coordinator_error = exc
+            result.failure(exc)
+
+        request.add_callback(on_success)
+        request.add_errback(on_failure)
+        result.add_both(lambda _v: self.clear_find_coordinator_future())
+        return result
+
+    def _handle_find_coordinator_response(self, response: dict[str, Any],
+                                          result: Future[None]) -> None:
+        coordinators = response.get("coordinators") or []
+        if coordinators:
+            entry = coordinators[0]
+        else:
+            entry = response
+        code = int(entry.get("error_code", 0) or 0)
+        if code == 0:
+            node_id = int(entry["node_id"])
+            host = entry.get("host")
+            port = entry.get("port")
+            with self._lock:
+                self.coordinator = self._coordinator_connection_id(node_id)
+                self._coordinator_address = (str(host), int(port)) if host else None
+                logger.info("group %s: discovered group coordinator %s (%s:%s)",
+                            self.rebalance_config.group_id, node_id, host, port)
+                self._client_register_coordinator(node_id, host, port)
+                self.heartbeat.reset_session_timeout()
+            result.success(None)
+        elif code == Errors.GroupAuthorizationFailedError.errno:
+            result.failure(Errors.GroupAuthorizationFailedError(
+                f"not authorized to access group {self.rebalance_config.group_id}"))
+        else:
+            logger.debug("group coordinator lookup failed: %s", entry.get("error_message"))
+            result.failure(_error_for(code, entry.get("error_message")))
+
+    def ensure_coordinator_ready(self, timer: Timer) -> bool:
+        """Block (bounded by ``timer``) until a coordinator is known; True on success."""
+        with self._lock:
+            if not self.coordinator_unknown():
+                return True
+            while True:
+                if self.fatal_find_coordinator_error is not None:
+                    fatal = self.fatal_find_coordinator_error
+                    self.fatal_find_coordinator_error = None
+                    raise fatal
+                future = self.lookup_coordinator()
+                self.poll_client(future, timer.remaining_ms)
+                timer.update()
+                if not future.is_done:
+                    break
+                if future.failed():
+                    exc = future.exception
+                    assert exc is not None
+                    if getattr(exc, "retriable", False):
+                        logger.debug("coordinator discovery failed, refreshing metadata: %r", exc)
+                        self._await_metadata_update(timer)
+                    else:
+                        self.fatal_find_coordinator_error = None
+                        raise exc
+                elif self.coordinator is not None and self._client_is_unavailable(self.coordinator):
+                    # Found one but cannot connect to it: back off before asking again.
+                    self.mark_coordinator_unknown("coordinator unavailable")
+                    timer.sleep(self.rebalance_config.retry_backoff_ms)
+                if not self.coordinator_unknown():
+                    return True
+                if timer.is_expired():
+                    break
+                timer.sleep(self.rebalance_config.retry_backoff_ms)
+                if timer.is_expired():
+                    break
+            return not self.coordinator_unknown()
+
+    # --------------------------------------------------------------------------- join / sync
+    def rejoin_needed_or_pending(self) -> bool:
+        """True when the member must (re)join or a join is in flight."""
+        with self._lock:
+            return self.rejoin_needed or self.join_future is not None
+
+    def request_rejoin(self, reason: str, full_reason: str | None = None) -> None:
+        """Ask to rejoin at the next poll; ``reason`` is also sent to the coordinator."""
+        with self._lock:
+            logger.info("group %s: request joining group due to: %s",
+                        self.rebalance_config.group_id, full_reason or reason)
+            self.rejoin_reason = reason
+            self.rejoin_needed = True
+
+    def request_rejoin_if_necessary(self, reason: str, full_reason: str | None = None) -> None:
+        """:meth:`request_rejoin` unless a rejoin is already requested."""
+        with self._lock:
+            if not self.rejoin_needed:
+                self.request_rejoin(reason, full_reason)
+
+    def ensure_active_group(self, timer: Timer | None = None) -> bool:
+        """Find the coordinator, start the heartbeat thread and (re)join if needed."""
+        if timer is None:
+            timer = self.time.timer(2**62)
+        if not self.ensure_coordinator_ready(timer):
+            return False
+        self._start_heartbeat_thread_if_needed()
+        return self.join_group_if_needed(timer)
+
+    def _start_heartbeat_thread_if_needed(self) -> None:
+        with self._lock:
+            if self.heartbeat_thread is None and not self._closed:
+                self.heartbeat_thread = HeartbeatThread(self)
+                self.heartbeat_thread.start()
+
+    def _close_heartbeat_thread(self, timeout_s: float | None = None) -> None:
+        with self._lock:
+            thread = self.heartbeat_thread
+            if thread is None:
+                return
+            thread.close()
+            self.heartbeat_thread = None
+        if thread is not threading.current_thread():
+            thread.join(timeout_s)
+            if thread.is_alive():
+                logger.warning("heartbeat thread did not stop within %.1f s", timeout_s or 0)
+
+    def join_group_if_needed(self, timer: Timer) -> bool:
+        """Run join/sync rounds until the member is STABLE or ``timer`` expires.
+
+        Raises the fatal errors of the rebalance (FencedInstanceIdError, authorization errors,
+        a rebalance listener's exception, ...).
+        """
+        while self.rejoin_needed_or_pending():
+            if not self.ensure_coordinator_ready(timer):
+                return False
+            if self.needs_join_prepare:
+                # Cleared first: if the listener raises, do not call it again on retry.
+                self.needs_join_prepare = False
+                with self._lock:
+                    gen = self.generation
+                if not self.on_join_prepare(timer, gen.generation_id, gen.member_id):
+                    self.needs_join_prepare = True
+                    return False
+            future = self._initiate_join_group()
+            self.poll_client(future, timer.remaining_ms)
+            timer.update()
+            if not future.is_done:
+                return False
+            if future.succeeded():
+                with self._lock:
+                    gen = self.generation
+                    state = self.state
+                if not self._has_generation_reset(gen) and state is MemberState.STABLE:
+                    self.on_join_complete(gen.generation_id, gen.member_id, gen.protocol_name,
+                                          future.value)
+                    # Reset only after the callback returns, so a woken-up callback is retried.
+                    self._reset_join_group_future()
+                    self.needs_join_prepare = True
+                else:
+                    reason = (f"rebalance failed since the generation/state was modified by the "
+                              f"heartbeat thread to {gen}/{state.value} before the rebalance "
+                              f"callback ran")
+                    self._reset_state_and_rejoin(reason, True)
+                    self._reset_join_group_future()
+            else:
+                exc = future.exception
+                assert exc is not None
+                self._reset_join_group_future()
+                if not isinstance(exc, Errors.MemberIdRequiredError):
+                    self.request_rejoin(f"rebalance failed due to {type(exc).__name__}",
+                                        f"rebalance failed due to '{exc}' ({type(exc).__name__})")
+                if isinstance(exc, (Errors.UnknownMemberIdError, Errors.IllegalGenerationError,
+                                    Errors.RebalanceInProgressError,
+                                    Errors.MemberIdRequiredError)):
+                    continue
+                if not getattr(exc, "retriable", False):
+                    raise exc
+                if timer.is_expired():
+                    return False
+                timer.sleep(self.rebalance_config.retry_backoff_ms)
+        return True
+
+    def _reset_join_group_future(self) -> None:
+        with self._lock:
+            self.join_future = None
+
+    def _initiate_join_group(self) -> Future[bytes]:
+        with self._lock:
+            # Kept across wakeups so a woken-up poll does not start a second JoinGroup.
+            if self.join_future is None:
+                self.state = MemberState.PREPARING_REBALANCE
+                # Heartbeats would carry a generation the JoinGroup is about to replace.
+                if self.heartbeat_thread is not None:
+                    self.heartbeat_thread.disable()
+                if self.last_rebalance_start_ms == -1:
+                    self.last_rebalance_start_ms = self.time.monotonic_ms()
+                self.join_future = self._send_join_group_request()
+            return self.join_future
+
+    def _send_join_group_request(self) -> Future[bytes]:
+        node = self.check_and_get_coordinator()
+        if node is None:
+            return Future().failure(Errors.CoordinatorNotAvailableError(
+                "the group coordinator is not available"))
+        cfg = self.rebalance_config
+        with self._lock:
+            gen = self.generation
+            reason = self.rejoin_reason
+        logger.info("group %s: (re-)joining group (member id %r, reason: %s)", cfg.group_id,
+                    gen.member_id, reason or "initial join")
+        body = {
+            "group_id": cfg.group_id,
+            "session_timeout_ms": cfg.session_timeout_ms,
+            "rebalance_timeout_ms": cfg.rebalance_timeout_ms,
+            "member_id": gen.member_id,
+            "group_instance_id": cfg.group_instance_id,
+            "protocol_type": self.protocol_type(),
+            "protocols": [{"name": name, "metadata": meta} for name, meta in self.protocol_metadata()],
+            "reason": _truncate_reason(reason),
+        }
+        # The coordinator may hold a JoinGroup for the whole rebalance timeout.
+        timeout = max(cfg.request_timeout_ms, cfg.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+        request = self._send(node, _JOIN_GROUP, body, timeout_ms=timeout)
+        return self._compose(request, gen, self._handle_join_group_response)
+
+    def _handle_join_group_response(self, response: dict[str, Any], sent: Generation,
+                                    future: Future[bytes]) -> None:
+        code = int(response.get("error_code", 0) or 0)
+        group = self.rebalance_config.group_id
+        if code == 0:
+            ptype = response.get("protocol_type")
+            if ptype is not None and ptype != "" and ptype != self.protocol_type():
+                logger.error("JoinGroup failed: inconsistent protocol type %r, expected %r",
+                             ptype, self.protocol_type())
+                future.failure(Errors.InconsistentGroupProtocolError(
+                    f"protocol type {ptype!r} does not match {self.protocol_type()!r}"))
+                return
+            with self._lock:
+                if self.state is not MemberState.PREPARING_REBALANCE:
+                    # Woken up and left the group meanwhile: do not continue with SyncGroup.
+                    future.failure(UnjoinedGroupError("member left the group during the join"))
+                    return
+                self.state = MemberState.COMPLETING_REBALANCE
+                # Heartbeats go on while we wait for SyncGroup (a slow leader).
+                if self.heartbeat_thread is not None:
+                    self.heartbeat_thread.enable()
+                self.generation = Generation(int(response["generation_id"]),
+                                             str(response["member_id"]),
+                                             response.get("protocol_name"))
+                logger.info("group %s: successfully joined group with %s", group, self.generation)
+                is_leader = response.get("leader") == response.get("member_id")
+            if is_leader:
+                sync = self._on_leader_elected_sync(response)
+            else:
+                sync = self._send_sync_group_request([])
+            # Not Future.chain: the join future may already have been failed by the heartbeat
+            # thread (see _handle_heartbeat_response) when a late SyncGroup answer arrives.
+            sync.add_callback(lambda value: None if future.is_done else future.success(value))
+            sync.add_errback(lambda exc: None if future.is_done else future.failure(exc))
+        elif code == Errors.CoordinatorLoadInProgressError.errno:
+            logger.info("JoinGroup failed: coordinator %s is loading the group", self.coordinator)
+            future.failure(Errors.CoordinatorLoadInProgressError())
+        elif code == Errors.UnknownMemberIdError.errno:
+            logger.info("JoinGroup failed: unknown member id; sent %s", sent)
+            if self._generation_unchanged(sent):
+                self._reset_state_on_response_error("JoinGroup", code, True)
+            future.failure(Errors.UnknownMemberIdError())
+        elif code in (Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno):
+            self.mark_coordinator_unknown(f"error response {Errors.for_code(code).name}")
+            logger.info("JoinGroup failed with %s; marking coordinator unknown",
+                        Errors.for_code(code).name)
+            future.failure(_error_for(code))
+        elif code == Errors.FencedInstanceIdError.errno:
+            logger.error("JoinGroup failed: group.instance.id %r was fenced by another instance",
+                         self.rebalance_config.group_instance_id)
+            future.failure(Errors.FencedInstanceIdError(
+                f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by another "
+                f"consumer of group {group}"))
+        elif code in (Errors.InconsistentGroupProtocolError.errno,
+                      Errors.InvalidSessionTimeoutError.errno, Errors.InvalidGroupIdError.errno,
+                      Errors.GroupAuthorizationFailedError.errno,
+                      Errors.GroupMaxSizeReachedError.errno):
+            logger.error("JoinGroup failed with fatal error %s", Errors.for_code(code).name)
+            if code == Errors.GroupMaxSizeReachedError.errno:
+                future.failure(Errors.GroupMaxSizeReachedError(
+                    f"consumer group {group} already has the configured maximum number of members"))
+            elif code == Errors.InvalidSessionTimeoutError.errno:
+                future.failure(Errors.InvalidSessionTimeoutError(
+                    f"session.timeout.ms={self.rebalance_config.session_timeout_ms} is outside the "
+                    f"broker's group.min.session.timeout.ms..group.max.session.timeout.ms range"))
+            else:
+                future.failure(_error_for(code))
+        elif code == Errors.UnsupportedVersionError.errno:
+            logger.error("JoinGroup failed with UNSUPPORTED_VERSION; unset group.instance.id "
+                         "and retry to see if that resolves it")
+            future.failure(Errors.UnsupportedVersionError())
+        elif code == Errors.MemberIdRequiredError.errno:
+            member_id = str(response.get("member_id") or "")
+            logger.debug("JoinGroup answered MEMBER_ID_REQUIRED; rejoining with member id %s",
+                         member_id)
+            with self._lock:
+                self.generation = Generation(NO_GENERATION.generation_id, member_id, None)
+            self.request_rejoin(f"need to re-join with the given member-id: {member_id}")
+            future.failure(Errors.MemberIdRequiredError())
+        elif code == Errors.RebalanceInProgressError.errno:
+            logger.info("JoinGroup failed with REBALANCE_IN_PROGRESS; will retry")
+            future.failure(Errors.RebalanceInProgressError())
+        else:
+            logger.error("JoinGroup failed with unexpected error %s", Errors.for_code(code).name)
+            future.failure(Errors.KafkaError(
+                f"unexpected error in JoinGroup response: {Errors.for_code(code).name}"))
+
+    def _on_leader_elected_sync(self, response: dict[str, Any]) -> Future[bytes]:
+        try:
+            assignments = self.on_leader_elected(str(response.get("leader")),
+                                                 str(response.get("protocol_name")),
+                                                 list(response.get("members") or []),
+                                                 bool(response.get("skip_assignment", False)))
+        except Exception as exc:
+            return Future().failure(exc)
+        return self._send_sync_group_request(
+            [{"member_id": member, "assignment": data} for member, data in assignments.items()])
+
+    def _send_sync_group_request(self, assignments: list[dict[str, Any]]) -> Future[bytes]:
+        node = self.check_and_get_coordinator()
+        if node is None:
+            return Future().failure(Errors.CoordinatorNotAvailableError(
+                "the group coordinator is not available"))
+        with self._lock:
+            gen = self.generation
+        body = {
+            "group_id": self.rebalance_config.group_id,
+            "generation_id": gen.generation_id,
+            "member_id": gen.member_id,
+            "group_instance_id": self.rebalance_config.group_instance_id,
+            "protocol_type": self.protocol_type(),
+            "protocol_name": gen.protocol_name,
+            "assignments": assignments,
+        }
+        return self._compose(self._send(node, _SYNC_GROUP, body), gen,
+                             self._handle_sync_group_response)
+
+    def _has_generation_reset(self, gen: Generation) -> bool:
+        # ILLEGAL_GENERATION keeps the member id, so look at the generation id and protocol only.
+        return gen.generation_id == NO_GENERATION.generation_id and gen.protocol_name is None
+
+    def _handle_sync_group_response(self, response: dict[str, Any], sent: Generation,
+                                    future: Future[bytes]) -> None:
+        code = int(response.get("error_code", 0) or 0)
+        if code == 0:
+            ptype = response.get("protocol_type")
+            if ptype is not None and ptype != "" and ptype != self.protocol_type():
+                future.failure(Errors.InconsistentGroupProtocolError(
+                    f"protocol type {ptype!r} does not match {self.protocol_type()!r}"))
+                return
+            with self._lock:
+                if (not self._has_generation_reset(self.generation)
+                        and self.state is MemberState.COMPLETING_REBALANCE
+                        and self.generation == sent):
+                    pname = response.get("protocol_name")
+                    if pname and pname != self.generation.protocol_name:
+                        future.failure(Errors.InconsistentGroupProtocolError(
+                            f"protocol name {pname!r} does not match "
+                            f"{self.generation.protocol_name!r}"))
+                        return
+                    logger.info("group %s: successfully synced group in %s",
+                                self.rebalance_config.group_id, self.generation)
+                    self.state = MemberState.STABLE
+                    self.rejoin_reason = ""
+                    self.rejoin_needed = False
+                    self.last_rebalance_end_ms = self.time.monotonic_ms()
+                    self.last_rebalance_start_ms = -1
+                    assignment = response.get("assignment")
+                    result = bytes(assignment) if assignment is not None else b""
+                else:
+                    logger.info("generation was reset by the heartbeat thread to %s (state %s) "
+                                "before the SyncGroup answer; retrying the rebalance",
+                                self.generation, self.state.value)
+                    result = None
+            if result is None:
+                # ILLEGAL_GENERATION makes the join loop retry at once.
+                future.failure(Errors.IllegalGenerationError())
+            else:
+                future.success(result)
+            return
+        if code == Errors.GroupAuthorizationFailedError.errno:
+            future.failure(Errors.GroupAuthorizationFailedError(
+                f"not authorized to access group {self.rebalance_config.group_id}"))
+        elif code == Errors.RebalanceInProgressError.errno:
+            logger.info("SyncGroup failed: the group began another rebalance; sent %s", sent)
+            future.failure(Errors.RebalanceInProgressError())
+        elif code == Errors.FencedInstanceIdError.errno:
+            logger.error("SyncGroup failed: group.instance.id %r was fenced",
+                         self.rebalance_config.group_instance_id)
+            future.failure(Errors.FencedInstanceIdError(
+                f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by another "
+                f"consumer of group {self.rebalance_config.group_id}"))
+        elif code in (Errors.UnknownMemberIdError.errno, Errors.IllegalGenerationError.errno):
+            logger.info("SyncGroup failed with %s; sent %s", Errors.for_code(code).name, sent)
+            if self._generation_unchanged(sent):
+                # ILLEGAL_GENERATION keeps the member id: it may still be valid.
+                self._reset_state_on_response_error(
+                    "SyncGroup", code, code != Errors.IllegalGenerationError.errno)
+            future.failure(_error_for(code))
+        elif code in (Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno):
+            logger.info("SyncGroup failed with %s; marking coordinator unknown",
+                        Errors.for_code(code).name)
+            self.mark_coordinator_unknown(f"error response {Errors.for_code(code).name}")
+            future.failure(_error_for(code))
+        else:
+            future.failure(Errors.KafkaError(
+                f"unexpected error in SyncGroup response: {Errors.for_code(code).name}"))
+        if code != Errors.GroupAuthorizationFailedError.errno:
+            self.request_rejoin(f"SyncGroup failed with {Errors.for_code(code).name}")
+
+    # ------------------------------------------------------------------ generation and state
+    def generation_snapshot(self) -> Generation:
+        """The current generation, whether or not the group is stable."""
+        with self._lock:
+            return self.generation
+
+    def generation_if_stable(self) -> Generation | None:
+        """The current generation when STABLE, else None."""
+        with self._lock:
+            return self.generation if self.state is MemberState.STABLE else None
+
+    def rebalance_in_progress(self) -> bool:
+        """True while a JoinGroup or SyncGroup is outstanding."""
+        with self._lock:
+            return self.state in (MemberState.PREPARING_REBALANCE,
+                                  MemberState.COMPLETING_REBALANCE)
+
+    def member_id(self) -> str:
+        """Our member id ("" before the first join)."""
+        with self._lock:
+            return self.generation.member_id
+
+    def _generation_unchanged(self, sent: Generation) -> bool:
+        with self._lock:
+            return self.generation == sent
+
+    def _reset_state_and_generation(self, reason: str, reset_member_id: bool) -> None:
+        with self._lock:
+            logger.info("group %s: resetting generation%s due to: %s",
+                        self.rebalance_config.group_id,
+                        " and member id" if reset_member_id else "", reason)
+            self.state = MemberState.UNJOINED
+            if reset_member_id:
+                self.generation = NO_GENERATION
+            else:
+                # Keep the member id so the next join does not wait for the old one to expire.
+                self.generation = Generation(NO_GENERATION.generation_id,
+                                             self.generation.member_id, None)
+
+    def _reset_state_and_rejoin(self, reason: str, reset_member_id: bool) -> None:
+        with self._lock:
+            self._reset_state_and_generation(reason, reset_member_id)
+            self.request_rejoin(reason)
+            self.needs_join_prepare = True
+
+    def _reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
+        self._reset_state_and_rejoin(
+            f"encountered {Errors.for_code(code).name} from {api} response", reset_member_id)
+
+    def reset_generation_on_leave_group(self) -> None:
+        """Forget generation and member id after leaving; the next poll joins afresh."""
+        self._reset_state_and_rejoin("consumer pro-actively leaving the group", True)
+
+    # ------------------------------------------------------------------------------ heartbeat
+    def poll_heartbeat(self, now_ms: int) -> None:
+        """Tell the heartbeat machinery the user polled; re-raise a heartbeat-thread failure."""
+        with self._lock:
+            thread = self.heartbeat_thread
+            if thread is not None:
+                failure = thread.failure
+                if failure is not None:
+                    # Thrown once; a new heartbeat thread starts with the next join.
+                    self.heartbeat_thread = None
+                    thread.close()
+                    raise failure
+                if self.heartbeat.should_heartbeat(now_ms):
+                    self._lock.notify_all()
+            self.heartbeat.poll(now_ms)
+
+    def time_to_next_heartbeat(self, now_ms: int) -> int:
+        """Milliseconds until a heartbeat is due (huge when not in a generation)."""
+        with self._lock:
+            if self.state.has_not_joined_group():
+                return 2**62
+            return int(self.heartbeat.time_to_next_heartbeat(now_ms))
+
+    def _send_heartbeat_request(self) -> Future[None]:
+        node = self.check_and_get_coordinator()
+        with self._lock:
+            gen = self.generation
+        if node is None:
+            return Future().failure(Errors.CoordinatorNotAvailableError(
+                "the group coordinator is not available"))
+        logger.debug("sending Heartbeat for %s to coordinator %s", gen, node)
+        body = {
+            "group_id": self.rebalance_config.group_id,
+            "generation_id": gen.generation_id,
+            "member_id": gen.member_id,
+            "group_instance_id": self.rebalance_config.group_instance_id,
+        }
+        return self._compose(self._send(node, _HEARTBEAT, body), gen,
+                             self._handle_heartbeat_response)
+
+    def _handle_heartbeat_response(self, response: dict[str, Any], sent: Generation,
+                                   future: Future[None]) -> None:
+        code = int(response.get("error_code", 0) or 0)
+        if code == 0:
+            future.success(None)
+        elif code in (Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno):
+            logger.info("heartbeat failed: coordinator %s is not available or not valid",
+                        self.coordinator)
+            self.mark_coordinator_unknown(f"error response {Errors.for_code(code).name}")
+            future.failure(_error_for(code))
+        elif code == Errors.RebalanceInProgressError.errno:
+            with self._lock:
+                if self.state is MemberState.STABLE:
+                    self.request_rejoin("group is already rebalancing")
+                    future.failure(Errors.RebalanceInProgressError())
+                elif (self.state is MemberState.COMPLETING_REBALANCE
+                      and self.generation == sent and self.join_future is not None
+                      and not self.join_future.is_done):
+                    # A new rebalance began while our SyncGroup for this generation is pending,
+                    # so that SyncGroup can only fail (Kafka answers it REBALANCE_IN_PROGRESS;
+                    # some brokers never answer it). Give up on it and rejoin now.
+                    logger.info("group %s: a new rebalance began while waiting for SyncGroup of "
+                                "%s; rejoining", self.rebalance_config.group_id, sent)
+                    self.request_rejoin("group is already rebalancing")
+                    self.join_future.failure(Errors.RebalanceInProgressError(
+                        "the group began a new rebalance before SyncGroup completed"))
+                    future.success(None)
+                else:
+                    logger.debug("ignoring REBALANCE_IN_PROGRESS heartbeat answer in state %s",
+                                 self.state.value)
+                    future.success(None)
+        elif code in (Errors.IllegalGenerationError.errno, Errors.UnknownMemberIdError.errno,
+                      Errors.FencedInstanceIdError.errno):
+            if self._generation_unchanged(sent):
+                logger.info("heartbeat with %s failed with %s; resetting generation", sent,
+                            Errors.for_code(code).name)
+                self._reset_state_on_response_error(
+                    "Heartbeat", code, code != Errors.IllegalGenerationError.errno)
+                if code == Errors.FencedInstanceIdError.errno:
+                    future.failure(Errors.FencedInstanceIdError(
+                        f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by "
+                        f"another consumer of group {self.rebalance_config.group_id}"))
+                else:
+                    future.failure(_error_for(code))
+            else:
+                logger.info("ignoring %s for a heartbeat of stale %s", Errors.for_code(code).name,
+                            sent)
+                future.success(None)
+        elif code == Errors.GroupAuthorizationFailedError.errno:
+            future.failure(Errors.GroupAuthorizationFailedError(
+                f"not authorized to access group {self.rebalance_config.group_id}"))
+        else:
+            future.failure(Errors.KafkaError(
+                f"unexpected error in heartbeat response: {Errors.for_code(code).name}"))
+
+    def handle_poll_timeout_expiry(self) -> None:
+        """The user did not call poll() within max.poll.interval.ms: leave the group."""
+        logger.warning(
+            "group %s: consumer poll timeout has expired: the time between two calls to poll() "
+            "was longer than max.poll.interval.ms (%d ms), which usually means the poll loop "
+            "spends too long processing records. Raise max.poll.interval.ms or lower "
+            "max.poll.records (fewer records per poll). The member leaves the group now and "
+            "rejoins at its next poll().", self.rebalance_config.group_id,
+            self.rebalance_config.rebalance_timeout_ms)
+        self.maybe_leave_group("consumer poll timeout has expired.")
+
+    # ------------------------------------------------------------------------------- leaving
+    def is_dynamic_member(self) -> bool:
+        """True without ``group.instance.id`` (static members never leave on their own)."""
+        return self.rebalance_config.group_instance_id is None
+
+    def maybe_leave_group(self, reason: str, force_static: bool = False) -> Future[None] | None:
+        """Send LeaveGroup (dynamic members, or static ones with ``force_static``), reset state.
+
+        A best-effort, single attempt: the answer is not waited for here.
+        """
+        future: Future[None] | None = None
+        with self._lock:
+            leaving_allowed = self.is_dynamic_member() or force_static
+            if (leaving_allowed and not self.coordinator_unknown()
+                    and self.state is not MemberState.UNJOINED
+                    and self.generation.has_member_id()):
+                node = self.coordinator
+                assert node is not None
+                gen = self.generation
+                logger.info("group %s: member %s sending LeaveGroup to coordinator %s due to %s",
+                            self.rebalance_config.group_id, gen.member_id, node, reason)
+                member = {"member_id": gen.member_id,
+                          "group_instance_id": self.rebalance_config.group_instance_id,
+                          "reason": _truncate_reason(reason)}
+                version = self._api_version(node, _LEAVE_GROUP)
+                body: dict[str, Any] = {"group_id": self.rebalance_config.group_id}
+                if version is not None and version < 3:
+                    body["member_id"] = gen.member_id
+                else:
+                    body["members"] = [member]
+                request = self._send(node, _LEAVE_GROUP, body,
+                                     **({"version": version} if version is not None else {}))
+                future = self._compose(request, gen, self._handle_leave_group_response)
+                self._client_poll_no_wakeup()
+            self.reset_generation_on_leave_group()
+        return future
+
+    def _handle_leave_group_response(self, response: dict[str, Any], sent: Generation,
+                                     future: Future[None]) -> None:
+        code = int(response.get("error_code", 0) or 0)
+        if code == 0:
+            members = response.get("members") or []
+            member_codes = [int(m.get("error_code", 0) or 0) for m in members]
+            bad = [c for c in member_codes if c]
+            if bad:
+                logger.warning("LeaveGroup for %s failed with %s", sent,
+                               Errors.for_code(bad[0]).name)
+                future.failure(_error_for(bad[0]))
+                return
+            logger.debug("LeaveGroup for %s succeeded", sent)
+            future.success(None)
+        else:
+            logger.warning("LeaveGroup for %s failed with %s", sent, Errors.for_code(code).name)
+            if code in (Errors.CoordinatorNotAvailableError.errno,
+                        Errors.NotCoordinatorError.errno):
+                self.mark_coordinator_unknown(f"error response {Errors.for_code(code).name}")
+            future.failure(_error_for(code))
+
+    def close(self, timer: Timer | None = None, leave_group: bool | None = None) -> None:
+        """Stop the heartbeat thread, leave the group when appropriate, flush pending requests.
+
+        ``leave_group``: None -> Java's default (dynamic members leave, static members stay so
+        that a restart within session.timeout.ms keeps their partitions); True -> leave, also
+        for a static member; False -> do not leave.
+        """
+        if timer is None:
+            timer = self.time.timer(0)
+        try:
+            self._close_heartbeat_thread(max(0.1, timer.remaining_ms / 1000.0))
+        finally:
+            with self._lock:
+                self._closed = True
+            leave = self.rebalance_config.leave_group_on_close if leave_group is None else leave_group
+            should_leave = leave and (self.is_dynamic_member() or leave_group is True)
+            try:
+                if should_leave:
+                    # The user's listener runs here, outside the coordinator lock.
+                    self.on_leave_prepare()
+            finally:
+                future = None
+                if should_leave:
+                    future = self.maybe_leave_group("the consumer is being closed",
+                                                    force_static=leave_group is True)
+                self._await_pending_requests(timer, future)
+
+    def _await_pending_requests(self, timer: Timer, future: Future[Any] | None) -> None:
+        node = self.check_and_get_coordinator()
+        if node is None:
+            return
+        waiter = getattr(self.client, "await_pending_requests", None)
+        if waiter is not None:
+            if not waiter(node, timer.remaining_ms):
+                logger.warning("close timed out with requests pending to the group coordinator")
+            return
+        while future is not None and not future.is_done and timer.not_expired():
+            self.poll_client(future, timer.remaining_ms)
+            timer.update()
+
+    # -------------------------------------------------------------------- network plumbing
+    def _send(self, node: int, api_key: int, body: dict[str, Any], *,
+              timeout_ms: int | None = None, version: int | None = None) -> Future[Any]:
+        kwargs: dict[str, Any] = {}
+        if version is not None:
+            kwargs["version"] = version
+        if timeout_ms is not None and self._client_supports("send", "timeout_ms"):
+            kwargs["timeout_ms"] = timeout_ms
+        return self.client.send(node, api_key, body, **kwargs)
+
+    def _compose(self, request: Future[Any], gen: Generation,
+                 handler: Callable[[dict[str, Any], Generation, Future[Any]], None]) -> Future[Any]:
+        """Adapt a raw response future through ``handler`` (Java ``CoordinatorResponseHandler``)."""
+        result: Future[Any] = Future()
+
+        def on_success(response: dict[str, Any]) -> None:
+            try:
+                handler(response, gen, result)
+            except Exception as exc:
+                logger.exception("error handling a group coordinator response")
+                if not result.is_done:
+                    result.failure(exc)
+
+        def on_failure(exc: BaseException) -> None:
+            # A broken connection, or a request timeout (which also closes the connection),
+            # means the coordinator must be looked up again (Java: DisconnectException).
+            if isinstance(exc, (Errors.KafkaConnectionError, Errors.KafkaTimeoutError,
+                                ConnectionError)):
+                self.mark_coordinator_unknown(f"request failed: {exc}", is_disconnected=True)
+            if not result.is_done:
+                result.failure(exc)
+
+        request.add_callback(on_success)
+        request.add_errback(on_failure)
+        return result
+
+    def poll_client(self, future: Future[Any] | None, timeout_ms: int) -> None:
+        """Network I/O until ``future`` is done or ``timeout_ms`` passed; at least one
+        non-blocking round even with no time left, so queued requests go out."""
+        if timeout_ms <= 0 or future is None:
+            self.client.poll(timeout_ms=max(0, timeout_ms))
+        else:
+            self.client.poll(timeout_ms=timeout_ms, future=future)
+
+    def _client_supports(self, method: str, param: str) -> bool:
+        cache = self.__dict__.setdefault("_supports_cache", {})
+        key = (method, param)
+        if key not in cache:
+            import inspect
+
+            fn = getattr(self.client, method, None)
+            ok = False
+            if fn is not None:
+                try:
+                    params = inspect.signature(fn).parameters
+                    ok = param in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                                for p in params.values())
+                except (TypeError, ValueError):
+                    ok = False
+            cache[key] = ok
+        return bool(cache[key])
+
+    def _api_version(self, node: int, api_key: int) -> int | None:
+        fn = getattr(self.client, "api_version", None)
+        if fn is None:
+            return None
+        try:
+            version = fn(node, api_key)
+        except Exception:  # not connected yet: let the client pick at send time
+            return None
+        return int(version) if version is not None else None
+
+    def _client_is_unavailable(self, node: int) -> bool:
+        fn = getattr(self.client, "is_unavailable", None)
+        if fn is None:
+            return False
+        try:
+            return bool(fn(node))
+        except Exception:
+            return False
+
+    def _client_disconnect(self, node: int) -> None:
+        for name in ("disconnect_async", "disconnect"):
+            fn = getattr(self.client, name, None)
+            if fn is not None:
+                try:
+                    fn(node)
+                except Exception:
+                    logger.debug("disconnect from %s failed", node, exc_info=True)
+                return
+
+    def _coordinator_connection_id(self, node_id: int) -> int:
+        """The node id to send group requests to.
+
+        As in Java, group traffic should use its own connection (id ``2**31 - 1 - node_id``):
+        a broker answers the requests of one connection in order, so a JoinGroup held for the
+        whole rebalance would otherwise stall the fetches of partitions this member keeps. The
+        network client maps that id to the broker's address when it supports it; otherwise
+        the broker's own connection is shared.
+        """
+        conn_id = COORDINATOR_CONNECTION_BASE - node_id
+        execute = getattr(self.client, "execute", None)
+        if execute is None:
+            return node_id
+        try:
+            address = execute(lambda nc: nc.node_address(conn_id))
+        except Exception:
+            address = None
+        return conn_id if address is not None else node_id
+
+    def _client_register_coordinator(self, node_id: int, host: Any, port: Any) -> None:
+        fn = getattr(self.client, "try_connect", None)
+        if fn is not None:
+            try:
+                fn(node_id)
+            except Exception:
+                logger.debug("try_connect(%s) failed", node_id, exc_info=True)
+
+    def _client_poll_no_wakeup(self) -> None:
+        fn = getattr(self.client, "poll_no_wakeup", None)
+        if fn is not None:
+            fn()
+
+    def _await_metadata_update(self, timer: Timer) -> None:
+        fn = getattr(self.client, "await_metadata_update", None)
+        if fn is None:
+            timer.sleep(self.rebalance_config.retry_backoff_ms)
+            return
+        try:
+            fn(timer.remaining_ms)
+        except Errors.KafkaTimeoutError:
+            pass
+        timer.update()
+
+
+class HeartbeatThread(threading.Thread):
+    """Sends heartbeats and enforces session and poll timeouts in the background.
+
+    Thread-safety: all its work happens while holding the coordinator's lock (a Condition it
+    waits on between heartbeats); ``enable``/``disable``/``close`` are called with that lock held
+    or take it. Its failure is stored in :attr:`failure` and re-raised by the next ``poll()``.
+    """
+
+    def __init__(self, coordinator: AbstractCoordinator) -> None:
+        name = "kafkaconsumer-heartbeat-thread | " + coordinator.rebalance_config.group_id
+        super().__init__(name=name, daemon=True)
+        self._coordinator = coordinator
+        self.enabled = False
+        self.closed = False
+        self.failure: BaseException | None = None
+
+    def enable(self) -> None:
+        """Start heartbeating (timers reset); wakes the thread."""
+        c = self._coordinator
+        with c._lock:
+            logger.debug("enabling heartbeat thread")
+            self.enabled = True
+            c.heartbeat.reset_timeouts()
+            c._lock.notify_all()
+
+    def disable(self) -> None:
+        """Stop heartbeating until enabled again."""
+        with self._coordinator._lock:
+            logger.debug("disabling heartbeat thread")
+            self.enabled = False
+
+    def close(self) -> None:
+        """Ask the thread to end; it exits at its next wake-up."""
+        with self._coordinator._lock:
+            self.closed = True
+            self._coordinator._lock.notify_all()
+
+    def run(self) -> None:
+        """The heartbeat loop (Java ``HeartbeatThread.run``)."""
+        c = self._coordinator
+        cfg = c.rebalance_config
+        try:
+            logger.debug("heartbeat thread started")
+            while True:
+                with c._lock:
+                    if self.closed:
+                        return
+                    if not self.enabled:
+                        c._lock.wait(1.0)
+                        continue
+                    # No heartbeats before joining, nor after a fatal error.
+                    if c.state.has_not_joined_group() or self.failure is not None:
+                        self.enabled = False
+                        continue
+                    c._client_poll_no_wakeup()
+                    now = c.time.monotonic_ms()
+                    if c.coordinator_unknown():
+                        if c.find_coordinator_future is not None:
+                            # Let the next round rediscover in case the user's thread cannot.
+                            c.clear_find_coordinator_future()
+                        else:
+                            c.lookup_coordinator()
+                        c._lock.wait(cfg.retry_backoff_ms / 1000.0)
+                    elif c.heartbeat.session_timeout_expired(now):
+                        # No successful heartbeat for a whole session: suspect the coordinator.
+                        c.mark_coordinator_unknown(
+                            "session timed out without receiving a heartbeat response")
+                    elif c.heartbeat.poll_timeout_expired(now):
+                        c.handle_poll_timeout_expiry()
+                    elif not c.heartbeat.should_heartbeat(now):
+                        wait_ms = min(cfg.retry_backoff_ms,
+                                      max(1, int(c.heartbeat.time_to_next_heartbeat(now))))
+                        c._lock.wait(wait_ms / 1000.0)
+                    else:
+                        c.heartbeat.sent_heartbeat(now)
+                        future = c._send_heartbeat_request()
+                        future.add_callback(self._on_success)
+                        future.add_errback(self._on_failure)
+        except BaseException as exc:  # stored, re-raised by the user's next poll()
+            logger.error("heartbeat thread failed with an unexpected error", exc_info=True)
+            if isinstance(exc, Errors.KafkaError):
+                self.failure = exc
+            else:
+                failure = Errors.KafkaError(f"unexpected error in heartbeat thread: {exc!r}")
+                failure.__cause__ = exc
+                self.failure = failure
+        finally:
+            logger.debug("heartbeat thread has closed")
+            self.closed = True
+
+    def _on_success(self, _value: Any) -> None:
+        c = self._coordinator
+        with c._lock:
+            c.heartbeat.received_heartbeat()
+
+    def _on_failure(self, exc: BaseException) -> None:
+        c = self._coordinator
+        with c._lock:
+            if isinstance(exc, Errors.RebalanceInProgressError):
+                # Heartbeats continue during a rebalance to keep the session alive until we rejoin.
+                c.heartbeat.received_heartbeat()
+            elif isinstance(exc, (Errors.FencedInstanceIdError,
+                                  Errors.GroupAuthorizationFailedError,
+                                  Errors.AuthenticationError)):
+                logger.error("heartbeat failed fatally: %s", exc)
+                self.failure = exc
+            else:
+                c.heartbeat.fail_heartbeat()
+                c._lock.notify_all()

@@ -1,0 +1,1128 @@
+"""The consumer side of group membership: assignment, rebalance callbacks and offsets.
+
+Mirrors Java's ``ConsumerCoordinator``. On top of :class:`AbstractCoordinator` it
+
+- encodes this member's subscription for JoinGroup and, as leader, runs the assignor;
+- applies the assignment: eager (revoke all before joining) or cooperative (KIP-429: only
+  partitions that move are revoked, and a follow-up rebalance hands them over);
+- calls the user's :class:`~kafkaconsumer.listener.ConsumerRebalanceListener` on the user's
+  thread, never under a lock;
+- commits offsets (sync, async with ordered callbacks, auto-commit) and fetches committed ones;
+- watches metadata so that new matching topics, partition count changes and deleted topics
+  trigger a rebalance;
+- implements KIP-983 (``to_be_revoked``, ``lost_partitions``, ``delay_revoke``).
+
+KIP-983 mode. By default a cooperative revocation completes inside the ``poll()`` that learns
+of it, as in Java. The first call to :meth:`ConsumerCoordinator.to_be_revoked`,
+:meth:`~ConsumerCoordinator.lost_partitions` or :meth:`~ConsumerCoordinator.delay_revoke`
+switches this consumer to the KIP's two-step revocation: a revocation requested during one poll
+completes at the start of the next one (:meth:`ConsumerCoordinator.begin_poll`, which
+``KafkaConsumer.poll`` calls first), unless delayed again. Records of partitions awaiting
+revocation are not fetched any more.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kafkaconsumer import errors as Errors
+from kafkaconsumer.internals.abstract_coordinator import (
+    NO_GENERATION,
+    AbstractCoordinator,
+    Generation,
+    GroupRebalanceConfig,
+    MemberState,
+    _cfg,
+)
+from kafkaconsumer.internals.assignors import (
+    ConsumerPartitionAssignor,
+    RebalanceProtocol,
+    common_protocol,
+    resolve_assignors,
+    validate_cooperative_assignment,
+)
+from kafkaconsumer.internals.clock import Time
+from kafkaconsumer.internals.consumer_protocol import (
+    PROTOCOL_TYPE,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from kafkaconsumer.internals.subscription_state import (
+    FetchPosition,
+    LeaderAndEpoch,
+    SubscriptionState,
+)
+from kafkaconsumer.internals.timer import Timer
+from kafkaconsumer.listener import RevocationTracker
+from kafkaconsumer.network.future import Future
+from kafkaconsumer.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ConsumerCoordinator", "OffsetCommitCallback"]
+
+_OFFSET_COMMIT = 8
+_OFFSET_FETCH = 9
+
+#: ``callback(offsets, exception_or_None)``, as Java's ``OffsetCommitCallback.onComplete``.
+OffsetCommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], Any]
+
+_COOPERATIVE_STICKY = "cooperative-sticky"
+#: How often a consumer that keeps fetching during a rebalance checks on the JoinGroup/SyncGroup.
+_JOIN_ATTENTION_MS = 50
+_DEFAULT_REASON = "rebalance enforced by user"
+
+_COMMIT_FAILED_MESSAGE = (
+    "Commit cannot be completed since the group has already rebalanced and assigned the "
+    "partitions to another member. This usually means the time between two calls to poll() was "
+    "longer than max.poll.interval.ms, so this consumer was removed from the group. Raise "
+    "max.poll.interval.ms, or return fewer records per poll() with max.poll.records, so that "
+    "each batch is processed in time.")
+
+
+def _sorted(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+    return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
+
+
+class ConsumerCoordinator(AbstractCoordinator):
+    """Java ``ConsumerCoordinator``: the group side of one ``KafkaConsumer``.
+
+    Construct with the consumer configuration (a Mapping of Java keys), the thread-safe
+    ``ConsumerNetworkClient``, the consumer's :class:`SubscriptionState` and
+    :class:`~kafkaconsumer.metadata.ConsumerMetadata`.
+
+    Thread-safety: public methods are called from the user's thread (the consumer's own guard
+    keeps it to one); the heartbeat thread shares the membership state through the coordinator
+    lock of :class:`AbstractCoordinator`. Listener and commit callbacks run on the user's
+    thread outside every lock.
+    """
+
+    def __init__(self, config: Mapping[str, Any], client: Any, subscriptions: SubscriptionState,
+                 metadata: Any, *, time: Time | None = None,
+                 assignors: list[ConsumerPartitionAssignor] | None = None,
+                 heartbeat: Any = None, interceptors: Any = None) -> None:
+        super().__init__(GroupRebalanceConfig.from_config(config), client, time=time,
+                         heartbeat=heartbeat)
+        self.config = config
+        self.subscriptions = subscriptions
+        self.metadata = metadata
+        self.interceptors = interceptors
+        if assignors is None:
+            strategy = _cfg(config, "partition.assignment.strategy",
+                            ["range", "cooperative-sticky"])
+            try:
+                assignors = resolve_assignors(strategy)
+            except (TypeError, ValueError) as exc:
+                raise Errors.ConfigError(f"partition.assignment.strategy: {exc}") from None
+        if not assignors:
+            raise Errors.ConfigError("partition.assignment.strategy must name at least one assignor")
+        self.assignors: list[ConsumerPartitionAssignor] = list(assignors)
+        try:
+            self.protocol: RebalanceProtocol = common_protocol(self.assignors)
+        except ValueError:
+            raise Errors.ConfigError(
+                "the assignors in partition.assignment.strategy "
+                f"{[a.name for a in self.assignors]} share no rebalance protocol") from None
+        self.auto_commit_enabled = bool(_cfg(config, "enable.auto.commit", True))
+        self.auto_commit_interval_ms = int(_cfg(config, "auto.commit.interval.ms", 5000))
+        self.next_auto_commit_timer = self.time.timer(self.auto_commit_interval_ms)
+        self.require_stable = str(_cfg(config, "isolation.level", "read_uncommitted")
+                                  ).lower() == "read_committed"
+        self.throw_on_fetch_stable_offset_unsupported = bool(
+            _cfg(config, "internal.throw.on.fetch.stable.offset.unsupported", False))
+        # Async commit completions, delivered in order on the user's thread.
+        self.completed_offset_commits: collections.deque[
+            tuple[OffsetCommitCallback | None, dict[TopicPartition, OffsetAndMetadata],
+                  BaseException | None]] = collections.deque()
+        self._in_flight_async_commits: list[Future[Any]] = []
+        self.pending_async_commits = 0
+        self.async_commit_fenced = False
+        self.is_leader = False
+        self.joined_subscription: frozenset[str] | None = None
+        self.metadata_snapshot: dict[str, int] = {}
+        self.assignment_snapshot: dict[str, int] | None = None
+        self._metadata_version_seen = -1
+        self.join_prepare_timer: Timer | None = None
+        self.auto_commit_offset_request_future: Future[Any] | None = None
+        self._pending_committed_offset_request: tuple[frozenset[TopicPartition], Generation | None,
+                                                      Future[Any]] | None = None
+        self._group_metadata = ConsumerGroupMetadata(self.rebalance_config.group_id, -1, "",
+                                                     self.rebalance_config.group_instance_id)
+        # Delay of the cooperative follow-up rejoin (0 = at once, as Java). Some brokers answer
+        # a follower's pending SyncGroup only periodically; rejoining at once can then make
+        # that SyncGroup fail and cost the group another round.
+        self.cooperative_rejoin_delay_ms = int(
+            _cfg(config, "internal.cooperative.rejoin.delay.ms", 0))
+        self._follow_up_rejoin_at: int | None = None
+        self.revocations = RevocationTracker()
+        self.kip983_enabled = False
+        self._coordinator_closed = False
+        self._begin_poll_seen = False
+        self.default_offset_commit_callback: OffsetCommitCallback = self._log_commit_error
+        self._update_metadata_snapshot()
+
+    # ================================================================= protocol plumbing
+    def protocol_type(self) -> str:
+        """``"consumer"``."""
+        return PROTOCOL_TYPE
+
+    def protocol_metadata(self) -> list[tuple[str, bytes]]:
+        """One Subscription per configured assignor, in preference order."""
+        joined = self.subscriptions.subscription()
+        self.joined_subscription = joined
+        topics = sorted(joined)
+        owned = _sorted(self.subscriptions.assigned_partitions())
+        gen = self.generation_snapshot()
+        out = []
+        for assignor in self.assignors:
+            sub = Subscription(topics=topics, user_data=assignor.subscription_user_data(set(joined)),
+                               owned_partitions=owned, generation_id=gen.generation_id,
+                               rack_id=self.rebalance_config.client_rack)
+            out.append((assignor.name, encode_subscription(sub)))
+        return out
+
+    def lookup_assignor(self, name: str | None) -> ConsumerPartitionAssignor | None:
+        """The configured assignor called ``name``."""
+        for assignor in self.assignors:
+            if assignor.name == name:
+                return assignor
+        return None
+
+    # ===================================================================== metadata watch
+    def _partition_count(self, cluster: Any, topic: str) -> int:
+        parts = cluster.partitions_for_topic(topic)
+        return len(parts) if parts else 0
+
+    def _update_metadata_snapshot(self) -> None:
+        cluster = self.metadata.cluster
+        topics = self.subscriptions.metadata_topics()
+        self.metadata_snapshot = {t: self._partition_count(cluster, t) for t in topics}
+
+    def maybe_update_subscription_metadata(self) -> None:
+        """Follow metadata: re-match the pattern and refresh the partition-count snapshot."""
+        version = self.metadata.update_version
+        if version == self._metadata_version_seen and not self.subscriptions.has_pattern_subscription():
+            self._update_metadata_snapshot()
+            return
+        self._metadata_version_seen = version
+        if self.subscriptions.has_pattern_subscription():
+            pattern = self.subscriptions.subscribed_pattern
+            matched = self.metadata.matching_topics(pattern)
+            if self.subscriptions.subscribe_from_pattern(matched):
+                logger.info("group %s: pattern %s now matches %s", self.rebalance_config.group_id,
+                            pattern.pattern if pattern is not None else None, sorted(matched))
+        self._update_metadata_snapshot()
+
+    def update_group_subscription(self, topics: Iterable[str]) -> None:
+        """(Leader) watch every topic any member subscribes to."""
+        if self.subscriptions.group_subscribe(topics):
+            self.metadata.request_update()
+        if not self.subscriptions.has_pattern_subscription():
+            self.metadata.set_topics(self.subscriptions.metadata_topics())
+        self._update_metadata_snapshot()
+
+    def rejoin_needed_or_pending(self) -> bool:
+        """Also rejoin when the leader's metadata snapshot or our subscription changed."""
+        if not self.subscriptions.has_auto_assigned_partitions():
+            return False
+        if self.assignment_snapshot is not None and self.assignment_snapshot != self.metadata_snapshot:
+            self.request_rejoin_if_necessary(
+                "cached metadata has changed",
+                f"cached metadata changed from {self.assignment_snapshot} to {self.metadata_snapshot}")
+            return True
+        if self.joined_subscription is not None \
+                and self.joined_subscription != self.subscriptions.subscription():
+            self.request_rejoin_if_necessary(
+                "subscription has changed",
+                f"subscription changed from {sorted(self.joined_subscription)} to "
+                f"{sorted(self.subscriptions.subscription())}")
+            return True
+        return super().rejoin_needed_or_pending()
+
+    # ============================================================================== poll
+    def poll(self, timer: Timer, wait_for_join_group: bool | None = None) -> bool:
+        """Drive the group for one consumer poll: heartbeat bookkeeping, (re)join, auto-commit.
+
+        ``wait_for_join_group``: block (up to ``timer``) until a rebalance completes (True), or
+        only advance it and return at once (False, Java's ``poll(Duration)``), so that a member
+        keeps fetching the partitions it owns while the group rebalances (cooperative). None
+        (default) blocks only while this member owns no partitions, where there is nothing to
+        fetch meanwhile. Returns False when the member is not ready yet (the caller goes on and
+        polls again; :meth:`time_to_next_poll` says when). Raises the heartbeat thread's stored
+        failure, fatal join errors and exceptions from the rebalance listener.
+        """
+        if wait_for_join_group is None:
+            wait_for_join_group = not self.subscriptions.assigned_partitions()
+        self.maybe_update_subscription_metadata()
+        self.invoke_completed_offset_commit_callbacks()
+        if self.subscriptions.has_auto_assigned_partitions():
+            if not self._begin_poll_seen:
+                # The consumer does not call begin_poll(): complete due revocations here.
+                self._complete_due_revocations(self.revocations.start_poll())
+            self.poll_heartbeat(timer.current_time_ms)
+            self._maybe_start_follow_up_rejoin(timer.current_time_ms)
+            if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
+                return False
+            if self.rejoin_needed_or_pending():
+                if self.subscriptions.has_pattern_subscription():
+                    # Refresh first so one topic creation does not cause a rebalance per member.
+                    self._refresh_metadata_before_join(timer)
+                    self.maybe_update_subscription_metadata()
+                join_timer = timer if wait_for_join_group else self.time.timer(0)
+                if not self.ensure_active_group(join_timer):
+                    timer.update()
+                    return False
+                timer.update()
+        self.maybe_auto_commit_offsets_async(timer.current_time_ms)
+        return True
+
+    def _refresh_metadata_before_join(self, timer: Timer) -> None:
+        if self.metadata.time_to_next_update(timer.current_time_ms) > 0 \
+                and not self.metadata.update_requested():
+            self.metadata.request_update()
+        waiter = getattr(self.client, "await_metadata_update", None)
+        if waiter is not None and timer.remaining_ms > 0:
+            try:
+                waiter(min(timer.remaining_ms, self.rebalance_config.request_timeout_ms))
+            except Errors.KafkaTimeoutError:
+                pass
+            timer.update()
+
+    def time_to_next_poll(self, now_ms: int) -> int:
+        """How long the consumer may block before the coordinator needs attention."""
+        wait = self.time_to_next_heartbeat(now_ms)
+        with self._lock:
+            join = self.join_future
+        if join is not None and join.is_done:
+            wait = 0
+        elif join is not None or (self.subscriptions.has_auto_assigned_partitions()
+                                  and self.rejoin_needed_or_pending()):
+            # A rebalance is under way: come back soon to take its next step.
+            wait = min(wait, _JOIN_ATTENTION_MS)
+        if self._follow_up_rejoin_at is not None:
+            wait = min(wait, max(0, self._follow_up_rejoin_at - now_ms))
+        if not self.auto_commit_enabled:
+            return wait
+        self.next_auto_commit_timer.update(now_ms)
+        return min(self.next_auto_commit_timer.remaining_ms, wait)
+
+    def enforce_rebalance(self, reason: str | None = None) -> None:
+        """Ask for a rebalance at the next poll (Java ``enforceRebalance``)."""
+        if not self.subscriptions.has_auto_assigned_partitions():
+            raise Errors.IllegalStateError(
+                "Tried to force a rebalance but consumer does not have a group.")
+        self.request_rejoin(reason or _DEFAULT_REASON)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group id, generation, member id and group instance id."""
+        return self._group_metadata
+
+    # ======================================================================== listeners
+    def _listener(self) -> Any:
+        return self.subscriptions.rebalance_listener
+
+    def _invoke(self, method: str, partitions: Iterable[TopicPartition]) -> BaseException | None:
+        listener = self._listener()
+        tps = _sorted(partitions)
+        if method == "on_partitions_lost" and tps:
+            self.revocations.mark_lost(tps)
+        if listener is None:
+            return None
+        if method != "on_partitions_assigned" and not tps:
+            return None
+        logger.info("group %s: calling %s with %s", self.rebalance_config.group_id, method,
+                    [str(tp) for tp in tps])
+        try:
+            getattr(listener, method)(tps)
+        except (Errors.WakeupError, Errors.InterruptError) as exc:
+            return exc
+        except Exception as exc:
+            logger.error("user rebalance callback %s failed for %s", method, tps, exc_info=True)
+            return exc
+        return None
+
+    def invoke_partitions_assigned(self, partitions: Iterable[TopicPartition]) -> BaseException | None:
+        """Run ``on_partitions_assigned``; its exception is returned, not raised."""
+        return self._invoke("on_partitions_assigned", partitions)
+
+    def invoke_partitions_revoked(self, partitions: Iterable[TopicPartition]) -> BaseException | None:
+        """Run ``on_partitions_revoked``; its exception is returned, not raised."""
+        return self._invoke("on_partitions_revoked", partitions)
+
+    def invoke_partitions_lost(self, partitions: Iterable[TopicPartition]) -> BaseException | None:
+        """Run ``on_partitions_lost``; its exception is returned, not raised."""
+        return self._invoke("on_partitions_lost", partitions)
+
+    # ===================================================================== join prepare
+    def on_join_prepare(self, timer: Timer, generation_id: int, member_id: str) -> bool:
+        """Before (re)joining: auto-commit, then revoke (eager) or drop unsubscribed topics."""
+        logger.debug("executing on_join_prepare with generation %s and member id %s",
+                     generation_id, member_id)
+        if self.auto_commit_enabled and self.auto_commit_offset_request_future is None:
+            if self.join_prepare_timer is None:
+                # Bounded by the rebalance timeout: the group waits at most that long for us.
+                self.join_prepare_timer = self.time.timer(self.rebalance_config.rebalance_timeout_ms)
+            if self.protocol is RebalanceProtocol.EAGER:
+                # Stop returning records that the commit below would not cover.
+                self.subscriptions.mark_pending_revocation(self.subscriptions.assigned_partitions())
+            self.auto_commit_offset_request_future = self._auto_commit_offsets_async_now()
+        future = self.auto_commit_offset_request_future
+        if future is not None and self.join_prepare_timer is not None:
+            wait = min(timer.remaining_ms, self.join_prepare_timer.remaining_ms)
+            if not future.is_done:
+                self.poll_client(future, wait)
+            self.join_prepare_timer.update()
+            timer.update()
+            if not future.is_done and self.join_prepare_timer.not_expired():
+                # Wait for the commit in a later poll; heartbeats keep us in the group.
+                return False
+            if not future.is_done:
+                logger.warning("group %s: auto-commit before rebalance did not finish within the "
+                               "rebalance timeout; continuing", self.rebalance_config.group_id)
+            elif future.failed():
+                logger.warning("group %s: auto-commit before rebalance failed: %s",
+                               self.rebalance_config.group_id, future.exception)
+            self.invoke_completed_offset_commit_callbacks()
+
+        exc: BaseException | None = None
+        assigned = set(self.subscriptions.assigned_partitions())
+        # Revocations that KIP-983 delayed cannot outlive a new rebalance.
+        pending_kip = self.revocations.clear() & assigned
+        if generation_id == NO_GENERATION.generation_id or member_id == NO_GENERATION.member_id:
+            # The heartbeat thread reset the generation: others may own these partitions now.
+            if assigned:
+                logger.info("group %s: giving up partitions %s as lost: generation was reset",
+                            self.rebalance_config.group_id, _sorted(assigned))
+                exc = self.invoke_partitions_lost(assigned)
+                self.subscriptions.assign_from_subscribed(())
+        elif self.protocol is RebalanceProtocol.EAGER:
+            exc = self.invoke_partitions_revoked(assigned)
+            self.subscriptions.assign_from_subscribed(())
+        else:
+            subscribed = self.subscriptions.subscription()
+            revoked = {tp for tp in assigned if tp.topic not in subscribed} | pending_kip
+            if revoked:
+                exc = self.invoke_partitions_revoked(revoked)
+                self.subscriptions.assign_from_subscribed(_sorted(assigned - revoked))
+        # This join also hands over whatever a pending follow-up rejoin was waiting for.
+        self._follow_up_rejoin_at = None
+        self.is_leader = False
+        self.subscriptions.reset_group_subscription()
+        self.join_prepare_timer = None
+        self.auto_commit_offset_request_future = None
+        timer.update()
+        if exc is not None:
+            raise exc
+        return True
+
+    # ==================================================================== leader assign
+    def on_leader_elected(self, leader_id: str, protocol: str, members: list[dict[str, Any]],
+                          skip_assignment: bool) -> dict[str, bytes]:
+        """Run the negotiated assignor over all members' subscriptions."""
+        assignor = self.lookup_assignor(protocol)
+        if assignor is None:
+            raise Errors.IllegalStateError(
+                f"coordinator selected invalid assignment protocol: {protocol}")
+        subscriptions: dict[str, Subscription] = {}
+        all_topics: set[str] = set()
+        for member in members:
+            sub = decode_subscription(member["metadata"])
+            sub = dataclasses.replace(sub, group_instance_id=member.get("group_instance_id"))
+            subscriptions[str(member["member_id"])] = sub
+            all_topics.update(sub.topics)
+        # The leader watches every topic of the group so it notices their metadata changes.
+        self.update_group_subscription(all_topics)
+        self._ensure_metadata_for(all_topics)
+        self.is_leader = True
+        if skip_assignment:
+            logger.info("group %s: skipped assignment for a returning static leader; keeping the "
+                        "existing assignment", self.rebalance_config.group_id)
+            self.assignment_snapshot = dict(self.metadata_snapshot)
+            return {}
+        cluster = self.metadata.cluster
+        partitions = {t: self._partition_count(cluster, t) for t in sorted(all_topics)}
+        partitions = {t: n for t, n in partitions.items() if n > 0}
+        logger.debug("performing assignment with %s over %s for members %s", assignor.name,
+                     partitions, sorted(subscriptions))
+        assignments = assignor.assign(partitions, subscriptions)
+        if self.protocol is RebalanceProtocol.COOPERATIVE and assignor.name != _COOPERATIVE_STICKY:
+            validate_cooperative_assignment(assignments, subscriptions)
+        assigned_topics = {tp.topic for a in assignments.values() for tp in a.partitions}
+        not_assigned = all_topics - assigned_topics
+        if not_assigned:
+            logger.info("subscribed topics not assigned to any member (no metadata or no "
+                        "partitions yet): %s", sorted(not_assigned))
+        extra = assigned_topics - all_topics
+        if extra:
+            logger.warning("the assignor assigned topics nobody subscribed to: %s", sorted(extra))
+            all_topics |= extra
+            self.update_group_subscription(all_topics)
+        self.assignment_snapshot = dict(self.metadata_snapshot)
+        logger.info("group %s: finished assignment for generation %s: %s",
+                    self.rebalance_config.group_id, self.generation_snapshot().generation_id,
+                    {m: [str(tp) for tp in a.partitions] for m, a in assignments.items()})
+        return {m: encode_assignment(a) for m, a in assignments.items()}
+
+    def _ensure_metadata_for(self, topics: set[str]) -> None:
+        """Wait briefly for metadata of group topics the leader has never seen."""
+        cluster = self.metadata.cluster
+        missing = {t for t in topics if cluster.partitions_for_topic(t) is None}
+        waiter = getattr(self.client, "await_metadata_update", None)
+        if not missing or waiter is None:
+            return
+        self.metadata.request_update()
+        try:
+            waiter(self.rebalance_config.request_timeout_ms)
+        except Errors.KafkaTimeoutError:
+            logger.info("no metadata yet for topics %s; they will be assigned in a later "
+                        "rebalance", sorted(missing))
+        self._update_metadata_snapshot()
+
+    # ===================================================================== join complete
+    def on_join_complete(self, generation_id: int, member_id: str, protocol: str | None,
+                         assignment: bytes) -> None:
+        """Apply the new assignment and call the listener (user thread, no lock held)."""
+        if not self.is_leader:
+            self.assignment_snapshot = None
+        assignor = self.lookup_assignor(protocol)
+        if assignor is None:
+            raise Errors.IllegalStateError(
+                f"coordinator selected invalid assignment protocol: {protocol}")
+        self._group_metadata = ConsumerGroupMetadata(self.rebalance_config.group_id, generation_id,
+                                                     member_id,
+                                                     self.rebalance_config.group_instance_id)
+        owned = set(self.subscriptions.assigned_partitions())
+        decoded = decode_assignment(assignment)
+        assigned = set(decoded.partitions)
+        if not self.subscriptions.check_assignment_matched_subscription(assigned):
+            self.request_rejoin(
+                "received assignment does not match subscription",
+                f"received assignment {_sorted(assigned)} does not match the current subscription "
+                f"{sorted(self.subscriptions.subscription())}; it likely changed since we joined")
+            return
+        first_exc: BaseException | None = None
+        added = assigned - owned
+        revoked: set[TopicPartition] = set()
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
+            revoked = owned - assigned
+        self._maybe_update_joined_subscription(assigned)
+        try:
+            assignor.on_assignment(decoded, generation_id)
+        except Exception as exc:  # a faulty custom assignor must not skip the listener calls
+            logger.error("assignor %s failed in on_assignment", assignor.name, exc_info=True)
+            first_exc = exc
+        if self.auto_commit_enabled:
+            self.next_auto_commit_timer.update_and_reset(self.auto_commit_interval_ms)
+        if revoked and not self.kip983_enabled:
+            # Java order: the listener sees the old assignment, then it changes.
+            revoke_exc = self.invoke_partitions_revoked(revoked)
+            first_exc = first_exc or revoke_exc
+            self._request_follow_up_rejoin(revoked)
+            self.subscriptions.assign_from_subscribed(_sorted(assigned))
+        elif revoked:
+            # KIP-983: keep owning them until the revocation completes in the next poll.
+            self.subscriptions.assign_from_subscribed(_sorted(assigned | revoked))
+            self.subscriptions.mark_pending_revocation(revoked)
+            self.revocations.request_revoke(revoked)
+            logger.info("group %s: partitions %s will be revoked at the next poll",
+                        self.rebalance_config.group_id, _sorted(revoked))
+        else:
+            self.subscriptions.assign_from_subscribed(_sorted(assigned))
+        assign_exc = self.invoke_partitions_assigned(added)
+        first_exc = first_exc or assign_exc
+        if first_exc is not None:
+            raise first_exc
+
+    def _maybe_update_joined_subscription(self, assigned: set[TopicPartition]) -> None:
+        if not self.subscriptions.has_pattern_subscription():
+            return
+        joined = self.joined_subscription or frozenset()
+        added = {tp.topic for tp in assigned if tp.topic not in joined}
+        if added:
+            # The leader saw matching topics before we did: follow its decision.
+            if self.subscriptions.subscribe_from_pattern(set(self.subscriptions.subscription()) | added):
+                self.metadata.request_update()
+            self.joined_subscription = frozenset(joined | added)
+
+    def _request_follow_up_rejoin(self, revoked: set[TopicPartition]) -> None:
+        """After revoking, rejoin so the partitions reach their new owner (KIP-429)."""
+        if self.cooperative_rejoin_delay_ms > 0:
+            self._follow_up_rejoin_at = self.time.monotonic_ms() + self.cooperative_rejoin_delay_ms
+            logger.info("group %s: revoked %s; re-joining in %d ms", self.rebalance_config.group_id,
+                        [str(tp) for tp in _sorted(revoked)], self.cooperative_rejoin_delay_ms)
+            return
+        self.request_rejoin("need to revoke partitions and re-join",
+                            f"need to revoke partitions {_sorted(revoked)} and re-join")
+
+    def _maybe_start_follow_up_rejoin(self, now_ms: int) -> None:
+        due = self._follow_up_rejoin_at
+        if due is not None and now_ms >= due:
+            self._follow_up_rejoin_at = None
+            self.request_rejoin("need to revoke partitions and re-join")
+
+    # ===================================================================== KIP-983 hooks
+    def begin_poll(self) -> None:
+        """Called by ``KafkaConsumer.poll()`` first: completes the revocations due now."""
+        self._begin_poll_seen = True
+        due = self.revocations.start_poll()
+        self._complete_due_revocations(due)
+
+    def _complete_due_revocations(self, due: set[TopicPartition]) -> None:
+        due = due & set(self.subscriptions.assigned_partitions())
+        if not due:
+            return
+        with self._lock:
+            generation = self.generation
+            state = self.state
+        if generation.generation_id == NO_GENERATION.generation_id or state is MemberState.UNJOINED:
+            exc = self.invoke_partitions_lost(due)
+        else:
+            exc = self.invoke_partitions_revoked(due)
+            self._request_follow_up_rejoin(due)
+        remaining = set(self.subscriptions.assigned_partitions()) - due
+        self.subscriptions.assign_from_subscribed(_sorted(remaining))
+        if exc is not None:
+            raise exc
+
+    def to_be_revoked(self) -> set[TopicPartition]:
+        """KIP-983: partitions whose revocation completes at the start of the next poll."""
+        self.kip983_enabled = True
+        return self.revocations.to_be_revoked()
+
+    def lost_partitions(self) -> set[TopicPartition]:
+        """KIP-983: partitions lost during the last poll (stop committing them)."""
+        self.kip983_enabled = True
+        return self.revocations.lost_partitions()
+
+    def delay_revoke(self, partitions: Iterable[TopicPartition]) -> bool:
+        """KIP-983: complete these revocations one poll later; False if some were lost."""
+        self.kip983_enabled = True
+        return self.revocations.delay_revoke(list(partitions))
+
+    # ======================================================================== leave
+    def on_leave_prepare(self) -> None:
+        """Revoke (or, when the generation is gone, lose) everything before leaving."""
+        gen = self.generation_snapshot()
+        dropped = set(self.subscriptions.assigned_partitions())
+        self.revocations.clear()
+        if self.subscriptions.has_auto_assigned_partitions() and dropped:
+            if (gen.generation_id == NO_GENERATION.generation_id
+                    or gen.member_id == NO_GENERATION.member_id or self.rebalance_in_progress()):
+                exc = self.invoke_partitions_lost(dropped)
+            else:
+                exc = self.invoke_partitions_revoked(dropped)
+            self.subscriptions.assign_from_subscribed(())
+            if exc is not None:
+                raise exc
+
+    def close(self, timer: Timer | None = None, leave_group: bool | None = None) -> None:
+        """Auto-commit, wait for in-flight async commits, then leave (see the base class).
+
+        A second call does nothing.
+        """
+        if self._coordinator_closed:
+            return
+        self._coordinator_closed = True
+        if timer is None:
+            timer = self.time.timer(0)
+        try:
+            if self.subscriptions.has_auto_assigned_partitions() or self.auto_commit_enabled:
+                self.maybe_auto_commit_offsets_sync(timer)
+            while self._pending_async() and timer.not_expired():
+                if not self.ensure_coordinator_ready(timer):
+                    break
+                pending = self._first_in_flight()
+                self.poll_client(pending, timer.remaining_ms)
+                timer.update()
+                self.invoke_completed_offset_commit_callbacks()
+        finally:
+            super().close(timer, leave_group)
+
+    # ======================================================================== commits
+    def _pending_async(self) -> bool:
+        self._in_flight_async_commits = [f for f in self._in_flight_async_commits if not f.is_done]
+        return bool(self._in_flight_async_commits) or self.pending_async_commits > 0
+
+    def _first_in_flight(self) -> Future[Any] | None:
+        for f in self._in_flight_async_commits:
+            if not f.is_done:
+                return f
+        return None
+
+    def invoke_completed_offset_commit_callbacks(self) -> None:
+        """Run the callbacks of finished async commits, in completion order (user thread)."""
+        if self.async_commit_fenced:
+            raise Errors.FencedInstanceIdError(
+                f"an async commit was fenced: group.instance.id "
+                f"{self.rebalance_config.group_instance_id!r} is used by another consumer")
+        while self.completed_offset_commits:
+            callback, offsets, exc = self.completed_offset_commits.popleft()
+            cb = callback if callback is not None else self.default_offset_commit_callback
+            cb(offsets, exc)
+
+    def _log_commit_error(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                          exc: BaseException | None) -> None:
+        if exc is not None:
+            logger.error("offset commit of %s failed: %s", dict(offsets), exc)
+
+    def commit_offsets_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
+                             callback: OffsetCommitCallback | None = None) -> None:
+        """Commit without waiting; ``callback(offsets, exc)`` runs in a later poll or commit."""
+        self.invoke_completed_offset_commit_callbacks()
+        offsets = dict(offsets) if offsets else {}
+        if not self.coordinator_unknown():
+            self._do_commit_offsets_async(offsets, callback)
+        else:
+            # Find the coordinator first; the commit is sent once it is known.
+            self.pending_async_commits += 1
+            lookup = self.lookup_coordinator()
+
+            def on_found(_v: Any) -> None:
+                self.pending_async_commits -= 1
+                self._do_commit_offsets_async(offsets, callback)
+
+            def on_lookup_failed(exc: BaseException) -> None:
+                self.pending_async_commits -= 1
+                err = Errors.RetriableCommitFailedError(
+                    f"offset commit failed with a retriable exception: {exc}")
+                err.__cause__ = exc
+                self.completed_offset_commits.append((callback, offsets, err))
+
+            lookup.add_callback(on_found)
+            lookup.add_errback(on_lookup_failed)
+        self._client_poll_no_wakeup()
+
+    def _do_commit_offsets_async(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                                 callback: OffsetCommitCallback | None) -> Future[Any]:
+        future = self._send_offset_commit_request(offsets)
+        self._in_flight_async_commits.append(future)
+
+        def on_success(_v: Any) -> None:
+            self._on_commit_interceptors(offsets)
+            self.completed_offset_commits.append((callback, offsets, None))
+
+        def on_failure(exc: BaseException) -> None:
+            err: BaseException = exc
+            if getattr(exc, "retriable", False):
+                err = Errors.RetriableCommitFailedError(
+                    f"offset commit failed with a retriable exception: {exc}")
+                err.__cause__ = exc
+            if isinstance(exc, Errors.FencedInstanceIdError):
+                self.async_commit_fenced = True
+            self.completed_offset_commits.append((callback, offsets, err))
+
+        future.add_callback(on_success)
+        future.add_errback(on_failure)
+        return future
+
+    def _on_commit_interceptors(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        if self.interceptors is None:
+            return
+        fn = getattr(self.interceptors, "on_commit", None)
+        if fn is not None:
+            try:
+                fn(offsets)
+            except Exception:
+                logger.warning("interceptor on_commit failed", exc_info=True)
+
+    def commit_offsets_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
+                            timer: Timer) -> bool:
+        """Commit and wait, retrying retriable errors within ``timer``; False on timeout.
+
+        Raises CommitFailedError (the group moved on), RebalanceInProgressError (finish the
+        rebalance with poll() and retry) and other non-retriable errors.
+        """
+        self.invoke_completed_offset_commit_callbacks()
+        offsets = dict(offsets) if offsets else {}
+        if not offsets:
+            # Empty commits still wait for earlier async commits, so their callbacks run first.
+            return self._invoke_pending_async_commits(timer)
+        while True:
+            if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
+                return False
+            future = self._send_offset_commit_request(offsets)
+            self.poll_client(future, timer.remaining_ms)
+            timer.update()
+            # Earlier async commits finished before this one: keep their callbacks in order.
+            self.invoke_completed_offset_commit_callbacks()
+            if future.succeeded():
+                self._on_commit_interceptors(offsets)
+                return True
+            if future.failed() and not future.retriable():
+                exc = future.exception
+                assert exc is not None
+                raise exc
+            if timer.is_expired():
+                return False
+            timer.sleep(self.rebalance_config.retry_backoff_ms)
+            if timer.is_expired():
+                return False
+
+    def _invoke_pending_async_commits(self, timer: Timer) -> bool:
+        while self._pending_async() and timer.not_expired():
+            if not self.ensure_coordinator_ready(timer):
+                break
+            self.poll_client(self._first_in_flight(), timer.remaining_ms)
+            timer.update()
+            self.invoke_completed_offset_commit_callbacks()
+        self.invoke_completed_offset_commit_callbacks()
+        return not self._pending_async()
+
+    def _send_offset_commit_request(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+                                    ) -> Future[Any]:
+        if not offsets:
+            done: Future[Any] = Future()
+            return done.success(None)
+        node = self.check_and_get_coordinator()
+        if node is None:
+            return Future().failure(Errors.CoordinatorNotAvailableError(
+                "the group coordinator is not available"))
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp, om in offsets.items():
+            if not isinstance(om, OffsetAndMetadata):
+                om = OffsetAndMetadata(*om) if isinstance(om, tuple) else OffsetAndMetadata(int(om))
+            if om.offset < 0:
+                return Future().failure(ValueError(f"invalid offset {om.offset} for {tp}"))
+            by_topic.setdefault(tp.topic, []).append({
+                "partition_index": tp.partition,
+                "committed_offset": om.offset,
+                "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                "committed_metadata": om.metadata,
+            })
+        gen: Generation | None
+        instance_id: str | None
+        if self.subscriptions.has_auto_assigned_partitions():
+            gen = self.generation_if_stable()
+            instance_id = self.rebalance_config.group_instance_id
+            if gen is None:
+                # Not part of an active generation: the user must rejoin through poll().
+                if self.rebalance_in_progress():
+                    return Future().failure(Errors.RebalanceInProgressError(
+                        "Offset commit cannot be completed since the consumer is undergoing a "
+                        "rebalance for auto partition assignment. Complete the rebalance by "
+                        "calling poll() and then retry the commit."))
+                return Future().failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
+        else:
+            gen = NO_GENERATION
+            instance_id = None
+        body = {
+            "group_id": self.rebalance_config.group_id,
+            "generation_id_or_member_epoch": gen.generation_id,
+            "member_id": gen.member_id,
+            "group_instance_id": instance_id,
+            "retention_time_ms": -1,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        logger.debug("sending OffsetCommit for %s with %s", {str(k): v for k, v in offsets.items()},
+                     gen)
+        request = self._send(node, _OFFSET_COMMIT, body)
+        return self._compose(request, gen, self._handle_offset_commit_response)
+
+    def _handle_offset_commit_response(self, response: dict[str, Any], sent: Generation,
+                                       future: Future[Any]) -> None:
+        unauthorized: set[str] = set()
+        for topic in response.get("topics") or []:
+            name = topic.get("name")
+            for part in topic.get("partitions") or []:
+                code = int(part.get("error_code", 0) or 0)
+                tp = TopicPartition(str(name), int(part.get("partition_index", -1)))
+                if code == 0:
+                    continue
+                err_name = Errors.for_code(code).name
+                logger.debug("OffsetCommit of %s failed with %s", tp, err_name)
+                if code == Errors.GroupAuthorizationFailedError.errno:
+                    future.failure(Errors.GroupAuthorizationFailedError(
+                        f"not authorized to access group {self.rebalance_config.group_id}"))
+                    return
+                if code == Errors.TopicAuthorizationFailedError.errno:
+                    unauthorized.add(tp.topic)
+                    continue
+                if code in (Errors.OffsetMetadataTooLargeError.errno,
+                            Errors.InvalidCommitOffsetSizeError.errno):
+                    future.failure(_err(code, f"offset commit of {tp} failed"))
+                    return
+                if code in (Errors.CoordinatorLoadInProgressError.errno,
+                            Errors.UnknownTopicOrPartitionError.errno):
+                    future.failure(_err(code, f"offset commit of {tp} failed"))
+                    return
+                if code in (Errors.CoordinatorNotAvailableError.errno,
+                            Errors.NotCoordinatorError.errno, Errors.RequestTimedOutError.errno):
+                    self.mark_coordinator_unknown(f"error response {err_name}")
+                    future.failure(_err(code, f"offset commit of {tp} failed"))
+                    return
+                if code == Errors.FencedInstanceIdError.errno:
+                    logger.info("OffsetCommit with %s failed: group.instance.id %r fenced", sent,
+                                self.rebalance_config.group_instance_id)
+                    if self._generation_unchanged(sent):
+                        future.failure(Errors.FencedInstanceIdError(
+                            f"group.instance.id {self.rebalance_config.group_instance_id!r} is "
+                            f"used by another consumer"))
+                    elif self.state is MemberState.PREPARING_REBALANCE:
+                        future.failure(Errors.RebalanceInProgressError(
+                            "Offset commit cannot be completed: the member's old generation was "
+                            "fenced by its group instance id; it has probably joined a newer "
+                            "generation already. Call poll() and retry."))
+                    else:
+                        future.failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
+                    return
+                if code == Errors.RebalanceInProgressError.errno:
+                    # Only possible between JoinGroup and SyncGroup: rejoin, keep the generation.
+                    self.request_rejoin("offset commit failed since group is already rebalancing")
+                    future.failure(Errors.RebalanceInProgressError(
+                        "Offset commit cannot be completed since the consumer group is executing "
+                        "a rebalance at the moment. Complete the rebalance by calling poll() and "
+                        "then retry the commit."))
+                    return
+                if code in (Errors.UnknownMemberIdError.errno, Errors.IllegalGenerationError.errno):
+                    logger.info("OffsetCommit with %s failed with %s", sent, err_name)
+                    with self._lock:
+                        unchanged = self.generation == sent
+                        preparing = self.state is MemberState.PREPARING_REBALANCE
+                    if not unchanged and preparing:
+                        future.failure(Errors.RebalanceInProgressError(
+                            "Offset commit cannot be completed since the member's generation is "
+                            "already stale: it is taking part in a newer rebalance. Complete it "
+                            "by calling poll() and then retry the commit."))
+                    else:
+                        self._reset_state_on_response_error(
+                            "OffsetCommit", code, code != Errors.IllegalGenerationError.errno)
+                        future.failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
+                    return
+                future.failure(Errors.KafkaError(f"unexpected error in offset commit of {tp}: "
+                                                 f"{err_name}"))
+                return
+        if unauthorized:
+            future.failure(Errors.TopicAuthorizationFailedError(
+                f"not authorized to commit to topics {sorted(unauthorized)}",
+                unauthorized_topics=unauthorized))
+            return
+        future.success(None)
+
+    # =================================================================== auto-commit
+    def _auto_commit_offsets_async_now(self) -> Future[Any] | None:
+        if not self.auto_commit_enabled or not self.subscriptions.assigned_partitions():
+            return None
+        offsets = self.subscriptions.all_consumed()
+        if not offsets:
+            return None
+        logger.debug("auto-committing offsets %s", {str(k): v.offset for k, v in offsets.items()})
+        if self.coordinator_unknown():
+            self.commit_offsets_async(offsets, self._auto_commit_callback)
+            return None
+        return self._do_commit_offsets_async(offsets, self._auto_commit_callback)
+
+    def _auto_commit_callback(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                              exc: BaseException | None) -> None:
+        if exc is None:
+            logger.debug("auto-commit of %s succeeded", {str(k): v.offset for k, v in offsets.items()})
+            return
+        if getattr(exc, "retriable", False):
+            logger.debug("auto-commit of offsets failed (will retry): %s", exc)
+            self.next_auto_commit_timer.update_and_reset(self.rebalance_config.retry_backoff_ms)
+        else:
+            logger.warning("auto-commit of offsets %s failed: %s",
+                           {str(k): v.offset for k, v in offsets.items()}, exc)
+
+    def maybe_auto_commit_offsets_async(self, now_ms: int) -> None:
+        """Auto-commit when ``auto.commit.interval.ms`` has passed (called by poll)."""
+        if not self.auto_commit_enabled:
+            return
+        self.next_auto_commit_timer.update(now_ms)
+        if self.next_auto_commit_timer.is_expired():
+            self.next_auto_commit_timer.reset(self.auto_commit_interval_ms)
+            self._auto_commit_offsets_async_now()
+
+    def maybe_auto_commit_offsets_now(self) -> None:
+        """Auto-commit at once if enabled and the coordinator is known (before ``assign()``)."""
+        if self.auto_commit_enabled and not self.coordinator_unknown():
+            self._auto_commit_offsets_async_now()
+
+    def maybe_auto_commit_offsets_sync(self, timer: Timer) -> None:
+        """Auto-commit and wait (close); failures are logged, wakeups propagate."""
+        if not self.auto_commit_enabled:
+            return
+        offsets = self.subscriptions.all_consumed()
+        try:
+            logger.debug("sending synchronous auto-commit of %s",
+                         {str(k): v.offset for k, v in offsets.items()})
+            if not self.commit_offsets_sync(offsets, timer):
+                logger.debug("auto-commit of %s timed out before completion", offsets)
+        except (Errors.WakeupError, Errors.InterruptError):
+            raise
+        except Exception as exc:
+            logger.warning("synchronous auto-commit of offsets %s failed: %s",
+                           {str(k): v.offset for k, v in offsets.items()}, exc)
+
+    # ================================================================= committed offsets
+    def fetch_committed_offsets(self, partitions: Iterable[TopicPartition], timer: Timer
+                                ) -> dict[TopicPartition, OffsetAndMetadata | None] | None:
+        """The committed offset of each partition (None value: nothing committed).
+
+        Returns None when ``timer`` expired first. Retriable errors (coordinator moves,
+        unstable offsets under read_committed) are retried within the timer.
+        """
+        wanted = frozenset(partitions)
+        if not wanted:
+            return {}
+        gen = self.generation_if_stable()
+        pending = self._pending_committed_offset_request
+        if pending is not None and (pending[0] != wanted or pending[1] != gen):
+            self._pending_committed_offset_request = None
+        while True:
+            if not self.ensure_coordinator_ready(timer):
+                return None
+            pending = self._pending_committed_offset_request
+            if pending is not None:
+                future = pending[2]
+            else:
+                future = self._send_offset_fetch_request(wanted)
+                self._pending_committed_offset_request = (wanted, gen, future)
+            self.poll_client(future, timer.remaining_ms)
+            timer.update()
+            if not future.is_done:
+                return None
+            self._pending_committed_offset_request = None
+            if future.succeeded():
+                return dict(future.value)
+            exc = future.exception
+            assert exc is not None
+            if not getattr(exc, "retriable", False):
+                raise exc
+            if timer.is_expired():
+                return None
+            timer.sleep(self.rebalance_config.retry_backoff_ms)
+            if timer.is_expired():
+                return None
+
+    def _send_offset_fetch_request(self, partitions: frozenset[TopicPartition]) -> Future[Any]:
+        node = self.check_and_get_coordinator()
+        if node is None:
+            return Future().failure(Errors.CoordinatorNotAvailableError(
+                "the group coordinator is not available"))
+        by_topic: dict[str, list[int]] = {}
+        for tp in _sorted(partitions):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        version = self._api_version(node, _OFFSET_FETCH)
+        if version is None:
+            # Unknown until connected: v7 carries require_stable and the single-group layout.
+            version = 7
+        body: dict[str, Any] = {"require_stable": self.require_stable}
+        if version >= 8:
+            body["groups"] = [{"group_id": self.rebalance_config.group_id, "topics": topics}]
+        else:
+            body["group_id"] = self.rebalance_config.group_id
+            body["topics"] = topics
+        if self.require_stable and version < 7:
+            if self.throw_on_fetch_stable_offset_unsupported:
+                return Future().failure(Errors.UnsupportedVersionError(
+                    "the broker cannot wait for stable offsets (OffsetFetch v7+)"))
+            logger.warning("the broker does not support waiting for stable offsets under "
+                           "read_committed; committed offsets may include pending transactions")
+        logger.debug("fetching committed offsets for %s", [str(tp) for tp in _sorted(partitions)])
+        request = self._send(node, _OFFSET_FETCH, body, version=version)
+        return self._compose(request, self.generation_snapshot(),
+                             self._handle_offset_fetch_response)
+
+    def _handle_offset_fetch_response(self, response: dict[str, Any], sent: Generation,
+                                      future: Future[Any]) -> None:
+        groups = response.get("groups") or []
+        if groups:
+            group = groups[0]
+            top_code = int(group.get("error_code", 0) or 0)
+            topics = group.get("topics") or []
+        else:
+            top_code = int(response.get("error_code", 0) or 0)
+            topics = response.get("topics") or []
+        if top_code:
+            name = Errors.for_code(top_code).name
+            logger.debug("OffsetFetch failed with %s", name)
+            if top_code == Errors.CoordinatorLoadInProgressError.errno:
+                future.failure(Errors.CoordinatorLoadInProgressError())
+            elif top_code in (Errors.NotCoordinatorError.errno,
+                              Errors.CoordinatorNotAvailableError.errno):
+                self.mark_coordinator_unknown(f"error response {name}")
+                future.failure(_err(top_code))
+            elif top_code == Errors.GroupAuthorizationFailedError.errno:
+                future.failure(Errors.GroupAuthorizationFailedError(
+                    f"not authorized to access group {self.rebalance_config.group_id}"))
+            else:
+                future.failure(Errors.KafkaError(f"unexpected error in OffsetFetch response: {name}"))
+            return
+        offsets: dict[TopicPartition, OffsetAndMetadata | None] = {}
+        unauthorized: set[str] = set()
+        unstable: set[TopicPartition] = set()
+        for topic in topics:
+            tname = str(topic.get("name"))
+            for part in topic.get("partitions") or []:
+                tp = TopicPartition(tname, int(part.get("partition_index", -1)))
+                code = int(part.get("error_code", 0) or 0)
+                if code:
+                    name = Errors.for_code(code).name
+                    if code == Errors.UnknownTopicOrPartitionError.errno:
+                        future.failure(Errors.KafkaError(
+                            f"topic or partition {tp} does not exist"))
+                        return
+                    if code == Errors.TopicAuthorizationFailedError.errno:
+                        unauthorized.add(tname)
+                        continue
+                    if code == Errors.UnstableOffsetCommitError.errno:
+                        unstable.add(tp)
+                        continue
+                    future.failure(Errors.KafkaError(
+                        f"unexpected error in OffsetFetch response for {tp}: {name}"))
+                    return
+                offset = int(part.get("committed_offset", -1))
+                if offset >= 0:
+                    epoch = part.get("committed_leader_epoch", -1)
+                    offsets[tp] = OffsetAndMetadata(offset, part.get("metadata") or "",
+                                                    None if epoch is None or epoch < 0 else int(epoch))
+                else:
+                    logger.debug("found no committed offset for %s", tp)
+                    offsets[tp] = None
+        if unauthorized:
+            future.failure(Errors.TopicAuthorizationFailedError(
+                f"not authorized to read offsets of topics {sorted(unauthorized)}",
+                unauthorized_topics=unauthorized))
+        elif unstable:
+            logger.info("offsets of %s are not stable yet (pending transactional commit); "
+                        "retrying", [str(tp) for tp in _sorted(unstable)])
+            future.failure(Errors.UnstableOffsetCommitError(
+                f"there are unstable offsets for {[str(tp) for tp in _sorted(unstable)]}"))
+        else:
+            future.success(offsets)
+
+    def refresh_committed_offsets_if_needed(self, timer: Timer) -> bool:
+        """Seek initializing partitions to their committed offsets; False on timeout."""
+        initializing = self.subscriptions.initializing_partitions()
+        if not initializing:
+            return True
+        offsets = self.fetch_committed_offsets(initializing, timer)
+        if offsets is None:
+            return False
+        for tp, om in offsets.items():
+            if om is None:
+                continue
+            if om.leader_epoch is not None:
+                self.metadata.update_last_seen_epoch_if_newer(tp, om.leader_epoch)
+            # The partition may have been revoked while the request was in flight.
+            if self.subscriptions.is_assigned(tp):
+                cluster = self.metadata.cluster
+                leader = LeaderAndEpoch(cluster.leader_for(tp), cluster.leader_epoch(tp))
+                self.subscriptions.seek_unvalidated(tp, FetchPosition(om.offset, om.leader_epoch,
+                                                                      leader))
+                logger.info("setting offset for partition %s to the committed offset %s", tp,
+                            om.offset)
+        return True
+
+
+def _err(code: int, message: str | None = None) -> Errors.BrokerResponseError:
+    return Errors.for_code(code)(message)
+
