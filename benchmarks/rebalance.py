@@ -67,11 +67,9 @@ def _ours(bootstrap: str, group: str, topic: str, protocol: str, name: str, log:
                            "client.id": name, "partition.assignment.strategy": protocol,
                            "auto.offset.reset": "latest", "enable.auto.commit": True,
                            "auto.commit.interval.ms": 1000,
+                           "internal.cooperative.rejoin.delay.ms":
+                               settings.get("_rejoin_delay_ms", 0),
                            **{k: v for k, v in settings.items() if not k.startswith("_")}})
-        delay = settings.get("_rejoin_delay_ms", 0)
-        if delay and c._coordinator is not None:
-            # internal.cooperative.rejoin.delay.ms (not a ConsumerConfig key yet)
-            c._coordinator.cooperative_rejoin_delay_ms = delay
         c.subscribe([topic])
         while not stop.is_set():
             records = c.poll(100)

@@ -881,6 +881,12 @@ def _consumer_keys() -> list[ConfigKey]:
            "group rebalances at once.", L, internal=True),
         _k("internal.throw.on.fetch.stable.offset.unsupported", T.BOOLEAN, False, "Fail when the "
            "broker cannot wait for stable offsets in OffsetFetch (KIP-447).", L, internal=True),
+        _k("enable.fetch.sessions", T.BOOLEAN, True, "Use incremental fetch sessions (KIP-227); "
+           "false sends a full fetch request every time.", L, python_only=True),
+        _k("internal.cooperative.rejoin.delay.ms", T.INT, 0, "Wait this long before the "
+           "follow-up rejoin of a cooperative rebalance (0: at once, as Java). Helps with brokers "
+           "that answer a pending SyncGroup only periodically.", L, _NON_NEGATIVE,
+           internal=True, python_only=True),
     ]
 
 

@@ -53,7 +53,6 @@ Timeout = int | float | datetime.timedelta | None
 _DEFAULT_CLOSE_TIMEOUT_MS = 30000
 _NO_THREAD = -1
 # Python-only keys understood here before the rest goes to ConsumerConfig.
-_FETCH_SESSIONS_KEYS = ("enable.fetch.sessions", "enable_fetch_sessions")
 
 
 def _check_partitions(partitions: Any, what: str) -> list[TopicPartition]:
@@ -95,11 +94,8 @@ class KafkaConsumer:
         """
         raw: dict[str, Any] = dict(configs or {})
         raw.update(kwargs)
-        fetch_sessions = True
-        for key in _FETCH_SESSIONS_KEYS:
-            if key in raw:
-                fetch_sessions = bool(raw.pop(key))
         self._closed = True  # until construction succeeds, close() has nothing to do
+        self._closing = False
         self._owner = _NO_THREAD
         self._refcount = 0
         self._guard = threading.Lock()
@@ -129,7 +125,8 @@ class KafkaConsumer:
         try:
             self._fetcher = Fetcher(
                 self._client, self._metadata, self._subscriptions,
-                FetchConfig.from_config(cfg, fetch_sessions=fetch_sessions), time=self._time,
+                FetchConfig.from_config(cfg, fetch_sessions=bool(cfg["enable.fetch.sessions"])),
+                time=self._time,
                 metrics=self._fetch_metrics, key_deserializer=self._key_deserializer,
                 value_deserializer=self._value_deserializer)
             self._offset_fetcher = OffsetFetcher(self._client, self._metadata,
@@ -770,9 +767,11 @@ class KafkaConsumer:
         ms = to_timeout_ms(timeout_ms, _DEFAULT_CLOSE_TIMEOUT_MS)
         self._acquire()
         try:
-            if self._closed:
+            if self._closed or self._closing:
                 return
-            self._closed = True
+            # As in Java, the consumer counts as open until close() finishes, so a rebalance
+            # listener may still commit in on_partitions_revoked while the group is left.
+            self._closing = True
             timer = Timer(self._time, ms)
             self._close_quietly("coordinator", lambda: self._coordinator.close(timer, leave_group)
                                 if self._coordinator is not None else None)
@@ -787,6 +786,9 @@ class KafkaConsumer:
             self._close_quietly("network client", self._client.close)
             logger.debug("kafka consumer %s closed", self._client_id)
         finally:
+            if self._closing:
+                self._closed = True
+                self._closing = False
             self._release()
 
     @staticmethod

@@ -32,23 +32,9 @@ THREAD_SAFETY_PLACES = ("kafkaconsumer/internals/", "kafkaconsumer/network/", "k
 # The only library module that may print (it is the command-line program).
 PRINT_ALLOWED = {"kafkaconsumer/cli.py"}
 
-# Items in files their owner was still editing when this test was written (the group
-# coordinator); each is an expected failure of test_known_gap_is_still_open and is skipped by
-# the checks. Delete an entry once it is fixed (the strict xfail then reports it).
-_COORDINATOR_WIP = "group-coordinator files were being edited when the style test was added"
-KNOWN_GAPS: dict[str, str] = {
-    "kafkaconsumer/internals/abstract_coordinator.py:AbstractCoordinator.__init__": _COORDINATOR_WIP,
-    "kafkaconsumer/internals/abstract_coordinator.py:HeartbeatThread.__init__": _COORDINATOR_WIP,
-    "kafkaconsumer/internals/consumer_coordinator.py:ConsumerCoordinator.__init__": _COORDINATOR_WIP,
-    "kafkaconsumer/internals/abstract_coordinator.py:MemberState[thread-safety]": _COORDINATOR_WIP,
-    "kafkaconsumer/internals/abstract_coordinator.py:Generation[thread-safety]": _COORDINATOR_WIP,
-    "kafkaconsumer/internals/abstract_coordinator.py:UnjoinedGroupError[thread-safety]": (
-        _COORDINATOR_WIP
-    ),
-    "kafkaconsumer/internals/abstract_coordinator.py:GroupRebalanceConfig[thread-safety]": (
-        _COORDINATOR_WIP
-    ),
-}
+# Known, accepted gaps ("path:Name" or "path:Name[thread-safety]" -> reason); each is an
+# expected failure of test_known_gap_is_still_open and is skipped by the checks. Empty now.
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _modules() -> list[Path]:

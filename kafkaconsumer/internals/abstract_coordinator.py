@@ -65,7 +65,11 @@ _MAX_REASON_LENGTH = 255
 
 
 class MemberState(enum.Enum):
-    """Where this member is in the group's life cycle."""
+    """Where this member is in the group's life cycle.
+
+    Thread-safety: immutable enum values; the coordinator's field holding one is guarded by the
+    coordinator lock.
+    """
 
     UNJOINED = "UNJOINED"
     PREPARING_REBALANCE = "PREPARING_REBALANCE"
@@ -79,7 +83,10 @@ class MemberState(enum.Enum):
 
 @dataclass(frozen=True)
 class Generation:
-    """One generation of the group as this member saw it (id, our member id, chosen protocol)."""
+    """One generation of the group as this member saw it (id, our member id, chosen protocol).
+
+    Thread-safety: immutable; replaced as a whole under the coordinator lock.
+    """
 
     generation_id: int
     member_id: str
@@ -99,7 +106,10 @@ NO_GENERATION = Generation(-1, "", None)
 
 
 class UnjoinedGroupError(Errors.KafkaError):
-    """A JoinGroup answer arrived after this member had already given up on that rebalance."""
+    """A JoinGroup answer arrived after this member had already given up on that rebalance.
+
+    Thread-safety: an exception value; raised and caught on the thread that handled the answer.
+    """
 
     retriable = True
 
@@ -116,7 +126,10 @@ def _cfg(config: Mapping[str, Any], key: str, default: Any) -> Any:
 
 @dataclass(frozen=True)
 class GroupRebalanceConfig:
-    """The settings the membership protocol needs (Java ``GroupRebalanceConfig``)."""
+    """The settings the membership protocol needs (Java ``GroupRebalanceConfig``).
+
+    Thread-safety: immutable after construction; shared freely.
+    """
 
     group_id: str
     group_instance_id: str | None = None
@@ -189,6 +202,11 @@ class AbstractCoordinator:
 
     def __init__(self, rebalance_config: GroupRebalanceConfig, client: Any, *,
                  time: Time | None = None, heartbeat: Any = None) -> None:
+        """Set up an unjoined member over ``client`` (a ConsumerNetworkClient).
+
+        ``heartbeat`` replaces the three-timer :class:`Heartbeat` (tests pass one on a fake
+        clock); the heartbeat thread starts on the first join.
+        """
         self.rebalance_config = rebalance_config
         self.client = client
         self.time: Time = time if time is not None else SYSTEM_TIME
@@ -1132,6 +1150,7 @@ class HeartbeatThread(threading.Thread):
     """
 
     def __init__(self, coordinator: AbstractCoordinator) -> None:
+        """Create the (daemon) heartbeat thread of ``coordinator``; it starts disabled."""
         name = "kafkaconsumer-heartbeat-thread | " + coordinator.rebalance_config.group_id
         super().__init__(name=name, daemon=True)
         self._coordinator = coordinator

@@ -108,6 +108,11 @@ class ConsumerCoordinator(AbstractCoordinator):
                  metadata: Any, *, time: Time | None = None,
                  assignors: list[ConsumerPartitionAssignor] | None = None,
                  heartbeat: Any = None, interceptors: Any = None) -> None:
+        """Build the coordinator from the consumer's config (Java keys).
+
+        ``assignors`` overrides ``partition.assignment.strategy``; ``interceptors`` receive
+        ``on_commit`` after successful commits; ``heartbeat`` replaces the timers (tests).
+        """
         super().__init__(GroupRebalanceConfig.from_config(config), client, time=time,
                          heartbeat=heartbeat)
         self.config = config

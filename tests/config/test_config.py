@@ -141,6 +141,8 @@ PYTHON_ONLY_DEFAULTS: dict[str, object] = {
     "ssl.certificate.location": None,
     "ssl.key.location": None,
     "ssl.context": None,
+    "enable.fetch.sessions": True,
+    "internal.cooperative.rejoin.delay.ms": 0,
 }
 
 

@@ -153,13 +153,9 @@ class Member(threading.Thread):
                                     "partition.assignment.strategy": strategy}
         settings.update(FAST_GROUP)
         settings.update({k.replace("_", "."): v for k, v in config.items()})
+        settings["internal.cooperative.rejoin.delay.ms"] = cooperative_rejoin_delay_ms
         self.settings = settings
         self.consumer: KafkaConsumer = KafkaConsumer(settings)
-        if cooperative_rejoin_delay_ms:
-            # internal.cooperative.rejoin.delay.ms is not a ConsumerConfig key (yet).
-            coordinator = self.consumer._coordinator
-            assert coordinator is not None
-            coordinator.cooperative_rejoin_delay_ms = cooperative_rejoin_delay_ms
         self.listener = CommittingListener(self)
         self._stopping = threading.Event()
         self.paused = threading.Event()  # set: do not call poll (simulates slow processing)

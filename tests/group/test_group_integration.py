@@ -435,3 +435,47 @@ def test_rolling_upgrade_from_eager_to_cooperative(broker: Any) -> None:
     assert all(m.error is None for m in (a, b, *members))
     assert ledger.duplicates() == []
     assert ledger.distinct() == {(topic, p, o) for p in range(4) for o in range(150)}
+
+
+@pytest.mark.timeout(60)
+def test_listener_commits_in_on_partitions_revoked_during_close(broker: Any) -> None:
+    """close() revokes through the listener while the consumer still counts as open (Java)."""
+    from kafkaconsumer.admin import KafkaAdminClient
+    from kafkaconsumer.consumer import KafkaConsumer
+    from kafkaconsumer.listener import ConsumerRebalanceListener
+    from tests.group.members import FAST_GROUP
+
+    bootstrap = broker.bootstrap_servers
+    topic = create_topic(bootstrap, 2)
+    produce(bootstrap, topic, 2, 10)
+    group = unique_name("g2-close-commit")
+    consumer = KafkaConsumer({**FAST_GROUP, "bootstrap.servers": bootstrap, "group.id": group})
+    last: dict[TopicPartition, int] = {}
+    revoked: list[set[TopicPartition]] = []
+    failures: list[BaseException] = []
+
+    class CommitOnRevoke(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, partitions: Any) -> None:
+            revoked.append(set(partitions))
+            try:
+                consumer.commit_sync({tp: OffsetAndMetadata(last[tp] + 1)
+                                      for tp in partitions if tp in last})
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                failures.append(exc)
+
+    def consumed_everything() -> bool:
+        for record in consumer.poll(200):
+            last[TopicPartition(record.topic, record.partition)] = record.offset
+        return len(last) == 2 and all(o == 9 for o in last.values())
+
+    consumer.subscribe([topic], listener=CommitOnRevoke())
+    try:
+        wait_until(consumed_everything, 40, "all 20 records consumed")
+    finally:
+        consumer.close()
+    assert not failures, failures
+    assert revoked and revoked[-1] == _all_partitions(topic, 2)
+    with KafkaAdminClient({"bootstrap.servers": bootstrap}) as admin:
+        committed = admin.list_consumer_group_offsets(group)
+    assert {tp: om.offset for tp, om in committed.items()} == {
+        TopicPartition(topic, 0): 10, TopicPartition(topic, 1): 10}

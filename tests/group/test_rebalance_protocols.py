@@ -298,8 +298,9 @@ def test_static_member_replaced_by_same_instance_id_is_fenced(group: Group) -> N
 
 
 def test_follow_up_rejoin_waits_for_the_configured_delay(group: Group, cluster: FakeCluster) -> None:
-    s1, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
-    s1.coordinator.cooperative_rejoin_delay_ms = 400
+    s1, _ = group.add(partition_assignment_strategy=["cooperative-sticky"],
+                      internal_cooperative_rejoin_delay_ms=400)
+    assert s1.coordinator.cooperative_rejoin_delay_ms == 400
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
     group.wait(lambda: "revoked" in s1.listener.names(), "m1 revoked the moving partitions")
