@@ -145,8 +145,24 @@ def worker_main(args: argparse.Namespace) -> None:
     # including start-up and connection; small next to the consume loop at these sizes.
     cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
     print(json.dumps({"client": args.worker, "elapsed_s": elapsed, "cpu_s": cpu,
-                      "peak_rss_mb": usage1.ru_maxrss / 1024.0, "checksum": checksum,
+                      "peak_rss_mb": _peak_rss_mb(usage1), "checksum": checksum,
                       "records": args.records}))
+
+
+def _peak_rss_mb(usage: resource.struct_rusage) -> float:
+    """This process's own peak RSS in MB.
+
+    Linux carries ru_maxrss over fork and exec, so a worker would report the parent's peak (the
+    producer that filled the topic); VmHWM belongs to the worker's own address space.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return usage.ru_maxrss / 1024.0
 
 
 # --------------------------------------------------------------------------- parent
