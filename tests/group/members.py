@@ -70,6 +70,7 @@ class Ledger:
         self._lock = threading.Lock()
         self.processed: list[tuple[str, int, int]] = []
         self.by_member: dict[str, int] = {}
+        self._who: list[str] = []  # who processed each entry of ``processed``
 
     def add(self, member: str, records: Iterable[Any]) -> None:
         """Record a processed batch."""
@@ -77,11 +78,23 @@ class Ledger:
             for r in records:
                 self.processed.append((r.topic, r.partition, r.offset))
                 self.by_member[member] = self.by_member.get(member, 0) + 1
+                self._who.append(member)
 
     def count(self, member: str | None = None) -> int:
         """Records processed (by one member, or in total)."""
         with self._lock:
             return len(self.processed) if member is None else self.by_member.get(member, 0)
+
+    def mark(self) -> int:
+        """A position in the ledger, for :meth:`partitions_of` ``since``."""
+        with self._lock:
+            return len(self.processed)
+
+    def partitions_of(self, member: str, since: int = 0) -> set[tuple[str, int]]:
+        """The (topic, partition) pairs of records a member processed after ``since``."""
+        with self._lock:
+            return {(t, p) for (t, p, _o), who in zip(self.processed[since:], self._who[since:], strict=True)
+                    if who == member}
 
     def distinct(self) -> set[tuple[str, int, int]]:
         """The distinct (topic, partition, offset) triples processed."""

@@ -14,6 +14,7 @@ import pytest
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.abstract_coordinator import NO_GENERATION
+from kafkaconsumer.network.client import coordinator_node_id
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.harness import Stack
@@ -86,7 +87,8 @@ def test_find_coordinator_retriable_errors_are_retried(cluster: FakeCluster, cod
     try:
         s.join()
         assert count(cluster, ApiKey.FIND_COORDINATOR) >= 3
-        assert s.coordinator.coordinator == cluster.coordinator_id
+        # Group requests use the coordinator connection of that broker (Java's MAX_VALUE - id).
+        assert s.coordinator.coordinator == coordinator_node_id(cluster.coordinator_id)
     finally:
         s.close()
 
@@ -104,14 +106,15 @@ def test_find_coordinator_authorization_failure_is_fatal(cluster: FakeCluster) -
 def test_dead_coordinator_is_rediscovered_by_the_heartbeat_thread(cluster: FakeCluster) -> None:
     s = joined(cluster)
     try:
-        assert s.coordinator.coordinator == 0
+        assert s.coordinator.coordinator == coordinator_node_id(0)
         finds = count(cluster, ApiKey.FIND_COORDINATOR)
         cluster.coordinator_id = 1
         cluster.kill(0)
         # Nobody polls: the heartbeat thread notices the dead connection and looks it up again.
         wait_for(lambda: count(cluster, ApiKey.FIND_COORDINATOR) > finds, 10,
                  message="a new FindCoordinator")
-        wait_for(lambda: s.coordinator.coordinator == 1, 10, message="coordinator 1")
+        wait_for(lambda: s.coordinator.coordinator == coordinator_node_id(1), 10,
+                 message="coordinator 1")
     finally:
         s.close()
 
