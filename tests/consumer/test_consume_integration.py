@@ -299,8 +299,10 @@ def test_group_subscribe_commit_and_committed(bootstrap: str, consumer_factory: 
     topic = create_topic(bootstrap, 2)
     produce(bootstrap, topic, simple_records(2, 10))
     group = unique_name("c2-group")
+    # A short session: Tansu holds a new group's first join for about half of it.
     c = consumer_factory(group_id=group, auto_offset_reset="earliest",
-                         enable_auto_commit=False)
+                         enable_auto_commit=False, session_timeout_ms=6000,
+                         heartbeat_interval_ms=1000)
     c.subscribe([topic])
     assert c.subscription() == {topic}
     recs = poll_until(c, lambda acc: len(acc) == 20, timeout_s=60)

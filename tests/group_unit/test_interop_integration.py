@@ -69,12 +69,12 @@ def test_group_with_librdkafka_member(broker: Any, strategy: str, ours_first: bo
     topic = _create_topic(bootstrap)
     group = unique_name("g1group")
     ours = _Ours({"bootstrap.servers": bootstrap, "group.id": group,
-                  "partition.assignment.strategy": strategy, "session.timeout.ms": 10000,
+                  "partition.assignment.strategy": strategy, "session.timeout.ms": 6000,
                   "heartbeat.interval.ms": 300, "max.poll.interval.ms": 30000,
                   "enable.auto.commit": False, "metadata.max.age.ms": 2000}, topic)
     theirs = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": group,
-        "partition.assignment.strategy": strategy, "session.timeout.ms": 10000,
+        "partition.assignment.strategy": strategy, "session.timeout.ms": 6000,
         "heartbeat.interval.ms": 300, "enable.auto.commit": False,
         "topic.metadata.refresh.interval.ms": 2000})
     all_partitions = {TopicPartition(topic, p) for p in range(PARTITIONS)}
