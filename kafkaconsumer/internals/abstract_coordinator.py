@@ -30,6 +30,7 @@ from typing import Any
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
 from kafkaconsumer.internals.timer import Timer
+from kafkaconsumer.network.client import coordinator_node_id
 from kafkaconsumer.network.future import Future
 
 logger = logging.getLogger(__name__)
@@ -55,10 +56,6 @@ _SYNC_GROUP = 14
 #: Extra room given to a JoinGroup request on top of the rebalance timeout: the coordinator may
 #: hold the request for the whole rebalance timeout before answering.
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000
-
-#: Group requests go to connection id ``COORDINATOR_CONNECTION_BASE - broker id`` (Java's
-#: ``Integer.MAX_VALUE - id``) when the network client can map it to the broker's address.
-COORDINATOR_CONNECTION_BASE = 2**31 - 1
 
 #: Broker-side limit on the length of a JoinGroup/LeaveGroup reason (Java truncates to 255).
 _MAX_REASON_LENGTH = 255
@@ -362,11 +359,15 @@ class AbstractCoordinator:
             host = entry.get("host")
             port = entry.get("port")
             with self._lock:
-                self.coordinator = self._coordinator_connection_id(node_id)
+                # As in Java, group traffic gets a connection of its own (id 2**31 - 1 - broker
+                # id, which the network client maps to the broker's address): a broker answers
+                # one connection's requests in order, so a JoinGroup it holds for the whole
+                # rebalance would otherwise stall the fetches of partitions this member keeps.
+                self.coordinator = coordinator_node_id(node_id)
                 self._coordinator_address = (str(host), int(port)) if host else None
                 logger.info("group %s: discovered group coordinator %s (%s:%s)",
                             self.rebalance_config.group_id, node_id, host, port)
-                self._client_register_coordinator(node_id, host, port)
+                self._client_try_connect(self.coordinator)
                 self.heartbeat.reset_session_timeout()
             result.success(None)
         elif code == Errors.GroupAuthorizationFailedError.errno:
@@ -387,7 +388,7 @@ class AbstractCoordinator:
                     self.fatal_find_coordinator_error = None
                     raise fatal
                 future = self.lookup_coordinator()
-                self.poll_client(future, timer.remaining_ms)
+                self.client.poll(timeout_ms=timer.remaining_ms, future=future)
                 timer.update()
                 if not future.is_done:
                     break
@@ -478,7 +479,7 @@ class AbstractCoordinator:
                     self.needs_join_prepare = True
                     return False
             future = self._initiate_join_group()
-            self.poll_client(future, timer.remaining_ms)
+            self.client.poll(timeout_ms=timer.remaining_ms, future=future)
             timer.update()
             if not future.is_done:
                 return False
@@ -1003,7 +1004,7 @@ class AbstractCoordinator:
                 logger.warning("close timed out with requests pending to the group coordinator")
             return
         while future is not None and not future.is_done and timer.not_expired():
-            self.poll_client(future, timer.remaining_ms)
+            self.client.poll(timeout_ms=timer.remaining_ms, future=future)
             timer.update()
 
     # -------------------------------------------------------------------- network plumbing
@@ -1041,14 +1042,6 @@ class AbstractCoordinator:
         request.add_callback(on_success)
         request.add_errback(on_failure)
         return result
-
-    def poll_client(self, future: Future[Any] | None, timeout_ms: int) -> None:
-        """Network I/O until ``future`` is done or ``timeout_ms`` passed; at least one
-        non-blocking round even with no time left, so queued requests go out."""
-        if timeout_ms <= 0 or future is None:
-            self.client.poll(timeout_ms=max(0, timeout_ms))
-        else:
-            self.client.poll(timeout_ms=timeout_ms, future=future)
 
     def _client_supports(self, method: str, param: str) -> bool:
         cache = self.__dict__.setdefault("_supports_cache", {})
@@ -1097,26 +1090,7 @@ class AbstractCoordinator:
                     logger.debug("disconnect from %s failed", node, exc_info=True)
                 return
 
-    def _coordinator_connection_id(self, node_id: int) -> int:
-        """The node id to send group requests to.
-
-        As in Java, group traffic should use its own connection (id ``2**31 - 1 - node_id``):
-        a broker answers the requests of one connection in order, so a JoinGroup held for the
-        whole rebalance would otherwise stall the fetches of partitions this member keeps. The
-        network client maps that id to the broker's address when it supports it; otherwise
-        the broker's own connection is shared.
-        """
-        conn_id = COORDINATOR_CONNECTION_BASE - node_id
-        execute = getattr(self.client, "execute", None)
-        if execute is None:
-            return node_id
-        try:
-            address = execute(lambda nc: nc.node_address(conn_id))
-        except Exception:
-            address = None
-        return conn_id if address is not None else node_id
-
-    def _client_register_coordinator(self, node_id: int, host: Any, port: Any) -> None:
+    def _client_try_connect(self, node_id: int) -> None:
         fn = getattr(self.client, "try_connect", None)
         if fn is not None:
             try:

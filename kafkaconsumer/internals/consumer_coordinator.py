@@ -382,7 +382,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         if future is not None and self.join_prepare_timer is not None:
             wait = min(timer.remaining_ms, self.join_prepare_timer.remaining_ms)
             if not future.is_done:
-                self.poll_client(future, wait)
+                self.client.poll(timeout_ms=wait, future=future)
             self.join_prepare_timer.update()
             timer.update()
             if not future.is_done and self.join_prepare_timer.not_expired():
@@ -644,7 +644,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 if not self.ensure_coordinator_ready(timer):
                     break
                 pending = self._first_in_flight()
-                self.poll_client(pending, timer.remaining_ms)
+                self.client.poll(timeout_ms=timer.remaining_ms, future=pending)
                 timer.update()
                 self.invoke_completed_offset_commit_callbacks()
         finally:
@@ -753,7 +753,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
                 return False
             future = self._send_offset_commit_request(offsets)
-            self.poll_client(future, timer.remaining_ms)
+            self.client.poll(timeout_ms=timer.remaining_ms, future=future)
             timer.update()
             # Earlier async commits finished before this one: keep their callbacks in order.
             self.invoke_completed_offset_commit_callbacks()
@@ -774,7 +774,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         while self._pending_async() and timer.not_expired():
             if not self.ensure_coordinator_ready(timer):
                 break
-            self.poll_client(self._first_in_flight(), timer.remaining_ms)
+            self.client.poll(timeout_ms=timer.remaining_ms, future=self._first_in_flight())
             timer.update()
             self.invoke_completed_offset_commit_callbacks()
         self.invoke_completed_offset_commit_callbacks()
@@ -989,7 +989,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             else:
                 future = self._send_offset_fetch_request(wanted)
                 self._pending_committed_offset_request = (wanted, gen, future)
-            self.poll_client(future, timer.remaining_ms)
+            self.client.poll(timeout_ms=timer.remaining_ms, future=future)
             timer.update()
             if not future.is_done:
                 return None

@@ -10,6 +10,12 @@ Reconnects back off per node: ``reconnect.backoff.ms`` doubling per consecutive 
 When :attr:`NetworkClient.metadata` is set, ``poll`` also keeps it fresh (Java's
 ``DefaultMetadataUpdater``): it sends a Metadata request to the least-loaded node whenever the
 metadata is due for a refresh.
+
+Group coordinator traffic has a connection of its own, as in Java: node id
+:func:`coordinator_node_id` (``2**31 - 1 - broker id``) addresses the same broker as ``broker
+id`` over a second socket, so that a JoinGroup the broker holds for the whole rebalance never
+delays (or waits behind) the fetches on the broker's own connection; a broker answers the
+requests of one connection strictly in order.
 """
 
 from __future__ import annotations
@@ -42,7 +48,21 @@ from kafkaconsumer.protocol import ApiKey
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NetworkClient", "parse_bootstrap_servers", "DEFAULTS", "Clock"]
+__all__ = ["NetworkClient", "parse_bootstrap_servers", "DEFAULTS", "Clock",
+           "COORDINATOR_NODE_ID_BASE", "coordinator_node_id"]
+
+#: Node ids ``COORDINATOR_NODE_ID_BASE - broker id`` name a broker's group coordinator
+#: connection (Java: ``Integer.MAX_VALUE - node.id()`` in ``AbstractCoordinator``).
+COORDINATOR_NODE_ID_BASE = 2**31 - 1
+
+
+def coordinator_node_id(broker_id: int) -> int:
+    """The node id of the group coordinator connection to broker ``broker_id``.
+
+    :meth:`NetworkClient.node_address` maps it back to that broker's address, so requests sent
+    to it travel on a socket of their own.
+    """
+    return COORDINATOR_NODE_ID_BASE - int(broker_id)
 
 #: Java defaults of the keys this layer reads (the consumer config fills them normally).
 DEFAULTS: dict[str, Any] = {
@@ -58,8 +78,8 @@ DEFAULTS: dict[str, Any] = {
     "socket.connection.setup.timeout.max.ms": 30000,
     "connections.max.idle.ms": 540000,
     "max.in.flight.requests.per.connection": 100,
-    "socket.receive.buffer.bytes": 65536,
-    "socket.send.buffer.bytes": 131072,
+    "receive.buffer.bytes": 65536,
+    "send.buffer.bytes": 131072,
     "metadata.max.age.ms": 300000,
     "metadata.recovery.strategy": "none",
     "sasl.mechanism": "GSSAPI",
@@ -239,14 +259,26 @@ class NetworkClient:
         return [b.node_id for b in self.metadata.cluster.brokers()]
 
     def node_address(self, node_id: int) -> tuple[str, int] | None:
-        """Host and port of a node (bootstrap pseudo ids included), or None when unknown."""
+        """Host and port of a node, or None when unknown.
+
+        Bootstrap pseudo ids (-1, -2, ...) map to ``bootstrap.servers``; a coordinator
+        connection id (:func:`coordinator_node_id`) maps to its broker's address.
+        """
         if node_id < 0:
             idx = -node_id - 1
             return self._bootstrap[idx] if idx < len(self._bootstrap) else None
         if self.metadata is not None:
-            broker = self.metadata.cluster.broker(node_id)
+            cluster = self.metadata.cluster
+            broker = cluster.broker(node_id)
+            if broker is None:
+                # Not a broker: a group coordinator connection id names broker BASE - id.
+                # Real broker ids win, so an id that is both (never seen in practice) stays a
+                # broker.
+                broker = cluster.broker(COORDINATOR_NODE_ID_BASE - node_id)
             if broker is not None:
                 return broker.host, broker.port
+        # A node the metadata no longer names (a broker that left, or the coordinator while a
+        # refresh is under way): reconnect where the previous connection went.
         conn = self._conns.get(node_id)
         return (conn.host, conn.port) if conn is not None else None
 
@@ -451,9 +483,11 @@ class NetworkClient:
         """Send a request to a ready node; returns its future.
 
         The future fails with :class:`NodeNotReadyError` when the node is not ready (check
-        :meth:`ready` first) and with :class:`UnsupportedVersionError` when the broker lacks the
-        API. ``timeout_ms`` overrides ``request.timeout.ms`` for this request (JoinGroup needs
-        longer); its response completes the future with the decoded body dict.
+        :meth:`ready` first), with :class:`UnsupportedVersionError` when the broker lacks the
+        API and with :class:`KafkaProtocolError` when ``body`` cannot be encoded. None of these
+        raises or touches the connection: other requests go on. ``timeout_ms`` overrides
+        ``request.timeout.ms`` for this request (JoinGroup needs longer); its response
+        completes the future with the decoded body dict.
         """
         now = self.now_ms()
         conn = self._conns.get(node_id)
@@ -462,7 +496,10 @@ class NetworkClient:
         try:
             fut = conn.send(api_key, body, version, timeout_ms=timeout_ms,
                             expect_response=expect_response)
-        except (UnsupportedVersionError, KafkaConnectionError) as exc:
+        except KafkaError as exc:
+            # The request was never queued (the encoder wraps every failure of a bad body in
+            # KafkaProtocolError before anything is written), so the connection is intact:
+            # only this request fails, and poll() must not see the exception.
             return Future().failure(exc)
         self._sync_registration(node_id, conn)
         return fut

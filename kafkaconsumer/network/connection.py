@@ -139,8 +139,8 @@ class BrokerConnection:
         self._client_id: str = str(config.get("client.id") or "")
         self._request_timeout_ms = int(config.get("request.timeout.ms", 30000))
         self._max_in_flight = max(1, int(config.get("max.in.flight.requests.per.connection", 100)))
-        self._rcvbuf = int(config.get("socket.receive.buffer.bytes", 65536))
-        self._sndbuf = int(config.get("socket.send.buffer.bytes", 131072))
+        self._rcvbuf = int(config.get("receive.buffer.bytes", 65536))
+        self._sndbuf = int(config.get("send.buffer.bytes", 131072))
         self._max_frame = max(_MAX_FRAME_DEFAULT, 2 * int(config.get("fetch.max.bytes", 0) or 0))
 
         self.state = ConnectionState.DISCONNECTED

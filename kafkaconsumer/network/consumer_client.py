@@ -24,6 +24,7 @@ from kafkaconsumer.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    NodeNotReadyError,
     WakeupError,
 )
 from kafkaconsumer.metadata import Metadata
@@ -162,7 +163,19 @@ class ConsumerNetworkClient:
         with self._unsent_lock:
             nodes = [n for n, q in self._unsent.items() if q]
         for node_id in nodes:
-            if not self.client.ready(node_id, now_ms):
+            try:
+                ready = self.client.ready(node_id, now_ms)
+            except NodeNotReadyError as exc:
+                # No address for the node (a broker, or the broker behind a coordinator
+                # connection id, that the metadata does not name): fail its requests now, as
+                # for a failed connect, instead of raising out of poll() or waiting out the
+                # request timeout. The caller's retry finds the node again after a refresh.
+                self._fail_node_requests(node_id, KafkaConnectionError(
+                    f"cannot connect to node {node_id}: {exc}"))
+                if self.metadata is not None:
+                    self.metadata.request_update()
+                continue
+            if not ready:
                 continue
             while True:
                 with self._unsent_lock:
@@ -171,12 +184,29 @@ class ConsumerNetworkClient:
                         break
                     req = queue.popleft()
                 remaining = max(1, req.timeout_ms - (now_ms - req.created_ms))
-                inner = self.client.send(node_id, req.api_key, req.body, req.version,
-                                         timeout_ms=remaining,
-                                         expect_response=req.expect_response)
+                try:
+                    inner = self.client.send(node_id, req.api_key, req.body, req.version,
+                                             timeout_ms=remaining,
+                                             expect_response=req.expect_response)
+                except Exception as exc:  # noqa: BLE001 - any bug in one body fails only it
+                    # NetworkClient.send turns encoding errors into a failed future already;
+                    # this catches anything else a malformed body raises, because an exception
+                    # here would lose the popped request and break poll() for every thread.
+                    logger.error("request %s to node %s could not be sent: %r", req.api_key,
+                                 node_id, exc)
+                    inner = Future().failure(exc)
                 target = req.future
                 inner.add_callback(lambda v, t=target: self._complete(t, v, None))
                 inner.add_errback(lambda e, t=target: self._complete(t, None, e))
+
+    def _fail_node_requests(self, node_id: int, error: KafkaError) -> None:
+        with self._unsent_lock:
+            queue = self._unsent.get(node_id)
+            failed = list(queue) if queue else []
+            if queue:
+                queue.clear()
+        for req in failed:
+            self._complete(req.future, None, error)
 
     def _check_disconnects(self, now_ms: int) -> None:
         # Requests queued for a node whose connection attempt just failed fail now instead of
@@ -212,15 +242,8 @@ class ConsumerNetworkClient:
     def _handle_pending_disconnects(self) -> None:
         while self._pending_disconnects:
             node_id = self._pending_disconnects.popleft()
-            failed: list[_Unsent] = []
-            with self._unsent_lock:
-                queue = self._unsent.get(node_id)
-                if queue:
-                    failed.extend(queue)
-                    queue.clear()
-            for req in failed:
-                self._complete(req.future, None,
-                               KafkaConnectionError(f"disconnected from node {node_id}"))
+            self._fail_node_requests(node_id,
+                                     KafkaConnectionError(f"disconnected from node {node_id}"))
             self.client.disconnect(node_id)
 
     def _next_unsent_deadline(self, now_ms: int) -> int | None:
@@ -242,7 +265,10 @@ class ConsumerNetworkClient:
         With a ``future``, polls repeatedly until it is done or the timeout passes (``None``:
         until it is done; every request fails by its own timeout, so this is bounded). Without
         one, polls once, blocking at most ``timeout_ms`` (``None``: ``request.timeout.ms``).
-        Returns True when ``future`` is done (always True without a future).
+        Either way at least one round of I/O happens: ``timeout_ms=0`` means "do not block",
+        not "do nothing", so queued requests go out and ready responses are read (Java's
+        ``poll(Timer)`` with an expired timer). Returns True when ``future`` is done (always
+        True without a future).
 
         Raises :class:`WakeupError` when :meth:`wakeup` was called (unless ``disable_wakeup``),
         and a fatal metadata error (authentication/authorization) when one occurred.
@@ -254,19 +280,18 @@ class ConsumerNetworkClient:
             budget = float(self.request_timeout_ms if timeout_ms is None else timeout_ms)
             self._poll_once(budget, None, disable_wakeup)
             return True
+        # A do-while, as Java's: the first round runs even with no time left, so that a caller
+        # polling with timeout 0 still sends its request and collects a ready response.
         while True:
-            if future.is_done:
-                return True
-            elapsed = self.client.now_ms() - start
             if timeout_ms is None:
                 remaining = float(_MAX_POLL_SLICE_MS)
             else:
-                remaining = float(timeout_ms) - elapsed
-                if remaining <= 0:
-                    return future.is_done
+                remaining = max(0.0, float(timeout_ms) - (self.client.now_ms() - start))
             self._poll_once(remaining, future, disable_wakeup)
-            if timeout_ms is not None and timeout_ms == 0:
-                return future.is_done
+            if future.is_done:
+                return True
+            if timeout_ms is not None and self.client.now_ms() - start >= timeout_ms:
+                return False
 
     def _poll_once(self, timeout_ms: float, future: Future[Any] | None,
                    disable_wakeup: bool) -> None:

@@ -7,6 +7,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,11 +16,17 @@ from kafkaconsumer.embedded import free_port
 from kafkaconsumer.errors import (
     ConfigError,
     KafkaConnectionError,
+    KafkaProtocolError,
     KafkaTimeoutError,
     NodeNotReadyError,
     WakeupError,
 )
-from kafkaconsumer.network.client import NetworkClient, parse_bootstrap_servers
+from kafkaconsumer.metadata import ConsumerMetadata
+from kafkaconsumer.network.client import (
+    NetworkClient,
+    coordinator_node_id,
+    parse_bootstrap_servers,
+)
 from kafkaconsumer.network.connection import ConnectionState
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.future import Future
@@ -425,3 +432,113 @@ def test_many_threads_send_while_one_polls(make_client: Factory) -> None:
         # Correlation ids never repeat on the connection.
         cids = [h.correlation_id for h, _ in cluster.requests(ApiKey.API_VERSIONS)]
         assert len(cids) == len(set(cids))
+
+
+# ------------------------------------------------------------------- coordinator connections
+
+def test_coordinator_node_id_maps_to_its_brokers_address() -> None:
+    md = ConsumerMetadata({"bootstrap.servers": "127.0.0.1:9"})
+    md.update({"brokers": [{"node_id": 0, "host": "h0", "port": 1000},
+                           {"node_id": 7, "host": "h7", "port": 1007}],
+               "topics": [], "controller_id": 0, "cluster_id": "c"})
+    client = NetworkClient({"bootstrap.servers": "127.0.0.1:9"}, metadata=md)
+    try:
+        assert coordinator_node_id(0) == 2**31 - 1 and coordinator_node_id(7) == 2**31 - 8
+        assert client.node_address(coordinator_node_id(0)) == ("h0", 1000)
+        assert client.node_address(coordinator_node_id(7)) == ("h7", 1007)
+        assert client.node_address(7) == ("h7", 1007)
+        # A broker the metadata does not name has no coordinator connection either.
+        assert client.node_address(coordinator_node_id(3)) is None
+        # Coordinator ids are extra connections, never candidates for ordinary requests.
+        assert client.nodes() == [0, 7]
+    finally:
+        client.close()
+
+
+def test_coordinator_connection_is_a_second_socket_to_the_broker(make_client: Factory) -> None:
+    with FakeCluster(n_brokers=2) as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        cnc.await_metadata_update(5000)
+        coord = coordinator_node_id(1)
+        assert cnc.await_ready(1, 5000) and cnc.await_ready(coord, 5000)
+        plain, group = cnc.client.connection(1), cnc.client.connection(coord)
+        assert plain is not None and group is not None
+        assert plain.sock is not None and group.sock is not None
+        assert plain.sock.getpeername() == group.sock.getpeername()
+        assert plain.sock.getsockname() != group.sock.getsockname()
+        fut = cnc.send(coord, ApiKey.API_VERSIONS, {})
+        cnc.poll(timeout_ms=5000, future=fut)
+        assert fut.succeeded()
+        # Two handshakes (one per socket) and the request, all served by broker 1.
+        assert len(cluster.requests(ApiKey.API_VERSIONS, node_id=1)) >= 3
+
+
+def test_request_to_a_node_without_address_fails_without_raising(make_client: Factory) -> None:
+    with FakeCluster() as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        cnc.await_metadata_update(5000)
+        fut = cnc.send(coordinator_node_id(42), ApiKey.API_VERSIONS, {})
+        # Without the guard poll() raised NodeNotReadyError, the request lost on the way.
+        cnc.poll(timeout_ms=5000, future=fut)
+        assert isinstance(fut.exception, KafkaConnectionError)
+        ok = cnc.send(0, ApiKey.API_VERSIONS, {})
+        cnc.poll(timeout_ms=5000, future=ok)
+        assert ok.succeeded()
+
+
+# ------------------------------------------------------------------- poll(0) and bad bodies
+
+@pytest.fixture
+def bare_client() -> Iterator[Callable[[str], ConsumerNetworkClient]]:
+    """``bare_client(bootstrap)``: a client without metadata, so its bootstrap connection is
+    never closed for the brokers the metadata names (closed after the test)."""
+    made: list[ConsumerNetworkClient] = []
+
+    def factory(bootstrap: str) -> ConsumerNetworkClient:
+        cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": bootstrap}))
+        made.append(cnc)
+        return cnc
+
+    yield factory
+    for cnc in made:
+        cnc.close()
+
+
+def test_poll_with_zero_timeout_still_sends_and_receives(
+        bare_client: Callable[[str], ConsumerNetworkClient]) -> None:
+    with FakeCluster() as cluster:
+        cnc = bare_client(cluster.bootstrap_servers)
+        assert cnc.await_ready(-1, 5000)
+        fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
+        assert not cnc.poll(timeout_ms=0, future=fut)  # no time to wait for the answer...
+        # ... but the request went out: nothing is left unsent or unwritten.
+        conn = cnc.client.connection(-1)
+        assert conn is not None and not conn.has_pending_send()
+        assert cnc.client.in_flight_request_count(-1) == 1
+        assert cnc.pending_request_count(-1) == 1
+        deadline = time.monotonic() + 5
+        while not cnc.poll(timeout_ms=0, future=fut):  # "do not block" rounds collect it
+            assert time.monotonic() < deadline, "poll(0) never read the response"
+        assert fut.succeeded()
+        assert cnc.poll(timeout_ms=0, future=fut)  # a done future: True at once
+
+
+def test_unencodable_body_fails_only_its_own_request(
+        bare_client: Callable[[str], ConsumerNetworkClient]) -> None:
+    with FakeCluster() as cluster:
+        cnc = bare_client(cluster.bootstrap_servers)
+        assert cnc.await_ready(-1, 5000)
+        conn = cnc.client.connection(-1)
+        before = cnc.send(-1, ApiKey.API_VERSIONS, {})
+        bad = cnc.send(-1, ApiKey.METADATA, {"no_such_field": 1})
+        after = cnc.send(-1, ApiKey.API_VERSIONS, {})
+        cnc.poll(timeout_ms=5000, future=after)  # raised KafkaProtocolError before the fix
+        cnc.poll(timeout_ms=5000, future=before)
+        assert isinstance(bad.exception, KafkaProtocolError)
+        assert before.succeeded() and after.succeeded()
+        # The same connection carries on.
+        assert cnc.client.connection(-1) is conn and conn is not None and conn.is_ready
+        assert cnc.client.connection_attempts(-1) == 1
+        again = cnc.send(-1, ApiKey.API_VERSIONS, {})
+        cnc.poll(timeout_ms=5000, future=again)
+        assert again.succeeded()

@@ -19,14 +19,18 @@ from kafkaconsumer.errors import (
     UnknownTopicOrPartitionError,
     WakeupError,
 )
-from kafkaconsumer.network.client import NetworkClient, parse_bootstrap_servers
+from kafkaconsumer.network.client import (
+    NetworkClient,
+    coordinator_node_id,
+    parse_bootstrap_servers,
+)
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from tests.helpers import unique_name
 from tests.network.conftest import Factory
-from tests.network.kafka_ops import create_topic, fetch, produce, request
+from tests.network.kafka_ops import any_node, create_topic, fetch, produce, request
 from tests.support.proxy import FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -296,3 +300,106 @@ def test_produce_and_fetch_round_trip(broker: Any, make_client: Factory) -> None
     produce(cnc, leader, topic, 0, [b"a", b"b", b"c"])
     values = fetch(cnc, leader, topic, 0, 0, cnc.metadata.cluster.topic_id(topic))
     assert values == [b"a", b"b", b"c"]
+
+
+# ---------------------------------------------------------------- group coordinator connection
+
+def _find_coordinator(cnc: ConsumerNetworkClient, group: str) -> int:
+    """The broker id of ``group``'s coordinator (retrying while the broker is still loading)."""
+    deadline = time.monotonic() + 20
+    while True:
+        node = any_node(cnc)
+        version = cnc.api_version(node, ApiKey.FIND_COORDINATOR) or 0
+        body: dict[str, Any] = ({"key_type": 0, "coordinator_keys": [group]} if version >= 4
+                                else {"key_type": 0, "key": group})
+        resp = request(cnc, node, ApiKey.FIND_COORDINATOR, body)
+        entry = (resp.get("coordinators") or [resp])[0]
+        if entry["error_code"] == 0:
+            return int(entry["node_id"])
+        assert time.monotonic() < deadline, f"FindCoordinator failed: {entry['error_code']}"
+        cnc.poll(timeout_ms=100)  # COORDINATOR_NOT_AVAILABLE while the offsets topic is made
+
+
+def _join_group(cnc: ConsumerNetworkClient, node: int, group: str, metadata: bytes,
+                member_id: str = "") -> Future[Any]:
+    # Session and rebalance timeouts of 6 s: the broker holds a rebalance (and a JoinGroup
+    # waiting on it) for up to that long, and 6 s is Kafka's group.min.session.timeout.ms.
+    return cnc.send(node, ApiKey.JOIN_GROUP, {
+        "group_id": group, "session_timeout_ms": 6000, "rebalance_timeout_ms": 6000,
+        "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": metadata}], "reason": None},
+        timeout_ms=30_000)
+
+
+def _join_answer(cnc: ConsumerNetworkClient, node: int, group: str,
+                 metadata: bytes) -> Future[Any]:
+    """Send JoinGroup; when the broker asks for a member id first (KIP-394), send it again
+    with that id and return the second request's future (not waited for)."""
+    fut = _join_group(cnc, node, group, metadata)
+    cnc.poll(timeout_ms=20_000, future=fut)
+    assert fut.succeeded(), fut.exception
+    if fut.value["error_code"] == 79:  # MEMBER_ID_REQUIRED
+        return _join_group(cnc, node, group, metadata, fut.value["member_id"])
+    return fut
+
+
+def test_group_requests_use_their_own_connection(broker: Any, make_client: Factory) -> None:
+    """A JoinGroup the broker holds during a rebalance does not hold up fetches: group
+    requests travel on the coordinator connection (id 2**31 - 1 - broker id), a socket of
+    their own, and a broker answers each connection's requests in order."""
+    from kafkaconsumer.internals.consumer_protocol import (
+        Assignment,
+        Subscription,
+        encode_assignment,
+        encode_subscription,
+    )
+
+    cnc = make_client(broker.bootstrap_servers)
+    topic, group = unique_name("net-coord"), unique_name("net-coord-group")
+    create_topic(cnc, topic, 1)
+    assert cnc.metadata is not None
+    cnc.metadata.set_topics([topic])
+    tp = TopicPartition(topic, 0)
+    deadline = time.monotonic() + 20
+    while cnc.metadata.cluster.leader_for(tp) is None:
+        assert time.monotonic() < deadline, "no leader for the topic"
+        cnc.await_metadata_update(5000)
+    leader = cnc.metadata.cluster.leader_for(tp)
+    assert leader is not None and cnc.await_ready(leader, 10_000)
+    produce(cnc, leader, topic, 0, [b"a", b"b", b"c"])
+    topic_id = cnc.metadata.cluster.topic_id(topic)
+
+    coordinator = coordinator_node_id(_find_coordinator(cnc, group))
+    assert cnc.client.node_address(coordinator) is not None
+    assert cnc.await_ready(coordinator, 10_000)
+
+    # Member A joins and syncs: the group is stable with one member.
+    meta = encode_subscription(Subscription(topics=[topic]))
+    join_a = _join_answer(cnc, coordinator, group, meta)
+    cnc.poll(timeout_ms=20_000, future=join_a)
+    assert join_a.succeeded() and join_a.value["error_code"] == 0, join_a.value
+    a = join_a.value
+    sync = cnc.send(coordinator, ApiKey.SYNC_GROUP, {
+        "group_id": group, "generation_id": a["generation_id"], "member_id": a["member_id"],
+        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+        "assignments": [{"member_id": a["member_id"],
+                         "assignment": encode_assignment(Assignment(partitions=[tp]))}]})
+    cnc.poll(timeout_ms=20_000, future=sync)
+    assert sync.succeeded() and sync.value["error_code"] == 0, sync.value
+
+    # Member B joins: a rebalance starts, and B's JoinGroup is held until A rejoins (it never
+    # does here) or A's rebalance/session timeout ends it, seconds from now.
+    join_b = _join_answer(cnc, coordinator, group, meta)
+    cnc.poll(timeout_ms=200, future=join_b)
+    assert not join_b.is_done, "the broker answered the second member's JoinGroup at once"
+
+    # Meanwhile fetches on the broker's own connection are answered.
+    plain, group_conn = cnc.client.connection(leader), cnc.client.connection(coordinator)
+    assert plain is not None and group_conn is not None and plain is not group_conn
+    assert plain.sock is not None and group_conn.sock is not None
+    assert plain.sock.getsockname() != group_conn.sock.getsockname()
+    for _ in range(3):
+        assert fetch(cnc, leader, topic, 0, 0, topic_id) == [b"a", b"b", b"c"]
+    assert not join_b.is_done, "the JoinGroup was no longer held: nothing was shown"
+    cnc.poll(timeout_ms=30_000, future=join_b)  # let the broker finish the round
+    assert join_b.is_done
