@@ -305,15 +305,25 @@ class ConsumerCoordinator(AbstractCoordinator):
         wait = self.time_to_next_heartbeat(now_ms)
         with self._lock:
             join = self.join_future
+        rebalancing = False
         if join is not None and join.is_done:
             wait = 0
         elif join is not None or (self.subscriptions.has_auto_assigned_partitions()
                                   and self.rejoin_needed_or_pending()):
             # A rebalance is under way: come back soon to take its next step.
+            rebalancing = True
             wait = min(wait, _JOIN_ATTENTION_MS)
+        coordinator_unknown = (self.subscriptions.has_auto_assigned_partitions()
+                               and self.coordinator_unknown())
+        if coordinator_unknown:
+            # The lookup is retried after retry.backoff.ms; nothing else would wake us then.
+            wait = min(wait, self.rebalance_config.retry_backoff_ms)
         if self._follow_up_rejoin_at is not None:
             wait = min(wait, max(0, self._follow_up_rejoin_at - now_ms))
-        if not self.auto_commit_enabled:
+        if not self.auto_commit_enabled or rebalancing or coordinator_unknown:
+            # An auto-commit cannot be sent before the rebalance or the coordinator lookup is
+            # over, so an expired auto-commit timer must not make every wait zero: that turns
+            # poll() into a busy loop which starves the user's other threads.
             return wait
         self.next_auto_commit_timer.update(now_ms)
         return min(self.next_auto_commit_timer.remaining_ms, wait)
