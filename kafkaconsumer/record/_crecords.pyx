@@ -1,15 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Cython fast path of the record decoder (same interface and results as ``_pyrecords``).
 
-Parses straight from the fetch buffer's bytes: one pass per batch, varints decoded in C, one
-``bytes`` object per key and value, record objects created without calling ``__init__``.
+Parses straight from the fetch buffer's bytes: one pass per batch, varints decoded in C (a
+fast path for records without headers whose varints are all 1-2 bytes), one ``bytes`` object
+per key and value stored straight into the record, record objects taken from a free list
+without calling ``__init__``.
 Per batch (never per record) it goes back to Python for CRC32C (the ``crc32c`` package works
 on whole batches at memory speed), decompression and the read_committed bookkeeping.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.object cimport PyObject, PyTypeObject
+from cpython.object cimport Py_TPFLAGS_HEAPTYPE, PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT64_MIN, int16_t, int32_t, int64_t, uint32_t, uint64_t
 
@@ -48,9 +51,22 @@ cdef extern from "structmember.h":
 cdef extern from "Python.h":
     object PyDescr_NewMember(type cls, PyMemberDef* member)
     void PyType_Modified(type cls)
+    # Raw-pointer forms (no reference counting by Cython): the decoder's stores into records.
+    PyObject* _Py_None "Py_None"
+    void _incref "Py_INCREF"(PyObject* o) noexcept
+    PyObject* _new_bytes "PyBytes_FromStringAndSize"(const char* s, Py_ssize_t n) except NULL
+    void _decref "Py_DECREF"(PyObject* o) noexcept
+    int _list_append "PyList_Append"(object lst, PyObject* item) noexcept
+    PyObject* PyObject_Init(PyObject* o, PyTypeObject* t) noexcept
+    void* PyObject_Malloc(size_t n) noexcept
+    PyTypeObject* _type_of "Py_TYPE"(PyObject* o) noexcept
+    ctypedef struct PyListObject:
+        PyObject** ob_item
+        Py_ssize_t allocated
+    Py_ssize_t _size_of "Py_SIZE"(object o) noexcept
+    void _set_size "Py_SET_SIZE"(object o, Py_ssize_t n) noexcept
 
 
-@cython.freelist(8192)
 @cython.no_gc
 cdef class ConsumerRecord:
     """One record as handed to the user (Java ``ConsumerRecord``).
@@ -67,51 +83,56 @@ cdef class ConsumerRecord:
     Thread-safety: a plain mutable value; not synchronised.
     """
 
+    # The object fields are raw owned references, not ``object``: the decoder stores new
+    # references straight into them (no None placeholders set by tp_new and released again
+    # on assignment), and _record_dealloc, installed as tp_dealloc at import, releases them
+    # (a Cython __dealloc__ would save and restore the error state around every call).
     # topic, key, value and leader_epoch are exposed through member descriptors installed at
     # import (see _install_members): CPython specialises attribute access on those, which
-    # makes ``record.value`` several times cheaper than Cython's property accessors.
-    cdef object topic
+    # makes ``record.value`` several times cheaper than Cython's property accessors. A NULL
+    # ``_headers`` means "no headers".
+    cdef PyObject* topic
     cdef public int partition
     cdef public int64_t offset
     cdef public int64_t timestamp
     cdef public int timestamp_type
-    cdef object key
-    cdef object value
-    cdef object _headers
-    cdef object leader_epoch
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef PyObject* _headers
+    cdef PyObject* leader_epoch
     cdef public int serialized_key_size
     cdef public int serialized_value_size
 
     def __init__(self, topic, int partition, int64_t offset, int64_t timestamp,
                  int timestamp_type, key, value, headers, leader_epoch,
                  int serialized_key_size, int serialized_value_size):
-        self.topic = topic
+        _store(&self.topic, topic)
         self.partition = partition
         self.offset = offset
         self.timestamp = timestamp
         self.timestamp_type = timestamp_type
-        self.key = key
-        self.value = value
-        self._headers = headers
-        self.leader_epoch = leader_epoch
+        _store(&self.key, key)
+        _store(&self.value, value)
+        _store(&self._headers, headers)
+        _store(&self.leader_epoch, leader_epoch)
         self.serialized_key_size = serialized_key_size
         self.serialized_value_size = serialized_value_size
 
     @property
     def headers(self):
         """List of ``(str, bytes | None)``; created on first access when the record has none."""
-        if self._headers is None:
-            self._headers = []
-        return self._headers
+        if self._headers == NULL or self._headers == <PyObject*>None:
+            _store(&self._headers, [])
+        return <object>self._headers
 
     @headers.setter
     def headers(self, value):
-        self._headers = value
+        _store(&self._headers, value)
 
     def as_tuple(self):
         """All attributes, in declaration order (comparisons, tests)."""
-        # Through getattr: a deleted member attribute must raise AttributeError, and the
-        # C fields behind the member descriptors may then be NULL.
+        # Through getattr: a deleted member attribute must raise AttributeError (its field
+        # is then NULL).
         cdef object me = self
         return (getattr(me, "topic"), self.partition, self.offset, self.timestamp,
                 self.timestamp_type, getattr(me, "key"), getattr(me, "value"), self.headers,
@@ -142,34 +163,34 @@ cdef class ConsumerRecord:
         )
 
 
+cdef inline void _store(PyObject** field, object value) noexcept:
+    """Replace the owned reference in ``field`` by a new reference to ``value``."""
+    cdef PyObject* old = field[0]
+    Py_INCREF(value)
+    field[0] = <PyObject*>value
+    Py_XDECREF(old)
+
+
 cdef PyMemberDef _members[4]
-
-
-cdef Py_ssize_t _field_offset(ConsumerRecord probe, object sentinel) except -1:
-    # Cython cannot take the address of an object attribute; find the slot holding the
-    # sentinel instead (the probe's other object fields are all None).
-    cdef PyObject** words = <PyObject**>(<void*>probe)
-    cdef Py_ssize_t i
-    cdef Py_ssize_t n = (<PyTypeObject*>ConsumerRecord).tp_basicsize // sizeof(PyObject*)
-    for i in range(n):
-        if words[i] == <PyObject*>sentinel:
-            return i * sizeof(PyObject*)
-    raise RuntimeError("cannot locate a ConsumerRecord field")
 
 
 cdef void _install_members() except *:
     cdef ConsumerRecord probe = ConsumerRecord.__new__(ConsumerRecord)
+    cdef char* base = <char*><PyObject*>probe
     cdef int i
+    cdef Py_ssize_t offsets[4]
+    offsets[0] = <char*>&probe.topic - base
+    offsets[1] = <char*>&probe.key - base
+    offsets[2] = <char*>&probe.value - base
+    offsets[3] = <char*>&probe.leader_epoch - base
     names = (b"topic", b"key", b"value", b"leader_epoch")
     docs = (b"Topic name (str).", b"Key: bytes, None, or the deserialized key.",
             b"Value: bytes, None, or the deserialized value.",
             b"Leader epoch of the batch, or None.")
-    marks = [object() for _ in range(4)]
-    probe.topic, probe.key, probe.value, probe.leader_epoch = marks
     for i in range(4):
         _members[i].name = <const char*>(<bytes>names[i])
         _members[i].type = T_OBJECT_EX
-        _members[i].offset = _field_offset(probe, marks[i])
+        _members[i].offset = offsets[i]
         _members[i].flags = 0
         _members[i].doc = <const char*>(<bytes>docs[i])
     cls = ConsumerRecord
@@ -181,6 +202,72 @@ cdef void _install_members() except *:
 
 # The member names/docs must outlive the descriptors: they are module-level bytes constants.
 _install_members()
+
+
+# Records are recycled through this free list: a fetch's records are usually dropped
+# together, and the next fetch's are made from them without going through the allocator.
+# 16384 covers a whole default-size (1 MiB) fetch of ~60-byte records and keeps at most
+# ~1.5 MB of idle records. Only touched with the GIL held (the module does not declare
+# free-threading support, so the GIL stays on even on free-threaded builds).
+cdef enum:
+    RECORD_FREELIST_SIZE = 16384
+
+cdef PyObject* _free_records[RECORD_FREELIST_SIZE]
+cdef Py_ssize_t _n_free_records = 0
+cdef PyTypeObject* _record_type = <PyTypeObject*>ConsumerRecord
+cdef size_t _record_size = <size_t>_record_type.tp_basicsize
+
+
+cdef void _record_dealloc(PyObject* o) noexcept:
+    global _n_free_records
+    cdef PyTypeObject* tp = _type_of(o)
+    Py_XDECREF((<ConsumerRecord>o).topic)
+    Py_XDECREF((<ConsumerRecord>o).key)
+    Py_XDECREF((<ConsumerRecord>o).value)
+    Py_XDECREF((<ConsumerRecord>o)._headers)
+    Py_XDECREF((<ConsumerRecord>o).leader_epoch)
+    if tp == _record_type and _n_free_records < RECORD_FREELIST_SIZE:
+        _free_records[_n_free_records] = o
+        _n_free_records += 1
+    else:
+        # A subclass instance, or the free list is full (subtype_dealloc handles the rest).
+        tp.tp_free(o)
+    if _record_type.tp_flags & Py_TPFLAGS_HEAPTYPE:
+        # Cython builds the class as a heap type in some configurations (type specs): each
+        # instance then holds a reference to its type (PyObject_Init takes it).
+        _decref(<PyObject*>tp)
+
+
+cdef inline PyObject* _alloc_record() except NULL:
+    """A new ConsumerRecord (reference count 1) whose fields the caller must all set."""
+    global _n_free_records
+    cdef PyObject* o
+    if _n_free_records:
+        _n_free_records -= 1
+        o = _free_records[_n_free_records]
+    else:
+        o = <PyObject*>PyObject_Malloc(_record_size)
+        if o == NULL:
+            raise MemoryError()
+    PyObject_Init(o, _record_type)  # (takes a reference to the type if it is a heap type)
+    return o
+
+
+_record_type.tp_dealloc = _record_dealloc
+
+
+cdef inline int _append_new(list out, PyObject* item) except -1:
+    """Append ``item`` to ``out``, taking over the caller's reference (released on error)."""
+    cdef Py_ssize_t n = _size_of(out)
+    cdef int err
+    if n < (<PyListObject*>out).allocated:
+        # Room left: what PyList_Append does, without the reference count round trip.
+        (<PyListObject*>out).ob_item[n] = item
+        _set_size(out, n + 1)
+        return 0
+    err = _list_append(out, item)
+    _decref(item)
+    return err
 
 
 class _Corrupt(Exception):
@@ -205,9 +292,11 @@ cdef inline int64_t rd_i64(const unsigned char* p) noexcept nogil:
     return <int64_t>((<uint64_t>rd_u32(p) << 32) | rd_u32(p + 4))
 
 
-cdef int _varint_slow(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end,
-                      int64_t* out, int max_shift) except -1:
-    cdef Py_ssize_t pos = ppos[0]
+cdef Py_ssize_t _varint_slow(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
+                             int64_t* out, int max_shift) except -1:
+    # Returns the position after the varint. Takes and returns positions by value, so that
+    # the callers' positions never have their address taken (the compiler keeps them in
+    # registers through the inlined fast paths).
     cdef uint64_t result = 0
     cdef int shift = 0
     cdef unsigned char b
@@ -224,140 +313,278 @@ cdef int _varint_slow(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end
             if max_shift == 28:
                 raise _Corrupt("varint is longer than 5 bytes")
             raise _Corrupt("varlong is longer than 10 bytes")
-    ppos[0] = pos
     out[0] = <int64_t>((result >> 1) ^ (~(result & 1) + 1))
-    return 0
+    return pos
 
 
 cdef inline int rd_varint(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end,
                           int64_t* out) except -1:
     cdef Py_ssize_t pos = ppos[0]
     cdef uint64_t b, z
-    if pos + 1 < end:
+    cdef int64_t v
+    if pos < end:
         b = buf[pos]
         if b < 0x80:
             out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
             ppos[0] = pos + 1
             return 0
-        z = buf[pos + 1]
-        if z < 0x80:
-            # Two bytes: lengths of 64..8191 bytes, the common case for values.
-            z = (b & 0x7F) | (z << 7)
-            out[0] = <int64_t>((z >> 1) ^ (~(z & 1) + 1))
-            ppos[0] = pos + 2
-            return 0
-    return _varint_slow(buf, ppos, end, out, 28)
+        if pos + 1 < end:
+            z = buf[pos + 1]
+            if z < 0x80:
+                # Two bytes: 64..8191 (lengths of most values, offset and timestamp deltas).
+                z = (b & 0x7F) | (z << 7)
+                out[0] = <int64_t>((z >> 1) ^ (~(z & 1) + 1))
+                ppos[0] = pos + 2
+                return 0
+    ppos[0] = _varint_slow(buf, pos, end, &v, 28)
+    out[0] = v
+    return 0
 
 
 cdef inline int rd_varlong(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end,
                            int64_t* out) except -1:
     cdef Py_ssize_t pos = ppos[0]
     cdef uint64_t b, z
-    if pos + 1 < end:
+    cdef int64_t v
+    if pos < end:
         b = buf[pos]
         if b < 0x80:
             out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
             ppos[0] = pos + 1
             return 0
-        z = buf[pos + 1]
-        if z < 0x80:
-            z = (b & 0x7F) | (z << 7)
-            out[0] = <int64_t>((z >> 1) ^ (~(z & 1) + 1))
-            ppos[0] = pos + 2
-            return 0
-    return _varint_slow(buf, ppos, end, out, 63)
+        if pos + 1 < end:
+            z = buf[pos + 1]
+            if z < 0x80:
+                # Two bytes: 64..8191 (lengths of most values, offset and timestamp deltas).
+                z = (b & 0x7F) | (z << 7)
+                out[0] = <int64_t>((z >> 1) ^ (~(z & 1) + 1))
+                ppos[0] = pos + 2
+                return 0
+    ppos[0] = _varint_slow(buf, pos, end, &v, 63)
+    out[0] = v
+    return 0
 
 
 # ----------------------------------------------------------------------------- v2 records
+
+cdef list _parse_headers(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t rec_end,
+                         int64_t hcount):
+    cdef Py_ssize_t pos = ppos[0]
+    cdef int64_t h, hklen, hvlen
+    cdef list headers = []
+    cdef object hkey, hval
+    if hcount < 0:
+        raise _Corrupt(f"negative header count {hcount}")
+    for h in range(hcount):
+        rd_varint(buf, &pos, rec_end, &hklen)
+        if hklen < 0:
+            raise _Corrupt(f"negative header key length {hklen}")
+        if hklen > rec_end - pos:
+            raise _Corrupt("header key overruns the record")
+        try:
+            hkey = PyUnicode_DecodeUTF8(<const char*>buf + pos, hklen, NULL)
+        except UnicodeDecodeError:
+            raise _Corrupt("header key is not valid UTF-8") from None
+        pos += hklen
+        rd_varint(buf, &pos, rec_end, &hvlen)
+        if hvlen >= 0:
+            if hvlen > rec_end - pos:
+                raise _Corrupt("header value overruns the record")
+            hval = PyBytes_FromStringAndSize(<const char*>buf + pos, hvlen)
+            pos += hvlen
+        elif hvlen == -1:
+            hval = None
+        else:
+            raise _Corrupt(f"negative header value length {hvlen}")
+        headers.append((hkey, hval))
+    ppos[0] = pos
+    return headers
+
+
+cdef struct RecordSpan:
+    # Where one v2 record's parts are in the buffer.
+    Py_ssize_t end  # the position after the record
+    Py_ssize_t kpos
+    Py_ssize_t vpos
+    int64_t ts_delta
+    int64_t offset_delta
+    int64_t klen
+    int64_t vlen
+    int64_t hcount
+
+
+cdef inline Py_ssize_t _short_varint(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t limit,
+                                     int64_t* out) noexcept nogil:
+    # A varint of 1 or 2 bytes that ends before ``limit``: returns the position after it;
+    # -1 for anything else (longer, or cut off), which _scan_record then reads.
+    cdef uint64_t b, z
+    if pos >= limit:
+        return -1
+    b = buf[pos]
+    if b >= 0x80:
+        if pos + 1 >= limit:
+            return -1
+        z = buf[pos + 1]
+        if z >= 0x80:
+            return -1
+        b = (b & 0x7F) | (z << 7)
+        pos += 1
+    out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
+    return pos + 1
+
+
+cdef inline bint _scan_plain_record(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
+                                    RecordSpan* r) noexcept nogil:
+    # The fast path: True for a well-formed record without headers whose varints are all
+    # short (lengths below 8 KiB, deltas below 4096), with *r filled in. False for anything
+    # else, with no error: the caller then scans the record with _scan_record, which reads
+    # every form, parses headers and raises the precise error. Whatever it accepts,
+    # _scan_record accepts too, with the same results.
+    cdef int64_t length, hcount
+    cdef Py_ssize_t rec_end
+    pos = _short_varint(buf, pos, end, &length)
+    if pos < 0 or length < 6 or length > end - pos:
+        return False
+    rec_end = pos + length
+    pos = _short_varint(buf, pos + 1, rec_end, &r.ts_delta)  # + 1: the unused attributes
+    if pos < 0:
+        return False
+    pos = _short_varint(buf, pos, rec_end, &r.offset_delta)
+    if pos < 0:
+        return False
+    pos = _short_varint(buf, pos, rec_end, &r.klen)
+    if pos < 0:
+        return False
+    r.kpos = pos
+    if r.klen >= 0:
+        if r.klen > rec_end - pos:
+            return False
+        pos += r.klen
+    elif r.klen != -1:
+        return False
+    pos = _short_varint(buf, pos, rec_end, &r.vlen)
+    if pos < 0:
+        return False
+    r.vpos = pos
+    if r.vlen >= 0:
+        if r.vlen > rec_end - pos:
+            return False
+        pos += r.vlen
+    elif r.vlen != -1:
+        return False
+    pos = _short_varint(buf, pos, rec_end, &hcount)
+    if pos != rec_end or hcount != 0:
+        return False
+    r.hcount = 0
+    r.end = rec_end
+    return True
+
+
+cdef list _scan_record(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
+                       RecordSpan* r, int64_t base_offset, int64_t min_offset):
+    # The general path: any varint form, headers (returned as a list; None when the record
+    # has none), and a _Corrupt error naming the first problem. A record before
+    # ``min_offset`` is skipped unread after its offset delta (r.end is then all that is set).
+    cdef int64_t length, offset
+    cdef Py_ssize_t rec_end
+    cdef list headers = None
+    rd_varint(buf, &pos, end, &length)
+    rec_end = pos + length
+    if length < 6 or rec_end > end:
+        raise _Corrupt(f"record length {length} does not fit the batch")
+    r.end = rec_end
+    pos += 1  # record attributes: unused
+    rd_varlong(buf, &pos, rec_end, &r.ts_delta)
+    rd_varint(buf, &pos, rec_end, &r.offset_delta)
+    offset = base_offset + r.offset_delta
+    if offset < min_offset:
+        return None
+    rd_varint(buf, &pos, rec_end, &r.klen)
+    r.kpos = pos
+    if r.klen >= 0:
+        if r.klen > rec_end - pos:
+            raise _Corrupt("key overruns the record")
+        pos += r.klen
+    elif r.klen != -1:
+        raise _Corrupt(f"negative key length {r.klen}")
+    rd_varint(buf, &pos, rec_end, &r.vlen)
+    r.vpos = pos
+    if r.vlen >= 0:
+        if r.vlen > rec_end - pos:
+            raise _Corrupt("value overruns the record")
+        pos += r.vlen
+    elif r.vlen != -1:
+        raise _Corrupt(f"negative value length {r.vlen}")
+    rd_varint(buf, &pos, rec_end, &r.hcount)
+    if r.hcount:
+        headers = _parse_headers(buf, &pos, rec_end, r.hcount)
+    if pos != rec_end:
+        raise _Corrupt(
+            f"record at offset {offset} declares {length} bytes but holds "
+            f"{length + pos - rec_end}"
+        )
+    return headers
+
 
 cdef int _parse_v2_records(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
                            int32_t count, list out, object topic, int partition,
                            int64_t base_offset, int64_t min_offset, int64_t base_ts,
                            int64_t max_ts, bint log_append, object leader_epoch) except -1:
-    cdef int32_t i, h
-    cdef int64_t length, ts_delta, offset_delta, klen, vlen, hcount, hklen, hvlen, offset
-    cdef Py_ssize_t rec_end
-    cdef ConsumerRecord rec
-    cdef object key, value, hkey, hval
+    # Per record: the record is scanned and every bound checked first (in C, on the fast
+    # path), then the record object is made and its key, value and (rarely) headers are
+    # stored into it as new references, with no Python-level call and no reference counting
+    # beyond what each field needs.
+    cdef int32_t i
+    cdef int64_t offset
+    cdef RecordSpan span
+    cdef PyObject* rec
     cdef list headers
     cdef int ts_type = 1 if log_append else 0
+    cdef PyObject* topic_p = <PyObject*>topic
+    cdef PyObject* epoch_p = <PyObject*>leader_epoch
+    span.kpos = span.vpos = 0  # (always set before use; this keeps the C compiler sure of it)
+    span.klen = span.vlen = -1
     for i in range(count):
-        rd_varint(buf, &pos, end, &length)
-        rec_end = pos + length
-        if length < 6 or rec_end > end:
-            raise _Corrupt(f"record length {length} does not fit the batch")
-        pos += 1  # record attributes: unused
-        rd_varlong(buf, &pos, rec_end, &ts_delta)
-        rd_varint(buf, &pos, rec_end, &offset_delta)
-        offset = base_offset + offset_delta
+        headers = None
+        if not _scan_plain_record(buf, pos, end, &span):
+            headers = _scan_record(buf, pos, end, &span, base_offset, min_offset)
+        pos = span.end
+        offset = base_offset + span.offset_delta
         if offset < min_offset:
-            pos = rec_end
             continue
-        rd_varint(buf, &pos, rec_end, &klen)
-        if klen >= 0:
-            if klen > rec_end - pos:
-                raise _Corrupt("key overruns the record")
-            key = PyBytes_FromStringAndSize(<const char*>buf + pos, klen)
-            pos += klen
-        elif klen == -1:
-            key = None
+        rec = _alloc_record()
+        # Every object field is set before anything can fail (bytes() may raise MemoryError;
+        # the record then holds NULL there, which the dealloc skips).
+        (<ConsumerRecord>rec).key = NULL
+        (<ConsumerRecord>rec).value = NULL
+        _incref(topic_p)
+        (<ConsumerRecord>rec).topic = topic_p
+        _incref(epoch_p)
+        (<ConsumerRecord>rec).leader_epoch = epoch_p
+        if headers is None:
+            (<ConsumerRecord>rec)._headers = NULL
         else:
-            raise _Corrupt(f"negative key length {klen}")
-        rd_varint(buf, &pos, rec_end, &vlen)
-        if vlen >= 0:
-            if vlen > rec_end - pos:
-                raise _Corrupt("value overruns the record")
-            value = PyBytes_FromStringAndSize(<const char*>buf + pos, vlen)
-            pos += vlen
-        elif vlen == -1:
-            value = None
+            _incref(<PyObject*>headers)
+            (<ConsumerRecord>rec)._headers = <PyObject*>headers
+        (<ConsumerRecord>rec).partition = partition
+        (<ConsumerRecord>rec).offset = offset
+        (<ConsumerRecord>rec).timestamp = max_ts if log_append else base_ts + span.ts_delta
+        (<ConsumerRecord>rec).timestamp_type = ts_type
+        _append_new(out, rec)  # out holds the record now (or it is freed on error)
+        if span.klen >= 0:
+            (<ConsumerRecord>rec).serialized_key_size = <int>span.klen
+            (<ConsumerRecord>rec).key = _new_bytes(<const char*>buf + span.kpos, span.klen)
         else:
-            raise _Corrupt(f"negative value length {vlen}")
-        rd_varint(buf, &pos, rec_end, &hcount)
-        rec = ConsumerRecord.__new__(ConsumerRecord)
-        if hcount:
-            if hcount < 0:
-                raise _Corrupt(f"negative header count {hcount}")
-            headers = []
-            for h in range(hcount):
-                rd_varint(buf, &pos, rec_end, &hklen)
-                if hklen < 0:
-                    raise _Corrupt(f"negative header key length {hklen}")
-                if hklen > rec_end - pos:
-                    raise _Corrupt("header key overruns the record")
-                try:
-                    hkey = PyUnicode_DecodeUTF8(<const char*>buf + pos, hklen, NULL)
-                except UnicodeDecodeError:
-                    raise _Corrupt("header key is not valid UTF-8") from None
-                pos += hklen
-                rd_varint(buf, &pos, rec_end, &hvlen)
-                if hvlen >= 0:
-                    if hvlen > rec_end - pos:
-                        raise _Corrupt("header value overruns the record")
-                    hval = PyBytes_FromStringAndSize(<const char*>buf + pos, hvlen)
-                    pos += hvlen
-                elif hvlen == -1:
-                    hval = None
-                else:
-                    raise _Corrupt(f"negative header value length {hvlen}")
-                headers.append((hkey, hval))
-            rec._headers = headers
-        if pos != rec_end:
-            raise _Corrupt(
-                f"record at offset {offset} declares {length} bytes but holds "
-                f"{length + pos - rec_end}"
-            )
-        rec.topic = topic
-        rec.partition = partition
-        rec.offset = offset
-        rec.timestamp = max_ts if log_append else base_ts + ts_delta
-        rec.timestamp_type = ts_type
-        rec.key = key
-        rec.value = value
-        rec.leader_epoch = leader_epoch
-        rec.serialized_key_size = <int>klen if klen >= 0 else -1
-        rec.serialized_value_size = <int>vlen if vlen >= 0 else -1
-        out.append(rec)
+            (<ConsumerRecord>rec).serialized_key_size = -1
+            _incref(_Py_None)
+            (<ConsumerRecord>rec).key = _Py_None
+        if span.vlen >= 0:
+            (<ConsumerRecord>rec).serialized_value_size = <int>span.vlen
+            (<ConsumerRecord>rec).value = _new_bytes(<const char*>buf + span.vpos, span.vlen)
+        else:
+            (<ConsumerRecord>rec).serialized_value_size = -1
+            _incref(_Py_None)
+            (<ConsumerRecord>rec).value = _Py_None
     if pos != end:
         raise _Corrupt(f"{end - pos} bytes left after the batch's {count} records")
     return 0
@@ -422,8 +649,8 @@ cdef int64_t _decode_v2(const unsigned char* buf, object mv, Py_ssize_t pos, Py_
                                       False, None)
                 except _Corrupt as exc:
                     raise _corrupt(str(exc), topic, partition, base_offset) from None
-                first_key = (<ConsumerRecord>tmp[0]).key
-                first_value = (<ConsumerRecord>tmp[0]).value
+                first_key = <object>(<ConsumerRecord>tmp[0]).key
+                first_value = <object>(<ConsumerRecord>tmp[0]).value
             txns.skip_batch(producer_id, next_offset - 1, bool(attrs & ATTR_TRANSACTIONAL), True,
                             first_key, first_value)
         # Control records never reach the user; they only advance the position.
@@ -524,16 +751,16 @@ cdef int _parse_legacy(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
 cdef ConsumerRecord _legacy_record(const unsigned char* buf, LegacyMsg* m, object topic,
                                    int partition, int64_t offset, int64_t ts, int ts_type):
     cdef ConsumerRecord rec = ConsumerRecord.__new__(ConsumerRecord)
-    rec.topic = topic
+    _store(&rec.topic, topic)
     rec.partition = partition
     rec.offset = offset
     rec.timestamp = ts
     rec.timestamp_type = ts_type
-    rec.key = None if m.klen < 0 else PyBytes_FromStringAndSize(<const char*>buf + m.key_pos,
-                                                                m.klen)
-    rec.value = None if m.vlen < 0 else PyBytes_FromStringAndSize(
-        <const char*>buf + m.value_pos, m.vlen)
-    rec.leader_epoch = None
+    _store(&rec.key, None if m.klen < 0 else PyBytes_FromStringAndSize(
+        <const char*>buf + m.key_pos, m.klen))
+    _store(&rec.value, None if m.vlen < 0 else PyBytes_FromStringAndSize(
+        <const char*>buf + m.value_pos, m.vlen))
+    _store(&rec.leader_epoch, None)
     rec.serialized_key_size = m.klen if m.klen >= 0 else -1
     rec.serialized_value_size = m.vlen if m.vlen >= 0 else -1
     return rec
