@@ -438,6 +438,26 @@ class ConsumerCoordinator(AbstractCoordinator):
         return True
 
     # ==================================================================== leader assign
+    @staticmethod
+    def _partition_racks(cluster: Any, topics: Iterable[str],
+                         subscriptions: Mapping[str, Subscription]
+                         ) -> dict[TopicPartition, set[str]] | None:
+        """The racks of each partition's replicas, for rack-aware assignment (KIP-881).
+
+        None when no member has a rack (``client.rack``) or no broker has one: the assignors
+        then work as without racks.
+        """
+        if not any(sub.rack_id for sub in subscriptions.values()):
+            return None
+        racks: dict[TopicPartition, set[str]] = {}
+        for topic in topics:
+            for info in cluster.partitions_for_topic(topic) or ():
+                names = {node.rack for node in (cluster.broker(r) for r in info.replicas)
+                         if node is not None and node.rack}
+                if names:
+                    racks[TopicPartition(topic, info.partition)] = names
+        return racks or None
+
     def on_leader_elected(self, leader_id: str, protocol: str, members: list[dict[str, Any]],
                           skip_assignment: bool) -> dict[str, bytes]:
         """Run the negotiated assignor over all members' subscriptions."""
@@ -466,7 +486,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         partitions = {t: n for t, n in partitions.items() if n > 0}
         logger.debug("performing assignment with %s over %s for members %s", assignor.name,
                      partitions, sorted(subscriptions))
-        assignments = assignor.assign(partitions, subscriptions)
+        assignments = assignor.assign(partitions, subscriptions,
+                                      self._partition_racks(cluster, partitions, subscriptions))
         if self.protocol is RebalanceProtocol.COOPERATIVE and assignor.name != _COOPERATIVE_STICKY:
             validate_cooperative_assignment(assignments, subscriptions)
         assigned_topics = {tp.topic for a in assignments.values() for tp in a.partitions}

@@ -338,3 +338,24 @@ def test_heartbeat_rebalance_in_progress_abandons_a_pending_sync_group(cluster: 
         assert not later.is_done and not c.rejoin_needed
     finally:
         s.close()
+
+
+# ------------------------------------------------------------------------------------- racks
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_leader_assigns_by_replica_rack_when_members_have_racks(strategy: str) -> None:
+    """KIP-881: with client.rack set and racked brokers, members get partitions on their rack."""
+    with FakeCluster(n_brokers=2, topics={TOPIC: 4}) as racked:
+        racked.broker(0).rack = "rack-a"
+        racked.broker(1).rack = "rack-b"
+        g = Group(racked, group_id="racks")
+        try:
+            a, _ = g.add(partition_assignment_strategy=[strategy], client_rack="rack-a")
+            b, _ = g.add(partition_assignment_strategy=[strategy], client_rack="rack-b")
+            # The fake cluster leads partition p on broker p % 2 (the only replica).
+            on_a = {TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 2)}
+            on_b = {TopicPartition(TOPIC, 1), TopicPartition(TOPIC, 3)}
+            g.wait(lambda: assigned(a) == on_a and assigned(b) == on_b,
+                   "each member owns the partitions of its rack", timeout=20)
+        finally:
+            g.close()
