@@ -317,54 +317,6 @@ cdef Py_ssize_t _varint_slow(const unsigned char* buf, Py_ssize_t pos, Py_ssize_
     return pos
 
 
-cdef inline int rd_varint(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end,
-                          int64_t* out) except -1:
-    cdef Py_ssize_t pos = ppos[0]
-    cdef uint64_t b, z
-    cdef int64_t v
-    if pos < end:
-        b = buf[pos]
-        if b < 0x80:
-            out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
-            ppos[0] = pos + 1
-            return 0
-        if pos + 1 < end:
-            z = buf[pos + 1]
-            if z < 0x80:
-                # Two bytes: 64..8191 (lengths of most values, offset and timestamp deltas).
-                z = (b & 0x7F) | (z << 7)
-                out[0] = <int64_t>((z >> 1) ^ (~(z & 1) + 1))
-                ppos[0] = pos + 2
-                return 0
-    ppos[0] = _varint_slow(buf, pos, end, &v, 28)
-    out[0] = v
-    return 0
-
-
-cdef inline int rd_varlong(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end,
-                           int64_t* out) except -1:
-    cdef Py_ssize_t pos = ppos[0]
-    cdef uint64_t b, z
-    cdef int64_t v
-    if pos < end:
-        b = buf[pos]
-        if b < 0x80:
-            out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
-            ppos[0] = pos + 1
-            return 0
-        if pos + 1 < end:
-            z = buf[pos + 1]
-            if z < 0x80:
-                # Two bytes: 64..8191 (lengths of most values, offset and timestamp deltas).
-                z = (b & 0x7F) | (z << 7)
-                out[0] = <int64_t>((z >> 1) ^ (~(z & 1) + 1))
-                ppos[0] = pos + 2
-                return 0
-    ppos[0] = _varint_slow(buf, pos, end, &v, 63)
-    out[0] = v
-    return 0
-
-
 # ----------------------------------------------------------------------------- v2 records
 
 cdef list _parse_headers(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t rec_end,
@@ -431,6 +383,27 @@ cdef inline Py_ssize_t _short_varint(const unsigned char* buf, Py_ssize_t pos, P
         pos += 1
     out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
     return pos + 1
+
+
+cdef inline int _rd_zigzag(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end,
+                           int64_t* out, int max_shift) except -1:
+    # One zigzag varint (max_shift 28) or varlong (63) at ppos[0]; 1-2 byte values take the
+    # short path, anything longer or cut off goes through _varint_slow (which names the error).
+    cdef Py_ssize_t pos = _short_varint(buf, ppos[0], end, out)
+    if pos < 0:
+        pos = _varint_slow(buf, ppos[0], end, out, max_shift)
+    ppos[0] = pos
+    return 0
+
+
+cdef inline int rd_varint(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end,
+                          int64_t* out) except -1:
+    return _rd_zigzag(buf, ppos, end, out, 28)
+
+
+cdef inline int rd_varlong(const unsigned char* buf, Py_ssize_t* ppos, Py_ssize_t end,
+                           int64_t* out) except -1:
+    return _rd_zigzag(buf, ppos, end, out, 63)
 
 
 cdef inline bint _scan_plain_record(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
