@@ -576,9 +576,6 @@ cdef int64_t _decode_v2(const unsigned char* buf, object mv, Py_ssize_t pos, Py_
     cdef int16_t attrs
     cdef int64_t base_ts, max_ts, producer_id, next_offset
     cdef Py_ssize_t end = pos + size
-    cdef bytes payload
-    cdef const unsigned char* pbuf
-    cdef Py_ssize_t ppos, pend
     cdef list tmp
     if size - LOG_OVERHEAD < V2_MIN_BATCH_LENGTH:
         raise _corrupt(f"v2 batch length {size - 12} is below the minimum", topic, partition,
@@ -606,22 +603,8 @@ cdef int64_t _decode_v2(const unsigned char* buf, object mv, Py_ssize_t pos, Py_
             first_value = None
             if producer_id != -1 and count:
                 tmp = []
-                payload = None
-                pbuf = buf
-                ppos = pos + V2_HEADER_SIZE
-                pend = end
-                if attrs & ATTR_CODEC_MASK:
-                    payload = decompress_payload(attrs & ATTR_CODEC_MASK,
-                                                 mv[pos + V2_HEADER_SIZE:end], 2, topic,
-                                                 partition, base_offset)
-                    pbuf = <const unsigned char*>PyBytes_AS_STRING(payload)
-                    ppos = 0
-                    pend = PyBytes_GET_SIZE(payload)
-                try:
-                    _parse_v2_records(pbuf, ppos, pend, count, tmp, "", 0, 0, INT64_MIN, 0, 0,
-                                      False, None)
-                except _Corrupt as exc:
-                    raise _corrupt(str(exc), topic, partition, base_offset) from None
+                _parse_batch_payload(buf, mv, pos, end, attrs, count, tmp, "", 0, 0, INT64_MIN,
+                                     0, 0, None, topic, partition, base_offset)
                 first_key = <object>(<ConsumerRecord>tmp[0]).key
                 first_value = <object>(<ConsumerRecord>tmp[0]).value
             txns.skip_batch(producer_id, next_offset - 1, bool(attrs & ATTR_TRANSACTIONAL), True,
@@ -634,10 +617,25 @@ cdef int64_t _decode_v2(const unsigned char* buf, object mv, Py_ssize_t pos, Py_
             return next_offset
     if next_offset <= fetch_offset or count == 0:
         return next_offset
-    payload = None
-    pbuf = buf
-    ppos = pos + V2_HEADER_SIZE
-    pend = end
+    _parse_batch_payload(buf, mv, pos, end, attrs, count, out, topic, partition, base_offset,
+                         fetch_offset, base_ts, max_ts,
+                         None if leader_epoch < 0 else leader_epoch,
+                         topic, partition, base_offset)
+    return next_offset
+
+
+cdef int _parse_batch_payload(const unsigned char* buf, object mv, Py_ssize_t pos,
+                              Py_ssize_t end, int16_t attrs, int32_t count, list out,
+                              object rec_topic, int rec_partition, int64_t rec_base,
+                              int64_t min_offset, int64_t base_ts, int64_t max_ts,
+                              object leader_epoch, object topic, int partition,
+                              int64_t base_offset) except -1:
+    # The records of the v2 batch at ``pos`` (decompressed first when it has a codec), parsed
+    # into ``out``; errors name topic, partition and the batch's base offset.
+    cdef bytes payload
+    cdef const unsigned char* pbuf = buf
+    cdef Py_ssize_t ppos = pos + V2_HEADER_SIZE
+    cdef Py_ssize_t pend = end
     if attrs & ATTR_CODEC_MASK:
         payload = decompress_payload(attrs & ATTR_CODEC_MASK, mv[pos + V2_HEADER_SIZE:end], 2,
                                      topic, partition, base_offset)
@@ -645,12 +643,12 @@ cdef int64_t _decode_v2(const unsigned char* buf, object mv, Py_ssize_t pos, Py_
         ppos = 0
         pend = PyBytes_GET_SIZE(payload)
     try:
-        _parse_v2_records(pbuf, ppos, pend, count, out, topic, partition, base_offset,
-                          fetch_offset, base_ts, max_ts, (attrs & ATTR_TIMESTAMP_TYPE) != 0,
-                          None if leader_epoch < 0 else leader_epoch)
+        _parse_v2_records(pbuf, ppos, pend, count, out, rec_topic, rec_partition, rec_base,
+                          min_offset, base_ts, max_ts, (attrs & ATTR_TIMESTAMP_TYPE) != 0,
+                          leader_epoch)
     except _Corrupt as exc:
         raise _corrupt(str(exc), topic, partition, base_offset) from None
-    return next_offset
+    return 0
 
 
 # ----------------------------------------------------------------------------- legacy v0/v1
