@@ -199,8 +199,8 @@ class _Corrupt(Exception):
     """Internal: parsing failed; the caller adds topic, partition and offset."""
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag varint of at most 5 bytes (int32) at ``pos``: (value, next position)."""
+def _zigzag(buf: bytes, pos: int, max_shift: int, what: str) -> tuple[int, int]:
+    """Zigzag varint at ``pos`` of at most ``max_shift // 7 + 1`` bytes: (value, next position)."""
     result = 0
     shift = 0
     while True:
@@ -210,23 +210,18 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         if not b & 0x80:
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
-        if shift > 28:
-            raise _Corrupt("varint is longer than 5 bytes")
+        if shift > max_shift:
+            raise _Corrupt(what)
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Zigzag varint of at most 5 bytes (int32) at ``pos``: (value, next position)."""
+    return _zigzag(buf, pos, 28, "varint is longer than 5 bytes")
 
 
 def _varlong(buf: bytes, pos: int) -> tuple[int, int]:
     """Zigzag varint of at most 10 bytes (int64) at ``pos``: (value, next position)."""
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise _Corrupt("varlong is longer than 10 bytes")
+    return _zigzag(buf, pos, 63, "varlong is longer than 10 bytes")
 
 
 def _parse_v2_records(
