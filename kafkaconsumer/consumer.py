@@ -52,7 +52,6 @@ Timeout = int | float | datetime.timedelta | None
 
 _DEFAULT_CLOSE_TIMEOUT_MS = 30000
 _NO_THREAD = -1
-# Python-only keys understood here before the rest goes to ConsumerConfig.
 
 
 def _check_partitions(partitions: Any, what: str) -> list[TopicPartition]:
@@ -355,13 +354,14 @@ class KafkaConsumer:
         if not self._cached_all_positions and poll_ms > self._retry_backoff_ms:
             poll_ms = self._retry_backoff_ms
         poll_timer = Timer(self._time, poll_ms)
-        while not self._fetcher.has_available_fetches():
-            self._client.poll(timeout_ms=poll_timer.remaining_ms)
-            poll_timer.update()
-            if poll_timer.is_expired():
-                break
-            # Responses may have freed nodes for another fetch (or asked for a reset).
-            if not self._fetcher.has_available_fetches():
+        # A response may have landed (on another polling thread) since collect_fetch().
+        if not self._fetcher.has_available_fetches():
+            while True:
+                self._client.poll(timeout_ms=poll_timer.remaining_ms)
+                poll_timer.update()
+                if poll_timer.is_expired() or self._fetcher.has_available_fetches():
+                    break
+                # Responses may have freed nodes for another fetch (or asked for a reset).
                 self._fetcher.send_fetches()
         timer.update(poll_timer.current_time_ms)
         return self._fetcher.collect_fetch()

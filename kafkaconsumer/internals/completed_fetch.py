@@ -30,21 +30,22 @@ class CompletedFetch:
     thread that calls ``poll()``.
     """
 
-    __slots__ = ("tp", "partition_data", "fetch_offset", "request_version", "next_fetch_offset",
+    __slots__ = ("tp", "partition_data", "fetch_offset", "node", "next_fetch_offset",
                  "last_epoch", "initialized", "is_consumed", "records", "_pos",
                  "_end_offset", "_pending_error", "size_in_bytes", "records_total",
                  "metrics_recorded")
 
     def __init__(self, tp: TopicPartition, partition_data: dict[str, Any], fetch_offset: int,
-                 request_version: int) -> None:
-        """Wrap ``partition_data`` of ``tp`` from a fetch sent at ``fetch_offset`` with
-        ``request_version``; nothing is decoded yet.
+                 node: int) -> None:
+        """Wrap ``partition_data`` of ``tp`` from a fetch sent at ``fetch_offset`` to broker
+        ``node``; nothing is decoded yet.
         """
         self.tp = tp
         #: The decoded response dict of this partition (error code, watermarks, records).
         self.partition_data = partition_data
         self.fetch_offset = fetch_offset
-        self.request_version = request_version
+        #: The broker the data came from (the leader or a preferred read replica).
+        self.node = node
         self.next_fetch_offset = fetch_offset
         self.last_epoch: int | None = None
         self.initialized = False
@@ -84,11 +85,6 @@ class CompletedFetch:
         self.is_consumed = True
         self.records = []
         self._pending_error = None
-
-    @property
-    def remaining(self) -> int:
-        """How many decoded records have not been handed out yet."""
-        return len(self.records) - self._pos
 
     def fetch_records(self, max_records: int, key_deserializer: Any = None,
                       value_deserializer: Any = None) -> list[Any]:

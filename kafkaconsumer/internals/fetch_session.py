@@ -83,13 +83,14 @@ class FetchRequestData:
     Thread-safety: immutable after construction.
     """
 
-    __slots__ = ("to_send", "to_forget", "to_replace", "session_partitions", "metadata",
-                 "can_use_topic_ids")
+    __slots__ = ("to_send", "to_forget", "to_replace", "forgotten_topic_ids",
+                 "session_partitions", "metadata", "can_use_topic_ids")
 
     def __init__(self, to_send: dict[TopicPartition, PartitionData],
                  to_forget: list[TopicPartition], to_replace: list[TopicPartition],
                  session_partitions: dict[TopicPartition, PartitionData],
-                 metadata: FetchMetadata, can_use_topic_ids: bool) -> None:
+                 metadata: FetchMetadata, can_use_topic_ids: bool,
+                 forgotten_topic_ids: dict[TopicPartition, uuid.UUID] | None = None) -> None:
         """Hold the parts of one fetch request as computed by the session builder."""
         #: Partitions to list in ``topics`` (all of them for a full request).
         self.to_send = to_send
@@ -97,6 +98,9 @@ class FetchRequestData:
         self.to_forget = to_forget
         #: Partitions whose topic id changed: forgotten under the old id, sent under the new one.
         self.to_replace = to_replace
+        #: The topic id each partition of ``to_forget`` and ``to_replace`` had in the session:
+        #: the broker knows it under that id (for a recreated topic, the old one).
+        self.forgotten_topic_ids = forgotten_topic_ids if forgotten_topic_ids is not None else {}
         #: Every partition of the session after this request (what the fetch covers).
         self.session_partitions = session_partitions
         self.metadata = metadata
@@ -127,11 +131,6 @@ class FetchSessionHandler:
         self.next_metadata: FetchMetadata = _INITIAL if enabled else LEGACY_METADATA
         self.session_partitions: dict[TopicPartition, PartitionData] = {}
         self.session_topic_names: dict[uuid.UUID, str] = {}
-
-    @property
-    def session_id(self) -> int:
-        """The broker-assigned session id (0 when there is none)."""
-        return self.next_metadata.session_id
 
     def new_builder(self) -> FetchSessionHandler.Builder:
         """Start collecting the partitions of the next request."""
@@ -167,6 +166,7 @@ class FetchSessionHandler:
             to_send: dict[TopicPartition, PartitionData] = {}
             to_forget: list[TopicPartition] = []
             to_replace: list[TopicPartition] = []
+            forgotten_ids: dict[TopicPartition, uuid.UUID] = {}
             session = h.session_partitions
             for tp in list(session):
                 prev = session[tp]
@@ -174,11 +174,13 @@ class FetchSessionHandler:
                 if want is None:
                     del session[tp]
                     to_forget.append(tp)
+                    forgotten_ids[tp] = prev.topic_id
                 elif want != prev:
                     if (prev.topic_id != want.topic_id and prev.topic_id != ZERO_UUID
                             and want.topic_id != ZERO_UUID):
                         # Topic recreated under a new id: the broker must drop the old one.
                         to_replace.append(tp)
+                        forgotten_ids[tp] = prev.topic_id
                     session[tp] = want
                     to_send[tp] = want
             # What is left in `nxt` is new to the session; append keeps the fetch order.
@@ -190,7 +192,7 @@ class FetchSessionHandler:
             if can_use_ids:
                 h.session_topic_names = {d.topic_id: tp.topic for tp, d in session.items()}
             return FetchRequestData(to_send, to_forget, to_replace, session, h.next_metadata,
-                                    can_use_ids)
+                                    can_use_ids, forgotten_ids)
 
     # -- responses -----------------------------------------------------------------------
     def handle_response(self, error_code: int, session_id: int,

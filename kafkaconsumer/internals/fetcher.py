@@ -198,25 +198,35 @@ class Fetcher:
     def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
 
-    def _select_read_replica(self, tp: TopicPartition, leader: int, now_ms: int) -> int:
+    def _select_read_replica(self, tp: TopicPartition, leader: int, now_ms: int,
+                             unavailable: dict[int, bool]) -> int:
         replica = self._subscriptions.preferred_read_replica(tp, now_ms)
         if replica is None:
             return leader
-        if self._is_unavailable(replica):
+        if self._is_unavailable(replica, unavailable):
             logger.debug("preferred read replica %s of %s is unavailable; using leader %s",
                          replica, tp, leader)
             self._subscriptions.clear_preferred_read_replica(tp)
             return leader
         return replica
 
-    def _is_unavailable(self, node: int) -> bool:
+    def _is_unavailable(self, node: int, cache: dict[int, bool]) -> bool:
+        """Whether ``node`` cannot take a request now, asked once per node per ``cache``
+        (one ``send_fetches``): each question takes the network client's lock.
+        """
+        known = cache.get(node)
+        if known is not None:
+            return known
         check = getattr(self._client, "is_unavailable", None)
         if check is None:
-            return False
-        try:
-            return bool(check(node))
-        except Exception:  # noqa: BLE001 - an unknown node is simply not usable
-            return True
+            result = False
+        else:
+            try:
+                result = bool(check(node))
+            except Exception:  # noqa: BLE001 - an unknown node is simply not usable
+                result = True
+        cache[node] = result
+        return result
 
     def _topic_id(self, topic: str) -> uuid.UUID:
         getter = getattr(self._metadata.cluster, "topic_id", None)
@@ -232,6 +242,7 @@ class Fetcher:
         now = self._time.monotonic_ms()
         builders: dict[int, FetchSessionHandler.Builder] = {}
         lagging: set[int] = set()
+        unavailable: dict[int, bool] = {}
         fetch_size = self._config.fetch_size
         pending = self._pending_nodes
         for tp, state in subs.fetchable_states(buffered):
@@ -254,8 +265,8 @@ class Fetcher:
                 leader = current.leader
             node = leader
             if state.preferred_read_replica is not None:
-                node = self._select_read_replica(tp, leader, now)
-            if node in pending or self._is_unavailable(node):
+                node = self._select_read_replica(tp, leader, now, unavailable)
+            if node in pending or self._is_unavailable(node, unavailable):
                 continue
             builder = builders.get(node)
             if builder is None:
@@ -271,25 +282,29 @@ class Fetcher:
         for node, builder in builders.items():
             if node not in lagging:
                 if busy_nodes is None:
-                    busy_nodes = self._nodes_of(buffered)
+                    busy_nodes = self._busy_nodes()
                 if node in busy_nodes:
                     # Every partition here is caught up, so the broker would hold the request
-                    # for fetch.max.wait.ms, and the buffered partitions of this node could not
-                    # be fetched until it returns. Wait: they join the next request instead.
+                    # for fetch.max.wait.ms, and the buffered partitions from this node could
+                    # not be fetched until it returns. Wait: they join the next request instead.
                     continue
             data = builder.build()
             version = self._fetch_version(node, data.can_use_topic_ids)
             targets.append(_FetchTarget(node, data, version))
         return targets
 
-    def _nodes_of(self, partitions: set[TopicPartition]) -> set[int]:
-        """The nodes that lead ``partitions`` (by their positions)."""
-        nodes: set[int] = set()
-        for tp in partitions:
-            state = self._subscriptions.assigned_state_or_none(tp)
-            pos = state.position if state is not None else None
-            if pos is not None and pos.current_leader.leader is not None:
-                nodes.add(pos.current_leader.leader)
+    def _busy_nodes(self) -> set[int]:
+        """The nodes that sent the buffered data of unpaused partitions (caller holds the lock).
+
+        Paused partitions are left out: their data stays buffered until resumed, and counting
+        them would keep every caught-up partition of their node from being fetched meanwhile.
+        """
+        subs = self._subscriptions
+        nodes = {cf.node for cf in self._completed
+                 if not cf.is_consumed and not subs.is_paused(cf.tp)}
+        nil = self._next_in_line
+        if nil is not None and not nil.is_consumed and not subs.is_paused(nil.tp):
+            nodes.add(nil.node)
         return nodes
 
     def _fetch_version(self, node: int, can_use_topic_ids: bool) -> int | None:
@@ -326,12 +341,14 @@ class Fetcher:
             })
         forgotten: list[dict[str, Any]] = []
         if data.to_forget or data.to_replace:
-            f_by_topic: dict[str, list[int]] = {}
+            # Forgotten under the id the session had (a recreated topic: the old id).
+            f_by_topic: dict[tuple[str, uuid.UUID], list[int]] = {}
+            old_ids = data.forgotten_topic_ids
             for tp in list(data.to_forget) + list(data.to_replace):
-                f_by_topic.setdefault(tp.topic, []).append(tp.partition)
-            for topic, parts_ in f_by_topic.items():
-                forgotten.append({"topic": topic, "topic_id": self._forgotten_topic_id(
-                    target.node, topic), "partitions": parts_})
+                key = (tp.topic, old_ids.get(tp, ZERO_UUID))
+                f_by_topic.setdefault(key, []).append(tp.partition)
+            for (topic, tid), parts_ in f_by_topic.items():
+                forgotten.append({"topic": topic, "topic_id": tid, "partitions": parts_})
         return {
             "replica_id": -1,
             "max_wait_ms": cfg.max_wait_ms,
@@ -344,14 +361,6 @@ class Fetcher:
             "forgotten_topics_data": forgotten,
             "rack_id": cfg.client_rack,
         }
-
-    def _forgotten_topic_id(self, node: int, topic: str) -> uuid.UUID:
-        handler = self._sessions.get(node)
-        if handler is not None:
-            for tid, name in handler.session_topic_names.items():
-                if name == topic:
-                    return tid
-        return self._topic_id(topic)
 
     def send_fetches(self) -> int:
         """Send a fetch to every broker that has fetchable partitions and none in flight.
@@ -414,28 +423,29 @@ class Fetcher:
 
     def _handle_fetch_response(self, target: _FetchTarget, response: Mapping[str, Any],
                                start_ms: int) -> None:
-        handler = self._sessions.get(target.node)
         data = target.data
         session_parts = data.session_partitions
         resolved: list[tuple[TopicPartition, dict[str, Any]]] = []
-        for topic_resp in response.get("responses", ()):
-            # v13+ answers carry ids and empty names; older ones names and the zero id.
-            tid = topic_resp.get("topic_id")
-            if tid is not None and tid != ZERO_UUID:
-                name = handler.topic_name(tid) if handler is not None else None
-                if name is None:
-                    getter = getattr(self._metadata.cluster, "topic_name", None)
-                    name = getter(tid) if getter is not None else None
-                if name is None:
-                    logger.debug("fetch response names unknown topic id %s", tid)
-                    continue
-            else:
-                name = topic_resp.get("topic")
-            for part in topic_resp.get("partitions", ()):
-                resolved.append((TopicPartition(name, part["partition_index"]), part))
         with self._lock:
             if self._closed:
                 return
+            # The session handler is only used under the lock (it is not thread-safe).
+            handler = self._sessions.get(target.node)
+            for topic_resp in response.get("responses", ()):
+                # v13+ answers carry ids and empty names; older ones names and the zero id.
+                tid = topic_resp.get("topic_id")
+                if tid is not None and tid != ZERO_UUID:
+                    name = handler.topic_name(tid) if handler is not None else None
+                    if name is None:
+                        getter = getattr(self._metadata.cluster, "topic_name", None)
+                        name = getter(tid) if getter is not None else None
+                    if name is None:
+                        logger.debug("fetch response names unknown topic id %s", tid)
+                        continue
+                else:
+                    name = topic_resp.get("topic")
+                for part in topic_resp.get("partitions", ()):
+                    resolved.append((TopicPartition(name, part["partition_index"]), part))
             if handler is not None and not handler.handle_response(
                     response.get("error_code", 0), response.get("session_id", 0),
                     (tp for tp, _ in resolved), response.get("throttle_time_ms", 0)):
@@ -448,8 +458,7 @@ class Fetcher:
                     # Java treats this as a broker bug; ignoring it is safe: we re-fetch.
                     logger.debug("fetch response has %s, which the request did not ask for", tp)
                     continue
-                cf = CompletedFetch(tp, part, req.fetch_offset,
-                                    -1 if target.version is None else target.version)
+                cf = CompletedFetch(tp, part, req.fetch_offset, target.node)
                 self._completed.append(cf)
         metrics = self._metrics
         if metrics is not None:
@@ -488,6 +497,13 @@ class Fetcher:
                         if not self._completed:
                             break
                         cf = self._completed[0]
+                    if self._subscriptions.is_paused(cf.tp):
+                        # Keep the data, undecoded (at most one partition's records are
+                        # decoded at a time); it goes back to the queue when this poll ends.
+                        with self._lock:
+                            self._popleft(cf)
+                        paused.append(cf)
+                        continue
                     if not cf.initialized:
                         try:
                             initialized = self._initialize(cf)
@@ -506,7 +522,7 @@ class Fetcher:
                             self._popleft(cf)
                     self._next_in_line = nil = cf
                 if self._subscriptions.is_paused(nil.tp):
-                    # Keep the data; it goes back to the queue when this poll ends.
+                    # Paused while being handed out: keep the rest for when it is resumed.
                     paused.append(nil)
                     self._next_in_line = None
                     continue
@@ -577,6 +593,12 @@ class Fetcher:
         if lead is not None:
             metrics.record_lead(tp, lead)
 
+    def _is_stale(self, cf: CompletedFetch) -> bool:
+        """True when ``cf``'s partition is unassigned or its position moved since the fetch."""
+        subs = self._subscriptions
+        position = subs.position(cf.tp) if subs.is_assigned(cf.tp) else None
+        return position is None or position.offset != cf.fetch_offset
+
     def _initialize(self, cf: CompletedFetch) -> CompletedFetch | None:
         """Check errors, cache watermarks and decode; None when the data is to be dropped."""
         tp = cf.tp
@@ -584,8 +606,7 @@ class Fetcher:
         error = part.get("error_code", 0)
         subs = self._subscriptions
         if error == _NONE:
-            position = subs.position(tp) if subs.is_assigned(tp) else None
-            if position is None or position.offset != cf.fetch_offset:
+            if self._is_stale(cf):
                 logger.debug("discarding stale fetch response for %s at offset %d", tp,
                              cf.fetch_offset)
                 cf.drain()
@@ -625,8 +646,7 @@ class Fetcher:
                 logger.debug("out of range on read replica %d for %s; back to the leader",
                              cleared, tp)
                 return None
-            position = subs.position(tp) if subs.is_assigned(tp) else None
-            if position is None or position.offset != cf.fetch_offset:
+            if self._is_stale(cf):
                 logger.debug("discarding stale out-of-range response for %s", tp)
             elif subs.has_default_offset_reset_policy():
                 logger.info("fetch offset %d is out of range for %s; resetting offset",
@@ -662,16 +682,6 @@ class Fetcher:
             self._completed = deque(cf for cf in self._completed if cf.tp in keep)
             nil = self._next_in_line
             if nil is not None and nil.tp not in keep:
-                nil.drain()
-                self._next_in_line = None
-
-    def clear_buffered_data(self, partitions: Iterable[TopicPartition]) -> None:
-        """Drop buffered data of ``partitions`` (after a seek, data is stale anyway)."""
-        drop = set(partitions)
-        with self._lock:
-            self._completed = deque(cf for cf in self._completed if cf.tp not in drop)
-            nil = self._next_in_line
-            if nil is not None and nil.tp in drop:
                 nil.drain()
                 self._next_in_line = None
 

@@ -70,11 +70,8 @@ class LogTruncationError(Errors.OffsetOutOfRangeError):
 
 
 def _strategy_timestamp(strategy: OffsetResetStrategy) -> int:
-    if strategy is OffsetResetStrategy.EARLIEST:
-        return EARLIEST_TIMESTAMP
-    if strategy is OffsetResetStrategy.LATEST:
-        return LATEST_TIMESTAMP
-    raise Errors.NoOffsetForPartitionError([])
+    """The ListOffsets timestamp of EARLIEST or LATEST (callers skip NONE)."""
+    return EARLIEST_TIMESTAMP if strategy is OffsetResetStrategy.EARLIEST else LATEST_TIMESTAMP
 
 
 class _ListOffsetResult:
@@ -129,16 +126,30 @@ class OffsetFetcher:
         return None if version is None else int(version)
 
     def _lacks_api(self, node: int, api: ApiKey) -> bool:
-        """True when the node is connected and did not advertise ``api`` at all."""
-        inner = getattr(self._client, "client", None)
-        getter = getattr(inner, "broker_api_versions", None)
-        if getter is None:
+        """True when the node is connected and did not advertise ``api`` at all.
+
+        Read through ``ConsumerNetworkClient.execute``, under the network client's lock (the
+        connection table may change under a concurrent poll).
+        """
+        execute = getattr(self._client, "execute", None)
+        if execute is None:
             return False
         try:
-            versions = getter(node)
-        except Exception:  # noqa: BLE001
+            versions = execute(lambda client: client.broker_api_versions(node))
+        except Exception:  # noqa: BLE001 - unknown node or client without the accessor
             return False
         return bool(versions) and int(api) not in versions
+
+    def _supports_validation(self, node: int) -> bool:
+        """Whether ``node`` can answer OffsetForLeaderEpoch v3+.
+
+        Unknown (not connected yet) counts as supported, as in Java; a broker that turns out
+        to lack the API fails the request and the position is trusted.
+        """
+        version = self._api_version(node, ApiKey.OFFSET_FOR_LEADER_EPOCH)
+        if version is not None:
+            return version >= _MIN_VALIDATION_VERSION
+        return not self._lacks_api(node, ApiKey.OFFSET_FOR_LEADER_EPOCH)
 
     def _group_by_leader(self, timestamps: Mapping[TopicPartition, int],
                          ) -> tuple[dict[int, dict[TopicPartition, tuple[int, int]]],
@@ -458,17 +469,17 @@ class OffsetFetcher:
 
     def _point_positions_at_current_leaders(self) -> None:
         subs = self._subscriptions
+        # Asked once per leader, not per partition: each question takes the network lock.
+        supports_by_node: dict[int, bool] = {}
         for tp in subs.assigned_partitions_list():
             leader = self._leader(tp)
             supports = True
-            if leader.leader is not None:
-                # Unknown (not connected yet) counts as supported, as in Java; a broker that
-                # turns out to lack the API fails the request and the position is trusted.
-                version = self._api_version(leader.leader, ApiKey.OFFSET_FOR_LEADER_EPOCH)
-                if version is not None:
-                    supports = version >= _MIN_VALIDATION_VERSION
-                else:
-                    supports = not self._lacks_api(leader.leader, ApiKey.OFFSET_FOR_LEADER_EPOCH)
+            node = leader.leader
+            if node is not None:
+                known = supports_by_node.get(node)
+                if known is None:
+                    known = supports_by_node[node] = self._supports_validation(node)
+                supports = known
             try:
                 subs.maybe_validate_position_for_current_leader(tp, leader, supports)
             except Errors.IllegalStateError:

@@ -85,11 +85,6 @@ class FetchStates(enum.Enum):
         """States that must carry a position."""
         return self in (FetchStates.FETCHING, FetchStates.AWAIT_VALIDATION)
 
-    @property
-    def has_valid_position(self) -> bool:
-        """Only FETCHING positions may be fetched from or committed."""
-        return self is FetchStates.FETCHING
-
 
 _VALID_TRANSITIONS: dict[FetchStates, frozenset[FetchStates]] = {
     FetchStates.INITIALIZING: frozenset({FetchStates.FETCHING, FetchStates.AWAIT_RESET,
@@ -216,11 +211,6 @@ class TopicPartitionState:
         return self.fetch_state is FetchStates.FETCHING
 
     @property
-    def has_position(self) -> bool:
-        """True when any position (validated or not) is known."""
-        return self.position is not None
-
-    @property
     def awaiting_reset(self) -> bool:
         """True in AWAIT_RESET."""
         return self.fetch_state is FetchStates.AWAIT_RESET
@@ -299,8 +289,24 @@ class TopicPartitionState:
 class SubscriptionState:
     """Subscription, assignment and per-partition positions (Java ``SubscriptionState``).
 
-    Thread-safety: every method takes one re-entrant lock, so the user thread, the coordinator
-    and the heartbeat thread may call in concurrently; the rebalance listener is only stored.
+    Thread-safety: the user thread, the coordinator and the heartbeat thread may call in
+    concurrently. Every method that changes state, or reads more than one field, takes one
+    re-entrant lock. The hot-path queries are lock-free: ``subscription_type``,
+    ``subscribed_pattern``, ``matches_subscribed_pattern``, ``has_pattern_subscription``,
+    ``has_no_subscription_or_user_assignment``, ``has_auto_assigned_partitions``,
+    ``is_user_assigned``, ``rebalance_listener``, ``assignment_id``,
+    ``default_reset_strategy``, ``has_default_offset_reset_policy``,
+    ``num_assigned_partitions``, ``is_assigned``, ``assigned_state_or_none``, ``is_fetchable``,
+    and the cache updates ``update_high_watermark`` / ``update_log_start_offset`` /
+    ``update_last_stable_offset``. That is safe because each one does a single attribute read,
+    a single dict operation or a single attribute store, all atomic under the GIL. The writers,
+    under the lock, replace ``_assignment`` as a whole rather than editing it, so a lock-free
+    reader sees the old or the new assignment. The one exception is ``move_partition_to_end``
+    (a pop and a re-insert). It runs on the polling thread, which is also where the fetch path
+    makes its lock-free lookups. A reader on another thread (an offset-lookup callback on the
+    heartbeat thread) may miss the partition for that instant: it takes the partition as
+    unassigned, and the watermark it meant to cache is dropped until the next fetch. The
+    rebalance listener is only stored.
     """
 
     def __init__(self, default_reset_strategy: OffsetResetStrategy | str = OffsetResetStrategy.LATEST
@@ -692,13 +698,6 @@ class SubscriptionState:
             for tp in tps:
                 self._assigned_state(tp).reset(chosen)
 
-    def request_offset_reset_if_partition_assigned(self, tp: TopicPartition) -> None:
-        """Reset ``tp`` per the default policy if it is still assigned."""
-        with self._lock:
-            state = self._assignment.get(tp)
-            if state is not None:
-                state.reset(self._default_reset_strategy)
-
     def is_offset_reset_needed(self, tp: TopicPartition) -> bool:
         """True when ``tp`` awaits a reset."""
         with self._lock:
@@ -788,12 +787,6 @@ class SubscriptionState:
                 state = self._assignment.get(tp)
                 if state is not None:
                     state.pending_revocation = True
-
-    def is_pending_revocation(self, tp: TopicPartition) -> bool:
-        """True when ``tp`` is marked pending revocation."""
-        with self._lock:
-            state = self._assignment.get(tp)
-            return state is not None and state.pending_revocation
 
     def is_fetchable(self, tp: TopicPartition) -> bool:
         """True when ``tp`` is assigned, positioned, not paused and not pending revocation."""

@@ -144,3 +144,15 @@ def test_close_metadata_and_epoch_wrap() -> None:
     h.handle_response(0, 9, [A0])
     assert h.close_metadata() == FetchMetadata(9, FINAL_EPOCH)
     assert FetchMetadata(9, 0x7FFFFFFF).next_incremental() == FetchMetadata(9, 1)
+
+
+def test_forgotten_and_replaced_partitions_carry_their_old_topic_id() -> None:
+    h = FetchSessionHandler(1)
+    build(h, {A0: pd(0), A1: pd(0), B0: pd(0, B)})
+    assert h.handle_response(0, 7, [A0, A1, B0])
+    c = uuid.uuid4()
+    # A1 dropped; topic "b" recreated under id C.
+    req = build(h, {A0: pd(0), B0: pd(0, c)})
+    assert req.to_forget == [A1] and req.to_replace == [B0]
+    assert req.forgotten_topic_ids == {A1: A, B0: B}
+    assert h.topic_name(c) == "b" and h.topic_name(B) is None

@@ -273,3 +273,135 @@ def test_fetch_goes_to_each_leader_and_preferred_replica() -> None:
     f.send_fetches()
     nodes = {n: client.fetched(i) for i, (n, _b, _f) in enumerate(client.sent) if i >= 2}
     assert nodes == {2: {T0: 0}, 1: {T1: 0}}
+
+
+def test_paused_buffered_partition_does_not_block_caught_up_partition_of_its_node() -> None:
+    f, client, subs = make(max_poll_records=100)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 3, 0), 3), T1: (batch(50, 1, 0), 1)}))
+    subs.pause(T0)
+    assert values(f.collect_fetch().records[T1]) == [50]  # T1 is now caught up
+    assert f.has_completed_fetches()  # T0's data stays buffered while paused
+    # The paused partition's data must not hold back T1 (it would, forever, while paused).
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T1: 1}
+
+
+def test_busy_node_is_the_one_the_buffered_data_came_from() -> None:
+    f, client, subs = make(max_poll_records=1)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    resp = response({T0: (None, 10), T1: (None, 0)})
+    resp["responses"][0]["partitions"][0]["preferred_read_replica"] = 2
+    client.sent[0][2].success(resp)
+    assert f.collect_fetch().is_empty()
+    # T0 (lagging) now goes to read replica 2; T1 (caught up) to its leader 0.
+    assert f.send_fetches() == 2
+    by_node = {n: i for i, (n, _b, _f) in enumerate(client.sent) if i >= 1}
+    assert client.fetched(by_node[2]) == {T0: 0} and client.fetched(by_node[0]) == {T1: 0}
+    client.sent[by_node[0]][2].success(response({T1: (None, 0)}))
+    client.sent[by_node[2]][2].success(response({T0: (batch(0, 5, 0), 10)}))
+    assert values(f.collect_fetch().records[T0]) == [0]  # 4 more of T0 stay buffered
+    # T0's data came from node 2, not from its leader 0: node 0 is free for T1.
+    assert f.send_fetches() == 1
+    assert client.sent[-1][0] == 0 and client.fetched(len(client.sent) - 1) == {T1: 0}
+
+
+def test_recreated_topic_is_forgotten_under_its_old_topic_id() -> None:
+    old_id, new_id = uuid.uuid4(), uuid.uuid4()
+    ids = {"t": old_id}
+
+    class IdCluster(FakeCluster):
+        def topic_id(self, topic: str) -> uuid.UUID:
+            return ids[topic]
+
+    f, client, subs = make()
+    f._metadata.cluster = IdCluster({T0: 0, T1: 0})
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (None, 0)}, session_id=9))
+    f.collect_fetch()
+    ids["t"] = new_id  # the topic was deleted and created again
+    assert f.send_fetches() == 1
+    body = client.sent[1][1]
+    assert (body["session_id"], body["session_epoch"]) == (9, 1)
+    assert [(t["topic_id"], t["partitions"]) for t in body["topics"]][0][0] == new_id
+    assert [(t["topic"], t["topic_id"], t["partitions"])
+            for t in body["forgotten_topics_data"]] == [("t", old_id, [0])]
+
+
+def test_paused_partition_data_stays_undecoded() -> None:
+    f, client, subs = make(max_poll_records=100)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 4, 0), 4), T1: (batch(50, 3, 0), 3)}))
+    subs.pause(T0)
+    assert list(f.collect_fetch().records) == [T1]
+    paused = [cf for cf in f._completed if cf.tp == T0]
+    assert len(paused) == 1 and not paused[0].initialized and paused[0].records == []
+    assert paused[0].partition_data["records"] is not None  # raw bytes kept, not decoded
+    subs.resume(T0)
+    assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3]
+
+
+def test_node_availability_is_asked_once_per_node_per_send() -> None:
+    f, client, subs = make()
+    asked: list[int] = []
+
+    def is_unavailable(node: int) -> bool:
+        asked.append(node)
+        return False
+
+    client.is_unavailable = is_unavailable  # type: ignore[method-assign]
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    assert f.send_fetches() == 1
+    assert asked == [0]  # two partitions, one node: one (locked) question
+
+
+def test_stale_out_of_range_response_does_not_reset() -> None:
+    f, client, subs = make()
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    subs.seek(T0, 5)  # the answer below is about offset 0: stale
+    client.sent[0][2].success(response({T0: (None, 10)}, error=1))  # OFFSET_OUT_OF_RANGE
+    assert f.collect_fetch().is_empty()
+    assert not subs.is_offset_reset_needed(T0) and _offset(subs, T0) == 5
+
+
+def test_session_handler_is_only_used_under_the_fetcher_lock() -> None:
+    tid = uuid.uuid4()
+
+    class IdCluster(FakeCluster):
+        def topic_id(self, topic: str) -> uuid.UUID:
+            return tid
+
+    f, client, subs = make()
+    f._metadata.cluster = IdCluster({T0: 0, T1: 0})
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    handler = f._sessions[0]
+    held: list[bool] = []
+    real_topic_name = handler.topic_name
+
+    def topic_name(topic_id: uuid.UUID) -> str | None:
+        held.append(f._lock._is_owned())  # type: ignore[attr-defined]
+        return real_topic_name(topic_id)
+
+    handler.topic_name = topic_name  # type: ignore[method-assign]
+    resp = response({T0: (batch(0, 2, 0), 2)}, session_id=3)
+    resp["responses"][0].update(topic="", topic_id=tid)  # a v13+ answer: ids, no names
+    client.sent[0][2].success(resp)
+    assert held == [True]
+    assert values(f.collect_fetch().records[T0]) == [0, 1]

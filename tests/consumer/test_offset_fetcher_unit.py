@@ -1,0 +1,85 @@
+"""Unit tests of the OffsetFetcher's leader checks with an in-process fake client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.internals.clock import MockTime
+from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
+from kafkaconsumer.internals.subscription_state import (
+    FetchPosition,
+    LeaderAndEpoch,
+    SubscriptionState,
+)
+from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.structs import TopicPartition
+
+from .test_fetcher_unit import FakeMetadata
+
+pytestmark = pytest.mark.timeout(30)
+
+T0 = TopicPartition("t", 0)
+T1 = TopicPartition("t", 1)
+T2 = TopicPartition("t", 2)
+
+
+class RawClient:
+    """The NetworkClient under the wrapper: only to be read under the wrapper's lock."""
+
+    def __init__(self, outer: LockingClient, advertised: dict[int, tuple[int, int]]) -> None:
+        self.outer = outer
+        self.advertised = advertised
+
+    def broker_api_versions(self, node: int) -> dict[int, tuple[int, int]]:
+        assert self.outer.locked, "read outside the network client's lock"
+        return dict(self.advertised)
+
+
+class LockingClient:
+    """Stands for ConsumerNetworkClient: api_version and execute take its lock."""
+
+    def __init__(self, advertised: dict[int, tuple[int, int]]) -> None:
+        self.client = RawClient(self, advertised)
+        self.locked = False
+        self.lock_taken = 0
+
+    def api_version(self, node: int, api_key: int) -> int | None:
+        self.lock_taken += 1
+        return None  # negotiated version not known: fall back to the advertised list
+
+    def execute(self, fn: Any) -> Any:
+        self.lock_taken += 1
+        self.locked = True
+        try:
+            return fn(self.client)
+        finally:
+            self.locked = False
+
+
+def _moved_leader_setup(client: LockingClient) -> tuple[OffsetFetcher, SubscriptionState]:
+    subs = SubscriptionState("earliest")
+    subs.assign_from_user([T0, T1, T2])
+    for tp in (T0, T1, T2):
+        subs.seek_validated(tp, FetchPosition(5, 1, LeaderAndEpoch(0, 1)))
+    md = FakeMetadata({T0: 1, T1: 1, T2: 1})  # every leader moved to node 1 (epoch 0)
+    return OffsetFetcher(client, md, subs, {}, time=MockTime()), subs
+
+
+def test_broker_lacking_the_api_is_read_under_the_client_lock() -> None:
+    # Node 1 advertised ApiVersions without OffsetForLeaderEpoch: positions move unvalidated.
+    client = LockingClient({int(ApiKey.FETCH): (0, 12)})
+    of, subs = _moved_leader_setup(client)
+    of._point_positions_at_current_leaders()
+    for tp in (T0, T1, T2):
+        assert not subs.awaiting_validation(tp)
+        pos = subs.position(tp)
+        assert pos is not None and pos.current_leader.leader == 1
+
+
+def test_leader_api_support_is_asked_once_per_node() -> None:
+    client = LockingClient({int(ApiKey.FETCH): (0, 12)})
+    of, _subs = _moved_leader_setup(client)
+    of._point_positions_at_current_leaders()
+    assert client.lock_taken == 2  # api_version + advertised versions, for node 1 only
