@@ -117,8 +117,10 @@ class RevocationTracker:
     asks this member to give partitions up, and :meth:`mark_lost` when partitions were lost.
     The application-facing methods implement :class:`RevocationControl`.
 
-    Thread-safety: safe; one internal lock (the heartbeat thread may mark partitions lost while
-    the user's thread reads).
+    Thread-safety: safe. Every caller runs on the user's thread: the heartbeat thread never
+    touches it, and :meth:`mark_lost` is called only where the coordinator calls
+    ``on_partitions_lost`` (from ``poll()``, ``unsubscribe()`` and ``close()``). The one internal
+    lock is defensive, keeping each call atomic; it is never held while calling out.
     """
 
     def __init__(self) -> None:

@@ -13,9 +13,10 @@ to ``UNJOINED`` with a request to rejoin at the next ``poll()``.
 Locking (DESIGN section 2): one re-entrant coordinator lock (``self._lock``, a Condition on an
 RLock) guards the state, the generation and the coordinator node. It is taken before the
 network client's lock and never after it: response handlers run after the network client has
-released its own lock. User code (rebalance listener, commit callbacks) never runs while the
-coordinator lock is held; subclasses call listeners only from ``poll()``/``close()`` on the
-user's thread, outside ``self._lock``.
+released its own lock. User code (rebalance listener, commit callbacks, commit interceptors)
+never runs while the coordinator lock is held; subclasses call it only from the user's thread
+(``poll()``, commits, ``close()``), outside ``self._lock``. Response handlers, which may run on
+the heartbeat thread with that lock held, only record outcomes for the user's thread.
 """
 
 from __future__ import annotations
@@ -212,7 +213,6 @@ class AbstractCoordinator:
         self.state = MemberState.UNJOINED
         self.generation = NO_GENERATION
         self.coordinator: int | None = None
-        self._coordinator_address: tuple[str, int] | None = None
         self.rejoin_needed = True
         self.rejoin_reason = ""
         self.needs_join_prepare = True
@@ -220,8 +220,6 @@ class AbstractCoordinator:
         self.find_coordinator_future: Future[None] | None = None
         self.fatal_find_coordinator_error: BaseException | None = None
         self.heartbeat_thread: HeartbeatThread | None = None
-        self.last_rebalance_start_ms = -1
-        self.last_rebalance_end_ms = -1
         self._last_time_of_connection_ms = -1
         self._closed = False
 
@@ -364,7 +362,6 @@ class AbstractCoordinator:
                 # one connection's requests in order, so a JoinGroup it holds for the whole
                 # rebalance would otherwise stall the fetches of partitions this member keeps.
                 self.coordinator = coordinator_node_id(node_id)
-                self._coordinator_address = (str(host), int(port)) if host else None
                 logger.info("group %s: discovered group coordinator %s (%s:%s)",
                             self.rebalance_config.group_id, node_id, host, port)
                 self._client_try_connect(self.coordinator)
@@ -396,7 +393,9 @@ class AbstractCoordinator:
                     exc = future.exception
                     assert exc is not None
                     if getattr(exc, "retriable", False):
+                        # One backoff per failed round, as Java; then fresher metadata.
                         logger.debug("coordinator discovery failed, refreshing metadata: %r", exc)
+                        timer.sleep(self.rebalance_config.retry_backoff_ms)
                         self._await_metadata_update(timer)
                     else:
                         self.fatal_find_coordinator_error = None
@@ -407,9 +406,6 @@ class AbstractCoordinator:
                     timer.sleep(self.rebalance_config.retry_backoff_ms)
                 if not self.coordinator_unknown():
                     return True
-                if timer.is_expired():
-                    break
-                timer.sleep(self.rebalance_config.retry_backoff_ms)
                 if timer.is_expired():
                     break
             return not self.coordinator_unknown()
@@ -434,10 +430,8 @@ class AbstractCoordinator:
             if not self.rejoin_needed:
                 self.request_rejoin(reason, full_reason)
 
-    def ensure_active_group(self, timer: Timer | None = None) -> bool:
+    def ensure_active_group(self, timer: Timer) -> bool:
         """Find the coordinator, start the heartbeat thread and (re)join if needed."""
-        if timer is None:
-            timer = self.time.timer(2**62)
         if not self.ensure_coordinator_ready(timer):
             return False
         self._start_heartbeat_thread_if_needed()
@@ -529,8 +523,6 @@ class AbstractCoordinator:
                 # Heartbeats would carry a generation the JoinGroup is about to replace.
                 if self.heartbeat_thread is not None:
                     self.heartbeat_thread.disable()
-                if self.last_rebalance_start_ms == -1:
-                    self.last_rebalance_start_ms = self.time.monotonic_ms()
                 self.join_future = self._send_join_group_request()
             return self.join_future
 
@@ -705,8 +697,6 @@ class AbstractCoordinator:
                     self.state = MemberState.STABLE
                     self.rejoin_reason = ""
                     self.rejoin_needed = False
-                    self.last_rebalance_end_ms = self.time.monotonic_ms()
-                    self.last_rebalance_start_ms = -1
                     assignment = response.get("assignment")
                     result = bytes(assignment) if assignment is not None else b""
                 else:
@@ -998,11 +988,6 @@ class AbstractCoordinator:
         node = self.check_and_get_coordinator()
         if node is None:
             return
-        waiter = getattr(self.client, "await_pending_requests", None)
-        if waiter is not None:
-            if not waiter(node, timer.remaining_ms):
-                logger.warning("close timed out with requests pending to the group coordinator")
-            return
         while future is not None and not future.is_done and timer.not_expired():
             self.client.poll(timeout_ms=timer.remaining_ms, future=future)
             timer.update()
@@ -1010,12 +995,7 @@ class AbstractCoordinator:
     # -------------------------------------------------------------------- network plumbing
     def _send(self, node: int, api_key: int, body: dict[str, Any], *,
               timeout_ms: int | None = None, version: int | None = None) -> Future[Any]:
-        kwargs: dict[str, Any] = {}
-        if version is not None:
-            kwargs["version"] = version
-        if timeout_ms is not None and self._client_supports("send", "timeout_ms"):
-            kwargs["timeout_ms"] = timeout_ms
-        return self.client.send(node, api_key, body, **kwargs)
+        return self.client.send(node, api_key, body, version, timeout_ms=timeout_ms)
 
     def _compose(self, request: Future[Any], gen: Generation,
                  handler: Callable[[dict[str, Any], Generation, Future[Any]], None]) -> Future[Any]:
@@ -1043,73 +1023,39 @@ class AbstractCoordinator:
         request.add_errback(on_failure)
         return result
 
-    def _client_supports(self, method: str, param: str) -> bool:
-        cache = self.__dict__.setdefault("_supports_cache", {})
-        key = (method, param)
-        if key not in cache:
-            import inspect
-
-            fn = getattr(self.client, method, None)
-            ok = False
-            if fn is not None:
-                try:
-                    params = inspect.signature(fn).parameters
-                    ok = param in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
-                                                for p in params.values())
-                except (TypeError, ValueError):
-                    ok = False
-            cache[key] = ok
-        return bool(cache[key])
-
     def _api_version(self, node: int, api_key: int) -> int | None:
-        fn = getattr(self.client, "api_version", None)
-        if fn is None:
-            return None
         try:
-            version = fn(node, api_key)
+            version = self.client.api_version(node, api_key)
         except Exception:  # not connected yet: let the client pick at send time
             return None
         return int(version) if version is not None else None
 
     def _client_is_unavailable(self, node: int) -> bool:
-        fn = getattr(self.client, "is_unavailable", None)
-        if fn is None:
-            return False
         try:
-            return bool(fn(node))
+            return bool(self.client.is_unavailable(node))
         except Exception:
             return False
 
     def _client_disconnect(self, node: int) -> None:
-        for name in ("disconnect_async", "disconnect"):
-            fn = getattr(self.client, name, None)
-            if fn is not None:
-                try:
-                    fn(node)
-                except Exception:
-                    logger.debug("disconnect from %s failed", node, exc_info=True)
-                return
+        try:
+            self.client.disconnect_async(node)
+        except Exception:
+            logger.debug("disconnect from %s failed", node, exc_info=True)
 
     def _client_try_connect(self, node_id: int) -> None:
-        fn = getattr(self.client, "try_connect", None)
-        if fn is not None:
-            try:
-                fn(node_id)
-            except Exception:
-                logger.debug("try_connect(%s) failed", node_id, exc_info=True)
+        try:
+            self.client.try_connect(node_id)
+        except Exception:
+            logger.debug("try_connect(%s) failed", node_id, exc_info=True)
 
     def _client_poll_no_wakeup(self) -> None:
-        fn = getattr(self.client, "poll_no_wakeup", None)
-        if fn is not None:
-            fn()
+        self.client.poll_no_wakeup()
 
     def _await_metadata_update(self, timer: Timer) -> None:
-        fn = getattr(self.client, "await_metadata_update", None)
-        if fn is None:
-            timer.sleep(self.rebalance_config.retry_backoff_ms)
+        if timer.is_expired():
             return
         try:
-            fn(timer.remaining_ms)
+            self.client.await_metadata_update(timer.remaining_ms)
         except Errors.KafkaTimeoutError:
             pass
         timer.update()

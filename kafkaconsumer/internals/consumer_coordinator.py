@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -37,6 +38,7 @@ from kafkaconsumer.internals.abstract_coordinator import (
     GroupRebalanceConfig,
     MemberState,
     _cfg,
+    _error_for,
 )
 from kafkaconsumer.internals.assignors import (
     ConsumerPartitionAssignor,
@@ -87,10 +89,6 @@ _COMMIT_FAILED_MESSAGE = (
     "each batch is processed in time.")
 
 
-def _sorted(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
-    return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
-
-
 class ConsumerCoordinator(AbstractCoordinator):
     """Java ``ConsumerCoordinator``: the group side of one ``KafkaConsumer``.
 
@@ -100,8 +98,8 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     Thread-safety: public methods are called from the user's thread (the consumer's own guard
     keeps it to one); the heartbeat thread shares the membership state through the coordinator
-    lock of :class:`AbstractCoordinator`. Listener and commit callbacks run on the user's
-    thread outside every lock.
+    lock of :class:`AbstractCoordinator`. Listeners, commit callbacks and commit interceptors run
+    on the user's thread outside every lock.
     """
 
     def __init__(self, config: Mapping[str, Any], client: Any, subscriptions: SubscriptionState,
@@ -111,7 +109,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         """Build the coordinator from the consumer's config (Java keys).
 
         ``assignors`` overrides ``partition.assignment.strategy``; ``interceptors`` receive
-        ``on_commit`` after successful commits; ``heartbeat`` replaces the timers (tests).
+        ``on_commit`` after successful commits (on the user's thread, no lock held); ``heartbeat`` replaces the timers (tests).
         """
         super().__init__(GroupRebalanceConfig.from_config(config), client, time=time,
                          heartbeat=heartbeat)
@@ -153,7 +151,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.joined_subscription: frozenset[str] | None = None
         self.metadata_snapshot: dict[str, int] = {}
         self.assignment_snapshot: dict[str, int] | None = None
-        self._metadata_version_seen = -1
+        # (metadata update version, pattern, watched topics) of the last metadata snapshot.
+        self._metadata_seen: tuple[int, re.Pattern[str] | None, frozenset[str]] | None = None
         self.join_prepare_timer: Timer | None = None
         self.auto_commit_offset_request_future: Future[Any] | None = None
         self._pending_committed_offset_request: tuple[frozenset[TopicPartition], Generation | None,
@@ -169,7 +168,6 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.revocations = RevocationTracker()
         self.kip983_enabled = False
         self._coordinator_closed = False
-        self._begin_poll_seen = False
         self.default_offset_commit_callback: OffsetCommitCallback = self._log_commit_error
         self._update_metadata_snapshot()
 
@@ -183,7 +181,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         joined = self.subscriptions.subscription()
         self.joined_subscription = joined
         topics = sorted(joined)
-        owned = _sorted(self.subscriptions.assigned_partitions())
+        owned = sorted(self.subscriptions.assigned_partitions())
         gen = self.generation_snapshot()
         out = []
         for assignor in self.assignors:
@@ -211,19 +209,23 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.metadata_snapshot = {t: self._partition_count(cluster, t) for t in topics}
 
     def maybe_update_subscription_metadata(self) -> None:
-        """Follow metadata: re-match the pattern and refresh the partition-count snapshot."""
+        """Follow metadata: re-match the pattern and refresh the partition-count snapshot.
+
+        Does nothing when neither the metadata (its update version) nor the subscription (its
+        pattern and the topics watched) changed since the last call.
+        """
         version = self.metadata.update_version
-        if version == self._metadata_version_seen and not self.subscriptions.has_pattern_subscription():
-            self._update_metadata_snapshot()
+        pattern = (self.subscriptions.subscribed_pattern
+                   if self.subscriptions.has_pattern_subscription() else None)
+        if (version, pattern, self.subscriptions.metadata_topics()) == self._metadata_seen:
             return
-        self._metadata_version_seen = version
-        if self.subscriptions.has_pattern_subscription():
-            pattern = self.subscriptions.subscribed_pattern
+        if pattern is not None:
             matched = self.metadata.matching_topics(pattern)
             if self.subscriptions.subscribe_from_pattern(matched):
                 logger.info("group %s: pattern %s now matches %s", self.rebalance_config.group_id,
-                            pattern.pattern if pattern is not None else None, sorted(matched))
+                            pattern.pattern, sorted(matched))
         self._update_metadata_snapshot()
+        self._metadata_seen = (version, pattern, self.subscriptions.metadata_topics())
 
     def update_group_subscription(self, topics: Iterable[str]) -> None:
         """(Leader) watch every topic any member subscribes to."""
@@ -268,9 +270,6 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.maybe_update_subscription_metadata()
         self.invoke_completed_offset_commit_callbacks()
         if self.subscriptions.has_auto_assigned_partitions():
-            if not self._begin_poll_seen:
-                # The consumer does not call begin_poll(): complete due revocations here.
-                self._complete_due_revocations(self.revocations.start_poll())
             self.poll_heartbeat(timer.current_time_ms)
             self._maybe_start_follow_up_rejoin(timer.current_time_ms)
             if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
@@ -292,10 +291,9 @@ class ConsumerCoordinator(AbstractCoordinator):
         if self.metadata.time_to_next_update(timer.current_time_ms) > 0 \
                 and not self.metadata.update_requested():
             self.metadata.request_update()
-        waiter = getattr(self.client, "await_metadata_update", None)
-        if waiter is not None and timer.remaining_ms > 0:
+        if timer.remaining_ms > 0:
             try:
-                waiter(min(timer.remaining_ms, self.rebalance_config.request_timeout_ms))
+                self.client.await_metadata_update(min(timer.remaining_ms, self.rebalance_config.request_timeout_ms))
             except Errors.KafkaTimeoutError:
                 pass
             timer.update()
@@ -345,7 +343,7 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def _invoke(self, method: str, partitions: Iterable[TopicPartition]) -> BaseException | None:
         listener = self._listener()
-        tps = _sorted(partitions)
+        tps = sorted(partitions)
         if method == "on_partitions_lost" and tps:
             self.revocations.mark_lost(tps)
         if listener is None:
@@ -414,7 +412,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             # The heartbeat thread reset the generation: others may own these partitions now.
             if assigned:
                 logger.info("group %s: giving up partitions %s as lost: generation was reset",
-                            self.rebalance_config.group_id, _sorted(assigned))
+                            self.rebalance_config.group_id, sorted(assigned))
                 exc = self.invoke_partitions_lost(assigned)
                 self.subscriptions.assign_from_subscribed(())
         elif self.protocol is RebalanceProtocol.EAGER:
@@ -425,7 +423,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             revoked = {tp for tp in assigned if tp.topic not in subscribed} | pending_kip
             if revoked:
                 exc = self.invoke_partitions_revoked(revoked)
-                self.subscriptions.assign_from_subscribed(_sorted(assigned - revoked))
+                self.subscriptions.assign_from_subscribed(sorted(assigned - revoked))
         # This join also hands over whatever a pending follow-up rejoin was waiting for.
         self._follow_up_rejoin_at = None
         self.is_leader = False
@@ -510,12 +508,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         """Wait briefly for metadata of group topics the leader has never seen."""
         cluster = self.metadata.cluster
         missing = {t for t in topics if cluster.partitions_for_topic(t) is None}
-        waiter = getattr(self.client, "await_metadata_update", None)
-        if not missing or waiter is None:
+        if not missing:
             return
         self.metadata.request_update()
         try:
-            waiter(self.rebalance_config.request_timeout_ms)
+            self.client.await_metadata_update(self.rebalance_config.request_timeout_ms)
         except Errors.KafkaTimeoutError:
             logger.info("no metadata yet for topics %s; they will be assigned in a later "
                         "rebalance", sorted(missing))
@@ -540,7 +537,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         if not self.subscriptions.check_assignment_matched_subscription(assigned):
             self.request_rejoin(
                 "received assignment does not match subscription",
-                f"received assignment {_sorted(assigned)} does not match the current subscription "
+                f"received assignment {sorted(assigned)} does not match the current subscription "
                 f"{sorted(self.subscriptions.subscription())}; it likely changed since we joined")
             return
         first_exc: BaseException | None = None
@@ -561,16 +558,16 @@ class ConsumerCoordinator(AbstractCoordinator):
             revoke_exc = self.invoke_partitions_revoked(revoked)
             first_exc = first_exc or revoke_exc
             self._request_follow_up_rejoin(revoked)
-            self.subscriptions.assign_from_subscribed(_sorted(assigned))
+            self.subscriptions.assign_from_subscribed(sorted(assigned))
         elif revoked:
             # KIP-983: keep owning them until the revocation completes in the next poll.
-            self.subscriptions.assign_from_subscribed(_sorted(assigned | revoked))
+            self.subscriptions.assign_from_subscribed(sorted(assigned | revoked))
             self.subscriptions.mark_pending_revocation(revoked)
             self.revocations.request_revoke(revoked)
             logger.info("group %s: partitions %s will be revoked at the next poll",
-                        self.rebalance_config.group_id, _sorted(revoked))
+                        self.rebalance_config.group_id, sorted(revoked))
         else:
-            self.subscriptions.assign_from_subscribed(_sorted(assigned))
+            self.subscriptions.assign_from_subscribed(sorted(assigned))
         assign_exc = self.invoke_partitions_assigned(added)
         first_exc = first_exc or assign_exc
         if first_exc is not None:
@@ -592,10 +589,10 @@ class ConsumerCoordinator(AbstractCoordinator):
         if self.cooperative_rejoin_delay_ms > 0:
             self._follow_up_rejoin_at = self.time.monotonic_ms() + self.cooperative_rejoin_delay_ms
             logger.info("group %s: revoked %s; re-joining in %d ms", self.rebalance_config.group_id,
-                        [str(tp) for tp in _sorted(revoked)], self.cooperative_rejoin_delay_ms)
+                        [str(tp) for tp in sorted(revoked)], self.cooperative_rejoin_delay_ms)
             return
         self.request_rejoin("need to revoke partitions and re-join",
-                            f"need to revoke partitions {_sorted(revoked)} and re-join")
+                            f"need to revoke partitions {sorted(revoked)} and re-join")
 
     def _maybe_start_follow_up_rejoin(self, now_ms: int) -> None:
         due = self._follow_up_rejoin_at
@@ -606,7 +603,6 @@ class ConsumerCoordinator(AbstractCoordinator):
     # ===================================================================== KIP-983 hooks
     def begin_poll(self) -> None:
         """Called by ``KafkaConsumer.poll()`` first: completes the revocations due now."""
-        self._begin_poll_seen = True
         due = self.revocations.start_poll()
         self._complete_due_revocations(due)
 
@@ -623,7 +619,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             exc = self.invoke_partitions_revoked(due)
             self._request_follow_up_rejoin(due)
         remaining = set(self.subscriptions.assigned_partitions()) - due
-        self.subscriptions.assign_from_subscribed(_sorted(remaining))
+        self.subscriptions.assign_from_subscribed(sorted(remaining))
         if exc is not None:
             raise exc
 
@@ -671,35 +667,42 @@ class ConsumerCoordinator(AbstractCoordinator):
         try:
             if self.subscriptions.has_auto_assigned_partitions() or self.auto_commit_enabled:
                 self.maybe_auto_commit_offsets_sync(timer)
-            while self._pending_async() and timer.not_expired():
-                if not self.ensure_coordinator_ready(timer):
-                    break
-                pending = self._first_in_flight()
-                self.client.poll(timeout_ms=timer.remaining_ms, future=pending)
-                timer.update()
-                self.invoke_completed_offset_commit_callbacks()
+            self._invoke_pending_async_commits(timer)
         finally:
             super().close(timer, leave_group)
 
     # ======================================================================== commits
     def _pending_async(self) -> bool:
-        self._in_flight_async_commits = [f for f in self._in_flight_async_commits if not f.is_done]
-        return bool(self._in_flight_async_commits) or self.pending_async_commits > 0
+        # The list and the counter are also changed by lookup callbacks, which may run on the
+        # heartbeat thread: both are touched only under the coordinator lock, the list in place.
+        with self._lock:
+            self._in_flight_async_commits[:] = [
+                f for f in self._in_flight_async_commits if not f.is_done]
+            return bool(self._in_flight_async_commits) or self.pending_async_commits > 0
 
     def _first_in_flight(self) -> Future[Any] | None:
-        for f in self._in_flight_async_commits:
-            if not f.is_done:
-                return f
+        with self._lock:
+            for f in self._in_flight_async_commits:
+                if not f.is_done:
+                    return f
         return None
 
     def invoke_completed_offset_commit_callbacks(self) -> None:
-        """Run the callbacks of finished async commits, in completion order (user thread)."""
+        """Run the interceptors and callbacks of finished async commits, in completion order.
+
+        Called on the user's thread with no lock held: the futures complete on whichever
+        thread polled the network (possibly the heartbeat thread, holding the coordinator
+        lock), so they only record the completion and the user code runs here.
+        """
         if self.async_commit_fenced:
             raise Errors.FencedInstanceIdError(
                 f"an async commit was fenced: group.instance.id "
                 f"{self.rebalance_config.group_instance_id!r} is used by another consumer")
         while self.completed_offset_commits:
             callback, offsets, exc = self.completed_offset_commits.popleft()
+            if exc is None:
+                # Java calls the interceptors first, then the commit callback.
+                self._on_commit_interceptors(offsets)
             cb = callback if callback is not None else self.default_offset_commit_callback
             cb(offsets, exc)
 
@@ -716,20 +719,29 @@ class ConsumerCoordinator(AbstractCoordinator):
         if not self.coordinator_unknown():
             self._do_commit_offsets_async(offsets, callback)
         else:
-            # Find the coordinator first; the commit is sent once it is known.
-            self.pending_async_commits += 1
+            # Find the coordinator first; the commit is sent once it is known. The lookup's
+            # callbacks may run on the heartbeat thread: they change the pending count and the
+            # in-flight list only under the coordinator lock (taken before the network lock).
+            with self._lock:
+                self.pending_async_commits += 1
             lookup = self.lookup_coordinator()
 
             def on_found(_v: Any) -> None:
-                self.pending_async_commits -= 1
-                self._do_commit_offsets_async(offsets, callback)
+                with self._lock:
+                    try:
+                        # Sent (and listed as in flight) before the count drops, so that
+                        # _pending_async() never sees this commit as neither pending nor sent.
+                        self._do_commit_offsets_async(offsets, callback)
+                    finally:
+                        self.pending_async_commits -= 1
 
             def on_lookup_failed(exc: BaseException) -> None:
-                self.pending_async_commits -= 1
                 err = Errors.RetriableCommitFailedError(
                     f"offset commit failed with a retriable exception: {exc}")
                 err.__cause__ = exc
-                self.completed_offset_commits.append((callback, offsets, err))
+                with self._lock:
+                    self.completed_offset_commits.append((callback, offsets, err))
+                    self.pending_async_commits -= 1
 
             lookup.add_callback(on_found)
             lookup.add_errback(on_lookup_failed)
@@ -738,10 +750,13 @@ class ConsumerCoordinator(AbstractCoordinator):
     def _do_commit_offsets_async(self, offsets: dict[TopicPartition, OffsetAndMetadata],
                                  callback: OffsetCommitCallback | None) -> Future[Any]:
         future = self._send_offset_commit_request(offsets)
-        self._in_flight_async_commits.append(future)
+        with self._lock:
+            self._in_flight_async_commits.append(future)
 
+        # These run on whichever thread completes the future, perhaps the heartbeat thread
+        # with the coordinator lock held: they only record the outcome. The interceptors and
+        # the callback run later on the user's thread (invoke_completed_offset_commit_callbacks).
         def on_success(_v: Any) -> None:
-            self._on_commit_interceptors(offsets)
             self.completed_offset_commits.append((callback, offsets, None))
 
         def on_failure(exc: BaseException) -> None:
@@ -882,16 +897,16 @@ class ConsumerCoordinator(AbstractCoordinator):
                     continue
                 if code in (Errors.OffsetMetadataTooLargeError.errno,
                             Errors.InvalidCommitOffsetSizeError.errno):
-                    future.failure(_err(code, f"offset commit of {tp} failed"))
+                    future.failure(_error_for(code, f"offset commit of {tp} failed"))
                     return
                 if code in (Errors.CoordinatorLoadInProgressError.errno,
                             Errors.UnknownTopicOrPartitionError.errno):
-                    future.failure(_err(code, f"offset commit of {tp} failed"))
+                    future.failure(_error_for(code, f"offset commit of {tp} failed"))
                     return
                 if code in (Errors.CoordinatorNotAvailableError.errno,
                             Errors.NotCoordinatorError.errno, Errors.RequestTimedOutError.errno):
                     self.mark_coordinator_unknown(f"error response {err_name}")
-                    future.failure(_err(code, f"offset commit of {tp} failed"))
+                    future.failure(_error_for(code, f"offset commit of {tp} failed"))
                     return
                 if code == Errors.FencedInstanceIdError.errno:
                     logger.info("OffsetCommit with %s failed: group.instance.id %r fenced", sent,
@@ -975,11 +990,6 @@ class ConsumerCoordinator(AbstractCoordinator):
             self.next_auto_commit_timer.reset(self.auto_commit_interval_ms)
             self._auto_commit_offsets_async_now()
 
-    def maybe_auto_commit_offsets_now(self) -> None:
-        """Auto-commit at once if enabled and the coordinator is known (before ``assign()``)."""
-        if self.auto_commit_enabled and not self.coordinator_unknown():
-            self._auto_commit_offsets_async_now()
-
     def maybe_auto_commit_offsets_sync(self, timer: Timer) -> None:
         """Auto-commit and wait (close); failures are logged, wakeups propagate."""
         if not self.auto_commit_enabled:
@@ -1043,7 +1053,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             return Future().failure(Errors.CoordinatorNotAvailableError(
                 "the group coordinator is not available"))
         by_topic: dict[str, list[int]] = {}
-        for tp in _sorted(partitions):
+        for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
         version = self._api_version(node, _OFFSET_FETCH)
@@ -1062,7 +1072,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                     "the broker cannot wait for stable offsets (OffsetFetch v7+)"))
             logger.warning("the broker does not support waiting for stable offsets under "
                            "read_committed; committed offsets may include pending transactions")
-        logger.debug("fetching committed offsets for %s", [str(tp) for tp in _sorted(partitions)])
+        logger.debug("fetching committed offsets for %s", [str(tp) for tp in sorted(partitions)])
         request = self._send(node, _OFFSET_FETCH, body, version=version)
         return self._compose(request, self.generation_snapshot(),
                              self._handle_offset_fetch_response)
@@ -1085,7 +1095,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             elif top_code in (Errors.NotCoordinatorError.errno,
                               Errors.CoordinatorNotAvailableError.errno):
                 self.mark_coordinator_unknown(f"error response {name}")
-                future.failure(_err(top_code))
+                future.failure(_error_for(top_code))
             elif top_code == Errors.GroupAuthorizationFailedError.errno:
                 future.failure(Errors.GroupAuthorizationFailedError(
                     f"not authorized to access group {self.rebalance_config.group_id}"))
@@ -1129,9 +1139,9 @@ class ConsumerCoordinator(AbstractCoordinator):
                 unauthorized_topics=unauthorized))
         elif unstable:
             logger.info("offsets of %s are not stable yet (pending transactional commit); "
-                        "retrying", [str(tp) for tp in _sorted(unstable)])
+                        "retrying", [str(tp) for tp in sorted(unstable)])
             future.failure(Errors.UnstableOffsetCommitError(
-                f"there are unstable offsets for {[str(tp) for tp in _sorted(unstable)]}"))
+                f"there are unstable offsets for {[str(tp) for tp in sorted(unstable)]}"))
         else:
             future.success(offsets)
 
@@ -1157,8 +1167,3 @@ class ConsumerCoordinator(AbstractCoordinator):
                 logger.info("setting offset for partition %s to the committed offset %s", tp,
                             om.offset)
         return True
-
-
-def _err(code: int, message: str | None = None) -> Errors.BrokerResponseError:
-    return Errors.for_code(code)(message)
-

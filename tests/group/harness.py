@@ -104,6 +104,8 @@ class Stack:
         while not condition():
             if outer.is_expired():
                 raise AssertionError(f"condition not met within {timeout_ms} ms")
+            # As KafkaConsumer.poll: KIP-983 revocations due now complete first.
+            self.coordinator.begin_poll()
             self.coordinator.poll(self.timer(min(slice_ms, max(1, outer.remaining_ms))))
             self.client.poll(timeout_ms=0)
             outer.update()
