@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from kafkaconsumer.config import AdminClientConfig
 from kafkaconsumer.errors import (
@@ -33,6 +33,7 @@ from kafkaconsumer.errors import (
     for_code,
 )
 from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
+from kafkaconsumer.internals.timer import to_timeout_ms
 from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
@@ -49,13 +50,7 @@ EARLIEST = -2
 LATEST = -1
 
 _POLL_SLICE_MS = 100
-# Codes worth another try after re-resolving the target node.
-_NOT_COORDINATOR = 16
-_COORDINATOR_NOT_AVAILABLE = 15
-_COORDINATOR_LOAD_IN_PROGRESS = 14
-_NOT_CONTROLLER = 41
-_RETRY_CODES = {_NOT_COORDINATOR, _COORDINATOR_NOT_AVAILABLE, _COORDINATOR_LOAD_IN_PROGRESS,
-                _NOT_CONTROLLER, 6, 5, 3, 7}
+_UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 class GroupListing(NamedTuple):
@@ -97,18 +92,6 @@ class ListOffsetsResult(NamedTuple):
     leader_epoch: int | None
 
 
-def _budget_ms(timeout_ms: float | timedelta | None, default: int) -> float:
-    if timeout_ms is None:
-        return float(default)
-    if isinstance(timeout_ms, timedelta):
-        value = timeout_ms.total_seconds() * 1000.0
-    else:
-        value = float(timeout_ms)
-    if value < 0:
-        raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms!r}")
-    return value
-
-
 class _Deadline:
     __slots__ = ("time", "end", "budget")
 
@@ -136,6 +119,17 @@ def _error(code: int, message: str | None, **context: Any) -> BrokerResponseErro
     what = ", ".join(f"{k} {v!r}" for k, v in context.items())
     text = f"{message} ({what})" if message else what
     return for_code(code)(text or None, **context)
+
+
+def _raise_error(code: int, message: str | None, *, no_retry: Collection[int] = (),
+                 **context: Any) -> NoReturn:
+    """Raise the broker error for ``code`` (context as for :func:`_error`): wrapped in
+    :class:`_Retry` when it is retriable (a coordinator or controller that moved, a leader
+    election, a timeout, throttling, ...) and ``code`` is not in ``no_retry``, else as is."""
+    err = _error(code, message, **context)
+    if err.retriable and code not in no_retry:
+        raise _Retry(err)
+    raise err
 
 
 class KafkaAdminClient:
@@ -259,7 +253,7 @@ class KafkaAdminClient:
               attempt: Callable[[_Deadline], Any]) -> Any:
         with self._lock:
             self._ensure_open()
-            deadline = _Deadline(self._time, _budget_ms(timeout_ms, self._default_timeout))
+            deadline = _Deadline(self._time, to_timeout_ms(timeout_ms, self._default_timeout))
             self._ensure_metadata(deadline)
             return self._with_retries(what, deadline, lambda: attempt(deadline))
 
@@ -278,10 +272,7 @@ class KafkaAdminClient:
             entry = resp
         code = int(entry.get("error_code", 0))
         if code:
-            err = _error(code, entry.get("error_message"), group_id=group_id)
-            if code in _RETRY_CODES or err.retriable:
-                raise _Retry(err)
-            raise err
+            _raise_error(code, entry.get("error_message"), group_id=group_id)
         node_id = int(entry["node_id"])
         if self._metadata.cluster.broker(node_id) is None:
             # A coordinator the metadata does not list yet: refresh and try again.
@@ -320,20 +311,19 @@ class KafkaAdminClient:
                     "timeout_ms": deadline.request_timeout(), "validate_only": validate_only}
             resp = self._request(self._controller(deadline), ApiKey.CREATE_TOPICS, body,
                                  deadline)
-            retry: BaseException | None = None
+            retry: _Retry | None = None
             for result in resp.get("topics") or []:
                 name = result["name"]
                 code = int(result.get("error_code", 0))
                 if code == 0 or (code == 36 and if_not_exists):
                     pending.pop(name, None)
                     continue
-                err = _error(code, result.get("error_message"), topic=name)
-                if code in _RETRY_CODES or err.retriable:
-                    retry = err
-                    continue
-                raise err
+                try:
+                    _raise_error(code, result.get("error_message"), topic=name)
+                except _Retry as again:
+                    retry = again  # ask again for this topic once the others are known
             if retry is not None:
-                raise _Retry(retry)
+                raise retry
 
         self._call("create_topics", timeout_ms, attempt)
 
@@ -351,7 +341,7 @@ class KafkaAdminClient:
 
             resp = self._request(self._controller(deadline), ApiKey.DELETE_TOPICS, body,
                                  deadline)
-            retry: BaseException | None = None
+            retry: _Retry | None = None
             for result in resp.get("responses") or []:
                 name = result.get("name")
                 code = int(result.get("error_code", 0))
@@ -359,13 +349,14 @@ class KafkaAdminClient:
                     if name in pending:
                         pending.remove(name)
                     continue
-                err = _error(code, result.get("error_message"), topic=name)
-                if code in _RETRY_CODES - {3} or (err.retriable and code != 3):
-                    retry = err
-                    continue
-                raise err
+                try:
+                    # A topic that does not exist stays missing: report it, do not retry.
+                    _raise_error(code, result.get("error_message"),
+                                 no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,), topic=name)
+                except _Retry as again:
+                    retry = again
             if retry is not None:
-                raise _Retry(retry)
+                raise retry
 
         self._call("delete_topics", timeout_ms, attempt)
 
@@ -387,10 +378,7 @@ class KafkaAdminClient:
             for result in resp.get("results") or []:
                 code = int(result.get("error_code", 0))
                 if code:
-                    err = _error(code, result.get("error_message"), topic=result["name"])
-                    if code in _RETRY_CODES:
-                        raise _Retry(err)
-                    raise err
+                    _raise_error(code, result.get("error_message"), topic=result["name"])
                 pending.pop(result["name"], None)
 
         self._call("create_partitions", timeout_ms, attempt)
@@ -546,10 +534,7 @@ class KafkaAdminClient:
                                      {"states_filter": [], "types_filter": []}, deadline)
                 code = int(resp.get("error_code", 0))
                 if code:
-                    err = _error(code, None, broker=node)
-                    if code in _RETRY_CODES or err.retriable:
-                        raise _Retry(err)
-                    raise err
+                    _raise_error(code, None, broker=node)
                 for g in resp.get("groups") or []:
                     found[g["group_id"]] = GroupListing(g["group_id"], g.get("protocol_type", ""),
                                                         g.get("group_state") or None)
@@ -575,10 +560,7 @@ class KafkaAdminClient:
                 for g in resp.get("groups") or []:
                     code = int(g.get("error_code", 0))
                     if code:
-                        err = _error(code, None, group_id=g.get("group_id", group))
-                        if code in _RETRY_CODES or err.retriable:
-                            raise _Retry(err)
-                        raise err
+                        _raise_error(code, None, group_id=g.get("group_id", group))
                     done[g["group_id"]] = self._description(g, node)
             return {g: done[g] for g in groups if g in done}
 
@@ -642,21 +624,15 @@ class KafkaAdminClient:
                 code = int(resp.get("error_code", 0))
                 topic_list = resp.get("topics") or []
             if code:
-                err = _error(code, None, group_id=group_id)
-                if code in _RETRY_CODES or err.retriable:
-                    raise _Retry(err)
-                raise err
+                _raise_error(code, None, group_id=group_id)
             out: dict[TopicPartition, OffsetAndMetadata] = {}
             for t in topic_list:
                 for p in t.get("partitions") or []:
                     tp = TopicPartition(t["name"], int(p["partition_index"]))
                     pcode = int(p.get("error_code", 0))
                     if pcode:
-                        err = _error(pcode, None, group_id=group_id, topic=tp.topic,
+                        _raise_error(pcode, None, group_id=group_id, topic=tp.topic,
                                      partition=tp.partition)
-                        if err.retriable or pcode in _RETRY_CODES:
-                            raise _Retry(err)
-                        raise err
                     offset = int(p.get("committed_offset", -1))
                     if offset < 0:
                         continue
@@ -694,11 +670,8 @@ class KafkaAdminClient:
                 for p in t.get("partitions") or []:
                     code = int(p.get("error_code", 0))
                     if code:
-                        err = _error(code, None, group_id=group_id, topic=t["name"],
+                        _raise_error(code, None, group_id=group_id, topic=t["name"],
                                      partition=int(p["partition_index"]))
-                        if code in _RETRY_CODES or err.retriable:
-                            raise _Retry(err)
-                        raise err
 
         self._call("alter_consumer_group_offsets", timeout_ms, attempt)
 
@@ -716,10 +689,7 @@ class KafkaAdminClient:
                 for r in resp.get("results") or []:
                     code = int(r.get("error_code", 0))
                     if code:
-                        err = _error(code, None, group_id=r.get("group_id", group))
-                        if code in _RETRY_CODES or err.retriable:
-                            raise _Retry(err)
-                        raise err
+                        _raise_error(code, None, group_id=r.get("group_id", group))
                 pending.remove(group)
 
         self._call("delete_consumer_groups", timeout_ms, attempt)

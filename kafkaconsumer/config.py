@@ -15,8 +15,8 @@ show the secret; read the secret with ``config.get_password(key)`` or ``password
 A few Python-only keys exist where Java's mechanism (JAAS files, JVM key stores, callback
 classes) has no Python equivalent: ``sasl.username``, ``sasl.password``,
 ``sasl.oauthbearer.token.provider`` (a callable returning a token) and ``ssl.context`` (a
-ready ``ssl.SSLContext``), and the ``*.deserializer.encoding`` keys Java's
-``StringDeserializer`` reads.
+ready ``ssl.SSLContext``), and the ``*.deserializer.encoding`` / ``*.serializer.encoding`` keys
+Java's ``StringDeserializer`` / ``StringSerializer`` read.
 """
 
 from __future__ import annotations
@@ -934,6 +934,13 @@ def _producer_keys() -> list[ConfigKey]:
            "with serialize(). Unset means the key must already be bytes.", H, _serializer_spec),
         _k("value.serializer", T.CLASS, None, "How values are encoded; same forms as "
            "key.serializer.", H, _serializer_spec),
+        _k("key.serializer.encoding", T.STRING, None, "Text encoding of the string key "
+           "serializer (default UTF-8), as Java's StringSerializer reads it.", L, _encoding,
+           python_only=True),
+        _k("value.serializer.encoding", T.STRING, None, "Text encoding of the string value "
+           "serializer (default UTF-8).", L, _encoding, python_only=True),
+        _k("serializer.encoding", T.STRING, None, "Text encoding for both string serializers "
+           "when the key/value specific key is unset.", L, _encoding, python_only=True),
         _k("interceptor.classes", T.LIST, (), "Producer interceptors (accepted; not called by "
            "this producer).", L, java_only=True),
     ]

@@ -41,9 +41,11 @@ from kafkaconsumer.errors import (
     KafkaTimeoutError,
     MessageTooLargeError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
     for_code,
 )
 from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
+from kafkaconsumer.internals.timer import to_timeout_ms
 from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
@@ -116,16 +118,20 @@ class RecordMetadata(NamedTuple):
         return TopicPartition(self.topic, self.partition)
 
 
-def _timeout_ms(timeout: float | timedelta | None, *, seconds: bool) -> float | None:
+def _timeout_ms(timeout: float | timedelta | None, *, seconds: bool) -> int | None:
+    """A user timeout (seconds when ``seconds``, else ms; or a ``timedelta``) in whole ms, or
+    ``None`` for "no timeout given"; checked by :func:`to_timeout_ms`."""
     if timeout is None:
         return None
-    if isinstance(timeout, timedelta):
-        value = timeout.total_seconds() * 1000.0
-    else:
-        value = float(timeout) * (1000.0 if seconds else 1.0)
-    if value < 0:
-        raise ValueError(f"timeout must be >= 0, got {timeout!r}")
-    return value
+    name = "timeout" if seconds else "timeout_ms"
+    if seconds and not isinstance(timeout, timedelta):
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"timeout must be a number of seconds or a timedelta, "
+                            f"got {type(timeout).__name__}")
+        if not timeout >= 0:  # negative or NaN: name the value the caller gave
+            raise ValueError(f"timeout must be >= 0, got {timeout!r}")
+        timeout = float(timeout) * 1000.0
+    return to_timeout_ms(timeout, name=name)
 
 
 class FutureRecordMetadata:
@@ -135,7 +141,9 @@ class FutureRecordMetadata:
     producer's I/O until the record is acknowledged and returns its :class:`RecordMetadata`, or
     raises the error that failed it (``KafkaTimeoutError`` when the timeout passes first).
 
-    Thread-safety: completed once under the producer's lock; safe to query from any thread.
+    Thread-safety: safe to query from any thread. The outcome is decided under the producer's
+    lock but the future is completed (and its callbacks run) after that lock is released, by
+    whichever thread is driving the producer's I/O.
     """
 
     __slots__ = ("_producer", "_future", "topic", "partition")
@@ -223,8 +231,11 @@ class KafkaProducer:
     ``KafkaProducer({"bootstrap.servers": "localhost:9092"}, value_serializer="str")``. Every
     ProducerConfig key is accepted (Java names or snake_case).
 
-    Thread-safety: thread-safe; one lock serialises the public methods, and I/O waits release it
-    between short poll slices so other threads can keep sending.
+    Thread-safety: thread-safe. One lock guards the producer's state and is held only for
+    short bookkeeping, never across network I/O or a wait: the network is polled (in short
+    slices), requests such as InitProducerId are awaited, and serializers, the partitioner and
+    record callbacks run, all without it, so a thread waiting on a slow broker does not block
+    other threads' ``send()``, ``flush()`` or ``close()``.
     """
 
     def __init__(self, configs: Mapping[str, Any] | None = None, *, time: Time | None = None,
@@ -271,6 +282,9 @@ class KafkaProducer:
         self._producer_id = -1
         self._producer_epoch = -1
         self._sequences: dict[TopicPartition, int] = {}
+        # The InitProducerId request in flight (sent and read by _init_producer_id, lock held).
+        self._pid_future: Future[Any] | None = None
+        self._pid_retry_at_ms = 0
         self._closed = False
         # Record futures decided under the lock, completed once it is released (_run_completions)
         # so that the user's callbacks never run under it.
@@ -716,30 +730,44 @@ class KafkaProducer:
 
     # ------------------------------------------------------------------ idempotence -----------
     def _init_producer_id(self) -> bool:
-        """Get a producer id (lock held). False while it is not there yet."""
-        node = self._client.least_loaded_node()
-        if node is None:
+        """Get a producer id (lock held); never waits, so the lock is never held across I/O.
+
+        The first call sends InitProducerId and keeps its future; later calls (from the next
+        ``_ship_ready``, after a poll without the lock drove the network) return False until
+        that future is done, then take its result. True once there is an id (or idempotence
+        was turned off because the broker has no InitProducerId).
+        """
+        now = self._time.monotonic_ms()
+        fut = self._pid_future
+        if fut is None:
+            if now < self._pid_retry_at_ms:
+                return False
+            node = self._client.least_loaded_node()
+            if node is None:
+                return False
+            # The network client fails the request after request.timeout.ms.
+            self._pid_future = self._client.send(
+                node, ApiKey.INIT_PRODUCER_ID,
+                {"transactional_id": None, "transaction_timeout_ms": 60000})
             return False
-        fut = self._client.send(node, ApiKey.INIT_PRODUCER_ID,
-                                {"transactional_id": None, "transaction_timeout_ms": 60000})
-        deadline = self._time.monotonic_ms() + self._request_timeout_ms
-        while not fut.is_done and self._time.monotonic_ms() < deadline:
-            self._client.poll(_POLL_SLICE_MS, fut, disable_wakeup=True)
         if not fut.is_done:
             return False
+        self._pid_future = None
         if fut.failed():
             exc = fut.exception
-            if isinstance(exc, KafkaError) and type(exc).__name__ == "UnsupportedVersionError":
+            if isinstance(exc, UnsupportedVersionError):
                 logger.warning("the broker has no InitProducerId; idempotence is turned off")
                 self._idempotent = False
                 return True
             logger.debug("InitProducerId failed: %s", exc)
+            self._pid_retry_at_ms = now + self._retry_backoff_ms
             return False
         body = fut.value
         code = int(body.get("error_code", 0))
         if code:
             err = for_code(code)("InitProducerId")
             if err.retriable:
+                self._pid_retry_at_ms = now + self._retry_backoff_ms
                 return False
             raise err
         self._producer_id = int(body["producer_id"])

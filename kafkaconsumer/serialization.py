@@ -117,9 +117,12 @@ class ByteArrayDeserializer(Deserializer):
         return None if data is None else bytes(data)
 
 
-def _encoding_from(configs: Mapping[str, Any], is_key: bool) -> str | None:
-    specific = configs.get("key.deserializer.encoding" if is_key else "value.deserializer.encoding")
-    return specific or configs.get("deserializer.encoding")
+def _encoding_from(configs: Mapping[str, Any], is_key: bool, kind: str = "deserializer"
+                   ) -> str | None:
+    """``key.<kind>.encoding`` / ``value.<kind>.encoding``, else ``<kind>.encoding`` (Java's
+    StringDeserializer / StringSerializer rule)."""
+    specific = configs.get(f"key.{kind}.encoding" if is_key else f"value.{kind}.encoding")
+    return specific or configs.get(f"{kind}.encoding")
 
 
 class StringDeserializer(Deserializer):
@@ -344,8 +347,9 @@ class StringSerializer(Serializer):
         self.encoding = encoding
 
     def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
-        """Pick up ``key.serializer.encoding`` / ``value.serializer.encoding`` when present."""
-        enc = configs.get("key.serializer.encoding" if is_key else "value.serializer.encoding")
+        """Pick up ``key.serializer.encoding`` / ``value.serializer.encoding`` (else
+        ``serializer.encoding``) when present."""
+        enc = _encoding_from(configs, is_key, "serializer")
         if enc:
             self.encoding = enc
 

@@ -148,10 +148,9 @@ class _Gen:
     Thread-safety: used by one thread only, during generation.
     """
 
-    def __init__(self, version: int, flexible: bool, where: str) -> None:
+    def __init__(self, version: int, flexible: bool) -> None:
         self.version = version
         self.flexible = flexible
-        self.where = where
         self.chunks: list[str] = []
         self.ns: dict[str, Any] = dict(_BASE_NS)
         self.counter = 0
@@ -669,7 +668,7 @@ def _fields_for(api: Api, direction: str) -> list[Field]:
 
 def _generate(api: Api, version: int, direction: str) -> tuple[str, dict[str, Any], str, str]:
     fields = _fields_for(api, direction)
-    gen = _Gen(version, api.is_flexible(version), f"{api.name} v{version} {direction}")
+    gen = _Gen(version, api.is_flexible(version))
     dec = gen.struct_decoder(fields)
     enc = gen.struct_encoder(fields)
     header = f"# {api.name} (key {api.key}) v{version} {direction}, flexible={gen.flexible}\n"

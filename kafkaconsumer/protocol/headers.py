@@ -1,4 +1,4 @@
-"""Request and response headers, and the 4-byte size framing.
+"""Request and response headers (the 4-byte size prefix is added by ``protocol.api``).
 
 Request header v1: ``api_key int16, api_version int16, correlation_id int32, client_id
 nullable string (int16 length)``. Request header v2 (flexible request versions) adds a
@@ -21,13 +21,11 @@ from kafkaconsumer.protocol import types as T
 __all__ = [
     "RequestHeader",
     "API_VERSIONS_KEY",
-    "request_header_version",
     "response_header_version",
     "write_request_header",
     "read_request_header",
     "write_response_header",
     "read_response_header",
-    "frame",
 ]
 
 #: ApiVersions' key: its response header is always v0.
@@ -47,11 +45,6 @@ class RequestHeader(NamedTuple):
     api_version: int
     correlation_id: int
     client_id: str | None
-
-
-def request_header_version(flexible: bool) -> int:
-    """Header version of a request: 2 for flexible API versions, else 1."""
-    return 2 if flexible else 1
 
 
 def response_header_version(api_key: int, flexible: bool) -> int:
@@ -111,7 +104,3 @@ def read_response_header(buf: T.Buffer, header_version: int) -> tuple[int, int]:
         _, pos = T.read_tagged_raw(buf, pos, end)
     return correlation_id, pos
 
-
-def frame(payload: bytearray) -> bytes:
-    """Prefix ``payload`` with its int32 size (the Kafka framing)."""
-    return _SIZE.pack(len(payload)) + payload

@@ -3,7 +3,8 @@
 Each API is described as data: an :class:`Api` holds the request and response field lists,
 each :class:`Field` names its type and the versions that carry it. The code generator in
 :mod:`kafkaconsumer.protocol.codegen` turns these definitions into flat encode and decode
-functions once, at import.
+functions lazily: each (api, version, direction) codec is generated the first time it is used
+and cached for the life of the process (``build_all_codecs()`` generates them all at once).
 
 Version strings follow the Apache Kafka message specs: ``"0+"`` (from 0 on), ``"3-5"``
 (inclusive range), ``"7"`` (a single version) and ``"none"`` (never).
@@ -23,7 +24,6 @@ __all__ = [
     "PRIMITIVE_TYPES",
     "NO_DEFAULT",
     "VersionRange",
-    "parse_versions",
     "Field",
     "Struct",
     "Api",
@@ -147,11 +147,6 @@ class VersionRange:
 
     def __hash__(self) -> int:
         return hash((self.empty, self.low, self.high))
-
-
-def parse_versions(text: str) -> VersionRange:
-    """Parse a version string such as ``"0+"``, ``"3-5"``, ``"7"`` or ``"none"``."""
-    return VersionRange(text)
 
 
 class Struct:

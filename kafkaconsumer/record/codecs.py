@@ -21,19 +21,11 @@ import logging
 import struct
 import threading
 import zlib
-from typing import Any
 
+import cramjam  # the engine under python-snappy (>= 0.7 requires it): decompresses in place
 import lz4.frame
 import snappy
 import zstandard
-
-_cramjam_snappy: Any
-try:  # the engine under python-snappy; lets snappy decompress straight into one buffer
-    import cramjam
-
-    _cramjam_snappy = cramjam.snappy
-except ImportError:  # pragma: no cover - python-snappy without cramjam
-    _cramjam_snappy = None
 
 logger = logging.getLogger(__name__)
 
@@ -163,16 +155,6 @@ def _snappy_raw_length(data: BytesLike) -> int:
     raise CodecError("snappy: bad length preamble")
 
 
-def _snappy_block(block: BytesLike, limit: int, already: int = 0) -> bytes:
-    if already + _snappy_raw_length(block) > limit:
-        raise DecompressionLimitExceeded("snappy", limit)
-    try:
-        out = snappy.uncompress(bytes(block))
-    except Exception as exc:  # the binding raises several unrelated types
-        raise CodecError(f"snappy: {exc}") from None
-    return bytes(out)
-
-
 def _xerial_blocks(data: BytesLike) -> list[memoryview]:
     """The raw snappy blocks of xerial-framed data."""
     view = memoryview(data)
@@ -198,14 +180,6 @@ def _unsnappy(data: BytesLike, limit: int) -> bytes:
         # The xerial framing of the Java snappy library: a 16-byte header, then blocks each
         # preceded by a big-endian int32 length.
         blocks = _xerial_blocks(data)
-    if _cramjam_snappy is None:
-        parts = []
-        total = 0
-        for block in blocks:
-            part = _snappy_block(block, limit, total)
-            total += len(part)
-            parts.append(part)
-        return b"".join(parts)
     # Every block announces its size: check the bound first, then decompress each block
     # straight into its place in one buffer.
     sizes = [_snappy_raw_length(block) for block in blocks]
@@ -217,7 +191,7 @@ def _unsnappy(data: BytesLike, limit: int) -> bytes:
     pos = 0
     try:
         for block, size in zip(blocks, sizes, strict=True):
-            written = _cramjam_snappy.decompress_raw_into(block, view[pos : pos + size])
+            written = cramjam.snappy.decompress_raw_into(block, view[pos : pos + size])
             if written != size:
                 raise CodecError("snappy: block is shorter than it announces")
             pos += size

@@ -16,7 +16,7 @@ from kafkaconsumer.errors import (
 )
 from kafkaconsumer.producer import KafkaProducer
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.record import iter_batches
+from kafkaconsumer.record import decode_fetched_records, iter_batches
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.support.fake_broker import FakeCluster, Reply
 
@@ -29,6 +29,7 @@ DUPLICATE_SEQUENCE_NUMBER = 46
 NOT_COORDINATOR = 16
 COORDINATOR_LOAD_IN_PROGRESS = 14
 TOPIC_AUTHORIZATION_FAILED = 29
+THROTTLING_QUOTA_EXCEEDED = 89
 
 
 @pytest.fixture
@@ -89,6 +90,19 @@ def test_sequences_advance_per_partition(cluster: FakeCluster) -> None:
                 for b in iter_batches(part["records"]):
                     by_partition.setdefault(part["index"], []).append(b.base_sequence)
     assert by_partition == {0: [0, 1, 2], 1: [0]}
+
+
+def test_string_serializer_encoding_keys(cluster: FakeCluster) -> None:
+    """``value.serializer.encoding`` / ``serializer.encoding`` (Java's StringSerializer keys)
+    are accepted by the producer and used to encode the records."""
+    with _producer(cluster, key_serializer="str", value_serializer="str",
+                   value_serializer_encoding="utf-16", serializer_encoding="latin-1") as producer:
+        producer.send("t", "hé", key="clé", partition=0).get(timeout=20)
+    (_, body), = cluster.requests(ApiKey.PRODUCE)
+    data = body["topic_data"][0]["partition_data"][0]["records"]
+    (record,) = decode_fetched_records(data, "t", 0, 0).records
+    assert record.value == "hé".encode("utf-16")
+    assert record.key == "clé".encode("latin-1")
 
 
 def test_duplicate_sequence_counts_as_success(cluster: FakeCluster) -> None:
@@ -213,6 +227,20 @@ def test_create_topics_retries_not_controller(cluster: FakeCluster,
     assert NotControllerError.retriable or NotControllerError.invalid_metadata
 
 
+def test_create_partitions_retries_throttling(cluster: FakeCluster,
+                                             admin: KafkaAdminClient) -> None:
+    """THROTTLING_QUOTA_EXCEEDED is retriable: create_partitions asks again, as the other
+    calls do, instead of raising it."""
+    cluster.script(ApiKey.CREATE_PARTITIONS, [
+        {"results": [{"name": "t", "error_code": THROTTLING_QUOTA_EXCEEDED}]},
+        {"results": [{"name": "t", "error_code": 0}]},
+    ])
+    admin.create_partitions({"t": 4}, timeout_ms=5000)
+    sent = cluster.requests(ApiKey.CREATE_PARTITIONS)
+    assert len(sent) == 2
+    assert sent[-1][1]["topics"][0]["count"] == 4
+
+
 def test_user_code_runs_without_the_producer_lock(cluster: FakeCluster) -> None:
     """Serializers, the partitioner and record callbacks are user code: another thread must be
     able to take the producer lock while they run (DESIGN.md section 2)."""
@@ -251,3 +279,43 @@ def test_user_code_runs_without_the_producer_lock(cluster: FakeCluster) -> None:
         meta = future.get(timeout=20)
     assert meta.partition == 1
     assert seen == {"serializer": True, "partitioner": True, "callback": True}
+
+
+def test_waiting_for_the_producer_id_does_not_hold_the_lock(cluster: FakeCluster) -> None:
+    """A slow InitProducerId answer must not block other threads: the producer id is awaited
+    without the producer lock, so another thread's send() and flush() return at once."""
+    import threading
+    import time
+
+    delay_s = 3.0
+    cluster.script(ApiKey.INIT_PRODUCER_ID, [Reply(delay_s=delay_s)])
+    with _producer(cluster) as producer:
+        producer.partitions_for("t")  # metadata first: only the producer id is slow
+        results: list[Any] = []
+
+        def first() -> None:
+            try:
+                results.append(producer.send("t", b"first", partition=0).get(timeout=20))
+            except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                results.append(exc)
+
+        t = threading.Thread(target=first)
+        t.start()
+        try:
+            cluster.wait_for_requests(ApiKey.INIT_PRODUCER_ID, count=1)
+            start = time.monotonic()
+            second = producer.send("t", b"second", partition=1)
+            elapsed = time.monotonic() - start
+            assert elapsed < delay_s / 2, f"send() blocked {elapsed:.1f} s behind the producer id"
+            start = time.monotonic()
+            with pytest.raises(KafkaTimeoutError):
+                producer.flush(timeout_ms=100)  # the producer id is still on its way
+            elapsed = time.monotonic() - start
+            assert elapsed < delay_s / 2, f"flush() blocked {elapsed:.1f} s behind the producer id"
+            assert not second.is_done
+        finally:
+            t.join(30)
+        assert len(results) == 1 and not isinstance(results[0], BaseException), results
+        assert results[0].partition == 0
+        assert second.get(timeout=20).partition == 1
+    assert len(cluster.requests(ApiKey.INIT_PRODUCER_ID)) == 1

@@ -156,14 +156,7 @@ def test_no_extensions_switch_forces_the_reference() -> None:
     assert out.stdout.split() == ["False", "kafkaconsumer.record._pyrecords"]
 
 
-@pytest.mark.parametrize("use_cramjam", [True, False])
-def test_snappy_paths_with_and_without_cramjam(
-    monkeypatch: pytest.MonkeyPatch, use_cramjam: bool
-) -> None:
-    if not use_cramjam:
-        monkeypatch.setattr(codecs, "_cramjam_snappy", None)
-    elif codecs._cramjam_snappy is None:
-        pytest.skip("cramjam is not installed")
+def test_snappy_paths() -> None:
     data = b"snappy path " * 10_000
     for packed in (
         codecs.compress(codecs.CODEC_SNAPPY, data),
