@@ -238,7 +238,10 @@ class KafkaAdminClient:
                     raise
                 raise KafkaTimeoutError(f"{exc} (last error: {last})") from exc
             except _Retry as retry:
-                last = retry.cause
+                # A request that timed out because the budget ran out says less than the
+                # broker error before it, which is what the caller needs to see.
+                if not (last is not None and isinstance(retry.cause, KafkaTimeoutError)):
+                    last = retry.cause
                 if isinstance(last, BrokerResponseError) and last.invalid_metadata or \
                         isinstance(last, KafkaConnectionError):
                     self._metadata.request_update()
