@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time as _time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
@@ -33,6 +32,7 @@ from kafkaconsumer.errors import (
     KafkaError,
     for_code,
 )
+from kafkaconsumer.internals.clock import SYSTEM_TIME
 from kafkaconsumer.structs import TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -170,17 +170,6 @@ class Cluster:
                 f"topics={len(self._by_topic)}, partitions={len(self._partitions)})")
 
 
-class _Clock:
-    """Default clock.
-
-    Thread-safety: stateless.
-    """
-
-    def monotonic_ms(self) -> int:
-        """Milliseconds of the process's monotonic clock."""
-        return _time.monotonic_ns() // 1_000_000
-
-
 class Metadata:
     """The current cluster snapshot and when to refresh it.
 
@@ -194,7 +183,7 @@ class Metadata:
         ``monotonic_ms()`` (the system clock when None).
         """
         cfg = config or {}
-        self._clock = time or _Clock()
+        self._clock = time or SYSTEM_TIME
         self.metadata_max_age_ms = int(cfg.get("metadata.max.age.ms", 300000))
         self.retry_backoff_ms = int(cfg.get("retry.backoff.ms", 100))
         self.metadata_max_idle_ms = int(cfg.get("metadata.max.idle.ms", 300000))
@@ -207,14 +196,12 @@ class Metadata:
         self._need_full_update = True  # the first fetch happens at once
         self._last_refresh_ms = 0      # any attempt, success or failure
         self._last_success_ms = 0
-        self._in_progress_since: int | None = None
         self._topics: set[str] = set()
         self._need_all_topics = False
         self._transient: dict[str, int] = {}  # topic -> last use (ms)
         self._last_seen_epochs: dict[TopicPartition, int] = {}
         self._fatal: KafkaError | None = None
         self._topic_errors: dict[str, BrokerResponseError] = {}
-        self._condition = threading.Condition(self._lock)
         self._last_error: BaseException | None = None
 
     # ------------------------------------------------------------------ views ---------------
@@ -338,11 +325,10 @@ class Metadata:
                 topics: list[dict[str, Any]] | None = None
             else:
                 names = sorted(self._topics | set(self._transient))
+                # With no topic this is an empty list: brokers only, except in Metadata v0,
+                # which has no null and reads an empty list as all topics (the larger answer
+                # is accepted).
                 topics = [{"name": t, "topic_id": _ZERO_UUID} for t in names]
-                if version == 0 and not topics:
-                    # Metadata v0 has no null; an empty list means all topics there, so ask
-                    # for brokers only is impossible: accept the larger answer.
-                    topics = []
             return {"topics": topics,
                     "allow_auto_topic_creation": self.allow_auto_topic_creation,
                     "include_cluster_authorized_operations": False,
@@ -351,7 +337,6 @@ class Metadata:
     def on_request_sent(self, now_ms: int) -> None:
         """Record that a refresh is in flight (resets the retry backoff clock)."""
         with self._lock:
-            self._in_progress_since = now_ms
             self._last_refresh_ms = now_ms
             self._sent_request_version = self._request_version
 
@@ -359,9 +344,7 @@ class Metadata:
         """A Metadata request failed; the next try waits ``retry.backoff.ms``."""
         with self._lock:
             self._last_refresh_ms = now_ms
-            self._in_progress_since = None
             self._last_error = error
-            self._condition.notify_all()
         logger.debug("metadata update failed: %s", error)
 
     # ------------------------------------------------------------------ update --------------
@@ -428,7 +411,6 @@ class Metadata:
             self._update_version += 1
             self._last_success_ms = now
             self._last_refresh_ms = now
-            self._in_progress_since = None
             # A request made after this response's request was sent still needs its own
             # refresh (a topic added meanwhile is not in this response).
             self._need_full_update = (retry_soon or self._need_full_update and
@@ -437,7 +419,6 @@ class Metadata:
             if unauthorized or invalid:
                 first = (unauthorized or invalid)[0]
                 self._fatal = errors[first]
-            self._condition.notify_all()
         logger.debug("metadata updated: %r", cluster)
 
     def _partition_info(self, topic: str, p: Mapping[str, Any], old: Cluster) -> PartitionInfo | None:
@@ -485,7 +466,6 @@ class Metadata:
         """Keep an error (authentication) for :meth:`maybe_throw_any_exception`."""
         with self._lock:
             self._fatal = error
-            self._condition.notify_all()
 
     def maybe_throw_any_exception(self) -> None:
         """Raise (once) a fatal error of the last update: authentication or authorization

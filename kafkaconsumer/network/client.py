@@ -27,7 +27,6 @@ import selectors
 import socket
 import ssl
 import threading
-import time as _time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -39,6 +38,7 @@ from kafkaconsumer.errors import (
     NodeNotReadyError,
     UnsupportedVersionError,
 )
+from kafkaconsumer.internals.clock import SYSTEM_TIME
 from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.connection import BrokerConnection
 from kafkaconsumer.network.future import Future
@@ -84,6 +84,8 @@ DEFAULTS: dict[str, Any] = {
     "metadata.recovery.strategy": "none",
     "sasl.mechanism": "GSSAPI",
     "sasl.login.refresh.window.factor": 0.8,
+    "sasl.login.retry.backoff.ms": 100,
+    "sasl.login.retry.backoff.max.ms": 10000,
 }
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -99,17 +101,6 @@ class Clock(Protocol):
 
     def monotonic_ms(self) -> int:
         """Milliseconds from an arbitrary origin, never going backwards."""
-
-
-class _MonotonicClock:
-    """Default clock.
-
-    Thread-safety: stateless.
-    """
-
-    def monotonic_ms(self) -> int:
-        """Milliseconds of the process's monotonic clock."""
-        return _time.monotonic_ns() // 1_000_000
 
 
 def parse_bootstrap_servers(value: Any) -> list[tuple[str, int]]:
@@ -174,7 +165,7 @@ class NetworkClient:
         merged = dict(DEFAULTS)
         merged.update({k: v for k, v in config.items() if v is not None or k not in DEFAULTS})
         self.config: Mapping[str, Any] = merged
-        self._clock: Clock = time or _MonotonicClock()
+        self._clock: Clock = time or SYSTEM_TIME
         protocol = str(merged["security.protocol"]).upper()
         if protocol not in _PROTOCOLS:
             raise ConfigError(f"security.protocol {merged['security.protocol']!r} is not one of "
@@ -198,7 +189,9 @@ class NetworkClient:
                     raise ConfigError("sasl.mechanism OAUTHBEARER needs "
                                       "sasl.oauthbearer.token.callback")
                 self._token_cache = OAuthTokenCache(
-                    cb, float(merged["sasl.login.refresh.window.factor"]))
+                    cb, float(merged["sasl.login.refresh.window.factor"]),
+                    retry_backoff_ms=int(merged["sasl.login.retry.backoff.ms"]),
+                    retry_backoff_max_ms=int(merged["sasl.login.retry.backoff.max.ms"]))
             elif mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
                 raise ConfigError(f"sasl.mechanism {mech!r} is not supported (PLAIN, "
                                   "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)")
@@ -237,6 +230,13 @@ class NetworkClient:
         self._wake_pending = False
         self._closed = False
         self._random = random.Random()
+        if self._token_cache is not None:
+            # Log in now, as Java's client does when it is built, so the first connection finds
+            # a token (a failure is kept and reported by that connection); later refreshes run
+            # on the cache's own thread. The user's callback never runs under a lock: the
+            # connections (under ConsumerNetworkClient's lock) only read the cache.
+            self._token_cache.refresh_if_due()
+            self._token_cache.start_refresher()
 
     # ------------------------------------------------------------------ nodes ---------------
     def now_ms(self) -> int:
@@ -362,18 +362,27 @@ class NetworkClient:
         return st.attempts if st is not None else 0
 
     def initiate_connect(self, node_id: int, now_ms: int | None = None) -> None:
-        """Start connecting to ``node_id`` (no-op when already connected or connecting)."""
+        """Start connecting to ``node_id`` (no-op when already connected or connecting).
+
+        A node with no known address (a broker, or the broker behind a coordinator connection
+        id, that the metadata does not name) is a failed attempt, as an unreachable one: it
+        backs off, :meth:`connection_failed` turns True with a :class:`KafkaConnectionError`
+        as :meth:`last_error`, and a metadata refresh is requested.
+        """
         if self._closed:
             raise KafkaConnectionError("the network client is closed")
         conn = self._conns.get(node_id)
         if conn is not None and not conn.is_disconnected:
             return
-        address = self.node_address(node_id)
-        if address is None:
-            raise NodeNotReadyError(f"node {node_id} is not in the cluster metadata")
         now = self.now_ms() if now_ms is None else now_ms
         st = self._state(node_id)
         st.attempts += 1
+        address = self.node_address(node_id)
+        if address is None:
+            self._on_connect_failed(node_id, KafkaConnectionError(
+                f"cannot connect to node {node_id}: it is not in the cluster metadata"), now,
+                was_ready=False)
+            return
         host, port = address
         if conn is None or (conn.host, conn.port) != (host, port):
             conn = BrokerConnection(
@@ -426,6 +435,14 @@ class NetworkClient:
             st.failures = 0
             st.backoff_until_ms = now_ms
             return
+        was_ready = bool(conn.ready_since_ms)
+        conn.ready_since_ms = 0
+        self._on_connect_failed(node_id, error, now_ms, was_ready=was_ready)
+
+    def _on_connect_failed(self, node_id: int, error: KafkaError | None, now_ms: int, *,
+                           was_ready: bool) -> None:
+        """Record a broken connection or a failed attempt: error, metadata refresh, backoff."""
+        st = self._state(node_id)
         st.last_error = error
         if error is not None:
             self.last_connection_error = error
@@ -437,12 +454,11 @@ class NetworkClient:
             if self.metadata is not None:
                 # Surfaced once per failed attempt by the next poll (Java: Metadata.fatalError).
                 self.metadata.set_fatal_error(error)
-        if conn.ready_since_ms and not isinstance(error, AuthenticationError):
+        if was_ready and not isinstance(error, AuthenticationError):
             # A connection that worked and then broke: reconnect after the base backoff.
             st.failures = 1
         else:
             st.failures += 1
-        conn.ready_since_ms = 0
         backoff = self._reconnect_backoff_ms * (2 ** min(st.failures - 1, 30))
         backoff = min(backoff, self._reconnect_backoff_max_ms)
         backoff = int(backoff * (1 + self._random.uniform(-_JITTER, _JITTER)))
@@ -527,16 +543,15 @@ class NetworkClient:
         """True when any request (of the node) awaits its response."""
         return self.in_flight_request_count(node_id) > 0
 
-    def poll(self, timeout_ms: float) -> list[Future[Any]]:
+    def poll(self, timeout_ms: float) -> None:
         """Do all pending network I/O, waiting up to ``timeout_ms`` for something to happen.
 
-        Returns the futures that completed during this call. Connection timeouts, request
-        timeouts, idle connections and the metadata refresh are handled here too.
+        Request futures complete during this call (their callbacks run here). Connection
+        timeouts, request timeouts, idle connections and the metadata refresh are handled here
+        too.
         """
         if self._closed:
             raise KafkaConnectionError("the network client is closed")
-        completed: list[Future[Any]] = []
-        tracked = self._track_futures()
         now = self.now_ms()
         metadata_wait = self._maybe_update_metadata(now)
         timeout = max(0.0, min(float(timeout_ms), float(metadata_wait)))
@@ -590,11 +605,6 @@ class NetworkClient:
                                                     f"{reason}"))
             self._handle_connection_change(node_id, conn, now)
         self._maybe_update_metadata(now)
-        completed.extend(f for f in tracked.drain())
-        return completed
-
-    def _track_futures(self) -> _CompletionTracker:
-        return _CompletionTracker(self)
 
     def _drain_wakeup(self) -> None:
         try:
@@ -699,14 +709,14 @@ class NetworkClient:
             fut = self.send(node, ApiKey.METADATA, body, version)
             md.on_request_sent(now_ms)
             self._metadata_fetch = fut
-            fut.add_callback(self._on_metadata_response, now_ms)
+            fut.add_callback(self._on_metadata_response)
             fut.add_errback(self._on_metadata_failure)
             return 2**31
         if self.is_connecting(node):
             return max(1, self._reconnect_backoff_ms)
         return max(1, self.connection_delay(node, now_ms))
 
-    def _on_metadata_response(self, sent_ms: int, body: dict[str, Any]) -> None:
+    def _on_metadata_response(self, body: dict[str, Any]) -> None:
         assert self.metadata is not None
         was_bootstrap = self._using_bootstrap()
         self.metadata.update(body, now_ms=self.now_ms())
@@ -740,6 +750,8 @@ class NetworkClient:
             conn.close(KafkaConnectionError("the network client was closed"))
             self._unregister(node_id)
         self._conns.clear()
+        if self._token_cache is not None:
+            self._token_cache.close()
         with self._wake_lock:
             self._closed = True
         try:
@@ -758,19 +770,4 @@ class NetworkClient:
     def selector_fd_count(self) -> int:
         """How many sockets the selector watches (the wake-up socket included)."""
         return len(self._selector.get_map())
-
-
-class _CompletionTracker:
-    """Collects futures that complete during one poll.
-
-    Thread-safety: one poll's scope.
-    """
-
-    def __init__(self, client: NetworkClient) -> None:
-        self._client = client
-        self._futures = [r.future for c in client._conns.values() for r in c.in_flight]
-
-    def drain(self) -> list[Future[Any]]:
-        """The tracked futures that are done now."""
-        return [f for f in self._futures if f.is_done]
 

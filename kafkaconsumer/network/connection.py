@@ -86,10 +86,10 @@ class InFlightRequest:
     """
 
     __slots__ = ("correlation_id", "api_key", "api_version", "future", "deadline_ms",
-                 "send_ms", "expect_response", "timeout_ms")
+                 "send_ms", "timeout_ms")
 
     def __init__(self, correlation_id: int, api_key: int, api_version: int, future: Future[Any],
-                 send_ms: int, timeout_ms: int, expect_response: bool) -> None:
+                 send_ms: int, timeout_ms: int) -> None:
         """Describe a request sent at ``send_ms`` that expires ``timeout_ms`` later; ``future``
         completes with its decoded response.
         """
@@ -100,7 +100,6 @@ class InFlightRequest:
         self.send_ms = send_ms
         self.timeout_ms = timeout_ms
         self.deadline_ms = send_ms + timeout_ms
-        self.expect_response = expect_response
 
 
 def _api_name(api_key: int) -> str:
@@ -478,11 +477,10 @@ class BrokerConnection:
                  timeout_ms: int, expect_response: bool) -> None:
         cid = self._next_cid()
         frame = encode_request(api_key, version, cid, self._client_id, dict(body))
-        now = self._now_ms()
-        req = InFlightRequest(cid, api_key, version, future, now, timeout_ms, expect_response)
         self._send_queue.append(memoryview(frame))
         if expect_response:
-            self.in_flight.append(req)
+            self.in_flight.append(InFlightRequest(cid, api_key, version, future, self._now_ms(),
+                                                  timeout_ms))
         else:
             # Nothing will come back; complete once the bytes are queued, as Java does for
             # acks=0 produce requests.

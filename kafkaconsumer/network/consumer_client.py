@@ -24,7 +24,6 @@ from kafkaconsumer.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
-    NodeNotReadyError,
     WakeupError,
 )
 from kafkaconsumer.metadata import Metadata
@@ -163,19 +162,9 @@ class ConsumerNetworkClient:
         with self._unsent_lock:
             nodes = [n for n, q in self._unsent.items() if q]
         for node_id in nodes:
-            try:
-                ready = self.client.ready(node_id, now_ms)
-            except NodeNotReadyError as exc:
-                # No address for the node (a broker, or the broker behind a coordinator
-                # connection id, that the metadata does not name): fail its requests now, as
-                # for a failed connect, instead of raising out of poll() or waiting out the
-                # request timeout. The caller's retry finds the node again after a refresh.
-                self._fail_node_requests(node_id, KafkaConnectionError(
-                    f"cannot connect to node {node_id}: {exc}"))
-                if self.metadata is not None:
-                    self.metadata.request_update()
-                continue
-            if not ready:
+            # A node without a known address is a failed connect attempt (NetworkClient's
+            # initiate_connect): _check_disconnects fails its requests after this poll.
+            if not self.client.ready(node_id, now_ms):
                 continue
             while True:
                 with self._unsent_lock:
@@ -208,7 +197,7 @@ class ConsumerNetworkClient:
         for req in failed:
             self._complete(req.future, None, error)
 
-    def _check_disconnects(self, now_ms: int) -> None:
+    def _check_disconnects(self) -> None:
         # Requests queued for a node whose connection attempt just failed fail now instead of
         # waiting out their timeout (Java's checkDisconnects).
         failed: list[tuple[_Unsent, KafkaError]] = []
@@ -320,7 +309,7 @@ class ConsumerNetworkClient:
                 else:
                     self.client.poll(0)
                 now = self.client.now_ms()
-                self._check_disconnects(now)
+                self._check_disconnects()
                 if not disable_wakeup:
                     self._maybe_trigger_wakeup()
                 self._try_send(now)
@@ -332,10 +321,6 @@ class ConsumerNetworkClient:
 
     def poll_no_wakeup(self) -> None:
         """One non-blocking poll that ignores :meth:`wakeup` (for the heartbeat thread)."""
-        self.poll(0, disable_wakeup=True)
-
-    def transmit_sends(self) -> None:
-        """Send what can be sent now without waiting (no wake-up)."""
         self.poll(0, disable_wakeup=True)
 
     def _maybe_trigger_wakeup(self) -> None:

@@ -19,12 +19,13 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkaconsumer.errors import ConfigError, SaslAuthenticationError
+from kafkaconsumer.errors import ConfigError, KafkaConnectionError, SaslAuthenticationError
 
 logger = logging.getLogger(__name__)
 
@@ -336,15 +337,30 @@ def _to_token(result: Any) -> OAuthBearerToken:
 class OAuthTokenCache:
     """Calls the user's token callback and keeps the token until it is due for refresh.
 
+    The two halves run in different places so that the user's callback never runs under a
+    lock (DESIGN section 2): :meth:`refresh_if_due` calls the callback, once when the network
+    client is built and then on a refresher thread of its own (:meth:`start_refresher`, as
+    Java's ``ExpiringCredentialRefreshingLogin``) that holds no lock while it runs; :meth:`token`
+    only reads the cache, and is what a connection uses while authenticating under the network
+    lock.
+
     A token is refreshed once ``refresh_window_factor`` of its lifetime has passed (Java's
     ``sasl.login.refresh.window.factor``, default 0.8), so new connections never present a token
-    about to expire.
+    about to expire. A token of unknown lifetime is fetched again after a connection used it.
+    A failed callback is retried after ``retry_backoff_ms``, doubling up to
+    ``retry_backoff_max_ms`` (Java's ``sasl.login.retry.backoff.*``).
 
-    Thread-safety: not thread-safe; owned by one network client.
+    Thread-safety: thread-safe. A small internal lock guards the cached state and is never held
+    while the callback runs; only one thread calls the callback at a time (another thread
+    arriving meanwhile returns at once and keeps using the cached token).
     """
 
+    #: Longest single wait of the refresher thread, so a wall-clock jump is noticed soon.
+    _MAX_WAIT_S = 1.0
+
     def __init__(self, callback: Any, refresh_window_factor: float = 0.8,
-                 wall_ms: Callable[[], int] | None = None) -> None:
+                 wall_ms: Callable[[], int] | None = None, *, retry_backoff_ms: int = 100,
+                 retry_backoff_max_ms: int = 10000) -> None:
         """Cache the tokens of ``callback`` (or of a provider's ``token()`` method), refreshing
         after ``refresh_window_factor`` of a token's life; ``wall_ms`` reads the wall clock (tests).
         """
@@ -357,31 +373,139 @@ class OAuthTokenCache:
         self._callback = callback
         self._factor = refresh_window_factor
         self._wall_ms = wall_ms or (lambda: time.time_ns() // 1_000_000)
+        self._retry_backoff_ms = max(0, int(retry_backoff_ms))
+        self._retry_backoff_max_ms = max(self._retry_backoff_ms, int(retry_backoff_max_ms))
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._refreshing = False
         self._token: OAuthBearerToken | None = None
+        self._used = False
         self._refresh_at_ms = 0
+        self._error: SaslAuthenticationError | None = None
+        self._failures = 0
+        self._retry_at_ms = 0
         self.refreshes = 0
 
-    def token(self) -> OAuthBearerToken:
-        """A valid token, asking the callback for a new one when due."""
+    def _due_at(self) -> int | None:
+        """Wall ms at which a refresh is due (None: not until a connection uses the token)."""
+        if self._error is not None:
+            return self._retry_at_ms
+        token = self._token
+        if token is None:
+            return 0
+        if token.lifetime_ms is None:
+            return 0 if self._used else None
+        return self._refresh_at_ms
+
+    def _due(self, now: int) -> bool:
+        due = self._due_at()
+        return due is not None and now >= due
+
+    def start_refresher(self) -> None:
+        """Start the daemon thread that calls :meth:`refresh_if_due` whenever a refresh is due
+        (idempotent); :meth:`close` stops it."""
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            self._thread = threading.Thread(target=self._run, name="kafkaconsumer-oauth-refresh",
+                                            daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                due = self._due_at()
+                wait = self._MAX_WAIT_S if due is None else (due - self._wall_ms()) / 1000.0
+                if wait > 0:
+                    self._cond.wait(min(wait, self._MAX_WAIT_S))
+                    continue
+            self.refresh_if_due()  # outside every lock: runs the user's callback
+
+    def close(self) -> None:
+        """Stop the refresher thread (waits briefly for a callback in progress). Idempotent."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=1.0)
+
+    def refresh_if_due(self) -> bool:
+        """Ask the callback for a new token when none is cached, the cached one is due for
+        refresh, or one of unknown lifetime was used; True when the callback was called.
+
+        Never raises: a failing callback is remembered, :meth:`token` raises it while no valid
+        token is cached, and the callback is retried after the backoff. Call it outside every
+        lock: it runs the user's code.
+        """
         now = self._wall_ms()
-        if self._token is None or self._token.lifetime_ms is None or now >= self._refresh_at_ms:
-            try:
-                result = self._callback()
-            except SaslAuthenticationError:
-                raise
-            except Exception as exc:
-                raise SaslAuthenticationError(
-                    f"OAUTHBEARER: the token callback raised {type(exc).__name__}") from exc
-            token = _to_token(result)
+        with self._lock:
+            if self._refreshing or not self._due(now):
+                return False
+            self._refreshing = True
+        token: OAuthBearerToken | None = None
+        error: SaslAuthenticationError | None = None
+        try:
+            token = _to_token(self._callback())
             if token.lifetime_ms is not None and token.lifetime_ms <= now:
-                raise SaslAuthenticationError("OAUTHBEARER: the token callback returned an "
-                                              "expired token")
-            self._token = token
+                token = None
+                error = SaslAuthenticationError("OAUTHBEARER: the token callback returned an "
+                                                "expired token")
+        except SaslAuthenticationError as exc:
+            error = exc
+        except Exception as exc:  # noqa: BLE001 - the user's callback may raise anything
+            error = SaslAuthenticationError(
+                f"OAUTHBEARER: the token callback raised {type(exc).__name__}")
+            error.__cause__ = exc
+        with self._lock:
+            self._refreshing = False
             self.refreshes += 1
-            if token.lifetime_ms is not None:
-                self._refresh_at_ms = now + int((token.lifetime_ms - now) * self._factor)
+            if token is not None:
+                self._token = token
+                self._used = False
+                self._error = None
+                self._failures = 0
+                if token.lifetime_ms is not None:
+                    # Not sooner than the retry backoff, so a callback handing out tokens about
+                    # to expire cannot make the refresher spin.
+                    self._refresh_at_ms = now + max(self._retry_backoff_ms,
+                                                    int((token.lifetime_ms - now) * self._factor))
+            else:
+                self._error = error
+                self._failures += 1
+                backoff = self._retry_backoff_ms * (2 ** min(self._failures - 1, 16))
+                self._retry_at_ms = now + min(backoff, self._retry_backoff_max_ms)
+        if token is not None:
             logger.debug("obtained OAUTHBEARER token (expires at %s ms)", token.lifetime_ms)
-        return self._token
+        else:
+            logger.warning("%s; retrying in at most %d ms", error, self._retry_backoff_max_ms)
+        return True
+
+    def token(self) -> OAuthBearerToken:
+        """The cached token; never calls the callback (see :meth:`refresh_if_due`).
+
+        Raises :class:`SaslAuthenticationError` with the callback's failure when no valid token
+        is cached because the callback failed, and :class:`KafkaConnectionError` (retriable)
+        when no token was fetched yet or the cached one expired: the connection attempt fails
+        and backs off while the refresher thread fetches a token.
+        """
+        now = self._wall_ms()
+        with self._lock:
+            token = self._token
+            if token is not None and (token.lifetime_ms is None or token.lifetime_ms > now):
+                if not self._used:
+                    self._used = True
+                    if token.lifetime_ms is None:
+                        self._cond.notify_all()  # the refresher fetches the next one
+                return token
+            if self._error is not None:
+                raise self._error
+        raise KafkaConnectionError("OAUTHBEARER: no valid token cached yet; the token callback "
+                                   "is asked for one before the next connection attempt")
 
 
 class OAuthBearerMechanism(SaslMechanism):
@@ -442,8 +566,9 @@ def parse_jaas_options(jaas: str) -> dict[str, str]:
             for m in _JAAS_OPTION.finditer(jaas or "")}
 
 
-def _plain(value: Any) -> str | None:
-    # Secrets arrive as our Secret, the config's Password (both have reveal()) or plain str.
+def secret_text(value: Any) -> str | None:
+    """The text of a secret config value: our :class:`Secret` or the config's ``Password``
+    (both have ``reveal()``) or a plain value; None stays None."""
     if value is None:
         return None
     reveal = getattr(value, "reveal", None)
@@ -453,8 +578,8 @@ def _plain(value: Any) -> str | None:
 def credentials(config: Mapping[str, Any]) -> tuple[str, Secret]:
     """Username and password from ``sasl.username``/``sasl.password`` or ``sasl.jaas.config``."""
     username = config.get("sasl.username")
-    password = _plain(config.get("sasl.password"))
-    jaas = _plain(config.get("sasl.jaas.config"))
+    password = secret_text(config.get("sasl.password"))
+    jaas = secret_text(config.get("sasl.jaas.config"))
     if (username is None or password is None) and jaas:
         opts = parse_jaas_options(jaas)
         username = username if username is not None else opts.get("username")

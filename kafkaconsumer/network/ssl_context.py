@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkaconsumer.errors import ConfigError
+from kafkaconsumer.network.sasl import secret_text as _secret_text  # one helper for SASL and TLS
 
 logger = logging.getLogger(__name__)
 
@@ -51,13 +52,6 @@ def hostname_verification(config: Mapping[str, Any]) -> bool:
         raise ConfigError(f"ssl.endpoint.identification.algorithm {algo!r} is not supported "
                           "(use 'https' or an empty string)")
     return True
-
-
-def _secret_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    reveal = getattr(value, "reveal", None)
-    return str(reveal() if callable(reveal) else value)
 
 
 def _check_pem_file(path: str, key: str) -> None:

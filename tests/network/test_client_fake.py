@@ -3,6 +3,7 @@ malformed responses, timeouts."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -294,6 +295,46 @@ def test_sasl_oauthbearer_success_failure_and_token_refresh(make_client: Factory
             "OAUTHBEARER", **{"sasl.oauthbearer.token.callback": lambda: ("forged", None)}))
         with pytest.raises(SaslAuthenticationError, match="invalid_token"):
             bad.await_metadata_update(5000)
+
+
+def test_oauthbearer_token_callback_never_runs_under_the_network_lock() -> None:
+    """DESIGN section 2: the user's token callback never runs under ConsumerNetworkClient's
+    lock (nor on a thread that polls, which may hold the coordinator's lock), also when a later
+    connection needs a fresh token (unknown lifetime: one per connection)."""
+    from kafkaconsumer.metadata import ConsumerMetadata
+    from kafkaconsumer.network.client import NetworkClient
+    from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
+
+    with FakeCluster(sasl_mechanisms=["OAUTHBEARER"]) as cluster:
+        cluster.on(ApiKey.SASL_AUTHENTICATE, lambda n, h, b: {
+            "error_code": 0, "auth_bytes": b"", "session_lifetime_ms": 0})
+        holder: list[ConsumerNetworkClient] = []
+        seen: list[tuple[bool, str]] = []  # (lock held by the calling thread, thread name)
+
+        def token_cb() -> str:
+            if holder:
+                owned = holder[0]._lock._is_owned()  # type: ignore[attr-defined]
+                seen.append((owned, threading.current_thread().name))
+            return f"token-{len(seen)}"
+
+        cfg = {"bootstrap.servers": cluster.bootstrap_servers, **sasl_config(
+            "OAUTHBEARER", **{"sasl.oauthbearer.token.callback": token_cb})}
+        md = ConsumerMetadata(cfg)
+        cnc = ConsumerNetworkClient(NetworkClient(cfg, metadata=md), md)
+        holder.append(cnc)
+        try:
+            cnc.await_metadata_update(5000)
+            # The bootstrap connection used the first token; broker 0 needs a fresh one.
+            assert cnc.await_ready(0, 5000)
+            assert cluster.requests(ApiKey.SASL_AUTHENTICATE)
+            deadline = time.monotonic() + 5
+            while len(seen) < 2 and time.monotonic() < deadline:
+                cnc.poll(20)
+            assert seen, "the token callback never ran after the client was built"
+            poller = threading.current_thread().name
+            assert all(not owned and name != poller for owned, name in seen), seen
+        finally:
+            cnc.close()
 
 
 def test_sasl_session_lifetime_reconnects_before_expiry(make_client: Factory) -> None:

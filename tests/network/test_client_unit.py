@@ -486,6 +486,28 @@ def test_request_to_a_node_without_address_fails_without_raising(make_client: Fa
         assert ok.succeeded()
 
 
+def test_node_without_address_is_a_failed_connect_attempt() -> None:
+    md = ConsumerMetadata({})
+    client = NetworkClient({"bootstrap.servers": "127.0.0.1:9", "reconnect.backoff.ms": 1000,
+                            "reconnect.backoff.max.ms": 1000}, metadata=md)
+    try:
+        md.update({"brokers": [{"node_id": 0, "host": "127.0.0.1", "port": 9}], "topics": []})
+        version = md.update_version
+        node = coordinator_node_id(42)
+        assert not md.update_requested()
+        # Not raised out of ready(): recorded like an unreachable node, with a backoff.
+        assert client.ready(node) is False
+        assert client.connection_failed(node)
+        assert isinstance(client.last_error(node), KafkaConnectionError)
+        assert "not in the cluster metadata" in str(client.last_error(node))
+        assert client.connection_delay(node) > 0 and not client.can_connect(node)
+        assert md.update_requested() and md.update_version == version
+        assert client.connection_attempts(node) == 1
+        assert client.ready(node) is False and client.connection_attempts(node) == 1
+    finally:
+        client.close()
+
+
 # ------------------------------------------------------------------- poll(0) and bad bodies
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from kafkaconsumer.errors import ConfigError, SaslAuthenticationError
+from kafkaconsumer.errors import ConfigError, KafkaConnectionError, SaslAuthenticationError
 from kafkaconsumer.network.sasl import (
     OAuthBearerMechanism,
     OAuthBearerToken,
@@ -180,22 +180,95 @@ def test_oauth_token_cache_refreshes_before_expiry() -> None:
         return token, (now[0] + 100_000) / 1000.0  # expires 100 s after issue
 
     cache = OAuthTokenCache(callback, refresh_window_factor=0.8, wall_ms=lambda: now[0])
+    assert cache.refresh_if_due()
     assert cache.token().value == "t0"
     now[0] += 79_000
-    assert cache.token().value == "t0"  # before 80% of the lifetime: cached
+    assert not cache.refresh_if_due()  # before 80% of the lifetime: cached
+    assert cache.token().value == "t0"
     now[0] += 2_000
+    assert cache.token().value == "t0"  # token() never calls the callback
+    assert cache.refresh_if_due()
     assert cache.token().value == "t1"  # past 80%: refreshed, still before expiry
-    assert cache.refreshes == 2
+    assert cache.refreshes == 2 and issued == ["t0", "t1"]
+
+
+def test_oauth_token_cache_token_never_calls_the_callback() -> None:
+    calls: list[int] = []
+
+    def callback() -> str:
+        calls.append(1)
+        return "tok"
+
+    cache = OAuthTokenCache(callback)
+    # No token yet: the connection attempt fails (retriable) instead of running user code.
+    with pytest.raises(KafkaConnectionError, match="no valid token"):
+        cache.token()
+    assert calls == []
+    assert cache.refresh_if_due()
+    assert cache.token().value == "tok" and cache.token().value == "tok"
+    # A token of unknown lifetime is fetched again after a connection used it.
+    assert cache.refresh_if_due() and len(calls) == 2
+    assert not cache.refresh_if_due() and len(calls) == 2
+
+
+def test_oauth_token_cache_failure_is_kept_and_retried_after_backoff() -> None:
+    now = [5_000_000]
+    results: list[object] = [RuntimeError("idp down"), "good"]
+
+    def callback() -> object:
+        result = results.pop(0)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    cache = OAuthTokenCache(callback, wall_ms=lambda: now[0], retry_backoff_ms=100,
+                            retry_backoff_max_ms=1000)
+    assert cache.refresh_if_due()  # never raises
+    with pytest.raises(SaslAuthenticationError, match="raised RuntimeError"):
+        cache.token()
+    assert not cache.refresh_if_due()  # backing off
+    now[0] += 100
+    assert cache.refresh_if_due()
+    assert cache.token().value == "good"
+
+
+def test_oauth_token_cache_refresher_thread_fetches_after_use_and_stops_on_close() -> None:
+    import threading
+    import time
+
+    calls: list[str] = []
+
+    def callback() -> str:
+        calls.append(threading.current_thread().name)
+        return f"tok{len(calls)}"
+
+    cache = OAuthTokenCache(callback)
+    cache.refresh_if_due()
+    cache.start_refresher()
+    try:
+        assert cache.token().value == "tok1"  # unknown lifetime: used once, fetched again
+        deadline = time.monotonic() + 5
+        while len(calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert calls[1:] == ["kafkaconsumer-oauth-refresh"]
+        assert cache.token().value == "tok2"
+    finally:
+        cache.close()
+    assert not any(t.name == "kafkaconsumer-oauth-refresh" and t.is_alive()
+                   for t in threading.enumerate() if t is cache._thread)
 
 
 def test_oauth_token_cache_reads_jwt_expiry_and_rejects_expired() -> None:
     now = [2_000_000_000_000]
     cache = OAuthTokenCache(lambda: _jwt(now[0] / 1000 + 50), wall_ms=lambda: now[0])
+    cache.refresh_if_due()
     assert cache.token().lifetime_ms == now[0] + 50_000
     expired = OAuthTokenCache(lambda: _jwt(now[0] / 1000 - 5), wall_ms=lambda: now[0])
+    expired.refresh_if_due()
     with pytest.raises(SaslAuthenticationError, match="expired"):
         expired.token()
     broken = OAuthTokenCache(lambda: 42, wall_ms=lambda: now[0])
+    broken.refresh_if_due()
     with pytest.raises(SaslAuthenticationError, match="must return"):
         broken.token()
 
@@ -219,4 +292,5 @@ def test_config_password_objects_and_provider_objects() -> None:
             return "provided-token"
 
     cache = OAuthTokenCache(Provider())
+    cache.refresh_if_due()
     assert cache.token().value == "provided-token"
