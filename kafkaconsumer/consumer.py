@@ -19,7 +19,6 @@ from typing import Any
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.interceptors import ConsumerInterceptors
-from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
 from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
 from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
 from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
@@ -30,7 +29,6 @@ from kafkaconsumer.internals.subscription_state import (
     SubscriptionState,
     current_leader,
 )
-from kafkaconsumer.internals.timer import Timer, to_timeout_ms
 from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
 from kafkaconsumer.metrics import FetchManagerMetrics, KafkaConsumerMetrics, Metrics
 from kafkaconsumer.network.client import NetworkClient
@@ -43,6 +41,8 @@ from kafkaconsumer.structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.timer import Timer, to_timeout_ms
 
 logger = logging.getLogger(__name__)
 

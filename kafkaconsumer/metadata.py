@@ -32,8 +32,8 @@ from kafkaconsumer.errors import (
     KafkaError,
     for_code,
 )
-from kafkaconsumer.internals.clock import SYSTEM_TIME
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ The consumer's own metric sets live at the bottom: :class:`FetchManagerMetrics`
 (``consumer-fetch-manager-metrics``), :class:`ConsumerCoordinatorMetrics`
 (``consumer-coordinator-metrics``) and :class:`KafkaConsumerMetrics` (``consumer-metrics``).
 
-All times come from an injectable :class:`~kafkaconsumer.internals.clock.Time`, so tests drive
+All times come from an injectable :class:`~kafkaconsumer.utils.clock.Time`, so tests drive
 windows with a ``MockTime``.
 """
 
@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 
 logger = logging.getLogger(__name__)
 

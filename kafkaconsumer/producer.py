@@ -44,8 +44,6 @@ from kafkaconsumer.errors import (
     UnsupportedVersionError,
     for_code,
 )
-from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
-from kafkaconsumer.internals.timer import to_timeout_ms
 from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
@@ -54,6 +52,8 @@ from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.record import encode_batch
 from kafkaconsumer.serialization import resolve_serializer
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.timer import to_timeout_ms
 
 logger = logging.getLogger(__name__)
 

@@ -199,3 +199,28 @@ def test_known_gap_is_still_open(item: str) -> None:
         + _print_problems()
     )
     assert item not in problems
+
+
+# The layers below the engine: they must not import from it (docs/architecture.md).
+LOWER_LAYERS = ("kafkaconsumer/utils/", "kafkaconsumer/network/", "kafkaconsumer/protocol/",
+                "kafkaconsumer/record/", "kafkaconsumer/metadata.py")
+
+
+def test_lower_layers_do_not_import_internals() -> None:
+    offenders = []
+    for path in _modules():
+        rel = _rel(path)
+        if not rel.startswith(LOWER_LAYERS):
+            continue
+        for node in ast.walk(_parse(path)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "kafkaconsumer.internals"
+            ):
+                offenders.append(f"{rel}:{node.lineno} imports {node.module}")
+            elif isinstance(node, ast.Import):
+                offenders += [
+                    f"{rel}:{node.lineno} imports {a.name}"
+                    for a in node.names
+                    if a.name.startswith("kafkaconsumer.internals")
+                ]
+    assert offenders == []

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
-from kafkaconsumer.internals.timer import Timer
 from kafkaconsumer.network.client import coordinator_node_id
 from kafkaconsumer.network.future import Future
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 

@@ -47,7 +47,6 @@ from kafkaconsumer.internals.assignors import (
     resolve_assignors,
     validate_cooperative_assignment,
 )
-from kafkaconsumer.internals.clock import Time
 from kafkaconsumer.internals.consumer_protocol import (
     PROTOCOL_TYPE,
     Subscription,
@@ -61,10 +60,11 @@ from kafkaconsumer.internals.subscription_state import (
     LeaderAndEpoch,
     SubscriptionState,
 )
-from kafkaconsumer.internals.timer import Timer
 from kafkaconsumer.listener import RevocationTracker
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafkaconsumer.utils.clock import Time
+from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 

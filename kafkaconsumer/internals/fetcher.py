@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
 from kafkaconsumer.internals.completed_fetch import CompletedFetch
 from kafkaconsumer.internals.fetch_session import (
     ZERO_UUID,
@@ -35,10 +34,11 @@ from kafkaconsumer.internals.subscription_state import (
     SubscriptionState,
     current_leader,
 )
-from kafkaconsumer.internals.timer import Timer
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.record import decode_fetched_records
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 

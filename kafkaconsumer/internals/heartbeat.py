@@ -7,9 +7,9 @@
 - poll timer: how long since the application last called ``poll()`` (``max.poll.interval.ms``);
   when it expires the member must leave the group so that its partitions move on.
 
-All times are integer milliseconds of a monotonic :class:`~kafkaconsumer.internals.clock.Time`.
+All times are integer milliseconds of a monotonic :class:`~kafkaconsumer.utils.clock.Time`.
 Every method takes an optional ``now``; ``None`` reads the clock, so production code may omit
-it and tests drive a :class:`~kafkaconsumer.internals.clock.MockTime`.
+it and tests drive a :class:`~kafkaconsumer.utils.clock.MockTime`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
-from kafkaconsumer.internals.timer import Timer
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
 from kafkaconsumer.internals.subscription_state import (
     EpochEndOffset,
     FetchPosition,
@@ -31,9 +30,10 @@ from kafkaconsumer.internals.subscription_state import (
     SubscriptionState,
     current_leader,
 )
-from kafkaconsumer.internals.timer import Timer
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 

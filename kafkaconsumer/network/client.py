@@ -38,13 +38,13 @@ from kafkaconsumer.errors import (
     NodeNotReadyError,
     UnsupportedVersionError,
 )
-from kafkaconsumer.internals.clock import SYSTEM_TIME
 from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.connection import BrokerConnection
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.network.sasl import OAuthTokenCache
 from kafkaconsumer.network.ssl_context import build_ssl_context
 from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.utils.clock import SYSTEM_TIME
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ _JITTER = 0.2
 
 
 class Clock(Protocol):
-    """Anything with ``monotonic_ms()`` (``kafkaconsumer.internals.clock.Time`` fits).
+    """Anything with ``monotonic_ms()`` (``kafkaconsumer.utils.clock.Time`` fits).
 
     Thread-safety: a protocol; behind a ConsumerNetworkClient an implementation is read from
     several threads and must allow it (the ``Time`` implementations do).

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from kafkaconsumer.config import ConsumerConfig
-from kafkaconsumer.internals.clock import MockTime
 from kafkaconsumer.metrics import (
     Avg,
     ConsumerCoordinatorMetrics,
@@ -28,6 +27,7 @@ from kafkaconsumer.metrics import (
     WindowedCount,
 )
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import MockTime
 
 G = "test-group"
 

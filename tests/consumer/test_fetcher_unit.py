@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from kafkaconsumer.errors import RecordDeserializationError
-from kafkaconsumer.internals.clock import MockTime
 from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
 from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.record import encode_batch
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from kafkaconsumer.internals.clock import MockTime
 from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
 from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
@@ -15,6 +14,7 @@ from kafkaconsumer.internals.subscription_state import (
 )
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import MockTime
 
 from .test_fetcher_unit import FakeMetadata
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kafkaconsumer.consumer import KafkaConsumer
-from kafkaconsumer.internals.clock import MockTime
 from kafkaconsumer.internals.fetcher import Fetch
-from kafkaconsumer.internals.timer import Timer
+from kafkaconsumer.utils.clock import MockTime
+from kafkaconsumer.utils.timer import Timer
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,8 +6,8 @@ import datetime
 
 import pytest
 
-from kafkaconsumer.internals.clock import MockTime
-from kafkaconsumer.internals.timer import Timer, to_timeout_ms
+from kafkaconsumer.utils.clock import MockTime
+from kafkaconsumer.utils.timer import Timer, to_timeout_ms
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
 from kafkaconsumer.internals.subscription_state import SubscriptionState
-from kafkaconsumer.internals.timer import Timer
 from kafkaconsumer.listener import ConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.timer import Timer
 
 #: Fast settings so that tests spend little time waiting for timers.
 FAST = {

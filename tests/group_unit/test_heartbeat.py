@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from kafkaconsumer.internals.clock import MockTime
 from kafkaconsumer.internals.heartbeat import Heartbeat
+from kafkaconsumer.utils.clock import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from kafkaconsumer.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
-from kafkaconsumer.internals.clock import MockTime
 from kafkaconsumer.metadata import ConsumerMetadata, Metadata
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import MockTime
 
 TID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 

@@ -12,7 +12,7 @@ import time as _time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kafkaconsumer.internals.timer import Timer
+    from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +39,8 @@ class Time:
             _time.sleep(ms / 1000.0)
 
     def timer(self, timeout_ms: float) -> Timer:
-        """A :class:`~kafkaconsumer.internals.timer.Timer` that expires ``timeout_ms`` from now."""
-        from kafkaconsumer.internals.timer import Timer
+        """A :class:`~kafkaconsumer.utils.timer.Timer` that expires ``timeout_ms`` from now."""
+        from kafkaconsumer.utils.timer import Timer
 
         return Timer(self, timeout_ms)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import logging
 
-from kafkaconsumer.internals.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 
 logger = logging.getLogger(__name__)
 
