@@ -1,17 +1,22 @@
-"""Consume throughput: this client against kafka-python, aiokafka and confluent-kafka.
+"""Consume throughput: this client against kafka-python, aiokafka and confluent-kafka, as
+fractions of the broker's serve ceiling measured in the same run.
 
-One run: produce ``--records`` values of ``--size`` bytes into ``--partitions`` partitions (one
-topic per codec, written once by confluent-kafka), then let each client consume every record of
-each topic from the beginning (manual assignment, no group), each in its own subprocess so CPU
-time and peak RSS are per client. Every loop touches every record's value (``len(value)``).
+One run: for every combination of ``--sizes``, ``--partitions`` and ``--codecs``, produce
+``--records`` values into a fresh topic (written once by confluent-kafka), measure the broker's
+serve ceiling on it (``ceiling.py``: a bare Fetch loop reading batch headers only), then let
+each client consume every record from the beginning (manual assignment, no group), each in its
+own subprocess. Every loop touches every record's value (``len(value)``).
 
     python benchmarks/consume.py                      # embedded broker, 1,000,000 records
     python benchmarks/consume.py --records 200000 --codecs none
-    python benchmarks/consume.py --bootstrap 127.0.0.1:9092
+    python benchmarks/consume.py --bootstrap 127.0.0.1:9092 --sizes 100,1024 --partitions 8,256
 
-Prints records/s, CPU microseconds per record, peak RSS and the ratios of this client to each
-peer. Settings are each client's defaults except where the clients differ in meaning: no group,
-no auto-commit, start at the beginning.
+Prints, per client: records/s, the fraction of the ceiling, CPU microseconds per record of the
+consume loop (every thread of the process: librdkafka and aiokafka work off-thread; the first
+poll, which connects, is inside the loop), peak RSS, this client's speed divided by the
+client's, and a checksum check. A markdown table of every row follows at the end. Settings are
+each client's defaults except where the clients differ in meaning: no group, no auto-commit,
+start at the beginning.
 """
 
 from __future__ import annotations
@@ -30,11 +35,11 @@ CLIENTS = ("kafkaconsumer", "kafka-python", "aiokafka", "confluent-kafka")
 
 
 # --------------------------------------------------------------------------- workers
-# Each worker consumes exactly `records` records and returns (elapsed_s, checksum); the parent
-# measures nothing itself: the worker reports its own CPU time and peak RSS.
+# Each worker consumes exactly `records` records and returns (elapsed_s, checksum, cpu_s): wall
+# and process CPU time (every thread) of its consume loop; the parent measures nothing itself.
 
 def _work_kafkaconsumer(bootstrap: str, topic: str, partitions: int, records: int
-                        ) -> tuple[float, int]:
+                        ) -> tuple[float, int, float]:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from kafkaconsumer.consumer import KafkaConsumer
     from kafkaconsumer.structs import TopicPartition
@@ -44,18 +49,20 @@ def _work_kafkaconsumer(bootstrap: str, topic: str, partitions: int, records: in
     c.assign(tps)
     c.seek_to_beginning(tps)
     n = total = 0
+    cpu0 = time.process_time()
     start = time.perf_counter()
     while n < records:
         for rec in c.poll(timeout_ms=1000):
             total += len(rec.value)
             n += 1
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
     c.close()
-    return elapsed, total
+    return elapsed, total, cpu
 
 
 def _work_kafka_python(bootstrap: str, topic: str, partitions: int, records: int
-                       ) -> tuple[float, int]:
+                       ) -> tuple[float, int, float]:
     import kafka
 
     c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
@@ -64,6 +71,7 @@ def _work_kafka_python(bootstrap: str, topic: str, partitions: int, records: int
     c.assign(tps)
     c.seek_to_beginning(*tps)
     n = total = 0
+    cpu0 = time.process_time()
     start = time.perf_counter()
     while n < records:
         for recs in c.poll(timeout_ms=1000).values():
@@ -71,17 +79,18 @@ def _work_kafka_python(bootstrap: str, topic: str, partitions: int, records: int
                 total += len(rec.value)
                 n += 1
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
     c.close()
-    return elapsed, total
+    return elapsed, total, cpu
 
 
 def _work_aiokafka(bootstrap: str, topic: str, partitions: int, records: int
-                   ) -> tuple[float, int]:
+                   ) -> tuple[float, int, float]:
     import asyncio
 
     import aiokafka
 
-    async def run() -> tuple[float, int]:
+    async def run() -> tuple[float, int, float]:
         c = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                                       auto_offset_reset="earliest")
         await c.start()
@@ -89,6 +98,7 @@ def _work_aiokafka(bootstrap: str, topic: str, partitions: int, records: int
         c.assign(tps)
         await c.seek_to_beginning(*tps)
         n = total = 0
+        cpu0 = time.process_time()
         start = time.perf_counter()
         while n < records:
             batch = await c.getmany(timeout_ms=1000)
@@ -97,14 +107,15 @@ def _work_aiokafka(bootstrap: str, topic: str, partitions: int, records: int
                     total += len(rec.value)
                     n += 1
         elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu0
         await c.stop()
-        return elapsed, total
+        return elapsed, total, cpu
 
     return asyncio.run(run())
 
 
 def _work_confluent(bootstrap: str, topic: str, partitions: int, records: int
-                    ) -> tuple[float, int]:
+                    ) -> tuple[float, int, float]:
     import confluent_kafka
 
     # librdkafka requires a group.id even for manual assignment; nothing is committed.
@@ -114,6 +125,7 @@ def _work_confluent(bootstrap: str, topic: str, partitions: int, records: int
     c.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
               for p in range(partitions)])
     n = total = 0
+    cpu0 = time.process_time()
     start = time.perf_counter()
     while n < records:
         for msg in c.consume(num_messages=500, timeout=1.0):
@@ -123,8 +135,9 @@ def _work_confluent(bootstrap: str, topic: str, partitions: int, records: int
             total += len(value) if value is not None else 0
             n += 1
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
     c.close()
-    return elapsed, total
+    return elapsed, total, cpu
 
 
 WORKERS = {
@@ -138,15 +151,15 @@ WORKERS = {
 def worker_main(args: argparse.Namespace) -> None:
     """Run one client and print its measurements as one JSON line."""
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
-    elapsed, checksum = WORKERS[args.worker](args.bootstrap, args.topic, args.partitions,
-                                             args.records)
+    elapsed, checksum, loop_cpu = WORKERS[args.worker](args.bootstrap, args.topic,
+                                                       int(args.partitions), args.records)
     usage1 = resource.getrusage(resource.RUSAGE_SELF)
-    # CPU of the whole process (every thread: librdkafka and aiokafka work off-thread too),
-    # including start-up and connection; small next to the consume loop at these sizes.
-    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
-    print(json.dumps({"client": args.worker, "elapsed_s": elapsed, "cpu_s": cpu,
-                      "peak_rss_mb": _peak_rss_mb(usage1), "checksum": checksum,
-                      "records": args.records}))
+    # Imports and client construction are left out of cpu_s (they are start-up, not per-record
+    # work, and with bytecode caching off they would dominate small runs); process_s has them.
+    process = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+    print(json.dumps({"client": args.worker, "elapsed_s": elapsed, "cpu_s": loop_cpu,
+                      "process_cpu_s": process, "peak_rss_mb": _peak_rss_mb(usage1),
+                      "checksum": checksum, "records": args.records}))
 
 
 def _peak_rss_mb(usage: resource.struct_rusage) -> float:
@@ -199,37 +212,88 @@ def run_worker(client: str, bootstrap: str, topic: str, partitions: int, records
                timeout_s: float) -> dict[str, Any]:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap",
            bootstrap, "--topic", topic, "--partitions", str(partitions), "--records", str(records)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    if out.returncode != 0:
+    return _run_json(client, cmd, timeout_s)
+
+
+def run_ceiling(bootstrap: str, topic: str, records: int, timeout_s: float) -> dict[str, Any]:
+    """The broker's serve ceiling on ``topic`` (``ceiling.py`` in its own process)."""
+    cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ceiling.py"),
+           "--bootstrap", bootstrap, "--topic", topic, "--records", str(records), "--json",
+           "--timeout", str(timeout_s)]
+    return _run_json("ceiling", cmd, timeout_s)
+
+
+def _run_json(client: str, cmd: list[str], timeout_s: float) -> dict[str, Any]:
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return {"client": client, "error": f"no result within {timeout_s:.0f} s"}
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode != 0 or not lines:
         return {"client": client, "error": (out.stderr or out.stdout).strip()[-400:]}
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
-    return dict(json.loads(line))
+    return dict(json.loads(lines[-1]))
 
 
-def print_table(codec: str, results: list[dict[str, Any]], expected_checksum: int) -> None:
+def rate(r: dict[str, Any]) -> float:
+    """Records per second of one result."""
+    return float(r["records"]) / float(r["elapsed_s"])
+
+
+def print_table(label: str, ceiling: dict[str, Any] | None, results: list[dict[str, Any]],
+                expected_checksum: int) -> None:
     ours = next((r for r in results if r["client"] == "kafkaconsumer" and "error" not in r), None)
-    print(f"\ncodec={codec}")
-    print(f"{'client':<16}{'records/s':>12}{'CPU us/rec':>12}{'peak RSS MB':>13}"
+    top = rate(ceiling) if ceiling is not None and "error" not in ceiling else None
+    print(f"\n{label}")
+    if top is None:
+        print(f"  ceiling failed: {ceiling.get('error') if ceiling else 'not measured'}")
+    else:
+        print(f"  ceiling {top:,.0f} records/s")
+    print(f"{'client':<16}{'records/s':>12}{'ceiling':>9}{'CPU us/rec':>12}{'peak RSS MB':>13}"
           f"{'ours x':>9}{'check':>8}")
     for r in results:
         if "error" in r:
             print(f"{r['client']:<16}  failed: {r['error']}")
             continue
-        rate = r["records"] / r["elapsed_s"]
         cpu_us = r["cpu_s"] * 1e6 / r["records"]
-        ratio = ""
-        if ours is not None:
-            ratio = f"{(ours['records'] / ours['elapsed_s']) / rate:.2f}"
+        ratio = f"{rate(ours) / rate(r):.2f}" if ours is not None else ""
+        frac = f"{rate(r) / top:.0%}" if top else ""
         ok = "ok" if r["checksum"] == expected_checksum else "BAD"
-        print(f"{r['client']:<16}{rate:>12,.0f}{cpu_us:>12.2f}{r['peak_rss_mb']:>13.1f}"
-              f"{ratio:>9}{ok:>8}")
+        print(f"{r['client']:<16}{rate(r):>12,.0f}{frac:>9}{cpu_us:>12.2f}"
+              f"{r['peak_rss_mb']:>13.1f}{ratio:>9}{ok:>8}")
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """One markdown table of every (size, partitions, codec, client) result."""
+    out = ["| size | partitions | codec | client | records/s | of ceiling | CPU us/record "
+           "| peak RSS MB |", "|---:|---:|---|---|---:|---:|---:|---:|"]
+    for row in rows:
+        r = row["result"]
+        head = f"| {row['size']} | {row['partitions']} | {row['codec']} | {r['client']} "
+        if "error" in r:
+            out.append(head + "| failed | | | |")
+            continue
+        top = row["ceiling_rate"]
+        frac = f"{rate(r) / top:.0%}" if top and r["client"] != "ceiling" else ""
+        cpu = f"{r['cpu_s'] * 1e6 / r['records']:.2f}"
+        rss = f"{r['peak_rss_mb']:.0f}" if "peak_rss_mb" in r else ""
+        out.append(head + f"| {rate(r):,.0f} | {frac} | {cpu} | {rss} |")
+    return "\n".join(out)
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--size", type=int, default=100, help="value size in bytes")
-    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--sizes", "--size", default="100",
+                    help="value sizes in bytes, comma-separated (e.g. 100,1024)")
+    ap.add_argument("--partitions", default="8",
+                    help="partition counts, comma-separated (e.g. 8,256)")
     ap.add_argument("--codecs", default="none,lz4")
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--bootstrap", help="use this cluster instead of the embedded broker")
@@ -240,8 +304,13 @@ def main() -> None:
     if args.worker:
         worker_main(args)
         return
-    if args.records < 1 or args.size < 1 or args.partitions < 1:
-        ap.error("--records, --size and --partitions must be positive")
+    try:
+        sizes = _int_list(args.sizes)
+        partition_counts = _int_list(args.partitions)
+    except ValueError:
+        ap.error("--sizes and --partitions take comma-separated integers")
+    if args.records < 1 or not sizes or not partition_counts or min(sizes + partition_counts) < 1:
+        ap.error("--records, --sizes and --partitions must be positive")
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     for c in clients:
         if c not in WORKERS:
@@ -254,19 +323,34 @@ def main() -> None:
         broker = EmbeddedBroker()
         broker.start()
         bootstrap = broker.bootstrap_servers
+    rows: list[dict[str, Any]] = []
     try:
-        value = bytes(range(256)) * (args.size // 256 + 1)
-        expected = sum(len(value[i % 256:i % 256 + args.size]) for i in range(args.records))
-        print(f"{args.records:,} records of {args.size} bytes, {args.partitions} partitions, "
-              f"broker {bootstrap}{' (embedded)' if broker else ''}")
-        for codec in [c.strip() for c in args.codecs.split(",") if c.strip()]:
-            topic = f"bench-{codec}-{uuid.uuid4().hex[:8]}"
-            t0 = time.perf_counter()
-            produce(bootstrap, topic, args.partitions, args.records, args.size, codec)
-            print(f"produced {topic} in {time.perf_counter() - t0:.1f} s")
-            results = [run_worker(c, bootstrap, topic, args.partitions, args.records,
-                                  args.timeout) for c in clients]
-            print_table(codec, results, expected)
+        print(f"{args.records:,} records per topic, broker {bootstrap}"
+              f"{' (embedded)' if broker else ''}")
+        for size in sizes:
+            value = bytes(range(256)) * (size // 256 + 1)
+            expected = sum(len(value[i % 256:i % 256 + size]) for i in range(args.records))
+            for partitions in partition_counts:
+                for codec in [c.strip() for c in args.codecs.split(",") if c.strip()]:
+                    topic = f"bench-{codec}-{size}-{partitions}-{uuid.uuid4().hex[:8]}"
+                    t0 = time.perf_counter()
+                    produce(bootstrap, topic, partitions, args.records, size, codec)
+                    print(f"produced {topic} in {time.perf_counter() - t0:.1f} s")
+                    # Best of two ceiling runs, one before and one after the clients: the
+                    # broker's page cache is warm for both, and noise only lowers a rate.
+                    ceilings = [run_ceiling(bootstrap, topic, args.records, args.timeout)]
+                    results = [run_worker(c, bootstrap, topic, partitions, args.records,
+                                          args.timeout) for c in clients]
+                    ceilings.append(run_ceiling(bootstrap, topic, args.records, args.timeout))
+                    good = [c for c in ceilings if "error" not in c]
+                    ceiling = max(good, key=rate) if good else ceilings[0]
+                    print_table(f"{size} B, {partitions} partitions, codec={codec}", ceiling,
+                                results, expected)
+                    top = rate(ceiling) if "error" not in ceiling else None
+                    for r in [ceiling, *results]:
+                        rows.append({"size": size, "partitions": partitions, "codec": codec,
+                                     "ceiling_rate": top, "result": r})
+        print("\n" + markdown(rows))
     finally:
         if broker is not None:
             broker.stop()

@@ -1,0 +1,52 @@
+"""The ceiling and consume benchmarks still run and count every record (tiny sizes, no timings)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import ceiling, consume
+from tests.consumer.conftest import create_topic, produce, simple_records
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ceiling_counts_every_record_of_every_partition(broker: Any) -> None:
+    topic = create_topic(broker.bootstrap_servers, 3, prefix="ceil")
+    produce(broker.bootstrap_servers, topic, simple_records(3, 40, size=100))
+    result = ceiling.measure(broker.bootstrap_servers, topic, 120, timeout_s=30)
+    assert result["records"] == 120
+    assert result["connections"] == 1
+    assert result["bytes"] > 120 * 100
+
+
+def test_consume_prints_fractions_of_the_ceiling(broker: Any) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "consume.py"), "--bootstrap",
+         broker.bootstrap_servers, "--records", "300", "--codecs", "none",
+         "--clients", "kafkaconsumer", "--sizes", "100", "--partitions", "2", "--timeout", "60"],
+        capture_output=True, text=True, timeout=110, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    ours = [ln for ln in lines if ln.startswith("kafkaconsumer ")]
+    assert ours and ours[0].split()[-1] == "ok", out.stdout
+    assert "%" in ours[0]  # the fraction of the ceiling
+    table = [ln for ln in lines if ln.startswith("| 100 | 2 | none |")]
+    assert [row.split("|")[4].strip() for row in table] == ["ceiling", "kafkaconsumer"]
+
+
+def test_markdown_table_rows() -> None:
+    rows = [{"size": 100, "partitions": 8, "codec": "lz4", "ceiling_rate": 1000.0,
+             "result": {"client": "kafkaconsumer", "records": 500, "elapsed_s": 1.0,
+                        "cpu_s": 0.0005, "peak_rss_mb": 40.0}},
+            {"size": 100, "partitions": 8, "codec": "lz4", "ceiling_rate": 1000.0,
+             "result": {"client": "aiokafka", "error": "boom"}}]
+    text = consume.markdown(rows)
+    assert "| 100 | 8 | lz4 | kafkaconsumer | 500 | 50% | 1.00 | 40 |" in text
+    assert "| 100 | 8 | lz4 | aiokafka | failed |" in text
