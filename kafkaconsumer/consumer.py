@@ -450,7 +450,7 @@ class KafkaConsumer:
                 timer.update()
             raise Errors.KafkaTimeoutError(
                 f"Timeout of {timer.timeout_ms}ms expired before the position for partition "
-                f"{tp} could be determined")
+                f"{tp} could be determined{self._last_error_note()}")
         finally:
             self._release()
 
@@ -624,8 +624,15 @@ class KafkaConsumer:
             timer.update()
             if timer.is_expired():
                 raise Errors.KafkaTimeoutError(
-                    f"Timeout of {timer.timeout_ms}ms expired before fetching topic metadata")
+                    f"Timeout of {timer.timeout_ms}ms expired before fetching topic metadata"
+                    f"{self._last_error_note()}")
             timer.sleep(min(self._retry_backoff_ms, timer.remaining_ms))
+
+    def _last_error_note(self) -> str:
+        """Why the cluster could not be reached, for a timeout message (empty when unknown):
+        a timeout alone hides a wrong address or security.protocol."""
+        last = self._metadata.last_error or self._net.last_connection_error
+        return f" (last error: {last})" if last is not None else ""
 
     # -- group API (delegates to the coordinator) -------------------------------------------
     def _offsets_arg(self, offsets: Mapping[TopicPartition, Any] | None
@@ -662,7 +669,7 @@ class KafkaConsumer:
             if not coordinator.commit_offsets_sync(to_commit, timer):
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before successfully committing "
-                    f"offsets {to_commit}")
+                    f"offsets {to_commit}{self._last_error_note()}")
         finally:
             self._release()
 
@@ -689,7 +696,8 @@ class KafkaConsumer:
             if result is None:
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before the last committed offset "
-                    f"for partitions {sorted(map(str, tps))} could be determined")
+                    f"for partitions {sorted(map(str, tps))} could be determined"
+                    f"{self._last_error_note()}")
             out: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in tps}
             for tp, om in result.items():
                 out[tp] = om

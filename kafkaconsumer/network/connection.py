@@ -10,7 +10,10 @@ It owns the socket, the send buffer (partial writes resume where they stopped), 
 buffer (partial reads accumulate until a whole size-prefixed frame is there), and the queue of
 in-flight requests. Responses arrive in request order on a Kafka connection, so every response's
 correlation id must match the oldest in-flight request; a mismatch or undecodable bytes close the
-connection. The owning :class:`~kafkaconsumer.network.client.NetworkClient` registers the socket
+connection. A frame size is checked before anything is allocated for it: before READY it must
+fit an ApiVersions/SASL answer (1 MiB), after READY twice the largest fetch we ask for (at least
+64 MiB), as Java's ``NetworkReceive`` bounds its receives. A peer whose first bytes are a TLS
+record or an HTTP (or other text protocol) reply is named in the error, logged at WARNING. The owning :class:`~kafkaconsumer.network.client.NetworkClient` registers the socket
 with its selector (:meth:`BrokerConnection.interest`) and calls :meth:`BrokerConnection.on_io`.
 """
 
@@ -51,18 +54,53 @@ from kafkaconsumer.protocol import (
 logger = logging.getLogger(__name__)
 
 __all__ = ["ConnectionState", "BrokerConnection", "InFlightRequest", "CLIENT_SOFTWARE_NAME",
-           "CLIENT_SOFTWARE_VERSION"]
+           "CLIENT_SOFTWARE_VERSION", "describe_foreign_peer"]
 
 CLIENT_SOFTWARE_NAME = "kafkaconsumer-python"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 
 _SIZE = struct.Struct(">i")
 _CHUNK = 65536
-# A response larger than this is taken for garbage (an HTTP server answering, say) rather than
-# allocated: Kafka's own fetch.max.bytes is 50 MiB by default.
-_MAX_FRAME_DEFAULT = 512 * 1024 * 1024
+# The receive limit of a ready connection (Java: NetworkReceive's maxSize). A size above it is
+# taken for garbage, never allocated. The largest response we expect is a fetch: about
+# fetch.max.bytes, but the broker may exceed that by one oversized first batch, hence twice it;
+# and never below this floor, which covers metadata of large clusters.
+_MIN_RECEIVE_LIMIT = 64 * 1024 * 1024
+# Before READY only ApiVersions and SASL answers arrive: a few KiB. A bigger first "size" is a
+# peer that is not a Kafka listener (a TLS alert read as a size claims 336 MiB).
+_SETUP_RECEIVE_LIMIT = 1024 * 1024
 
 _UNSUPPORTED_VERSION = 35
+
+
+def describe_foreign_peer(head: bytes) -> str | None:
+    """Name the protocol a peer speaks from the first bytes it sent, when they are not Kafka.
+
+    Returns None when the bytes do not look like any protocol we know (they may still be
+    garbage; the caller decides from the size).
+    """
+    if len(head) >= 3 and head[0] in _TLS_CONTENT_TYPES and head[1] == 3 and head[2] <= 4:
+        kind = _TLS_CONTENT_TYPES[head[0]]
+        detail = ""
+        if head[0] == 0x15 and len(head) >= 7:
+            detail = f" ({_TLS_ALERTS.get(head[6], f'alert {head[6]}')})"
+        return (f"it answered with a TLS {kind} record{detail}, so it expects TLS "
+                "(security.protocol SSL or SASL_SSL)")
+    for prefix, name in ((b"HTTP/", "an HTTP server"), (b"SSH-", "an SSH server"),
+                         (b"220 ", "an SMTP or FTP server"), (b"+OK", "a POP3 server"),
+                         (b"-ERR", "a Redis server")):
+        if head.startswith(prefix):
+            line = head.split(b"\r", 1)[0].split(b"\n", 1)[0][:60]
+            text = line.decode("ascii", "replace")
+            return f"{name} answered ({text!r})"
+    return None
+
+
+_TLS_CONTENT_TYPES = {0x14: "change_cipher_spec", 0x15: "alert", 0x16: "handshake",
+                      0x17: "application_data"}
+_TLS_ALERTS = {10: "unexpected_message", 40: "handshake_failure", 42: "bad_certificate",
+               47: "illegal_parameter", 50: "decode_error", 70: "protocol_version",
+               80: "internal_error", 112: "unrecognized_name"}
 
 
 class ConnectionState(enum.Enum):
@@ -140,7 +178,9 @@ class BrokerConnection:
         self._max_in_flight = max(1, int(config.get("max.in.flight.requests.per.connection", 100)))
         self._rcvbuf = int(config.get("receive.buffer.bytes", 65536))
         self._sndbuf = int(config.get("send.buffer.bytes", 131072))
-        self._max_frame = max(_MAX_FRAME_DEFAULT, 2 * int(config.get("fetch.max.bytes", 0) or 0))
+        largest_fetch = max(int(config.get("fetch.max.bytes", 0) or 0),
+                            int(config.get("max.partition.fetch.bytes", 0) or 0))
+        self._max_frame = max(_MIN_RECEIVE_LIMIT, 2 * largest_fetch)
 
         self.state = ConnectionState.DISCONNECTED
         self.sock: socket.socket | None = None
@@ -642,10 +682,9 @@ class BrokerConnection:
 
     def _start_frame(self, size: int, data: memoryview) -> bool:
         """Take a frame of ``size`` starting at ``data``; False when it is incomplete/fatal."""
-        if size < 0 or size > self._max_frame:
-            self.close(KafkaConnectionError(
-                f"node {self.node_id} sent an invalid response size {size}; closing the "
-                "connection (is this a Kafka listener?)"))
+        limit = self._max_frame if self.state is ConnectionState.READY else _SETUP_RECEIVE_LIMIT
+        if size < 0 or size > limit:
+            self._reject_size(size, data, limit)
             return False
         if len(data) >= size:
             self._on_frame(data[:size])
@@ -655,6 +694,32 @@ class BrokerConnection:
         self._frame = frame
         self._frame_pos = len(data)
         return False
+
+    def _reject_size(self, size: int, data: memoryview, limit: int) -> None:
+        """Close on a size no Kafka response of this connection can have, naming what the
+        peer looks like when its first bytes tell."""
+        head = _SIZE.pack(size) + bytes(data[:60])
+        where = f"node {self.node_id} ({self.host}:{self.port})"
+        peer = describe_foreign_peer(head) if self.state is not ConnectionState.READY else None
+        if peer is not None:
+            message = (f"{where} is not a Kafka {self._protocol_name()} listener: {peer}; "
+                       "closing the connection")
+        elif self.state is ConnectionState.READY:
+            message = (f"{where} sent a response of {size} bytes, above the receive limit of "
+                       f"{limit} bytes (twice fetch.max.bytes, at least "
+                       f"{_MIN_RECEIVE_LIMIT}); closing the connection")
+        else:
+            message = (f"{where} answered with bytes that are not a Kafka response (first "
+                       f"bytes {head[:16].hex(' ')}); closing the connection")
+        # A misconfigured address or security.protocol: worth a WARNING on every attempt
+        # (the reconnect backoff spaces them out).
+        logger.warning("%s", message)
+        self.close(KafkaConnectionError(message))
+
+    def _protocol_name(self) -> str:
+        if self._use_ssl:
+            return "SASL_SSL" if self._use_sasl else "SSL"
+        return "SASL_PLAINTEXT" if self._use_sasl else "PLAINTEXT"
 
     def _on_frame(self, frame: memoryview) -> None:
         if self.state is ConnectionState.DISCONNECTED:
