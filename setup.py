@@ -14,6 +14,9 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 PYX = os.path.join("kafkaconsumer", "record", "_crecords.pyx")
+# The Arrow decoder (kafkaconsumer.arrow); it needs only the C compiler, pyarrow is imported at
+# run time.
+ARROW_PYX = os.path.join("kafkaconsumer", "record", "_carrow.pyx")
 
 
 class OptionalBuildExt(build_ext):
@@ -47,14 +50,13 @@ def extensions() -> list[Extension]:
     except ImportError:
         sys.stderr.write("WARNING: Cython is not installed; building without the extension.\n")
         return []
-    ext = Extension(
-        "kafkaconsumer.record._crecords",
-        [PYX],
-        extra_compile_args=["-O2"] if os.name != "nt" else [],
-    )
+    args = ["-O2"] if os.name != "nt" else []
+    exts = [Extension("kafkaconsumer.record._crecords", [PYX], extra_compile_args=args)]
+    if os.path.exists(ARROW_PYX):
+        exts.append(Extension("kafkaconsumer.record._carrow", [ARROW_PYX], extra_compile_args=args))
     return list(
         cythonize(
-            [ext],
+            exts,
             language_level=3,
             compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
             quiet=True,

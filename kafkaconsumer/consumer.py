@@ -283,6 +283,45 @@ class KafkaConsumer:
         Returns at most ``max.poll.records`` records. Drives the group protocol, offset resets
         and fetching; raises :class:`WakeupError` if :meth:`wakeup` was called.
         """
+        fetch = self._poll(timeout_ms, None, False)
+        if fetch is None:
+            return ConsumerRecords.EMPTY
+        records = ConsumerRecords(fetch.records)
+        if self._interceptors:
+            records = self._interceptors.on_consume(records)
+        return records
+
+    def poll_arrow(self, timeout_ms: Timeout = 0, max_records: int | None = None, *,
+                   include_headers: bool = False) -> Any:
+        """:meth:`poll`, with the records as one ``pyarrow.RecordBatch``.
+
+        The columns are Spark's Kafka source schema (``kafkaconsumer.arrow.SCHEMA``; with
+        ``include_headers`` also ``headers``), decoded from the fetched batches without a
+        Python object per record. Keys and values are the raw bytes. Positions, auto-commit and
+        ``commit_sync()`` move exactly as with :meth:`poll`; at most ``max_records`` (default
+        ``max.poll.records``) rows. The two may be mixed on one consumer. Needs ``pyarrow``;
+        raises :class:`IllegalStateError` when deserializers or interceptors are configured
+        (they work on record objects: use :meth:`poll`).
+        """
+        from kafkaconsumer import arrow
+
+        if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
+            raise ValueError(f"max_records must be a positive int, not {max_records!r}")
+        if (self._key_deserializer is not None or self._value_deserializer is not None
+                or self._interceptors):
+            raise Errors.IllegalStateError(
+                "poll_arrow() returns raw bytes and runs no interceptors: configure no "
+                "key.deserializer/value.deserializer/interceptor.classes, or use poll()")
+        fetch = self._poll(timeout_ms, max_records, True)
+        if fetch is None or not fetch.records:
+            return arrow.empty_batch(include_headers)
+        parts = [recs.to_batch(include_headers) for recs in fetch.records.values()
+                 if len(recs)]
+        if not parts:
+            return arrow.empty_batch(include_headers)
+        return parts[0] if len(parts) == 1 else arrow.concat_batches(parts)
+
+    def _poll(self, timeout_ms: Timeout, max_records: int | None, arrow: bool) -> Any:
         ms = to_timeout_ms(timeout_ms, 0)
         self._acquire_and_ensure_open()
         self._consumer_metrics.record_poll_start()
@@ -297,18 +336,15 @@ class KafkaConsumer:
             while True:
                 self._maybe_trigger_wakeup()
                 self._update_assignment_metadata_if_needed(timer)
-                fetch = self._poll_for_fetches(timer)
+                fetch = self._poll_for_fetches(timer, max_records, arrow)
                 if not fetch.is_empty():
                     # Pipelining: the next fetch goes out while the user handles these records.
                     if self._fetcher.send_fetches() > 0:
                         self._client.poll_no_wakeup()
-                    records = ConsumerRecords(fetch.records)
-                    if self._interceptors:
-                        records = self._interceptors.on_consume(records)
-                    return records
+                    return fetch
                 timer.update()
                 if timer.is_expired():
-                    return ConsumerRecords.EMPTY
+                    return None
         except Errors.WakeupError:
             self._wakeup_requested.clear()
             raise
@@ -341,12 +377,13 @@ class KafkaConsumer:
         self._offset_fetcher.reset_positions_if_needed()
         return True
 
-    def _poll_for_fetches(self, timer: Timer) -> Any:
+    def _poll_for_fetches(self, timer: Timer, max_records: int | None = None,
+                          arrow: bool = False) -> Any:
         poll_ms = timer.remaining_ms
         if self._coordinator is not None:
             poll_ms = min(poll_ms,
                           max(0, self._coordinator.time_to_next_poll(timer.current_time_ms)))
-        fetch = self._fetcher.collect_fetch()
+        fetch = self._fetcher.collect_fetch(max_records, arrow)
         if not fetch.is_empty():
             return fetch
         self._fetcher.send_fetches()
@@ -364,7 +401,7 @@ class KafkaConsumer:
                 # Responses may have freed nodes for another fetch (or asked for a reset).
                 self._fetcher.send_fetches()
         timer.update(poll_timer.current_time_ms)
-        return self._fetcher.collect_fetch()
+        return self._fetcher.collect_fetch(max_records, arrow)
 
     # -- positions -------------------------------------------------------------------------
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:

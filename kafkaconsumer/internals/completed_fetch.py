@@ -80,6 +80,12 @@ class CompletedFetch:
         self.is_consumed = True
         self.records = []
 
+    def convert_remaining(self, convert: Any) -> None:
+        """Replace the records not yet handed out by ``convert(those records)`` (an
+        application switching between ``poll()`` and ``poll_arrow()`` mid-partition)."""
+        self.records = convert(self.records[self._pos:])
+        self._pos = 0
+
     def drain(self) -> None:
         """Discard whatever is left (stale position, revoked or unfetchable partition)."""
         self.is_consumed = True

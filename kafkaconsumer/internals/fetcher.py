@@ -35,7 +35,7 @@ from kafkaconsumer.internals.subscription_state import (
     current_leader,
 )
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.record import decode_fetched_records
+from kafkaconsumer.record import ConsumerRecord, decode_fetched_records
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
@@ -480,14 +480,16 @@ class Fetcher:
         """True when any response data is queued (fetchable or not)."""
         return bool(self._completed)
 
-    def collect_fetch(self) -> Fetch:
-        """Hand out up to ``max.poll.records`` buffered records, advancing positions.
+    def collect_fetch(self, max_records: int | None = None, arrow: bool = False) -> Fetch:
+        """Hand out up to ``max_records`` (default ``max.poll.records``) buffered records,
+        advancing positions; with ``arrow`` each partition's records are an
+        ``arrow.ArrowRecords`` (raw bytes, no deserializers) instead of a list.
 
         Raises the per-partition errors (offset out of range without reset policy, topic
         authorization, corrupt records, deserialization) on the user's thread.
         """
         fetch = Fetch()
-        remaining = self._config.max_poll_records
+        remaining = self._config.max_poll_records if max_records is None else max_records
         paused: list[CompletedFetch] = []
         try:
             while remaining > 0:
@@ -506,7 +508,7 @@ class Fetcher:
                         continue
                     if not cf.initialized:
                         try:
-                            initialized = self._initialize(cf)
+                            initialized = self._initialize(cf, arrow)
                         except Exception:
                             if fetch.num_records == 0 and not fetch.position_advanced:
                                 with self._lock:
@@ -527,7 +529,7 @@ class Fetcher:
                     self._next_in_line = None
                     continue
                 try:
-                    got = self._fetch_records(nil, remaining, fetch)
+                    got = self._fetch_records(nil, remaining, fetch, arrow)
                 except Exception:
                     if fetch.is_empty():
                         raise
@@ -544,7 +546,8 @@ class Fetcher:
         if self._completed and self._completed[0] is cf:
             self._completed.popleft()
 
-    def _fetch_records(self, cf: CompletedFetch, max_records: int, fetch: Fetch) -> int:
+    def _fetch_records(self, cf: CompletedFetch, max_records: int, fetch: Fetch,
+                       arrow: bool = False) -> int:
         tp = cf.tp
         subs = self._subscriptions
         if not subs.is_assigned(tp):
@@ -556,8 +559,14 @@ class Fetcher:
             if position is None:
                 raise Errors.IllegalStateError(f"missing position for fetchable partition {tp}")
             if cf.next_fetch_offset == position.offset:
-                records = cf.fetch_records(max_records, self._key_deserializer,
-                                           self._value_deserializer)
+                if arrow:
+                    records = self._fetch_arrow(cf, max_records)
+                else:
+                    if not isinstance(cf.records, list):
+                        # Decoded for poll_arrow(); poll() wants ConsumerRecords.
+                        cf.convert_remaining(lambda rest: rest.to_records(ConsumerRecord))
+                    records = cf.fetch_records(max_records, self._key_deserializer,
+                                               self._value_deserializer)
                 if cf.next_fetch_offset > position.offset:
                     subs.set_position(tp, FetchPosition(
                         cf.next_fetch_offset,
@@ -576,6 +585,18 @@ class Fetcher:
                          cf.next_fetch_offset, position.offset)
         cf.drain()
         return 0
+
+    @staticmethod
+    def _fetch_arrow(cf: CompletedFetch, max_records: int) -> Any:
+        from kafkaconsumer import arrow as arrow_mod
+
+        if isinstance(cf.records, list):
+            # Decoded for poll(); poll_arrow() wants Arrow.
+            def to_arrow(rest: list[Any]) -> Any:
+                batch, epochs = arrow_mod.records_to_arrow(rest, cf.tp.topic, cf.tp.partition)
+                return arrow_mod.ArrowRecords([batch], [epochs])
+            cf.convert_remaining(to_arrow)
+        return cf.fetch_records(max_records)
 
     def _record_consumed(self, cf: CompletedFetch, subs: SubscriptionState) -> None:
         # Once per partition response, when its last record is handed out: per-slice updates
@@ -599,7 +620,7 @@ class Fetcher:
         position = subs.position(cf.tp) if subs.is_assigned(cf.tp) else None
         return position is None or position.offset != cf.fetch_offset
 
-    def _initialize(self, cf: CompletedFetch) -> CompletedFetch | None:
+    def _initialize(self, cf: CompletedFetch, arrow: bool = False) -> CompletedFetch | None:
         """Check errors, cache watermarks and decode; None when the data is to be dropped."""
         tp = cf.tp
         part = cf.partition_data
@@ -613,11 +634,23 @@ class Fetcher:
                 return None
             raw = part.get("records")
             aborted = part.get("aborted_transactions") if self._config.read_committed else None
-            result = decode_fetched_records(
-                raw, tp.topic, tp.partition, cf.fetch_offset,
-                check_crcs=self._config.check_crcs,
-                read_committed=self._config.read_committed,
-                aborted_transactions=aborted)
+            if arrow:
+                from kafkaconsumer import arrow as arrow_mod
+
+                decoded = arrow_mod.decode_fetched_arrow(
+                    raw, tp.topic, tp.partition, cf.fetch_offset,
+                    check_crcs=self._config.check_crcs,
+                    read_committed=self._config.read_committed,
+                    aborted_transactions=aborted)
+                records: Any = arrow_mod.ArrowRecords.from_result(decoded)
+                next_offset = decoded.next_offset
+            else:
+                result = decode_fetched_records(
+                    raw, tp.topic, tp.partition, cf.fetch_offset,
+                    check_crcs=self._config.check_crcs,
+                    read_committed=self._config.read_committed,
+                    aborted_transactions=aborted)
+                records, next_offset = result.records, result.next_offset
             hw = part.get("high_watermark", -1)
             if hw is not None and hw >= 0:
                 subs.update_high_watermark(tp, hw)
@@ -632,7 +665,7 @@ class Fetcher:
                 expire = self._time.monotonic_ms() + self._config.metadata_max_age_ms
                 logger.debug("fetching %s from preferred read replica %d", tp, replica)
                 subs.update_preferred_read_replica(tp, replica, expire)
-            cf.set_decoded(result.records, result.next_offset)
+            cf.set_decoded(records, next_offset)
             return cf
         cf.drain()
         if error in _REFRESH_METADATA:

@@ -20,7 +20,7 @@ class CountingFetcher:
         self.available_checks = 0
         self.sends = 0
 
-    def collect_fetch(self) -> Fetch:
+    def collect_fetch(self, max_records: int | None = None, arrow: bool = False) -> Fetch:
         return Fetch()
 
     def send_fetches(self) -> int:

@@ -1,0 +1,349 @@
+"""Kafka records as Apache Arrow: record batches decoded straight into ``pyarrow`` arrays.
+
+The columns and types are those of Spark's Kafka source, so a ``pyarrow.RecordBatch`` from here
+becomes a Spark DataFrame without conversion:
+
+====================  =====================================================
+``key``               ``binary`` (null for a null key)
+``value``             ``binary`` (null for a tombstone)
+``topic``             ``string``
+``partition``         ``int32``
+``offset``            ``int64``
+``timestamp``         ``timestamp[ms, tz=UTC]``
+``timestampType``     ``int32`` (0 CreateTime, 1 LogAppendTime, -1 none)
+``headers``           ``list<struct<key: string, value: binary>>`` (when asked for)
+====================  =====================================================
+
+:func:`decode_fetched_arrow` is the Arrow twin of ``record.decode_fetched_records``: the same
+checks (CRC32C/CRC32, every codec, v0/v1/v2, control batches, aborted transactions under
+read_committed, offsets below the fetch offset dropped) and the same errors. The Cython module
+``record._carrow`` fills the Arrow buffers with no Python object per record; without it the
+object decoder's records are copied into the same buffers (slower, same arrays).
+
+:meth:`KafkaConsumer.poll_arrow` hands fetched data out as Arrow; :func:`read_offset_ranges`
+reads fixed offset ranges into a ``pyarrow.Table`` (the bounded read under the Spark
+integration). ``pyarrow`` is needed (the ``arrow`` extra).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from array import array
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+
+from kafkaconsumer.errors import CorruptRecordError
+from kafkaconsumer.record import _pyrecords
+from kafkaconsumer.record import decode_fetched_records as _decode_objects
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_WITH_HEADERS",
+    "USING_EXTENSION",
+    "ArrowDecodeResult",
+    "decode_fetched_arrow",
+    "records_to_arrow",
+    "schema",
+]
+
+HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+_FIELDS = [
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.timestamp("ms", tz="UTC")),
+    pa.field("timestampType", pa.int32()),
+]
+#: Spark's Kafka source schema, without headers.
+SCHEMA = pa.schema(_FIELDS)
+#: Spark's Kafka source schema with ``includeHeaders``.
+SCHEMA_WITH_HEADERS = pa.schema([*_FIELDS, pa.field("headers", HEADER_TYPE)])
+
+# The column tuple both decoders return (Cython: ``_carrow.decode_columns``):
+#   (key_validity | None, key_nulls, key_offsets, key_data,
+#    value_validity | None, value_nulls, value_offsets, value_data,
+#    offsets (int64), timestamps (int64 ms), timestamp_types (int32), leader_epochs (int32, -1),
+#    headers | None)
+# headers = (list_offsets (int32, one per row + 1), header_count, key_offsets, key_data,
+#            value_validity | None, value_nulls, value_offsets, value_data)
+# Buffers are any objects with the buffer protocol; offsets start at 0.
+
+_columns_impl: Any = None
+#: True when the Cython Arrow decoder is in use.
+USING_EXTENSION = False
+if os.environ.get("KAFKACONSUMER_NO_EXTENSIONS") != "1":
+    try:
+        from kafkaconsumer.record import _carrow  # type: ignore[attr-defined]
+    except ImportError as exc:
+        logger.debug("Cython Arrow decoder not available (%s); using the pure-Python one", exc)
+    else:
+        _columns_impl = _carrow.decode_columns
+        USING_EXTENSION = True
+
+
+def schema(include_headers: bool = False) -> pa.Schema:
+    """Spark's Kafka source schema, with the ``headers`` column when ``include_headers``."""
+    return SCHEMA_WITH_HEADERS if include_headers else SCHEMA
+
+
+class ArrowDecodeResult(NamedTuple):
+    """What :func:`decode_fetched_arrow` returns.
+
+    ``batch`` has the columns of :data:`SCHEMA_WITH_HEADERS` (headers always decoded);
+    ``leader_epochs`` is an int32 array, one per row (-1 unknown); ``next_offset`` and
+    ``partial`` mean what they mean in ``DecodeResult``.
+
+    Thread-safety: immutable.
+    """
+
+    batch: pa.RecordBatch
+    leader_epochs: pa.Array
+    next_offset: int
+    partial: bool
+
+
+def _buf(obj: Any) -> pa.Buffer | None:
+    return None if obj is None else pa.py_buffer(obj)
+
+
+def _binary(typ: pa.DataType, rows: int, valid: Any, nulls: int, offsets: Any,
+            data: Any) -> pa.Array:
+    return pa.Array.from_buffers(typ, rows, [_buf(valid), _buf(offsets), _buf(data)],
+                                 null_count=nulls)
+
+
+def _assemble(rows: int, cols: tuple[Any, ...], topic: str, partition: int
+              ) -> tuple[pa.RecordBatch, pa.Array]:
+    (kvalid, knulls, koffs, kdata, vvalid, vnulls, voffs, vdata, offsets, timestamps,
+     ts_types, epochs, hdr) = cols
+    arrays = [
+        _binary(pa.binary(), rows, kvalid, knulls, koffs, kdata),
+        _binary(pa.binary(), rows, vvalid, vnulls, voffs, vdata),
+        pa.repeat(pa.scalar(topic, pa.string()), rows),
+        pa.repeat(pa.scalar(partition, pa.int32()), rows),
+        pa.Array.from_buffers(pa.int64(), rows, [None, _buf(offsets)], null_count=0),
+        pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), rows, [None, _buf(timestamps)],
+                              null_count=0),
+        pa.Array.from_buffers(pa.int32(), rows, [None, _buf(ts_types)], null_count=0),
+    ]
+    if hdr is None:
+        hdr = (array("i", [0]) * (rows + 1), 0, array("i", [0]), b"", None, 0, array("i", [0]),
+               b"")
+    list_offsets, count, hkoffs, hkdata, hvvalid, hvnulls, hvoffs, hvdata = hdr
+    hkeys = _binary(pa.string(), count, None, 0, hkoffs, hkdata)
+    hvalues = _binary(pa.binary(), count, hvvalid, hvnulls, hvoffs, hvdata)
+    struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=list(HEADER_TYPE.value_type))
+    arrays.append(pa.Array.from_buffers(HEADER_TYPE, rows, [None, _buf(list_offsets)],
+                                        null_count=0, children=[struct]))
+    epoch_array = pa.Array.from_buffers(pa.int32(), rows, [None, _buf(epochs)], null_count=0)
+    return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA_WITH_HEADERS), epoch_array
+
+
+def _columns_from_records(records: Iterable[Any]) -> tuple[int, tuple[Any, ...]]:
+    """The column tuple of ConsumerRecords (the pure-Python decoder, legacy conversions)."""
+    kvalid, vvalid, hvvalid = bytearray(), bytearray(), bytearray()
+    koffs, voffs, hkoffs, hvoffs, loffs = (array("i", [0]) for _ in range(5))
+    kdata, vdata, hkdata, hvdata = bytearray(), bytearray(), bytearray(), bytearray()
+    offsets, timestamps = array("q"), array("q")
+    ts_types, epochs = array("i"), array("i")
+    knulls = vnulls = hvnulls = rows = hcount = 0
+    for rec in records:
+        if rows & 7 == 0:
+            kvalid.append(0)
+            vvalid.append(0)
+        key, value = rec.key, rec.value
+        if key is None:
+            knulls += 1
+        else:
+            kdata += key
+            kvalid[rows >> 3] |= 1 << (rows & 7)
+        koffs.append(len(kdata))
+        if value is None:
+            vnulls += 1
+        else:
+            vdata += value
+            vvalid[rows >> 3] |= 1 << (rows & 7)
+        voffs.append(len(vdata))
+        offsets.append(rec.offset)
+        timestamps.append(rec.timestamp)
+        ts_types.append(rec.timestamp_type)
+        epochs.append(-1 if rec.leader_epoch is None else rec.leader_epoch)
+        for hkey, hvalue in rec.headers:
+            if hcount & 7 == 0:
+                hvvalid.append(0)
+            hkdata += hkey.encode("utf-8")
+            hkoffs.append(len(hkdata))
+            if hvalue is None:
+                hvnulls += 1
+            else:
+                hvdata += hvalue
+                hvvalid[hcount >> 3] |= 1 << (hcount & 7)
+            hvoffs.append(len(hvdata))
+            hcount += 1
+        loffs.append(hcount)
+        rows += 1
+    hdr = (loffs, hcount, hkoffs, hkdata, hvvalid if hvnulls else None, hvnulls, hvoffs, hvdata)
+    return rows, (kvalid if knulls else None, knulls, koffs, kdata, vvalid if vnulls else None,
+                  vnulls, voffs, vdata, offsets, timestamps, ts_types, epochs, hdr)
+
+
+def records_to_arrow(records: list[Any], topic: str, partition: int
+                     ) -> tuple[pa.RecordBatch, pa.Array]:
+    """ConsumerRecords of one partition (raw bytes keys and values) as ``(batch,
+    leader_epochs)`` with :data:`SCHEMA_WITH_HEADERS`."""
+    rows, cols = _columns_from_records(records)
+    return _assemble(rows, cols, topic, partition)
+
+
+def decode_fetched_arrow(data: bytes | bytearray | memoryview | None, topic: str,
+                         partition: int, fetch_offset: int, *, check_crcs: bool = True,
+                         read_committed: bool = False,
+                         aborted_transactions: Iterable[Mapping[str, int]] | None = None,
+                         _force_python: bool = False) -> ArrowDecodeResult:
+    """Decode a Fetch response partition's ``records`` into one Arrow record batch.
+
+    Same contract, checks and errors as ``record.decode_fetched_records`` (docs/internals.md,
+    record/), with the records as the columns of :data:`SCHEMA_WITH_HEADERS` instead of objects.
+    """
+    if _columns_impl is not None and not _force_python:
+        rows, cols, next_offset, partial = _columns_impl(
+            data, topic, partition, fetch_offset, check_crcs=check_crcs,
+            read_committed=read_committed, aborted_transactions=aborted_transactions,
+            include_headers=True, legacy_decode=_decode_objects)
+    else:
+        decode = _pyrecords.decode_fetched_records if _force_python else _decode_objects
+        result = decode(data, topic, partition, fetch_offset, check_crcs=check_crcs,
+                        read_committed=read_committed, aborted_transactions=aborted_transactions)
+        rows, cols = _columns_from_records(result.records)
+        next_offset, partial = result.next_offset, result.partial
+    batch, epochs = _assemble(rows, cols, topic, partition)
+    hdr = cols[12]
+    if hdr is not None and hdr[1]:
+        # Header keys must be UTF-8 for a string column (the object decoder checks each).
+        try:
+            batch.column(7).values.field(0).validate(full=True)
+        except pa.ArrowInvalid:
+            raise CorruptRecordError("header key is not valid UTF-8", topic=topic,
+                                     partition=partition, offset=fetch_offset) from None
+    return ArrowDecodeResult(batch, epochs, next_offset, partial)
+
+
+def arrow_to_records(batch: pa.RecordBatch, leader_epochs: pa.Array,
+                     record_cls: Callable[..., Any]) -> list[Any]:
+    """Rows of a :data:`SCHEMA_WITH_HEADERS` batch as ConsumerRecords (one object per row: used
+    only when an application switches from ``poll_arrow`` to ``poll`` mid-partition)."""
+    out = []
+    cols = batch.to_pydict()
+    ts = batch.column(5).cast(pa.int64()).to_pylist()
+    epochs = leader_epochs.to_pylist()
+    for i in range(batch.num_rows):
+        key, value = cols["key"][i], cols["value"][i]
+        headers = [(h["key"], h["value"]) for h in cols["headers"][i]] or None
+        out.append(record_cls(cols["topic"][i], cols["partition"][i], cols["offset"][i], ts[i],
+                              cols["timestampType"][i], key, value, headers,
+                              None if epochs[i] < 0 else epochs[i],
+                              -1 if key is None else len(key),
+                              -1 if value is None else len(value)))
+    return out
+
+
+class _Last(NamedTuple):
+    offset: int
+    leader_epoch: int | None
+
+
+class ArrowRecords:
+    """Decoded records of one partition as Arrow, in the shape ``CompletedFetch`` hands out.
+
+    Supports what the fetcher does with a record list: ``len``, slicing (zero copy), ``[-1]``
+    (the last record's offset and leader epoch) and ``extend``. ``batches`` are record batches
+    of :data:`SCHEMA_WITH_HEADERS`.
+
+    Thread-safety: not thread-safe; owned by the thread that polls.
+    """
+
+    __slots__ = ("batches", "epochs", "_len")
+
+    def __init__(self, batches: list[pa.RecordBatch], epochs: list[pa.Array]) -> None:
+        """Wrap ``batches`` and their per-row leader ``epochs`` (same lengths)."""
+        self.batches = batches
+        self.epochs = epochs
+        self._len = sum(b.num_rows for b in batches)
+
+    @classmethod
+    def from_result(cls, result: ArrowDecodeResult) -> ArrowRecords:
+        """The records of one :func:`decode_fetched_arrow` result."""
+        return cls([result.batch], [result.leader_epochs])
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._len)
+            if step != 1:
+                raise ValueError("ArrowRecords slices have no step")
+            return self._slice(start, max(stop - start, 0))
+        if index != -1 or not self._len:
+            raise IndexError("ArrowRecords gives only its last record by index")
+        batch, epochs = self.batches[-1], self.epochs[-1]
+        epoch = epochs[batch.num_rows - 1].as_py()
+        return _Last(batch.column(4)[batch.num_rows - 1].as_py(), None if epoch < 0 else epoch)
+
+    def _slice(self, start: int, length: int) -> ArrowRecords:
+        batches: list[pa.RecordBatch] = []
+        epochs: list[pa.Array] = []
+        for batch, epoch in zip(self.batches, self.epochs, strict=True):
+            n = batch.num_rows
+            if length <= 0:
+                break
+            if start >= n:
+                start -= n
+                continue
+            take = min(n - start, length)
+            batches.append(batch.slice(start, take))
+            epochs.append(epoch.slice(start, take))
+            length -= take
+            start = 0
+        return ArrowRecords(batches, epochs)
+
+    def extend(self, other: ArrowRecords) -> None:
+        """Append ``other``'s batches."""
+        self.batches.extend(other.batches)
+        self.epochs.extend(other.epochs)
+        self._len += other._len
+
+    def to_batch(self, include_headers: bool) -> pa.RecordBatch:
+        """One record batch of :func:`schema` ``(include_headers)``."""
+        target = schema(include_headers)
+        if not self.batches:
+            return empty_batch(include_headers)
+        names = target.names
+        parts = [b.select(names) for b in self.batches]
+        if len(parts) == 1:
+            return parts[0]
+        return concat_batches(parts)
+
+    def to_records(self, record_cls: Callable[..., Any]) -> list[Any]:
+        """The rows as ConsumerRecords (one object per row)."""
+        out: list[Any] = []
+        for batch, epochs in zip(self.batches, self.epochs, strict=True):
+            out.extend(arrow_to_records(batch, epochs, record_cls))
+        return out
+
+
+def concat_batches(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    """One record batch of ``batches`` (same schema), copied together."""
+    return pa.concat_batches(batches)
+
+
+def empty_batch(include_headers: bool = False) -> pa.RecordBatch:
+    """A record batch with no rows and :func:`schema` ``(include_headers)``."""
+    return pa.RecordBatch.from_pylist([], schema=schema(include_headers))

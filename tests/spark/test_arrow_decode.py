@@ -1,0 +1,157 @@
+"""Arrow decoding equals the object decoder, record for record, on every format, codec and flag
+(generated data, both Arrow implementations), and fails the same way on bad data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kafkaconsumer import arrow  # noqa: E402
+from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError  # noqa: E402
+from kafkaconsumer.record import _pyrecords, encode_batch  # noqa: E402
+from tests.record.conftest import CYTHON, EXPECT_EXTENSIONS  # noqa: E402
+from tests.record.test_model import Unit, fetch_data  # noqa: E402
+
+_SETTINGS = settings(max_examples=100, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _decoders() -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = [
+        ("pure", lambda *a, **k: arrow.decode_fetched_arrow(*a, _force_python=True, **k))]
+    if arrow.USING_EXTENSION:
+        out.append(("cython", arrow.decode_fetched_arrow))
+    elif EXPECT_EXTENSIONS:
+        pytest.fail("KAFKACONSUMER_EXPECT_EXTENSIONS=1 but the Cython Arrow decoder is missing")
+    return out
+
+
+def _object_modules() -> list[Any]:
+    return [_pyrecords] + ([CYTHON] if CYTHON is not None else [])
+
+
+def _check_same(data: bytes, fetch_offset: int, **kwargs: Any) -> None:
+    for module in _object_modules():
+        expected = module.decode_fetched_records(data, "topic-a", 3, fetch_offset, **kwargs)
+        want_batch, want_epochs = arrow.records_to_arrow(expected.records, "topic-a", 3)
+        for name, decode in _decoders():
+            got = decode(memoryview(data), "topic-a", 3, fetch_offset, **kwargs)
+            assert got.batch.schema == arrow.SCHEMA_WITH_HEADERS
+            got.batch.validate(full=True)
+            assert got.batch.to_pylist() == want_batch.to_pylist(), name
+            assert got.batch.equals(want_batch), name
+            assert got.leader_epochs.to_pylist() == want_epochs.to_pylist(), name
+            assert (got.next_offset, got.partial) == (expected.next_offset, expected.partial)
+            # Spark-visible values straight from the objects, not through records_to_arrow.
+            rows = got.batch.to_pylist()
+            for row, rec in zip(rows, expected.records, strict=True):
+                assert (row["key"], row["value"], row["offset"], row["timestampType"]) == (
+                    rec.key, rec.value, rec.offset, rec.timestamp_type)
+                assert [(h["key"], h["value"]) for h in row["headers"]] == list(rec.headers)
+
+
+@_SETTINGS
+@given(case=fetch_data(), check_crcs=st.booleans())
+@pytest.mark.timeout(180)
+def test_arrow_equals_objects(case: dict[str, Any], check_crcs: bool) -> None:
+    units: list[Unit] = case["units"]
+    data = b"".join(u.data for u in units)
+    if case["cut"] is not None:
+        data = data[: len(data) - len(units[-1].data) + case["cut"]]
+    _check_same(data, case["fetch_offset"], check_crcs=check_crcs)
+
+
+@_SETTINGS
+@given(case=fetch_data(), aborted=st.lists(st.fixed_dictionaries({
+    "producer_id": st.integers(min_value=0, max_value=2**40),
+    "first_offset": st.integers(min_value=0, max_value=2**41)}), max_size=4))
+@pytest.mark.timeout(180)
+def test_arrow_equals_objects_under_read_committed(case: dict[str, Any],
+                                                   aborted: list[dict[str, int]]) -> None:
+    units: list[Unit] = case["units"]
+    for unit in units:
+        if unit.records and unit.data[16] == 2:
+            pid = int.from_bytes(unit.data[43:51], "big", signed=True)
+            if pid >= 0 and pid % 3 == 0:
+                aborted.append({"producer_id": pid,
+                                "first_offset": int.from_bytes(unit.data[:8], "big", signed=True)})
+    data = b"".join(u.data for u in units)
+    _check_same(data, case["fetch_offset"], read_committed=True, aborted_transactions=aborted)
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.timeout(60)
+def test_every_codec_with_headers_and_nulls(codec: str) -> None:
+    recs = [(None if i % 4 == 0 else b"k%d" % i, None if i % 5 == 0 else b"v" * (i % 50),
+             [(f"h{j}", None if j == 1 else b"x%d" % i) for j in range(i % 3)], 1000 + i)
+            for i in range(300)]
+    data = b"".join(encode_batch(recs[i:i + 100], base_offset=i, compression=codec,
+                                 partition_leader_epoch=4) for i in range(0, 300, 100))
+    _check_same(data, 0)
+    _check_same(data, 150)
+    got = arrow.decode_fetched_arrow(data, "topic-a", 3, 0)
+    assert got.batch.num_rows == 300
+    assert got.batch.column("key").null_count == 75
+    assert got.leader_epochs.to_pylist() == [4] * 300
+
+
+@pytest.mark.timeout(30)
+def test_corrupt_crc_raises_with_topic_partition_offset() -> None:
+    data = bytearray(encode_batch([(b"k", b"v" * 40, [], 5)] * 3, base_offset=70))
+    data[-3] ^= 0xFF
+    for name, decode in _decoders():
+        with pytest.raises(CorruptRecordError) as info:
+            decode(bytes(data), "topic-a", 3, 70)
+        assert (info.value.topic, info.value.partition, info.value.offset) == ("topic-a", 3, 70), name
+        # Without CRC checks the damaged value bytes are data, as on the object path.
+        got = decode(bytes(data), "topic-a", 3, 70, check_crcs=False)
+        assert got.batch.num_rows == 3
+
+
+@pytest.mark.timeout(30)
+def test_malformed_record_and_oversized_batch() -> None:
+    good = encode_batch([(b"k", b"value", [], 5)], base_offset=9)
+    # Record length varint claims more than the batch holds.
+    bad = bytearray(good)
+    bad[61] = 0x7E
+    for name, decode in _decoders():
+        with pytest.raises(CorruptRecordError) as info:
+            decode(bytes(bad), "topic-a", 3, 9, check_crcs=False)
+        assert info.value.offset == 9, name
+        with pytest.raises(RecordTooLargeError):
+            decode(good[:-5], "topic-a", 3, 9)
+        empty = decode(None, "topic-a", 3, 9)
+        assert (empty.batch.num_rows, empty.next_offset, empty.partial) == (0, 9, False)
+
+
+@pytest.mark.timeout(30)
+def test_invalid_utf8_header_key_is_corrupt() -> None:
+    data = encode_batch([(b"k", b"v", [("ab", b"1")], 5)], base_offset=0)
+    bad = bytearray(data.replace(b"ab", b"\xff\xfe"))
+    for name, decode in _decoders():
+        with pytest.raises(CorruptRecordError):
+            decode(bytes(bad), "topic-a", 3, 0, check_crcs=False)
+        del name
+
+
+@pytest.mark.timeout(30)
+def test_arrow_records_slices_and_converts_back() -> None:
+    recs = [(b"k%d" % i, b"v%d" % i, [("h", b"%d" % i)], 100 + i) for i in range(10)]
+    data = encode_batch(recs, base_offset=20, partition_leader_epoch=2)
+    result = arrow.decode_fetched_arrow(data, "t", 0, 0)
+    ar = arrow.ArrowRecords.from_result(result)
+    assert len(ar) == 10 and ar[-1] == (29, 2)
+    part = ar[3:7]
+    part.extend(ar[7:10])
+    assert len(part) == 7 and part[-1].offset == 29
+    assert part.to_batch(False).schema == arrow.SCHEMA
+    assert part.to_batch(True).column("offset").to_pylist() == list(range(23, 30))
+    objects = _pyrecords.decode_fetched_records(data, "t", 0, 23).records
+    assert [r.as_tuple() for r in part.to_records(_pyrecords.ConsumerRecord)] == [
+        r.as_tuple() for r in objects]
