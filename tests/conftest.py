@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+# Fails a security-suite test whose logs or errors show a secret (see its docstring).
+pytest_plugins = ("tests.support.secret_scan",)
+
 
 @dataclass
 class BrokerInfo:
