@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from kafkaconsumer.errors import RecordDeserializationError
+from kafkaconsumer.record import next_offset_after_batches
 from kafkaconsumer.structs import TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ class CompletedFetch:
     __slots__ = ("tp", "partition_data", "fetch_offset", "node", "next_fetch_offset",
                  "last_epoch", "initialized", "is_consumed", "records", "_pos",
                  "_end_offset", "_pending_error", "size_in_bytes", "records_total",
-                 "metrics_recorded")
+                 "metrics_recorded", "_end_hint")
 
     def __init__(self, tp: TopicPartition, partition_data: dict[str, Any], fetch_offset: int,
                  node: int) -> None:
@@ -59,6 +60,29 @@ class CompletedFetch:
         #: Records decoded from this partition's data (for the fetch metrics).
         self.records_total = 0
         self.metrics_recorded = False
+        self._end_hint: int | None = -1  # -1: not scanned yet
+
+    def end_offset_hint(self) -> int | None:
+        """Where the data after this one starts, known before decoding (for prefetching).
+
+        None when there is none to know: an error response, no complete batch, legacy
+        messages, or data already drained.
+        """
+        if self.is_consumed:
+            return None
+        if self.initialized:
+            return self._end_offset if self._end_offset > self.fetch_offset else None
+        hint = self._end_hint
+        if hint == -1:
+            hint = None
+            if not self.partition_data.get("error_code", 0):
+                raw = self.partition_data.get("records")
+                if raw:
+                    hint = next_offset_after_batches(raw)
+                    if hint is not None and hint <= self.fetch_offset:
+                        hint = None
+            self._end_hint = hint
+        return hint
 
     def set_decoded(self, records: list[Any], next_offset: int) -> None:
         """Install the decoded records and the offset after the last complete batch."""

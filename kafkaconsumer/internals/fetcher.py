@@ -4,8 +4,16 @@
 read replica of KIP-392 when ``client.rack`` is set), diffed against that broker's fetch session
 (KIP-227). Responses are split into one :class:`CompletedFetch` per partition and queued.
 ``collect_fetch`` hands out up to ``max.poll.records`` records as list slices, advances positions
-and handles per-partition errors. Partitions with buffered data are not fetched again, which is
-what bounds memory; paused partitions keep their buffered data until resumed.
+and handles per-partition errors. Paused partitions keep their buffered data until resumed.
+
+Prefetch (as librdkafka's queue): while a partition's one piece of buffered data is being handed
+out, it is fetched again from where that data ends (read from its batch headers), so that the
+next response is on its way while the user processes records. Only partitions known to have
+more data (below the high watermark, so the broker answers at once instead of holding the
+request for ``fetch.max.wait.ms``), at most two pieces per partition, and only while undecoded
+buffered bytes stay under ``fetch.max.bytes``. Prefetched data is handed out only if the
+position still equals its fetch offset (a seek or an error in between makes it stale, and it
+is dropped), so seeks, pauses and ``max.poll.records`` keep the Java semantics.
 
 Hot path: response bytes -> ``decode_fetched_records`` (Cython) -> list of ``ConsumerRecord`` ->
 slices to the user. With the default bytes deserializers no per-record Python code runs here.
@@ -233,12 +241,60 @@ class Fetcher:
         tid = getter(topic) if getter is not None else None
         return tid if isinstance(tid, uuid.UUID) else ZERO_UUID
 
+    def _prefetch_points(self) -> dict[TopicPartition, tuple[int, int]]:
+        """Partitions to fetch ahead of their buffered data: ``tp -> (start, end)`` where
+        ``start`` is where the buffered data continues from and ``end`` where it ends
+        (the offset to fetch next). Caller holds the lock.
+
+        Only where the response that brought the data said more follows (``end`` below its
+        high watermark, or its last stable offset for read_committed): the broker then answers
+        at once instead of holding the request, and the node, for ``fetch.max.wait.ms``.
+
+        Only partitions with exactly one piece of buffered data, and only while the undecoded
+        buffered bytes stay under ``fetch.max.bytes``: memory stays within a constant number of
+        fetch sizes (one response in flight, one buffered, one being handed out).
+        """
+        completed = self._completed
+        nil = self._next_in_line
+        if nil is not None and nil.is_consumed:
+            nil = None
+        if not completed and nil is None:
+            return {}
+        undecoded = 0
+        last: dict[TopicPartition, CompletedFetch | None] = {}
+        if nil is not None:
+            last[nil.tp] = nil
+        for cf in completed:
+            if cf.is_consumed:
+                continue
+            if not cf.initialized:
+                undecoded += cf.size_in_bytes
+            last[cf.tp] = None if cf.tp in last else cf
+        if undecoded >= self._config.max_bytes:
+            return {}
+        limit_key = "last_stable_offset" if self._config.read_committed else "high_watermark"
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        for tp, only in last.items():
+            if only is not None:
+                end = only.end_offset_hint()
+                limit = only.partition_data.get(limit_key)
+                if end is not None and limit is not None and end < limit:
+                    out[tp] = (only.next_fetch_offset, end)
+        return out
+
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
         buffered = self._buffered_partitions()
         subs = self._subscriptions
-        if len(buffered) >= subs.num_assigned_partitions():
-            # The common case while records flow: everything assigned still has data waiting.
+        if len(buffered) >= subs.num_assigned_partitions() and (
+                self._pending_nodes or not buffered):
+            # The common case while records flow: everything assigned still has data waiting,
+            # and a fetch is in flight (prefetching is considered when it returns).
             return []
+        prefetch = self._prefetch_points()
+        if prefetch:
+            buffered = buffered.difference(prefetch)
+            if len(buffered) >= subs.num_assigned_partitions():
+                return []
         now = self._time.monotonic_ms()
         builders: dict[int, FetchSessionHandler.Builder] = {}
         lagging: set[int] = set()
@@ -268,14 +324,21 @@ class Fetcher:
                 node = self._select_read_replica(tp, leader, now, unavailable)
             if node in pending or self._is_unavailable(node, unavailable):
                 continue
+            offset = position.offset
+            hw = state.high_watermark
+            ahead = prefetch.get(tp)
+            if ahead is not None:
+                if ahead[0] != offset:
+                    continue  # the buffered data is stale (a seek): it goes first
+                offset = ahead[1]
+                hw = None  # known to lag: prefetch points stop short of the end
             builder = builders.get(node)
             if builder is None:
                 builder = builders[node] = self._session(node).new_builder()
-            hw = state.high_watermark
-            if hw is None or position.offset < hw:
+            if hw is None or offset < hw:
                 lagging.add(node)
             epoch = position.current_leader.epoch
-            builder.add(tp, PartitionData(self._topic_id(tp.topic), position.offset, -1,
+            builder.add(tp, PartitionData(self._topic_id(tp.topic), offset, -1,
                                           fetch_size, -1 if epoch is None else epoch, -1))
         targets = []
         busy_nodes: set[int] | None = None

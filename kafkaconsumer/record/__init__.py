@@ -18,6 +18,7 @@ from kafkaconsumer.record._common import (
     AbortedTransactions,
     ControlRecord,
     DecodeResult,
+    next_offset_after_batches,
     parse_control_record,
 )
 from kafkaconsumer.record._pyrecords import BatchInfo, iter_batches
@@ -64,6 +65,7 @@ __all__ = [
     "encode_legacy_message_set",
     "encode_varint",
     "iter_batches",
+    "next_offset_after_batches",
     "parse_control_record",
     "set_decompression_limits",
 ]

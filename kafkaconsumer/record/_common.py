@@ -41,7 +41,32 @@ CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
 
 _CONTROL_KEY = struct.Struct(">hh")
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
 _CONTROL_VALUE = struct.Struct(">hi")
+
+
+def next_offset_after_batches(data: Any) -> int | None:
+    """The offset after the last complete v2 batch of fetched ``data``, from batch headers
+    alone (nothing decoded or checked); None when ``data`` holds no complete batch or any
+    legacy (v0/v1) message, whose offsets only decoding tells.
+
+    The fetcher prefetches a partition from here while its earlier data is still being handed
+    out; the decoder's own ``next_offset`` is the truth, and data fetched from a wrong guess is
+    dropped as stale.
+    """
+    end = len(data)
+    pos = 0
+    result = None
+    while end - pos > 16:  # up to the magic byte
+        if data[pos + 16] != 2:
+            return None
+        base, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        if length < V2_MIN_BATCH_LENGTH or pos + LEGACY_LOG_OVERHEAD + length > end:
+            break
+        result = base + _INT32.unpack_from(data, pos + 23)[0] + 1
+        pos += LEGACY_LOG_OVERHEAD + length
+    return result
 
 
 class ControlRecord(NamedTuple):

@@ -134,18 +134,78 @@ def test_max_poll_records_hands_out_everything_once() -> None:
     assert _offset(subs, T0) == 25 and _offset(subs, T1) == 9
 
 
-def test_partitions_with_buffered_data_are_not_refetched() -> None:
+def test_partitions_with_buffered_data_are_prefetched_from_where_it_ends() -> None:
     f, client, subs = make(max_poll_records=5)
     subs.assign_from_user([T0, T1])
     subs.seek(T0, 0)
     subs.seek(T1, 0)
     f.send_fetches()
     client.sent[0][2].success(response({T0: (batch(0, 10, 0), 30), T1: (batch(0, 10, 0), 30)}))
-    f.collect_fetch()  # 5 of T0's 10
-    assert f.send_fetches() == 0  # both partitions still have buffered data
-    f.collect_fetch()  # the other 5 of T0
+    first = f.collect_fetch()  # 5 of T0's 10
+    assert values(first.records[T0]) == [0, 1, 2, 3, 4]
+    # The next fetch goes out while the buffered records are handed out: from their end.
     assert f.send_fetches() == 1
-    assert client.fetched(1) == {T0: 10}
+    assert client.fetched(1) == {T0: 10, T1: 10}
+    assert f.send_fetches() == 0  # one fetch in flight per node
+    client.sent[1][2].success(response({T0: (batch(10, 10, 10), 30),
+                                        T1: (batch(10, 10, 10), 30)}))
+    # Two pieces of data per partition at most: nothing more to fetch now.
+    assert f.send_fetches() == 0
+    got: dict[TopicPartition, list[int]] = {T0: [0, 1, 2, 3, 4], T1: []}
+    while True:
+        fetch = f.collect_fetch()
+        if fetch.is_empty():
+            break
+        assert fetch.num_records <= 5
+        for tp, recs in fetch.records.items():
+            got[tp].extend(values(recs))
+    assert got == {T0: list(range(20)), T1: list(range(20))}
+    assert _offset(subs, T0) == 20 and _offset(subs, T1) == 20
+    assert f.send_fetches() == 1
+    assert client.fetched(2) == {T0: 20, T1: 20}
+
+
+def test_no_prefetch_past_the_high_watermark() -> None:
+    # Buffered data up to the high watermark: a fetch from its end would be a long poll
+    # holding the node for fetch.max.wait.ms, so the partition waits until it is handed out.
+    f, client, subs = make(max_poll_records=5)
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10)}))
+    f.collect_fetch()
+    assert f.send_fetches() == 0
+    f.collect_fetch()
+    assert f.send_fetches() == 1 and client.fetched(1) == {T0: 10}
+
+
+def test_prefetched_data_is_dropped_after_a_seek() -> None:
+    f, client, subs = make(max_poll_records=5)
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 30)}))
+    assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3, 4]
+    assert f.send_fetches() == 1 and client.fetched(1) == {T0: 10}
+    subs.seek(T0, 3)
+    client.sent[1][2].success(response({T0: (batch(10, 10, 10), 30)}))
+    # Both the rest of the first piece and the prefetched piece are stale now.
+    assert f.collect_fetch().num_records == 0
+    assert f.send_fetches() == 1 and client.fetched(2) == {T0: 3}
+    client.sent[2][2].success(response({T0: (batch(0, 10, 0), 30)}))
+    assert values(f.collect_fetch().records[T0]) == [3, 4, 5, 6, 7]
+
+
+def test_prefetch_stops_at_fetch_max_bytes_of_undecoded_data() -> None:
+    data = batch(0, 10, 0)
+    f, client, subs = make(max_poll_records=5, max_bytes=len(data))
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 30), T1: (data, 30)}))
+    f.collect_fetch()  # T0 is decoded; T1's bytes are not, and fill the budget
+    assert f.send_fetches() == 0
 
 
 def test_paused_partition_keeps_its_buffered_data() -> None:
@@ -307,9 +367,11 @@ def test_busy_node_is_the_one_the_buffered_data_came_from() -> None:
     client.sent[by_node[0]][2].success(response({T1: (None, 0)}))
     client.sent[by_node[2]][2].success(response({T0: (batch(0, 5, 0), 10)}))
     assert values(f.collect_fetch().records[T0]) == [0]  # 4 more of T0 stay buffered
-    # T0's data came from node 2, not from its leader 0: node 0 is free for T1.
-    assert f.send_fetches() == 1
-    assert client.sent[-1][0] == 0 and client.fetched(len(client.sent) - 1) == {T1: 0}
+    # T0's data came from node 2, not from its leader 0: node 0 is free for T1 (and node
+    # 2 is prefetched from, T0 lagging).
+    assert f.send_fetches() == 2
+    by_node = {n: i for i, (n, _b, _f) in enumerate(client.sent) if i >= 3}
+    assert client.fetched(by_node[0]) == {T1: 0} and client.fetched(by_node[2]) == {T0: 5}
 
 
 def test_recreated_topic_is_forgotten_under_its_old_topic_id() -> None:
