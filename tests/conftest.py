@@ -1,13 +1,18 @@
 """Session fixtures: the real broker every integration test talks to.
 
-Where the broker comes from, in order (DESIGN.md section 6):
+Where the ``broker`` fixture's broker comes from, in order:
 
-1. ``KAFKA_BOOTSTRAP_SERVERS`` is set: that cluster, as it is.
-2. A Docker engine answers: Apache Kafka in a container, through testcontainers.
-3. Otherwise: the embedded Tansu broker (``kafkaconsumer.embedded.EmbeddedBroker``).
+1. ``KAFKACONSUMER_TEST_BROKER=apache|docker|tansu`` forces one kind (an error if it cannot start).
+2. ``KAFKA_BOOTSTRAP_SERVERS`` is set: that cluster, as it is (taken to be Apache Kafka).
+3. Java and Maven are on PATH: Apache Kafka (``tests/support/apache_kafka.py``), one combined
+   broker+controller, version ``KAFKACONSUMER_KAFKA_VERSION`` or the newest 4.x.
+4. A Docker engine answers: Apache Kafka in a container, through testcontainers.
+5. Otherwise: the embedded Tansu broker (``kafkaconsumer.embedded.EmbeddedBroker``).
 
-``broker.kind`` says which ("external", "docker-kafka", "tansu"), so a test can skip what a broker
-lacks (``broker.supports(api_key)`` after the first ApiVersions, or the known gaps of Tansu).
+When the choice falls past Apache Kafka, the session says why once in the terminal.
+``broker.kind`` says which broker it is ("apache", "external", "docker-kafka", "tansu");
+``broker.is_tansu``/``broker.is_apache`` let a test skip what a broker lacks, and
+``broker.api_versions`` holds the broker's ApiVersions ranges.
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
+
+from tests.support import apache_kafka
+
+_KINDS = ("apache", "docker", "tansu")
 
 # Fails a security-suite test whose logs or errors show a secret (see its docstring).
 pytest_plugins = ("tests.support.secret_scan",)
@@ -28,12 +37,33 @@ class BrokerInfo:
 
     bootstrap_servers: str
     kind: str
+    #: The Apache Kafka version ("4.4.0") when known, else "".
+    version: str = ""
     extra: dict[str, object] = field(default_factory=dict)
+    _api_versions: dict[int, tuple[int, int]] | None = None
 
     @property
     def is_tansu(self) -> bool:
-        """True for the embedded Tansu broker (see its known gaps in DESIGN.md)."""
+        """True for the embedded Tansu broker (its known gaps are in docs/testing.md)."""
         return self.kind == "tansu"
+
+    @property
+    def is_apache(self) -> bool:
+        """True for Apache Kafka (started here, in Docker, or the external cluster)."""
+        return self.kind in ("apache", "docker-kafka", "external")
+
+    @property
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        """``{api_key: (min, max)}`` as the first bootstrap broker advertises them."""
+        if self._api_versions is None:
+            host, _, port = self.bootstrap_servers.split(",")[0].rpartition(":")
+            self._api_versions = apache_kafka.broker_api_versions(host, int(port))
+        return self._api_versions
+
+    def supports(self, api_key: int, version: int = 0) -> bool:
+        """True when the broker advertises ``api_key`` at ``version``."""
+        low_high = self.api_versions.get(int(api_key))
+        return low_high is not None and low_high[0] <= version <= low_high[1]
 
 
 def _docker_answers() -> bool:
@@ -49,20 +79,53 @@ def _docker_answers() -> bool:
         return False
 
 
+def _say(config: pytest.Config, message: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"[broker] {message}", yellow=True)
+
+
+def _apache() -> Iterator[BrokerInfo]:
+    with apache_kafka.KafkaCluster() as cluster:
+        yield BrokerInfo(cluster.bootstrap_servers, "apache", cluster.version,
+                         {"cluster": cluster})
+
+
+def _docker() -> Iterator[BrokerInfo]:
+    from testcontainers.kafka import KafkaContainer  # type: ignore[import-untyped]
+
+    with KafkaContainer("apache/kafka:3.7.0") as kafka:
+        yield BrokerInfo(kafka.get_bootstrap_server(), "docker-kafka", "3.7.0")
+
+
+def _tansu() -> Iterator[BrokerInfo]:
+    from kafkaconsumer.embedded import EmbeddedBroker
+
+    with EmbeddedBroker() as embedded:
+        yield BrokerInfo(embedded.bootstrap_servers, "tansu", "", {"embedded": embedded})
+
+
 @pytest.fixture(scope="session")
-def broker() -> Iterator[BrokerInfo]:
+def broker(request: pytest.FixtureRequest) -> Iterator[BrokerInfo]:
     """The real broker of this test session."""
+    forced = os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower()
+    if forced:
+        if forced not in _KINDS:
+            raise pytest.UsageError(
+                f"KAFKACONSUMER_TEST_BROKER={forced!r}: expected one of {', '.join(_KINDS)}")
+        yield from {"apache": _apache, "docker": _docker, "tansu": _tansu}[forced]()
+        return
     external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if external:
         yield BrokerInfo(external, "external")
         return
-    if _docker_answers():
-        from testcontainers.kafka import KafkaContainer  # type: ignore[import-untyped]
-
-        with KafkaContainer("apache/kafka:3.7.0") as kafka:
-            yield BrokerInfo(kafka.get_bootstrap_server(), "docker-kafka")
+    missing = apache_kafka.missing_tools()
+    if missing is None:
+        yield from _apache()
         return
-    from kafkaconsumer.embedded import EmbeddedBroker
-
-    with EmbeddedBroker() as embedded:
-        yield BrokerInfo(embedded.bootstrap_servers, "tansu", {"embedded": embedded})
+    if _docker_answers():
+        _say(request.config, f"{missing}: using Apache Kafka in Docker instead")
+        yield from _docker()
+        return
+    _say(request.config, f"{missing}: using the embedded Tansu broker instead")
+    yield from _tansu()

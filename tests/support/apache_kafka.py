@@ -1,0 +1,698 @@
+"""Apache Kafka brokers for the test session and the benchmarks, fetched with Maven.
+
+Manual
+======
+
+Jars. :func:`ensure_kafka` resolves ``org.apache.kafka:kafka_2.13:<version>`` and everything the
+broker needs at run time (plus a logging binding) with ``mvn dependency:copy-dependencies`` on a
+generated pom, into ``~/.cache/kafkaconsumer/kafka-<version>/libs`` (``KAFKACONSUMER_CACHE_DIR``
+moves the cache). A finished cache is reused without running Maven again; a file lock keeps
+parallel sessions from fetching at the same time. Nothing from Maven lives in the repository.
+
+Version. ``KAFKACONSUMER_KAFKA_VERSION`` picks it (default :data:`DEFAULT_VERSION`, the newest 4.x;
+:data:`KAFKA_3_VERSION` is the newest 3.9.x).
+
+Java and Maven. :func:`missing_tools` says which of the two is absent (None when both are there);
+:func:`ensure_kafka` and :meth:`KafkaCluster.start` raise :class:`ApacheKafkaError` naming the
+missing tool, and the conftest falls back to another broker.
+
+Topologies. ``KafkaCluster()`` is one combined broker+controller (node 1) on free loopback
+ports, storage formatted in a temporary directory::
+
+    with KafkaCluster() as cluster:
+        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers)
+
+``KafkaCluster(brokers=3, racks=True)`` is one dedicated controller (node 100) and brokers
+1, 2, 3, each with ``broker.rack`` ``rack-<id>`` and the rack-aware replica selector, offsets and
+transaction topics replicated three times. The nodes keep their ports and data across
+``stop_node``/``kill_node``/``start_node``/``restart_node`` (broker ids, not indexes).
+
+Settings for tests on every node: ``group.min.session.timeout.ms=500``,
+``group.initial.rebalance.delay.ms=0``, short KIP-848 minimums
+(``group.consumer.min.session.timeout.ms``, ``group.consumer.min.heartbeat.interval.ms``),
+internal topics sized for the node count, ``auto.create.topics.enable`` as Kafka's default (on).
+``extra_config`` adds or overrides broker properties.
+
+Processes. Each node is a ``java -cp <libs>/* kafka.Kafka`` child with a capped heap; ready when
+it answers ApiVersions (and, for a cluster, when every broker is registered). Nodes are stopped
+by their own PIDs: by :meth:`KafkaCluster.stop`, at interpreter exit (atexit), and by Linux
+(``PR_SET_PDEATHSIG``) if the process that started them dies. Start a cluster from the main
+thread: the death signal follows the thread that forked the node. Each node logs to
+``<workdir>/node-<id>.log``; :meth:`KafkaNode.log_tail` returns its end for error messages.
+
+:func:`broker_api_versions` asks any broker for its ApiVersions ranges (v0, by hand), for the
+API-version tests and ``BrokerInfo.api_versions``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kafkaconsumer.embedded import _api_versions_probe, _die_with_parent, _recv_exact, free_port
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "KAFKA_3_VERSION",
+    "ApacheKafkaError",
+    "KafkaCluster",
+    "KafkaNode",
+    "broker_api_versions",
+    "ensure_kafka",
+    "missing_tools",
+    "requested_version",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The newest Apache Kafka 4.x release that resolves.
+DEFAULT_VERSION = "4.4.0"
+#: The newest 3.9.x release (the last line that still accepts the pre-KIP-896 protocol versions).
+KAFKA_3_VERSION = "3.9.1"
+
+#: The slf4j 1.7 binding for reload4j: the broker of both lines logs through slf4j 1.7.
+_LOGGING_BINDING = ("org.slf4j", "slf4j-reload4j", "1.7.36")
+_HEAP = os.environ.get("KAFKACONSUMER_KAFKA_HEAP", "512m")
+_MAVEN_TIMEOUT_S = 600.0
+_START_TIMEOUT_S = 90.0
+
+_LIVE: weakref.WeakSet[KafkaNode] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+class ApacheKafkaError(RuntimeError):
+    """Apache Kafka could not be fetched or did not start (the message says why)."""
+
+
+def requested_version() -> str:
+    """The Kafka version the session uses: ``KAFKACONSUMER_KAFKA_VERSION`` or the default."""
+    return os.environ.get("KAFKACONSUMER_KAFKA_VERSION") or DEFAULT_VERSION
+
+
+def missing_tools() -> str | None:
+    """None when ``java`` and ``mvn`` are on PATH, else a sentence naming what is missing."""
+    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    if not missing:
+        return None
+    return f"{' and '.join(missing)} not found on PATH (Apache Kafka needs Java 17+ and Maven)"
+
+
+def _cache_root() -> Path:
+    override = os.environ.get("KAFKACONSUMER_CACHE_DIR")
+    if override:
+        return Path(override)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafkaconsumer"
+
+
+def _pom(version: str) -> str:
+    group, artifact, binding_version = _LOGGING_BINDING
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kafkaconsumer.tests</groupId>
+  <artifactId>kafka-broker-{version}</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_2.13</artifactId>
+      <version>{version}</version>
+    </dependency>
+    <dependency>
+      <groupId>{group}</groupId>
+      <artifactId>{artifact}</artifactId>
+      <version>{binding_version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def ensure_kafka(version: str | None = None) -> Path:
+    """Return the directory holding the broker jars of ``version``, fetching them if needed.
+
+    Raises :class:`ApacheKafkaError` when Maven is missing or the resolution fails (with the end of
+    Maven's output).
+    """
+    version = version or requested_version()
+    home = _cache_root() / f"kafka-{version}"
+    libs = home / "libs"
+    done = home / "complete"
+    if done.exists():
+        return libs
+    if shutil.which("mvn") is None:
+        raise ApacheKafkaError(missing_tools() or "mvn not found")
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as lock:
+        # Another session may be fetching the same version: wait for it, then reuse its result.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return libs
+        (home / "pom.xml").write_text(_pom(version))
+        staging = home / "libs.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        cmd = [
+            "mvn", "-q", "-B", "-f", str(home / "pom.xml"),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}",
+            "-DincludeScope=runtime",
+        ]
+        logger.info("fetching Apache Kafka %s with Maven into %s", version, libs)
+        started = time.monotonic()
+        try:
+            result = subprocess.run(
+                cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                timeout=_MAVEN_TIMEOUT_S, check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ApacheKafkaError(
+                f"Maven did not resolve Apache Kafka {version} within {_MAVEN_TIMEOUT_S:.0f} s"
+            ) from exc
+        if result.returncode != 0 or not any(staging.glob("kafka_2.13-*.jar")):
+            output = (result.stdout + result.stderr)[-3000:]
+            raise ApacheKafkaError(
+                f"Maven could not resolve org.apache.kafka:kafka_2.13:{version} "
+                f"(exit {result.returncode}): {output}"
+            )
+        shutil.rmtree(libs, ignore_errors=True)
+        staging.rename(libs)
+        done.write_text(f"{version}\n")
+        logger.info("Apache Kafka %s fetched in %.1f s", version, time.monotonic() - started)
+    return libs
+
+
+def broker_api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
+    """The broker's supported versions, ``{api_key: (min, max)}``, from an ApiVersions v0 request.
+
+    Built by hand so that what the tests compare the client against does not come from the
+    client's own codec. Raises OSError when the broker does not answer with error 0.
+    """
+    client_id = b"kafkaconsumer-tests"
+    correlation_id = 0x4B41
+    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        if size < 10 or size > 1 << 20:
+            raise OSError(f"ApiVersions answer of implausible size {size}")
+        payload = _recv_exact(sock, size)
+    got_id, error_code, count = struct.unpack_from(">ihi", payload, 0)
+    if got_id != correlation_id or error_code != 0:
+        raise OSError(f"ApiVersions answered correlation {got_id}, error {error_code}")
+    versions: dict[int, tuple[int, int]] = {}
+    for i in range(count):
+        key, low, high = struct.unpack_from(">hhh", payload, 10 + 6 * i)
+        versions[key] = (low, high)
+    return versions
+
+
+def _cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def _log4j_properties() -> str:
+    # WARN everywhere keeps the log small; the lifecycle lines say when a node came up or stopped.
+    return "\n".join([
+        "log4j.rootLogger=WARN, stdout",
+        "log4j.appender.stdout=org.apache.log4j.ConsoleAppender",
+        "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout",
+        "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n",
+        "log4j.logger.kafka.server.BrokerServer=INFO",
+        "log4j.logger.kafka.server.ControllerServer=INFO",
+        "log4j.logger.kafka.server.KafkaRaftServer=INFO",
+        "",
+    ])
+
+
+class KafkaNode:
+    """One Kafka process (broker, controller or both) with fixed ports and a data directory.
+
+    Thread-safety: start/stop/kill from one thread at a time; attributes may be read anywhere.
+    """
+
+    def __init__(self, node_id: int, roles: tuple[str, ...], ports: Mapping[str, int],
+                 workdir: Path, props: Mapping[str, str], libs: Path) -> None:
+        """Describe the node; nothing runs until :meth:`start` (the cluster formats first)."""
+        self.node_id = node_id
+        self.roles = roles
+        #: Listener name -> port on 127.0.0.1 (``PLAINTEXT``, ``CONTROLLER``, ...).
+        self.ports = dict(ports)
+        self.workdir = workdir
+        self.props = dict(props)
+        self.libs = libs
+        self.config_path = workdir / f"node-{node_id}.properties"
+        self.log_path = workdir / f"node-{node_id}.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def is_broker(self) -> bool:
+        """True when the node has the broker role."""
+        return "broker" in self.roles
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:port`` of the PLAINTEXT listener (brokers only)."""
+        return f"127.0.0.1:{self.ports['PLAINTEXT']}"
+
+    @property
+    def pid(self) -> int | None:
+        """The process id while the node runs."""
+        return self._proc.pid if self.is_running() and self._proc is not None else None
+
+    def is_running(self) -> bool:
+        """True while the node's process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def write_config(self) -> None:
+        """Write the node's properties file (and the shared log4j file)."""
+        lines = [f"{key}={value}" for key, value in sorted(self.props.items())]
+        self.config_path.write_text("\n".join(lines) + "\n")
+        (self.workdir / "log4j.properties").write_text(_log4j_properties())
+
+    def java(self, main_class: str, *args: str, heap: str = _HEAP) -> list[str]:
+        """A ``java`` command line running ``main_class`` on the broker's class path."""
+        return [
+            "java", f"-Xmx{heap}", "-Xss1m", "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
+            "-cp", f"{self.libs}/*", main_class, *args,
+        ]
+
+    def start(self) -> None:
+        """Start the process (the storage must be formatted); does not wait for readiness."""
+        if self.is_running():
+            return
+        heap = _HEAP if self.is_broker else "256m"
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                self.java("kafka.Kafka", str(self.config_path), heap=heap),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent, cwd=self.workdir,
+            )
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        logger.info("started Kafka node %s (pid %s)", self.node_id, self._proc.pid)
+
+    def probe(self) -> bool:
+        """True when the node answers ApiVersions on its first listener."""
+        port = self.ports["PLAINTEXT"] if self.is_broker else self.ports["CONTROLLER"]
+        return _api_versions_probe("127.0.0.1", port, timeout=1.0)
+
+    def wait_ready(self, timeout: float = _START_TIMEOUT_S) -> None:
+        """Wait until the node answers ApiVersions; raise :class:`ApacheKafkaError` if it exits
+        or stays silent for ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            if self._proc is None or self._proc.poll() is not None:
+                code = None if self._proc is None else self._proc.returncode
+                raise ApacheKafkaError(
+                    f"Kafka node {self.node_id} exited with code {code}: {self.log_tail()}")
+            if self.probe():
+                return
+            if time.monotonic() >= deadline:
+                raise ApacheKafkaError(
+                    f"Kafka node {self.node_id} did not answer ApiVersions within {timeout:.0f} s:"
+                    f" {self.log_tail()}")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the node by its PID (SIGTERM: a controlled shutdown) and wait for it to exit."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                logger.warning("Kafka node %s ignored SIGTERM; killing it", self.node_id)
+                proc.kill()
+                proc.wait(timeout=timeout)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def kill(self) -> None:
+        """Kill the node at once (SIGKILL), as a crash would."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def log_tail(self, limit: int = 3000) -> str:
+        """The end of the node's log, for error messages."""
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        return data[-limit:].decode("utf-8", "replace").strip()
+
+    def __repr__(self) -> str:
+        state = f"pid {self.pid}" if self.is_running() else "stopped"
+        return f"KafkaNode({self.node_id}, {'+'.join(self.roles)}, {state})"
+
+
+#: Node id of the dedicated controller of a multi-broker cluster.
+CONTROLLER_ID = 100
+
+
+class KafkaCluster:
+    """Apache Kafka on loopback: one combined node (default) or a controller and N brokers.
+
+    Thread-safety: start/stop and the node operations from one thread at a time.
+
+    :param version: the Kafka version (``KAFKACONSUMER_KAFKA_VERSION`` or the default when None).
+    :param brokers: 1 for a combined broker+controller; more for a dedicated controller + brokers.
+    :param racks: give broker ``n`` ``broker.rack=rack-<n>`` and the rack-aware replica selector.
+    :param extra_config: broker properties added to (or overriding) the test settings.
+    """
+
+    def __init__(self, version: str | None = None, *, brokers: int = 1, racks: bool = False,
+                 extra_config: Mapping[str, str] | None = None) -> None:
+        """Describe the cluster; nothing is fetched or started until :meth:`start`."""
+        if brokers < 1:
+            raise ValueError("brokers must be at least 1")
+        self.version = version or requested_version()
+        self.broker_count = brokers
+        self.racks = racks
+        self.extra_config = dict(extra_config or {})
+        self.nodes: dict[int, KafkaNode] = {}
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    # ---- life cycle ----
+
+    def start(self) -> KafkaCluster:
+        """Fetch the jars (if not cached), format the storage, start every node and wait until
+        all brokers answer; return self. Raises :class:`ApacheKafkaError` with the reason."""
+        if self.nodes:
+            return self
+        missing = missing_tools()
+        if missing:
+            raise ApacheKafkaError(missing)
+        libs = ensure_kafka(self.version)
+        last: ApacheKafkaError | None = None
+        for _ in range(3):  # a free port taken by someone else between choosing and binding
+            self._tmp = tempfile.TemporaryDirectory(prefix="kafkaconsumer-kafka-")
+            try:
+                self._build(libs, Path(self._tmp.name))
+                self._format()
+                for node in self.nodes.values():
+                    node.start()
+                for node in self.nodes.values():
+                    node.wait_ready()
+                self._wait_registered()
+                return self
+            except ApacheKafkaError as exc:
+                last = exc
+                self.stop()
+                if "Address already in use" not in str(exc):
+                    break
+        assert last is not None
+        raise last
+
+    def stop(self) -> None:
+        """Stop every node by its PID and delete the data."""
+        for node in self.nodes.values():
+            try:
+                node.stop()
+            except Exception:  # keep stopping the others
+                logger.exception("stopping Kafka node %s", node.node_id)
+        self.nodes = {}
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # ---- what tests use ----
+
+    @property
+    def brokers(self) -> list[KafkaNode]:
+        """The nodes with the broker role, by id."""
+        return [n for _, n in sorted(self.nodes.items()) if n.is_broker]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The PLAINTEXT listeners of all brokers, comma-separated."""
+        return ",".join(n.address for n in self.brokers)
+
+    def node(self, node_id: int) -> KafkaNode:
+        """The node with this id (KeyError if there is none)."""
+        return self.nodes[node_id]
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        """ApiVersions ranges of the first running broker."""
+        first = self.running_brokers()[0]
+        return broker_api_versions("127.0.0.1", first.ports["PLAINTEXT"])
+
+    def running_brokers(self) -> list[KafkaNode]:
+        """The brokers whose process is alive."""
+        return [n for n in self.brokers if n.is_running()]
+
+    def stop_node(self, node_id: int) -> None:
+        """Stop one node (SIGTERM, controlled shutdown: its leaderships move first)."""
+        self.node(node_id).stop()
+
+    def kill_node(self, node_id: int) -> None:
+        """Kill one node (SIGKILL, as a crash)."""
+        self.node(node_id).kill()
+
+    def start_node(self, node_id: int, timeout: float = _START_TIMEOUT_S) -> None:
+        """Start a stopped node again (same ports, same data) and wait until it answers."""
+        node = self.node(node_id)
+        node.start()
+        node.wait_ready(timeout)
+
+    def restart_node(self, node_id: int) -> None:
+        """Stop then start one node."""
+        self.stop_node(node_id)
+        self.start_node(node_id)
+
+    def heal(self, timeout: float = _START_TIMEOUT_S) -> list[int]:
+        """Start every stopped node and wait until all brokers are registered and every
+        partition of the internal topics has its full ISR; return the ids that were restarted."""
+        restarted = [node_id for node_id, node in sorted(self.nodes.items())
+                     if not node.is_running()]
+        for node_id in restarted:
+            self.nodes[node_id].start()
+        for node_id in restarted:
+            self.nodes[node_id].wait_ready(timeout)
+        if restarted:
+            self._wait_registered(timeout)
+            self.wait_in_sync(timeout=timeout)
+        return restarted
+
+    def wait_in_sync(self, topics: list[str] | None = None, timeout: float = 60.0) -> None:
+        """Wait until every partition of ``topics`` (all topics when None) has all its replicas
+        in sync and a leader."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                md = self._admin_metadata()
+                lagging = [
+                    f"{name}-{pid}"
+                    for name, topic in md.topics.items() if topics is None or name in topics
+                    for pid, part in topic.partitions.items()
+                    if part.leader < 0 or len(part.isrs) < len(part.replicas)
+                ]
+                if not lagging:
+                    return
+            except Exception as exc:
+                lagging = [str(exc)]
+            if time.monotonic() >= deadline:
+                raise ApacheKafkaError(f"partitions not in sync after {timeout:.0f} s: "
+                                       f"{lagging[:10]}")
+            time.sleep(0.2)
+
+    def leader_of(self, topic: str, partition: int = 0, timeout: float = 30.0) -> int:
+        """The broker id leading ``topic``/``partition`` (waits while it has no leader)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(Exception):
+                part = self._admin_metadata(topic).topics[topic].partitions[partition]
+                if part.leader >= 0:
+                    return int(part.leader)
+            if time.monotonic() >= deadline:
+                raise ApacheKafkaError(f"{topic}-{partition} has no leader after {timeout} s")
+            time.sleep(0.1)
+
+    def replicas_of(self, topic: str, partition: int = 0) -> tuple[list[int], list[int]]:
+        """``(replicas, isr)`` broker ids of ``topic``/``partition``."""
+        part = self._admin_metadata(topic).topics[topic].partitions[partition]
+        return list(part.replicas), list(part.isrs)
+
+    def coordinator_of(self, group_id: str, timeout: float = 30.0) -> int:
+        """The broker id of the group coordinator of ``group_id`` (FindCoordinator)."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self._live_bootstrap()})
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(Exception):
+                future = admin.describe_consumer_groups([group_id], request_timeout=5)[group_id]
+                description = future.result(timeout=10)
+                if description.coordinator is not None and description.coordinator.id >= 0:
+                    return int(description.coordinator.id)
+            if time.monotonic() >= deadline:
+                raise ApacheKafkaError(f"no coordinator for group {group_id!r} after {timeout} s")
+            time.sleep(0.2)
+
+    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None,
+                     config: Mapping[str, str] | None = None, timeout: float = 30.0) -> None:
+        """Create a topic (replicated on every broker, at most 3, by default) and wait until
+        every partition has its leader and full ISR."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        factor = replication or min(3, len(self.brokers))
+        admin = AdminClient({"bootstrap.servers": self._live_bootstrap()})
+        new = NewTopic(name, num_partitions=partitions, replication_factor=factor,
+                       config=dict(config or {}))
+        admin.create_topics([new], operation_timeout=timeout)[name].result(timeout=timeout)
+        self.wait_in_sync([name], timeout=timeout)
+
+    def _live_bootstrap(self) -> str:
+        return ",".join(n.address for n in self.running_brokers())
+
+    def _admin_metadata(self, topic: str | None = None) -> Any:
+        """Cluster metadata as a third-party client sees it (independent of the client under
+        test): confluent-kafka's ``ClusterMetadata``."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self._live_bootstrap()})
+        return admin.list_topics(topic=topic, timeout=10)
+
+    # ---- building ----
+
+    def _props(self, node_id: int, roles: tuple[str, ...], ports: Mapping[str, int],
+               voters: str, data: Path) -> dict[str, str]:
+        replication = str(min(3, self.broker_count))
+        listeners = [f"{name}://127.0.0.1:{port}" for name, port in ports.items()]
+        props = {
+            "process.roles": ",".join(roles),
+            "node.id": str(node_id),
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": ",".join(listeners),
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(data),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": replication,
+            "offsets.topic.num.partitions": "10",
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "10",
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "group.min.session.timeout.ms": "500",
+            "group.consumer.min.session.timeout.ms": "1000",
+            "group.consumer.min.heartbeat.interval.ms": "200",
+            "group.consumer.heartbeat.interval.ms": "1000",
+            "group.consumer.session.timeout.ms": "10000",
+            # A stopped broker's replicas leave the ISR quickly, so leader moves are fast.
+            "replica.lag.time.max.ms": "5000",
+            "log.flush.interval.messages": "9223372036854775807",
+        }
+        if "broker" in roles:
+            props["inter.broker.listener.name"] = "PLAINTEXT"
+            props["advertised.listeners"] = ",".join(
+                entry for entry in listeners if not entry.startswith("CONTROLLER:"))
+            if self.racks:
+                props["broker.rack"] = f"rack-{node_id}"
+                props["replica.selector.class"] = (
+                    "org.apache.kafka.common.replica.RackAwareReplicaSelector")
+        props.update(self.extra_config)
+        return props
+
+    def _build(self, libs: Path, root: Path) -> None:
+        self.nodes = {}
+        if self.broker_count == 1:
+            layout: list[tuple[int, tuple[str, ...]]] = [(1, ("broker", "controller"))]
+        else:
+            layout = [(CONTROLLER_ID, ("controller",))]
+            layout += [(i, ("broker",)) for i in range(1, self.broker_count + 1)]
+        ports: dict[int, dict[str, int]] = {}
+        for node_id, roles in layout:
+            node_ports: dict[str, int] = {}
+            if "broker" in roles:
+                node_ports["PLAINTEXT"] = free_port()
+            if "controller" in roles:
+                node_ports["CONTROLLER"] = free_port()
+            ports[node_id] = node_ports
+        voters = ",".join(f"{node_id}@127.0.0.1:{ports[node_id]['CONTROLLER']}"
+                          for node_id, roles in layout if "controller" in roles)
+        for node_id, roles in layout:
+            data = root / f"data-{node_id}"
+            props = self._props(node_id, roles, ports[node_id], voters, data)
+            node = KafkaNode(node_id, roles, ports[node_id], root, props, libs)
+            node.write_config()
+            self.nodes[node_id] = node
+
+    def _format(self) -> None:
+        cluster_id = _cluster_id()
+        for node in self.nodes.values():
+            cmd = node.java("kafka.tools.StorageTool", "format", "-t", cluster_id,
+                            "-c", str(node.config_path), heap="256m")
+            result = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                                    text=True, timeout=120, check=False)
+            if result.returncode != 0:
+                raise ApacheKafkaError(
+                    f"formatting the storage of Kafka node {node.node_id} failed "
+                    f"(exit {result.returncode}): {(result.stdout + result.stderr)[-2000:]}")
+
+    def _wait_registered(self, timeout: float = _START_TIMEOUT_S) -> None:
+        """Wait until the metadata lists every running broker."""
+        if self.broker_count == 1:
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if len(self._admin_metadata().brokers) >= self.broker_count:
+                    return
+            except Exception as exc:  # the cluster is still coming up: ask again
+                logger.debug("metadata not ready: %s", exc)
+            if time.monotonic() >= deadline:
+                raise ApacheKafkaError(
+                    f"not all {self.broker_count} brokers registered within {timeout:.0f} s")
+            time.sleep(0.2)
+
+    def __iter__(self) -> Iterator[KafkaNode]:
+        return iter(self.brokers)
+
+    def __repr__(self) -> str:
+        return f"KafkaCluster({self.version}, {list(self.nodes.values())})"
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        nodes = list(_LIVE)
+    for node in nodes:
+        try:
+            node.stop(timeout=10)
+        except Exception:  # interpreter shutdown: best effort only
+            pass
