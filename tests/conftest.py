@@ -13,6 +13,12 @@ When the choice falls past Apache Kafka, the session says why once in the termin
 ``broker.kind`` says which broker it is ("apache", "external", "docker-kafka", "tansu");
 ``broker.is_tansu``/``broker.is_apache`` let a test skip what a broker lacks, and
 ``broker.api_versions`` holds the broker's ApiVersions ranges.
+
+``kafka_cluster`` is a 3-broker Apache Kafka cluster with racks (see
+``tests/support/apache_kafka.py``), started once per session when a test first asks for it; after
+each test that used it, every stopped node is started again and the cluster waits until all
+partitions are back in sync. Tests using it get a 300 s timeout (the first one pays the start).
+It skips when Java or Maven is missing, or in the Tansu pass (``KAFKACONSUMER_TEST_BROKER=tansu``).
 """
 
 from __future__ import annotations
@@ -129,3 +135,42 @@ def broker(request: pytest.FixtureRequest) -> Iterator[BrokerInfo]:
         return
     _say(request.config, f"{missing}: using the embedded Tansu broker instead")
     yield from _tansu()
+
+
+#: Seconds granted to a test that uses a fixture which starts JVMs (when it has no own timeout).
+_SLOW_FIXTURE_TIMEOUT = 300
+_SLOW_FIXTURES = ("kafka_cluster",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give the tests that may start a Kafka cluster time for it."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if any(name in names for name in _SLOW_FIXTURES) and \
+                item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(_SLOW_FIXTURE_TIMEOUT))
+
+
+def _skip_unless_apache_possible() -> None:
+    if os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower() == "tansu":
+        pytest.skip("the Tansu pass checks the embedded broker only")
+    missing = apache_kafka.missing_tools()
+    if missing:
+        pytest.skip(f"needs Apache Kafka: {missing}")
+
+
+@pytest.fixture(scope="session")
+def _kafka_cluster_session() -> Iterator[apache_kafka.KafkaCluster]:
+    _skip_unless_apache_possible()
+    with apache_kafka.KafkaCluster(brokers=3, racks=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def kafka_cluster(
+    _kafka_cluster_session: apache_kafka.KafkaCluster,
+) -> Iterator[apache_kafka.KafkaCluster]:
+    """The session's 3-broker cluster (controller 100, brokers 1-3 in racks rack-1..rack-3);
+    nodes a test stopped are started again after it."""
+    yield _kafka_cluster_session
+    _kafka_cluster_session.heal()
