@@ -24,8 +24,9 @@ class CompletedFetch:
     """Buffered data of one partition from one fetch response.
 
     ``next_fetch_offset`` starts at the offset the request asked for and moves past every record
-    handed out (and past filtered control/aborted batches once the whole partition is consumed);
-    the fetcher compares it with the subscription position to drop stale data.
+    handed out, and past filtered control/aborted batches when ``fetch_records`` reaches the end
+    (also when there was no record at all); the fetcher compares it with the subscription
+    position before each hand-out to drop stale data, and moves the position to it after.
 
     Thread-safety: not thread-safe; created under the fetcher lock and then used only by the
     thread that calls ``poll()``.
@@ -94,11 +95,12 @@ class CompletedFetch:
         # every partition of it is decoded.
         self.partition_data["records"] = None
         self.initialized = True
-        if not records:
-            self._finish()
 
     def _finish(self) -> None:
         # Skip past batches that yielded no records (control batches, aborted transactions).
+        # This happens only inside fetch_records, after the fetcher checked that the data
+        # starts at the position, so that it then moves the position here too (Java
+        # FetchCollector): done earlier, the data would look stale and be fetched forever.
         if self._end_offset > self.next_fetch_offset:
             self.next_fetch_offset = self._end_offset
         self.is_consumed = True
