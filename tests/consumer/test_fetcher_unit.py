@@ -6,13 +6,15 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkaconsumer.errors import RecordDeserializationError
 from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
 from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.record import encode_batch
+from kafkaconsumer.record import encode_batch, encode_control_batch
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import MockTime
 
@@ -467,3 +469,85 @@ def test_session_handler_is_only_used_under_the_fetcher_lock() -> None:
     client.sent[0][2].success(resp)
     assert held == [True]
     assert values(f.collect_fetch().records[T0]) == [0, 1]
+
+
+# -- positions past control batches and aborted transactions (issue 10, section 1) ---------
+
+_SEGMENT = st.tuples(st.sampled_from(["data", "commit", "abort"]), st.integers(1, 4))
+
+
+def _transactional_log(segments: list[tuple[str, int]]
+                       ) -> tuple[list[tuple[int, bytes]], list[dict[str, int]], list[int],
+                                  list[int], int]:
+    """Batches (base offset, bytes) of plain data, committed and aborted transactions; the
+    aborted list as a broker reports it; the values read_committed and read_uncommitted see;
+    the log end offset."""
+    batches: list[tuple[int, bytes]] = []
+    aborted: list[dict[str, int]] = []
+    committed_values: list[int] = []
+    all_values: list[int] = []
+    offset = 0
+    for i, (kind, n) in enumerate(segments):
+        vals = list(range(offset, offset + n))
+        recs = [(None, b"%d" % v, [], 1000) for v in vals]
+        all_values.extend(vals)
+        if kind == "data":
+            batches.append((offset, encode_batch(recs, base_offset=offset)))
+            committed_values.extend(vals)
+            offset += n
+            continue
+        # A producer id per transaction keeps the aborted list unambiguous.
+        pid = 1000 + i
+        batches.append((offset, encode_batch(recs, base_offset=offset, producer_id=pid,
+                                             producer_epoch=0, base_sequence=0,
+                                             transactional=True)))
+        if kind == "abort":
+            aborted.append({"producer_id": pid, "first_offset": offset})
+        else:
+            committed_values.extend(vals)
+        offset += n
+        batches.append((offset, encode_control_batch(kind == "commit", producer_id=pid,
+                                                     base_offset=offset)))
+        offset += 1
+    return batches, aborted, committed_values, all_values, offset
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(segments=st.lists(_SEGMENT, min_size=1, max_size=12), read_committed=st.booleans(),
+       data=st.data())
+def test_position_always_reaches_the_log_end(segments: list[tuple[str, int]],
+                                             read_committed: bool, data: st.DataObject) -> None:
+    batches, aborted, committed_values, all_values, log_end = _transactional_log(segments)
+    f, client, subs = make(max_poll_records=data.draw(st.integers(1, 5), label="max_poll"),
+                           read_committed=read_committed)
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    got: list[int] = []
+    for _ in range(4 * len(batches) + 4):
+        position = _offset(subs, T0)
+        if position >= log_end:
+            break
+        assert f.send_fetches() == 1
+        fetched = client.fetched(len(client.sent) - 1)[T0]
+        assert fetched == position
+        # The broker answers from the batch holding the fetch offset, a random number of
+        # whole batches, sometimes with a truncated batch after them (a fetch size limit).
+        first = max(i for i, (base, _) in enumerate(batches) if base <= fetched)
+        count = data.draw(st.integers(1, len(batches) - first), label="batches")
+        chunk = b"".join(raw for _, raw in batches[first:first + count])
+        rest = batches[first + count:]
+        if rest and data.draw(st.booleans(), label="truncated"):
+            chunk += rest[0][1][:data.draw(st.integers(1, len(rest[0][1]) - 1), label="cut")]
+        resp = response({T0: (chunk, log_end)})
+        # A superset of what the broker would list: one producer id per transaction makes
+        # the extra entries harmless.
+        resp["responses"][0]["partitions"][0]["aborted_transactions"] = (
+            aborted if read_committed else None)
+        client.sent[-1][2].success(resp)
+        while True:
+            fetch = f.collect_fetch()
+            if fetch.is_empty():
+                break
+            got.extend(values(fetch.records.get(T0, [])))
+    assert _offset(subs, T0) == log_end
+    assert got == (committed_values if read_committed else all_values)
