@@ -10,13 +10,15 @@ States: ``UNJOINED -> PREPARING_REBALANCE`` (JoinGroup sent) ``-> COMPLETING_REB
 (JoinGroup answered, SyncGroup sent) ``-> STABLE`` (SyncGroup answered). Any failure drops back
 to ``UNJOINED`` with a request to rejoin at the next ``poll()``.
 
-Locking (DESIGN section 2): one re-entrant coordinator lock (``self._lock``, a Condition on an
-RLock) guards the state, the generation and the coordinator node. It is taken before the
-network client's lock and never after it: response handlers run after the network client has
-released its own lock. User code (rebalance listener, commit callbacks, commit interceptors)
-never runs while the coordinator lock is held; subclasses call it only from the user's thread
-(``poll()``, commits, ``close()``), outside ``self._lock``. Response handlers, which may run on
-the heartbeat thread with that lock held, only record outcomes for the user's thread.
+Locking (docs/internals.md, "The coordinator's lock and who owns each field"): one re-entrant
+coordinator lock (``self._lock``, a Condition on an RLock) guards the state, the generation and
+the coordinator node. It is taken before the network client's lock and never after it, and only
+for short steps: no network wait, sleep or metadata wait happens under it, so the heartbeat
+thread (and its max.poll.interval.ms check) always gets it and ``wakeup()`` interrupts every
+wait of ``poll()``. Response handlers run after the network client has released its own lock
+and only record outcomes; as leader, the assignment runs on the user's thread. User code
+(rebalance listener, assignors, commit callbacks, commit interceptors) never runs while the
+coordinator lock is held. Retries back off exponentially with jitter (KIP-580).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.network.client import coordinator_node_id
 from kafkaconsumer.network.future import Future
+from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
 
@@ -222,6 +225,18 @@ class AbstractCoordinator:
         self.heartbeat_thread: HeartbeatThread | None = None
         self._last_time_of_connection_ms = -1
         self._closed = False
+        cap = rebalance_config.retry_backoff_max_ms
+        # KIP-580: retry.backoff.ms doubling up to retry.backoff.max.ms, 20% jitter; a
+        # retry.backoff.ms above the cap means a constant backoff of the cap, as in Java.
+        self.retry_backoff = ExponentialBackoff(min(rebalance_config.retry_backoff_ms, cap), 2.0,
+                                                cap, 0.2)
+        # Consecutive failed coordinator lookups and join rounds (guarded by the lock).
+        self._lookup_attempts = 0
+        self._join_attempts = 0
+        # Set by the JoinGroup handler when this member was elected leader; the user's thread
+        # then runs the assignment (outside response processing, bounded by its timer).
+        self._leader_step: Future[dict[str, Any]] | None = None
+        self._leader_deadline_ms: int | None = None
 
     # ------------------------------------------------------------------ hooks for subclasses
     def protocol_type(self) -> str:
@@ -258,6 +273,7 @@ class AbstractCoordinator:
                          heartbeat_interval_ms=cfg.heartbeat_interval_ms,
                          max_poll_interval_ms=cfg.rebalance_timeout_ms,
                          retry_backoff_ms=cfg.retry_backoff_ms,
+                         retry_backoff_max_ms=cfg.retry_backoff_max_ms,
                          time=self.time)
 
     # --------------------------------------------------------------------- coordinator lookup
@@ -341,8 +357,14 @@ class AbstractCoordinator:
 
         request.add_callback(on_success)
         request.add_errback(on_failure)
+        result.add_callback(lambda _v: self._count_lookup(failed=False))
+        result.add_errback(lambda _e: self._count_lookup(failed=True))
         result.add_both(lambda _v: self.clear_find_coordinator_future())
         return result
+
+    def _count_lookup(self, failed: bool) -> None:
+        with self._lock:
+            self._lookup_attempts = self._lookup_attempts + 1 if failed else 0
 
     def _handle_find_coordinator_response(self, response: dict[str, Any],
                                           result: Future[None]) -> None:
@@ -375,40 +397,69 @@ class AbstractCoordinator:
             result.failure(_error_for(code, entry.get("error_message")))
 
     def ensure_coordinator_ready(self, timer: Timer) -> bool:
-        """Block (bounded by ``timer``) until a coordinator is known; True on success."""
-        with self._lock:
-            if not self.coordinator_unknown():
-                return True
-            while True:
-                if self.fatal_find_coordinator_error is not None:
-                    fatal = self.fatal_find_coordinator_error
-                    self.fatal_find_coordinator_error = None
-                    raise fatal
-                future = self.lookup_coordinator()
-                self.client.poll(timeout_ms=timer.remaining_ms, future=future)
-                timer.update()
-                if not future.is_done:
-                    break
-                if future.failed():
-                    exc = future.exception
-                    assert exc is not None
-                    if getattr(exc, "retriable", False):
-                        # One backoff per failed round, as Java; then fresher metadata.
-                        logger.debug("coordinator discovery failed, refreshing metadata: %r", exc)
-                        timer.sleep(self.rebalance_config.retry_backoff_ms)
-                        self._await_metadata_update(timer)
-                    else:
+        """Block (bounded by ``timer``) until a coordinator is known; True on success.
+
+        The coordinator lock is only held for short steps: the network waits and the backoff
+        run without it, so the heartbeat thread (and its max.poll.interval.ms check) goes on
+        meanwhile, and :meth:`wakeup` interrupts every wait.
+        """
+        if not self.coordinator_unknown():
+            return True
+        while True:
+            with self._lock:
+                fatal = self.fatal_find_coordinator_error
+                self.fatal_find_coordinator_error = None
+            if fatal is not None:
+                raise fatal
+            future = self.lookup_coordinator()
+            self.client.poll(timeout_ms=timer.remaining_ms, future=future)
+            timer.update()
+            if not future.is_done:
+                break
+            if future.failed():
+                exc = future.exception
+                assert exc is not None
+                if getattr(exc, "retriable", False):
+                    # One backoff per failed round, as Java; then fresher metadata.
+                    logger.debug("coordinator discovery failed, refreshing metadata: %r", exc)
+                    self.backoff_wait(timer, self.lookup_backoff_ms())
+                    self._await_metadata_update(timer)
+                else:
+                    with self._lock:
                         self.fatal_find_coordinator_error = None
-                        raise exc
-                elif self.coordinator is not None and self._client_is_unavailable(self.coordinator):
+                    raise exc
+            else:
+                node = self.check_and_get_coordinator()
+                if node is not None and self._client_is_unavailable(node):
                     # Found one but cannot connect to it: back off before asking again.
                     self.mark_coordinator_unknown("coordinator unavailable")
-                    timer.sleep(self.rebalance_config.retry_backoff_ms)
-                if not self.coordinator_unknown():
-                    return True
-                if timer.is_expired():
-                    break
-            return not self.coordinator_unknown()
+                    self._count_lookup(failed=True)
+                    self.backoff_wait(timer, self.lookup_backoff_ms())
+            if not self.coordinator_unknown():
+                return True
+            if timer.is_expired():
+                break
+        return not self.coordinator_unknown()
+
+    def lookup_backoff_ms(self) -> int:
+        """The wait before the next coordinator lookup (grows with consecutive failures).
+
+        Thread-safe; the heartbeat thread also waits this long before rediscovering.
+        """
+        with self._lock:
+            return self.retry_backoff.backoff(max(0, self._lookup_attempts - 1))
+
+    def backoff_wait(self, timer: Timer, backoff_ms: int) -> None:
+        """Wait ``backoff_ms`` (at most what ``timer`` has left) without holding any lock.
+
+        Network I/O goes on meanwhile and :meth:`wakeup` interrupts the wait (WakeupError),
+        unlike a sleep.
+        """
+        wait = min(int(backoff_ms), timer.remaining_ms)
+        if wait > 0:
+            # A future nobody completes: poll for the whole wait, serving other requests.
+            self.client.poll(timeout_ms=wait, future=Future())
+        timer.update()
 
     # --------------------------------------------------------------------------- join / sync
     def rejoin_needed_or_pending(self) -> bool:
@@ -464,29 +515,30 @@ class AbstractCoordinator:
         while self.rejoin_needed_or_pending():
             if not self.ensure_coordinator_ready(timer):
                 return False
-            if self.needs_join_prepare:
+            with self._lock:
+                prepare = self.needs_join_prepare
                 # Cleared first: if the listener raises, do not call it again on retry.
                 self.needs_join_prepare = False
+                gen = self.generation
+            if prepare and not self.on_join_prepare(timer, gen.generation_id, gen.member_id):
                 with self._lock:
-                    gen = self.generation
-                if not self.on_join_prepare(timer, gen.generation_id, gen.member_id):
                     self.needs_join_prepare = True
-                    return False
+                return False
             future = self._initiate_join_group()
-            self.client.poll(timeout_ms=timer.remaining_ms, future=future)
-            timer.update()
-            if not future.is_done:
+            if not self._await_join(future, timer):
                 return False
             if future.succeeded():
                 with self._lock:
                     gen = self.generation
                     state = self.state
+                    self._join_attempts = 0
                 if not self._has_generation_reset(gen) and state is MemberState.STABLE:
                     self.on_join_complete(gen.generation_id, gen.member_id, gen.protocol_name,
                                           future.value)
                     # Reset only after the callback returns, so a woken-up callback is retried.
                     self._reset_join_group_future()
-                    self.needs_join_prepare = True
+                    with self._lock:
+                        self.needs_join_prepare = True
                 else:
                     reason = (f"rebalance failed since the generation/state was modified by the "
                               f"heartbeat thread to {gen}/{state.value} before the rebalance "
@@ -508,12 +560,86 @@ class AbstractCoordinator:
                     raise exc
                 if timer.is_expired():
                     return False
-                timer.sleep(self.rebalance_config.retry_backoff_ms)
+                with self._lock:
+                    attempts = self._join_attempts
+                    self._join_attempts += 1
+                self.backoff_wait(timer, self.retry_backoff.backoff(attempts))
+        return True
+
+    def _await_join(self, future: Future[bytes], timer: Timer) -> bool:
+        """Poll until the join round ``future`` is done; False when ``timer`` expired first.
+
+        When the JoinGroup answer elects this member leader, the assignment runs here, on the
+        user's thread and bounded by ``timer``, not inside response processing.
+        """
+        while True:
+            with self._lock:
+                leader_step = self._leader_step
+            if leader_step is not None and leader_step.is_done and not future.is_done:
+                if not self._run_leader_step(leader_step, future, timer):
+                    return False
+                continue
+            wait_on: Future[Any] = future
+            if leader_step is not None and not leader_step.is_done:
+                wait_on = Future()
+                future.add_both(wait_on.complete_if_pending)
+                leader_step.add_both(wait_on.complete_if_pending)
+            self.client.poll(timeout_ms=timer.remaining_ms, future=wait_on)
+            timer.update()
+            if future.is_done:
+                return True
+            with self._lock:
+                step_ready = self._leader_step is not None and self._leader_step.is_done
+            if not step_ready and timer.is_expired():
+                return False
+
+    def _run_leader_step(self, leader_step: Future[dict[str, Any]], future: Future[bytes],
+                         timer: Timer) -> bool:
+        """As leader: compute the assignment and send SyncGroup; False to come back later."""
+        response = leader_step.value
+        with self._lock:
+            if self._leader_step is not leader_step:
+                return True
+            if self._leader_deadline_ms is None:
+                # The group waits for our SyncGroup at most the rebalance timeout; do not spend
+                # more than a request timeout of it waiting for metadata.
+                self._leader_deadline_ms = (self.time.monotonic_ms()
+                                            + self.rebalance_config.request_timeout_ms)
+            deadline = self._leader_deadline_ms
+        if not self.prepare_leader_assignment(response, timer, deadline):
+            return False
+        with self._lock:
+            if self._leader_step is not leader_step:
+                return True
+            self._leader_step = None
+            self._leader_deadline_ms = None
+            current = (self.state is MemberState.COMPLETING_REBALANCE
+                       and self.generation.generation_id == int(response["generation_id"]))
+        if not current:
+            future.fail_if_pending(UnjoinedGroupError(
+                "the generation changed before the leader's assignment was sent"))
+            return True
+        sync = self._on_leader_elected_sync(response)
+        # Not Future.chain: the heartbeat thread may already have failed the join future (see
+        # _handle_heartbeat_response) when a late SyncGroup answer arrives.
+        sync.add_callback(future.complete_if_pending)
+        sync.add_errback(future.fail_if_pending)
+        return True
+
+    def prepare_leader_assignment(self, response: dict[str, Any], timer: Timer,
+                                  deadline_ms: int) -> bool:
+        """Hook for the leader before it assigns (metadata of the members' topics).
+
+        Runs on the user's thread without the lock; may wait for up to ``timer``. False means
+        "not ready, call again"; past ``deadline_ms`` it must return True. Default: ready.
+        """
         return True
 
     def _reset_join_group_future(self) -> None:
         with self._lock:
             self.join_future = None
+            self._leader_step = None
+            self._leader_deadline_ms = None
 
     def _initiate_join_group(self) -> Future[bytes]:
         with self._lock:
@@ -523,6 +649,8 @@ class AbstractCoordinator:
                 # Heartbeats would carry a generation the JoinGroup is about to replace.
                 if self.heartbeat_thread is not None:
                     self.heartbeat_thread.disable()
+                self._leader_step = Future()
+                self._leader_deadline_ms = None
                 self.join_future = self._send_join_group_request()
             return self.join_future
 
@@ -578,14 +706,20 @@ class AbstractCoordinator:
                                              response.get("protocol_name"))
                 logger.info("group %s: successfully joined group with %s", group, self.generation)
                 is_leader = response.get("leader") == response.get("member_id")
+                leader_step = self._leader_step
             if is_leader:
-                sync = self._on_leader_elected_sync(response)
-            else:
-                sync = self._send_sync_group_request([])
+                # The assignment runs on the user's thread (_await_join), which may have to
+                # wait for metadata: nothing waits inside response processing.
+                if leader_step is None:
+                    future.fail_if_pending(UnjoinedGroupError("the join was reset meanwhile"))
+                else:
+                    leader_step.complete_if_pending(response)
+                return
+            sync = self._send_sync_group_request([])
             # Not Future.chain: the join future may already have been failed by the heartbeat
             # thread (see _handle_heartbeat_response) when a late SyncGroup answer arrives.
-            sync.add_callback(lambda value: None if future.is_done else future.success(value))
-            sync.add_errback(lambda exc: None if future.is_done else future.failure(exc))
+            sync.add_callback(future.complete_if_pending)
+            sync.add_errback(future.fail_if_pending)
         elif code == Errors.CoordinatorLoadInProgressError.errno:
             logger.info("JoinGroup failed: coordinator %s is loading the group", self.coordinator)
             future.failure(Errors.CoordinatorLoadInProgressError())
@@ -857,7 +991,7 @@ class AbstractCoordinator:
                     logger.info("group %s: a new rebalance began while waiting for SyncGroup of "
                                 "%s; rejoining", self.rebalance_config.group_id, sent)
                     self.request_rejoin("group is already rebalancing")
-                    self.join_future.failure(Errors.RebalanceInProgressError(
+                    self.join_future.fail_if_pending(Errors.RebalanceInProgressError(
                         "the group began a new rebalance before SyncGroup completed"))
                     future.success(None)
                 else:
@@ -932,8 +1066,10 @@ class AbstractCoordinator:
                 request = self._send(node, _LEAVE_GROUP, body,
                                      **({"version": version} if version is not None else {}))
                 future = self._compose(request, gen, self._handle_leave_group_response)
-                self._client_poll_no_wakeup()
             self.reset_generation_on_leave_group()
+        if future is not None:
+            # Sends it now; outside the lock, as the answer's handler takes it.
+            self._client_poll_no_wakeup()
         return future
 
     def _handle_leave_group_response(self, response: dict[str, Any], sent: Generation,
@@ -1100,9 +1236,12 @@ class HeartbeatThread(threading.Thread):
             self._coordinator._lock.notify_all()
 
     def run(self) -> None:
-        """The heartbeat loop (Java ``HeartbeatThread.run``)."""
+        """The heartbeat loop (Java ``HeartbeatThread.run``).
+
+        Network I/O happens outside the coordinator lock (its handlers take the lock
+        themselves); decisions and sends happen under it.
+        """
         c = self._coordinator
-        cfg = c.rebalance_config
         try:
             logger.debug("heartbeat thread started")
             while True:
@@ -1116,7 +1255,10 @@ class HeartbeatThread(threading.Thread):
                     if c.state.has_not_joined_group() or self.failure is not None:
                         self.enabled = False
                         continue
-                    c._client_poll_no_wakeup()
+                c._client_poll_no_wakeup()
+                with c._lock:
+                    if self.closed or not self.enabled:
+                        continue
                     now = c.time.monotonic_ms()
                     if c.coordinator_unknown():
                         if c.find_coordinator_future is not None:
@@ -1124,7 +1266,7 @@ class HeartbeatThread(threading.Thread):
                             c.clear_find_coordinator_future()
                         else:
                             c.lookup_coordinator()
-                        c._lock.wait(cfg.retry_backoff_ms / 1000.0)
+                        c._lock.wait(c.lookup_backoff_ms() / 1000.0)
                     elif c.heartbeat.session_timeout_expired(now):
                         # No successful heartbeat for a whole session: suspect the coordinator.
                         c.mark_coordinator_unknown(
@@ -1132,7 +1274,7 @@ class HeartbeatThread(threading.Thread):
                     elif c.heartbeat.poll_timeout_expired(now):
                         c.handle_poll_timeout_expiry()
                     elif not c.heartbeat.should_heartbeat(now):
-                        wait_ms = min(cfg.retry_backoff_ms,
+                        wait_ms = min(c.rebalance_config.retry_backoff_ms,
                                       max(1, int(c.heartbeat.time_to_next_heartbeat(now))))
                         c._lock.wait(wait_ms / 1000.0)
                     else:
@@ -1143,14 +1285,16 @@ class HeartbeatThread(threading.Thread):
         except BaseException as exc:  # stored, re-raised by the user's next poll()
             logger.error("heartbeat thread failed with an unexpected error", exc_info=True)
             if isinstance(exc, Errors.KafkaError):
-                self.failure = exc
+                failure: BaseException = exc
             else:
                 failure = Errors.KafkaError(f"unexpected error in heartbeat thread: {exc!r}")
                 failure.__cause__ = exc
+            with c._lock:
                 self.failure = failure
         finally:
             logger.debug("heartbeat thread has closed")
-            self.closed = True
+            with c._lock:
+                self.closed = True
 
     def _on_success(self, _value: Any) -> None:
         c = self._coordinator

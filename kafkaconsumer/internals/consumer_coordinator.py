@@ -168,6 +168,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.revocations = RevocationTracker()
         self.kip983_enabled = False
         self._coordinator_closed = False
+        # (generation, metadata version asked for) while the leader waits for one refresh.
+        self._leader_metadata_wait: tuple[int, int] | None = None
         self.default_offset_commit_callback: OffsetCommitCallback = self._log_commit_error
         self._update_metadata_snapshot()
 
@@ -314,8 +316,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         coordinator_unknown = (self.subscriptions.has_auto_assigned_partitions()
                                and self.coordinator_unknown())
         if coordinator_unknown:
-            # The lookup is retried after retry.backoff.ms; nothing else would wake us then.
-            wait = min(wait, self.rebalance_config.retry_backoff_ms)
+            # The lookup is retried after its backoff; nothing else would wake us then.
+            wait = min(wait, self.lookup_backoff_ms())
         if self._follow_up_rejoin_at is not None:
             wait = min(wait, max(0, self._follow_up_rejoin_at - now_ms))
         if not self.auto_commit_enabled or rebalancing or coordinator_unknown:
@@ -472,7 +474,6 @@ class ConsumerCoordinator(AbstractCoordinator):
             all_topics.update(sub.topics)
         # The leader watches every topic of the group so it notices their metadata changes.
         self.update_group_subscription(all_topics)
-        self._ensure_metadata_for(all_topics)
         self.is_leader = True
         if skip_assignment:
             logger.info("group %s: skipped assignment for a returning static leader; keeping the "
@@ -504,19 +505,42 @@ class ConsumerCoordinator(AbstractCoordinator):
                     {m: [str(tp) for tp in a.partitions] for m, a in assignments.items()})
         return {m: encode_assignment(a) for m, a in assignments.items()}
 
-    def _ensure_metadata_for(self, topics: set[str]) -> None:
-        """Wait briefly for metadata of group topics the leader has never seen."""
-        cluster = self.metadata.cluster
-        missing = {t for t in topics if cluster.partitions_for_topic(t) is None}
-        if not missing:
-            return
-        self.metadata.request_update()
-        try:
-            self.client.await_metadata_update(self.rebalance_config.request_timeout_ms)
-        except Errors.KafkaTimeoutError:
-            logger.info("no metadata yet for topics %s; they will be assigned in a later "
-                        "rebalance", sorted(missing))
-        self._update_metadata_snapshot()
+    def prepare_leader_assignment(self, response: dict[str, Any], timer: Timer,
+                                  deadline_ms: int) -> bool:
+        """Wait (bounded by ``timer``) for one metadata refresh when the leader lacks topics.
+
+        As Java's ``ensureFreshMetadata`` before assigning: one refresh that covers the group's
+        topics, then the assignment goes ahead with what the metadata has (topics still unknown,
+        or deleted, are assigned in a later rebalance once their metadata makes the snapshot
+        differ). Past ``deadline_ms`` the leader assigns without waiting more.
+        """
+        topics: set[str] = set()
+        for member in response.get("members") or []:
+            try:
+                topics.update(decode_subscription(member["metadata"]).topics)
+            except Exception:  # a bad subscription fails later, in on_leader_elected
+                continue
+        generation = int(response.get("generation_id", -1))
+        waiting = self._leader_metadata_wait
+        if waiting is None or waiting[0] != generation:
+            cluster = self.metadata.cluster
+            if all(cluster.partitions_for_topic(t) is not None for t in topics):
+                return True
+            self.update_group_subscription(topics)
+            waiting = (generation, self.metadata.request_update())
+            self._leader_metadata_wait = waiting
+        if self.metadata.update_version > waiting[1]:
+            return True
+        wait = min(timer.remaining_ms, deadline_ms - self.time.monotonic_ms())
+        if wait > 0:
+            try:
+                self.client.await_metadata_update(wait)
+            except Errors.KafkaTimeoutError:
+                pass
+            timer.update()
+        if self.metadata.update_version > waiting[1] or self.time.monotonic_ms() >= deadline_ms:
+            return True
+        return False
 
     # ===================================================================== join complete
     def on_join_complete(self, generation_id: int, member_id: str, protocol: str | None,
@@ -664,6 +688,9 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._coordinator_closed = True
         if timer is None:
             timer = self.time.timer(0)
+        # As Java: a wakeup() pending from before close() must not abort the final commit and
+        # the leave; the consumer is closing, so wakeups stay disabled.
+        self.client.disable_wakeups()
         try:
             if self.subscriptions.has_auto_assigned_partitions() or self.auto_commit_enabled:
                 self.maybe_auto_commit_offsets_sync(timer)
@@ -698,13 +725,23 @@ class ConsumerCoordinator(AbstractCoordinator):
             raise Errors.FencedInstanceIdError(
                 f"an async commit was fenced: group.instance.id "
                 f"{self.rebalance_config.group_instance_id!r} is used by another consumer")
-        while self.completed_offset_commits:
-            callback, offsets, exc = self.completed_offset_commits.popleft()
+        while True:
+            with self._lock:
+                if not self.completed_offset_commits:
+                    break
+                callback, offsets, exc = self.completed_offset_commits.popleft()
+            if isinstance(exc, Errors.FencedInstanceIdError):
+                # Owned by the user's thread: the completion only queued the error.
+                self.async_commit_fenced = True
             if exc is None:
                 # Java calls the interceptors first, then the commit callback.
                 self._on_commit_interceptors(offsets)
             cb = callback if callback is not None else self.default_offset_commit_callback
             cb(offsets, exc)
+        if self.async_commit_fenced:
+            raise Errors.FencedInstanceIdError(
+                f"an async commit was fenced: group.instance.id "
+                f"{self.rebalance_config.group_instance_id!r} is used by another consumer")
 
     def _log_commit_error(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
                           exc: BaseException | None) -> None:
@@ -757,7 +794,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         # with the coordinator lock held: they only record the outcome. The interceptors and
         # the callback run later on the user's thread (invoke_completed_offset_commit_callbacks).
         def on_success(_v: Any) -> None:
-            self.completed_offset_commits.append((callback, offsets, None))
+            with self._lock:
+                self.completed_offset_commits.append((callback, offsets, None))
 
         def on_failure(exc: BaseException) -> None:
             err: BaseException = exc
@@ -765,9 +803,8 @@ class ConsumerCoordinator(AbstractCoordinator):
                 err = Errors.RetriableCommitFailedError(
                     f"offset commit failed with a retriable exception: {exc}")
                 err.__cause__ = exc
-            if isinstance(exc, Errors.FencedInstanceIdError):
-                self.async_commit_fenced = True
-            self.completed_offset_commits.append((callback, offsets, err))
+            with self._lock:
+                self.completed_offset_commits.append((callback, offsets, err))
 
         future.add_callback(on_success)
         future.add_errback(on_failure)
@@ -795,6 +832,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         if not offsets:
             # Empty commits still wait for earlier async commits, so their callbacks run first.
             return self._invoke_pending_async_commits(timer)
+        attempts = 0
         while True:
             if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
                 return False
@@ -812,7 +850,8 @@ class ConsumerCoordinator(AbstractCoordinator):
                 raise exc
             if timer.is_expired():
                 return False
-            timer.sleep(self.rebalance_config.retry_backoff_ms)
+            self.backoff_wait(timer, self.retry_backoff.backoff(attempts))
+            attempts += 1
             if timer.is_expired():
                 return False
 
@@ -911,11 +950,14 @@ class ConsumerCoordinator(AbstractCoordinator):
                 if code == Errors.FencedInstanceIdError.errno:
                     logger.info("OffsetCommit with %s failed: group.instance.id %r fenced", sent,
                                 self.rebalance_config.group_instance_id)
-                    if self._generation_unchanged(sent):
+                    with self._lock:
+                        unchanged = self.generation == sent
+                        preparing = self.state is MemberState.PREPARING_REBALANCE
+                    if unchanged:
                         future.failure(Errors.FencedInstanceIdError(
                             f"group.instance.id {self.rebalance_config.group_instance_id!r} is "
                             f"used by another consumer"))
-                    elif self.state is MemberState.PREPARING_REBALANCE:
+                    elif preparing:
                         future.failure(Errors.RebalanceInProgressError(
                             "Offset commit cannot be completed: the member's old generation was "
                             "fenced by its group instance id; it has probably joined a newer "
@@ -1021,6 +1063,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         pending = self._pending_committed_offset_request
         if pending is not None and (pending[0] != wanted or pending[1] != gen):
             self._pending_committed_offset_request = None
+        attempts = 0
         while True:
             if not self.ensure_coordinator_ready(timer):
                 return None
@@ -1043,7 +1086,8 @@ class ConsumerCoordinator(AbstractCoordinator):
                 raise exc
             if timer.is_expired():
                 return None
-            timer.sleep(self.rebalance_config.retry_backoff_ms)
+            self.backoff_wait(timer, self.retry_backoff.backoff(attempts))
+            attempts += 1
             if timer.is_expired():
                 return None
 

@@ -1,7 +1,8 @@
 """The three group-membership timers (Java ``Heartbeat``).
 
-- heartbeat timer: when the next Heartbeat request is due (``heartbeat.interval.ms``, or
-  ``retry.backoff.ms`` after a failed one);
+- heartbeat timer: when the next Heartbeat request is due (``heartbeat.interval.ms``, or after
+  a failed one an exponential backoff from ``retry.backoff.ms`` up to ``retry.backoff.max.ms``
+  with jitter, KIP-580, reset by the next answer);
 - session timer: how long since the coordinator last answered (``session.timeout.ms``); when it
   expires the coordinator must be presumed lost;
 - poll timer: how long since the application last called ``poll()`` (``max.poll.interval.ms``);
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
 
@@ -42,8 +44,11 @@ class Heartbeat:
 
     def __init__(self, *, session_timeout_ms: int, heartbeat_interval_ms: int,
                  max_poll_interval_ms: int, retry_backoff_ms: int = 100,
-                 time: Time | None = None) -> None:
+                 retry_backoff_max_ms: int | None = None, time: Time | None = None) -> None:
         """Set the three timers from the group settings (ms); ``time`` defaults to the system clock.
+
+        ``retry_backoff_max_ms`` (None: same as ``retry_backoff_ms``) caps the backoff after
+        consecutive failed heartbeats.
 
         Raises ``ValueError`` when the heartbeat interval is not below the session timeout.
         """
@@ -54,6 +59,11 @@ class Heartbeat:
                 or retry_backoff_ms < 0:
             raise ValueError(f"retry_backoff_ms must be an int >= 0, got {retry_backoff_ms!r}")
         self.retry_backoff_ms = retry_backoff_ms
+        cap = retry_backoff_ms if retry_backoff_max_ms is None else retry_backoff_max_ms
+        # retry.backoff.ms above the cap means a constant backoff of the cap (as ConsumerConfig
+        # warns), as in Java.
+        self._retry_backoff = ExponentialBackoff(min(retry_backoff_ms, cap), 2.0, cap, 0.2)
+        self._failed_attempts = 0
         if heartbeat_interval_ms >= session_timeout_ms:
             # Java refuses this too: the session would expire between two heartbeats.
             raise ValueError(
@@ -93,16 +103,18 @@ class Heartbeat:
             self._heartbeat_timer.reset(self.heartbeat_interval_ms)
 
     def fail_heartbeat(self, now: int | None = None) -> None:
-        """A Heartbeat failed (retriable): try again after ``retry_backoff_ms``."""
+        """A Heartbeat failed (retriable): retry after a backoff that grows with each failure."""
         with self._lock:
             self._update(now)
-            self._heartbeat_timer.reset(self.retry_backoff_ms)
+            self._heartbeat_timer.reset(self._retry_backoff.backoff(self._failed_attempts))
+            self._failed_attempts += 1
 
     def received_heartbeat(self, now: int | None = None) -> None:
         """The coordinator answered a heartbeat: the session is alive, restart its countdown."""
         with self._lock:
             self._last_heartbeat_receive = self._update(now)
             self._session_timer.reset(self.session_timeout_ms)
+            self._failed_attempts = 0
 
     def should_heartbeat(self, now: int | None = None) -> bool:
         """True when a Heartbeat request is due."""

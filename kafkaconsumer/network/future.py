@@ -76,9 +76,28 @@ class Future(Generic[T]):
     # -- completion --------------------------------------------------------------------------
     def success(self, value: T) -> Future[T]:
         """Complete with ``value`` and run the success callbacks; raises if already done."""
+        if not self.complete_if_pending(value):
+            raise RuntimeError("future already completed")
+        return self
+
+    def failure(self, exc: BaseException) -> Future[T]:
+        """Complete with ``exc`` and run the error callbacks; raises if already done."""
+        if not isinstance(exc, BaseException):
+            raise TypeError(f"failure() needs an exception, got {type(exc).__name__}")
+        if not self.fail_if_pending(exc):
+            raise RuntimeError("future already completed")
+        return self
+
+    def complete_if_pending(self, value: T) -> bool:
+        """Succeed with ``value`` unless already done; True when this call completed it.
+
+        For completions that may race with another thread failing the same future (the
+        heartbeat thread gives up on a SyncGroup while its answer arrives): the check and the
+        completion are one step under the future's lock, so the loser is a no-op.
+        """
         with self._lock:
             if self.is_done:
-                raise RuntimeError("future already completed")
+                return False
             self._value = value
             callbacks = self._callbacks
             self._callbacks = []
@@ -87,15 +106,15 @@ class Future(Generic[T]):
                 self._event.set()
         for cb in callbacks:
             self._run(cb, value)
-        return self
+        return True
 
-    def failure(self, exc: BaseException) -> Future[T]:
-        """Complete with ``exc`` and run the error callbacks; raises if already done."""
+    def fail_if_pending(self, exc: BaseException) -> bool:
+        """Fail with ``exc`` unless already done; True when this call completed it."""
         if not isinstance(exc, BaseException):
-            raise TypeError(f"failure() needs an exception, got {type(exc).__name__}")
+            raise TypeError(f"fail_if_pending() needs an exception, got {type(exc).__name__}")
         with self._lock:
             if self.is_done:
-                raise RuntimeError("future already completed")
+                return False
             self._exception = exc
             errbacks = self._errbacks
             self._callbacks = []
@@ -104,7 +123,7 @@ class Future(Generic[T]):
                 self._event.set()
         for eb in errbacks:
             self._run(eb, exc)
-        return self
+        return True
 
     # -- callbacks ---------------------------------------------------------------------------
     def add_callback(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[T]:

@@ -49,9 +49,26 @@ def test_fail_heartbeat_retries_after_backoff() -> None:
     hb.sent_heartbeat()
     t.advance(500)
     hb.fail_heartbeat()
-    assert hb.time_to_next_heartbeat() == 100
-    t.advance(100)
+    # retry.backoff.ms with 20% jitter either way (KIP-580).
+    assert 80 <= hb.time_to_next_heartbeat() <= 120
+    t.advance(120)
     assert hb.should_heartbeat()
+
+
+def test_failed_heartbeats_back_off_exponentially_up_to_the_cap() -> None:
+    t = MockTime()
+    hb = make(t, retry_backoff_ms=100, retry_backoff_max_ms=1_000)
+    waits = []
+    for _ in range(8):
+        hb.fail_heartbeat()
+        waits.append(hb.time_to_next_heartbeat())
+    # 100, 200, 400, 800, then the 1000 cap, each moved by up to 20%.
+    for wait, base in zip(waits, [100, 200, 400, 800, 1000, 1000, 1000, 1000], strict=True):
+        assert base * 0.8 <= wait <= base * 1.2, waits
+    # An answer resets the sequence.
+    hb.received_heartbeat()
+    hb.fail_heartbeat()
+    assert 80 <= hb.time_to_next_heartbeat() <= 120
 
 
 def test_session_expires_without_responses() -> None:
