@@ -114,6 +114,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         super().__init__(GroupRebalanceConfig.from_config(config), client, time=time,
                          heartbeat=heartbeat)
         self.config = config
+        if str(_cfg(config, "group.protocol", "classic")).lower() == "consumer":
+            # Refused rather than silently joining with the classic protocol.
+            raise Errors.ConfigError(
+                "group.protocol=consumer (KIP-848) is not available in this version of the "
+                "client; use group.protocol=classic")
         self.subscriptions = subscriptions
         self.metadata = metadata
         self.interceptors = interceptors
