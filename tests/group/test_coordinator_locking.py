@@ -147,27 +147,31 @@ def test_leader_metadata_wait_is_bounded_by_the_callers_timer(cluster: FakeClust
         s.close()
 
 
+def _race_once() -> None:
+    future: Future[int] = Future()
+    outcomes: list[bool] = []
+    barrier = threading.Barrier(2)
+
+    def succeed() -> None:
+        barrier.wait()
+        outcomes.append(future.complete_if_pending(1))
+
+    def fail() -> None:
+        barrier.wait()
+        outcomes.append(future.fail_if_pending(Errors.RebalanceInProgressError()))
+
+    threads = [threading.Thread(target=succeed), threading.Thread(target=fail)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert sorted(outcomes) == [False, True]
+    assert future.is_done and future.succeeded() != future.failed()
+
+
 def test_complete_if_pending_has_one_winner() -> None:
     for _ in range(200):
-        future: Future[int] = Future()
-        outcomes: list[bool] = []
-        barrier = threading.Barrier(2)
-
-        def succeed() -> None:
-            barrier.wait()
-            outcomes.append(future.complete_if_pending(1))
-
-        def fail() -> None:
-            barrier.wait()
-            outcomes.append(future.fail_if_pending(Errors.RebalanceInProgressError()))
-
-        threads = [threading.Thread(target=succeed), threading.Thread(target=fail)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(5)
-        assert sorted(outcomes) == [False, True]
-        assert future.is_done and future.succeeded() != future.failed()
+        _race_once()
     done: Future[int] = Future()
     done.success(1)
     with pytest.raises(RuntimeError):
