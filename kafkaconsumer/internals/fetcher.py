@@ -283,6 +283,13 @@ class Fetcher:
         return out
 
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
+        pending = self._pending_nodes
+        if pending:
+            # Every broker has a fetch in flight: nothing can go out. poll() asks on each
+            # network wakeup (every few dozen KiB of a large response), so this is the hot case.
+            brokers = getattr(self._metadata.cluster, "brokers", None)
+            if brokers is not None and len(pending) >= len(brokers()):
+                return []
         buffered = self._buffered_partitions()
         subs = self._subscriptions
         if len(buffered) >= subs.num_assigned_partitions() and (
@@ -300,7 +307,6 @@ class Fetcher:
         lagging: set[int] = set()
         unavailable: dict[int, bool] = {}
         fetch_size = self._config.fetch_size
-        pending = self._pending_nodes
         for tp, state in subs.fetchable_states(buffered):
             position = state.position
             if position is None:

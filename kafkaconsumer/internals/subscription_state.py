@@ -10,11 +10,12 @@ are fetched.
 from __future__ import annotations
 
 import enum
+import itertools
 import logging
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from kafkaconsumer.errors import IllegalStateError, NoOffsetForPartitionError
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
@@ -30,6 +31,12 @@ __all__ = [
 #: Sentinels used by OffsetForLeaderEpoch responses when the broker knows no such epoch.
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
+
+# Every fetch-state transition stores a fresh number from this counter (next() is atomic under
+# the GIL) in TopicPartitionState.last_transition: a number seen before a transition is never
+# seen again after it, so "same number, same assignment dict" means "no partition changed
+# state", and poll() can skip its per-partition walks (flat cost from 8 to 1000 partitions).
+_TRANSITIONS = itertools.count(1)
 
 _MUTUALLY_EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
 
@@ -171,6 +178,9 @@ class TopicPartitionState:
                  "next_retry_time_ms", "preferred_read_replica",
                  "preferred_read_replica_expire_ms", "end_offset_requested")
 
+    #: The number of the latest transition of any partition's fetch state (see _TRANSITIONS).
+    last_transition: ClassVar[int] = 0
+
     def __init__(self) -> None:
         """Start in the INITIALIZING state with no position."""
         self.fetch_state = FetchStates.INITIALIZING
@@ -193,6 +203,7 @@ class TopicPartitionState:
         if new_state not in _VALID_TRANSITIONS[self.fetch_state]:
             return False
         self.fetch_state = new_state
+        TopicPartitionState.last_transition = next(_TRANSITIONS)
         if position is not None:
             self.position = position
         if on_transition is not None:
@@ -322,6 +333,10 @@ class SubscriptionState:
         self._default_reset_strategy = OffsetResetStrategy.parse(default_reset_strategy)
         self._rebalance_listener: Any = None
         self._assignment_id = 0
+        # (transition number, assignment dict) when every partition was FETCHING / when none
+        # awaited validation; see _TRANSITIONS.
+        self._all_fetching_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = None
+        self._none_validating_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = None
 
     # -- subscription --------------------------------------------------------------------
     def _set_subscription_type(self, kind: SubscriptionType) -> None:
@@ -599,10 +614,21 @@ class SubscriptionState:
             state = self._assignment.get(tp)
             return state is not None and state.has_valid_position
 
+    def _unchanged_since(self, mark: tuple[int, dict[TopicPartition, TopicPartitionState]] | None
+                         ) -> bool:
+        return (mark is not None and mark[0] == TopicPartitionState.last_transition
+                and mark[1] is self._assignment)
+
     def has_all_fetch_positions(self) -> bool:
         """True when every assigned partition has a valid position."""
         with self._lock:
-            return all(st.has_valid_position for st in self._assignment.values())
+            if self._unchanged_since(self._all_fetching_at):
+                return True
+            mark = (TopicPartitionState.last_transition, self._assignment)
+            if all(st.has_valid_position for st in self._assignment.values()):
+                self._all_fetching_at = mark
+                return True
+            return False
 
     def all_consumed(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """Offsets to commit: the position of every partition with a valid position."""
@@ -743,8 +769,13 @@ class SubscriptionState:
     def partitions_needing_validation(self, now_ms: int) -> list[TopicPartition]:
         """AWAIT_VALIDATION partitions not in retry backoff."""
         with self._lock:
-            return [tp for tp, st in self._assignment.items()
-                    if st.awaiting_validation and not st.awaiting_retry_backoff(now_ms)]
+            if self._unchanged_since(self._none_validating_at):
+                return []
+            mark = (TopicPartitionState.last_transition, self._assignment)
+            waiting = [(tp, st) for tp, st in self._assignment.items() if st.awaiting_validation]
+            if not waiting:
+                self._none_validating_at = mark
+            return [tp for tp, st in waiting if not st.awaiting_retry_backoff(now_ms)]
 
     def set_next_allowed_retry(self, partitions: Iterable[TopicPartition], next_ms: int) -> None:
         """Hold resets/validations of ``partitions`` until ``next_ms`` (request in flight)."""
