@@ -13,6 +13,7 @@ from typing import Any
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 PYX = os.path.join("kafkaconsumer", "record", "_crecords.pyx")
 # The Arrow decoder (kafkaconsumer.arrow); it needs only the C compiler, pyarrow is imported at
 # run time.
@@ -20,13 +21,28 @@ ARROW_PYX = os.path.join("kafkaconsumer", "record", "_carrow.pyx")
 
 
 class OptionalBuildExt(build_ext):
-    """A build_ext that warns and goes on when the extension cannot be compiled."""
+    """A build_ext that warns and goes on when the extension cannot be compiled, and stores
+    the compiled protocol codecs (kafkaconsumer/protocol/_codecs.marshal, a cache the package
+    checks against its generator at run time)."""
 
     def run(self) -> None:
         try:
             super().run()
         except Exception as exc:  # the compiler itself may be missing
             self._warn(exc)
+        self._write_codecs()
+
+    def _write_codecs(self) -> None:
+        in_tree = self.inplace or getattr(self, "editable_mode", False)
+        base = HERE if in_tree else os.path.abspath(self.build_lib)
+        target = os.path.join(base, "kafkaconsumer", "protocol", "_codecs.marshal")
+        try:
+            count = _write_compiled_codecs(target)
+        except Exception as exc:  # only a start-up cache: the package compiles without it
+            sys.stderr.write(f"WARNING: protocol codecs not precompiled ({exc!r}); they are "
+                             "compiled on first use instead.\n")
+            return
+        sys.stderr.write(f"precompiled {count} protocol codecs into {target}\n")
 
     def build_extension(self, ext: Any) -> None:
         try:
@@ -40,6 +56,34 @@ class OptionalBuildExt(build_ext):
             f"WARNING: the Cython record decoder was not built ({exc!r}); "
             "kafkaconsumer will use its pure-Python decoder.\n"
         )
+
+
+def _write_compiled_codecs(target: str) -> int:
+    """Run the codec generator of this source tree and store its compiled codecs in ``target``.
+
+    Only kafkaconsumer.protocol (standard library only) is imported, under a bare parent
+    package: the package's own __init__ needs the runtime dependencies, which a build
+    environment lacks.
+    """
+    import importlib
+    import types
+
+    saved = {k: v for k, v in sys.modules.items() if k == "kafkaconsumer" or
+             k.startswith("kafkaconsumer.")}
+    for k in saved:
+        del sys.modules[k]
+    parent = types.ModuleType("kafkaconsumer")
+    parent.__path__ = [os.path.join(HERE, "kafkaconsumer")]
+    sys.modules["kafkaconsumer"] = parent
+    try:
+        codegen = importlib.import_module("kafkaconsumer.protocol.codegen")
+        messages = importlib.import_module("kafkaconsumer.protocol.messages")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        return int(codegen.write_compiled(target, messages.APIS))
+    finally:
+        for k in [k for k in sys.modules if k == "kafkaconsumer" or k.startswith("kafkaconsumer.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
 
 
 def extensions() -> list[Extension]:

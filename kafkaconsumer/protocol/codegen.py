@@ -6,6 +6,13 @@ fixed-width fields packed or unpacked with one :class:`struct.Struct`, and no pe
 dispatch at run time. The source is compiled with ``exec`` the first time a codec is asked for
 and cached for the life of the process.
 
+Compiling is most of a codec's first-use cost (about 1 ms each). The build (``setup.py``) runs
+:func:`write_compiled`, which stores the compiled code of every codec in ``_codecs.marshal``
+next to this module; a codec then comes from there when the stored code was compiled from
+exactly the source the generator produces now (its SHA-256) on this Python (bytecode magic
+number). Anything else (no file, another Python, a generator changed since the build) compiles
+as before: the generator stays the single source and the file is only a cache, never committed.
+
 Generated decoders take ``(buf, pos, end)`` where ``buf`` is a ``memoryview`` of the whole frame
 (or of one tagged field's bytes) and ``end == len(buf)``; they return ``(dict, new_pos)``.
 Generated encoders take ``(out, body)`` and append to the ``bytearray`` ``out``.
@@ -17,11 +24,16 @@ the like; :class:`Codec` turns every one of them into
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import logging
+import marshal
+import os
 import struct
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import CodeType
 from typing import Any, NamedTuple
 
 from kafkaconsumer.errors import KafkaProtocolError
@@ -30,7 +42,11 @@ from kafkaconsumer.protocol.schema import Api, Field
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Codec", "generate_source", "build_codec", "CodecCache"]
+__all__ = ["Codec", "generate_source", "build_codec", "CodecCache", "COMPILED_FILE",
+           "write_compiled"]
+
+#: Where the build stores every codec's compiled code (see the module docstring).
+COMPILED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_codecs.marshal")
 
 DecodeFn = Callable[[memoryview, int, int], "tuple[dict[str, Any], int]"]
 EncodeFn = Callable[[bytearray, "dict[str, Any]"], None]
@@ -680,12 +696,99 @@ def generate_source(api: Api, version: int, direction: str) -> str:
     return _generate(api, version, direction)[0]
 
 
-def build_codec(api: Api, version: int, direction: str) -> Codec:
-    """Generate and compile the codec of one (api, version, direction)."""
+def _filename(api: Api, version: int, direction: str) -> str:
+    return f"<kafkaconsumer.protocol {api.name} v{version} {direction}>"
+
+
+def _digest(source: str) -> bytes:
+    return hashlib.sha256(source.encode("utf-8")).digest()
+
+
+def write_compiled(path: str, apis: Mapping[int, Api]) -> int:
+    """Generate and compile every codec of ``apis`` and store them in ``path`` (the build
+    step); returns how many. The file is replaced atomically.
+    """
+    # Layout: magic number, index length (4 bytes), marshalled index {key: (digest, start,
+    # end)}, then the marshalled code objects: start-up reads the index, and loads only the
+    # codecs it uses.
+    index: dict[str, tuple[bytes, int, int]] = {}
+    blobs = bytearray()
+    for api in apis.values():
+        for version in range(api.min_version, api.max_version + 1):
+            for direction in ("request", "response"):
+                source = _generate(api, version, direction)[0]
+                code = marshal.dumps(compile(source, _filename(api, version, direction), "exec"))
+                index[f"{api.key}/{version}/{direction}"] = (_digest(source), len(blobs),
+                                                             len(blobs) + len(code))
+                blobs += code
+    head = marshal.dumps(index)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as out:
+        out.write(importlib.util.MAGIC_NUMBER + len(head).to_bytes(4, "big") + head + blobs)
+    os.replace(tmp, path)
+    return len(index)
+
+
+class _Compiled:
+    """The build's compiled codecs, read on first use.
+
+    Thread-safety: callers hold :class:`CodecCache`'s lock.
+    """
+
+    def __init__(self, path: str | None) -> None:
+        self._path = path
+        self._index: dict[str, tuple[bytes, int, int]] | None = None
+        self._blobs = memoryview(b"")
+
+    def code(self, api: Api, version: int, direction: str, source: str) -> CodeType | None:
+        """The stored code of this codec if it was compiled from ``source``, else None."""
+        if self._index is None:
+            self._index = self._load()
+        entry = self._index.get(f"{api.key}/{version}/{direction}")
+        if entry is None or entry[0] != _digest(source):
+            return None
+        try:
+            code = marshal.loads(self._blobs[entry[1]:entry[2]])
+        except (ValueError, EOFError, TypeError):
+            return None
+        return code if isinstance(code, CodeType) else None
+
+    def _load(self) -> dict[str, tuple[bytes, int, int]]:
+        if self._path is None:
+            return {}
+        try:
+            with open(self._path, "rb") as f:
+                blob = f.read()
+        except OSError:
+            return {}
+        magic = importlib.util.MAGIC_NUMBER
+        if not blob.startswith(magic):
+            logger.debug("%s is for another Python; compiling codecs", self._path)
+            return {}
+        start = len(magic) + 4
+        end = start + int.from_bytes(blob[len(magic):start], "big")
+        try:
+            index = marshal.loads(blob[start:end])
+        except (ValueError, EOFError, TypeError):
+            index = None
+        if not isinstance(index, dict):
+            logger.warning("%s is unreadable; compiling codecs instead", self._path)
+            return {}
+        self._blobs = memoryview(blob)[end:]
+        return index
+
+
+def build_codec(api: Api, version: int, direction: str, compiled: _Compiled | None = None
+                ) -> Codec:
+    """Generate and compile the codec of one (api, version, direction); the compile step is
+    skipped when ``compiled`` holds code built from the same source.
+    """
     if not api.versions.contains(version):
         raise ValueError(f"{api.name} has no version {version} (supported {api.versions.text})")
     source, ns, dec, enc = _generate(api, version, direction)
-    code = compile(source, f"<kafkaconsumer.protocol {api.name} v{version} {direction}>", "exec")
+    code = compiled.code(api, version, direction, source) if compiled is not None else None
+    if code is None:
+        code = compile(source, _filename(api, version, direction), "exec")
     exec(code, ns)  # noqa: S102 - our own generated source, built from our own definitions
     logger.debug("generated the %s v%d %s codec (%d lines)", api.name, version, direction, source.count("\n"))
     return Codec(api, version, direction, api.is_flexible(version), ns[dec], ns[enc])
@@ -697,11 +800,14 @@ class CodecCache:
     Thread-safety: thread-safe; a lock guards generation so each codec is built once.
     """
 
-    def __init__(self, apis: dict[int, Api]) -> None:
-        """Serve codecs for the definitions in ``apis`` (api key -> :class:`Api`)."""
+    def __init__(self, apis: dict[int, Api], compiled_file: str | None = COMPILED_FILE) -> None:
+        """Serve codecs for the definitions in ``apis`` (api key -> :class:`Api`), taking
+        compiled code from ``compiled_file`` where it matches (None: always compile).
+        """
         self._apis = apis
         self._codecs: dict[tuple[int, int, str], Codec] = {}
         self._lock = threading.Lock()
+        self._compiled = _Compiled(compiled_file)
 
     def get(self, api_key: int, version: int, direction: str) -> Codec | None:
         """The codec of (api_key, version, direction), or None when we have no such version."""
@@ -715,7 +821,7 @@ class CodecCache:
         with self._lock:
             codec = self._codecs.get(key)
             if codec is None:
-                codec = build_codec(api, version, direction)
+                codec = build_codec(api, version, direction, self._compiled)
                 self._codecs[key] = codec
         return codec
 
