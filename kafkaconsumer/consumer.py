@@ -637,7 +637,7 @@ class KafkaConsumer:
                             continue
                         if code == Errors.TopicAuthorizationFailedError.errno:
                             raise Errors.TopicAuthorizationFailedError(
-                                f"not authorized to describe topic {name}", topics={name})
+                                f"not authorized to describe topic {name}", unauthorized_topics={name})
                         if code == Errors.InvalidTopicError.errno:
                             raise Errors.InvalidTopicError(f"invalid topic {name!r}")
                         if code != 0:

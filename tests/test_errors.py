@@ -71,3 +71,62 @@ def test_client_errors_say_where() -> None:
     assert "partition 3" in str(err) and "offset 42" in str(err)
     big = errors.RecordTooLargeError("t", 1, 7, 2_000_000)
     assert "2000000" in str(big) and "max.partition.fetch.bytes" in str(big)
+
+
+def test_generated_module_matches_the_table() -> None:
+    # tools/gen_errors.py writes kafkaconsumer/_error_codes.py; editing either alone fails here.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parent.parent / "tools" / "gen_errors.py"
+    proc = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_generated_names_read_well() -> None:
+    for cls in errors.error_codes().values():
+        assert not cls.__name__.endswith(("ErrorError", "ExceptionError")), cls.__name__
+    assert errors.for_code(-1) is errors.UnknownServerError
+    assert errors.for_code(106) is errors.FetchSessionTopicIdError
+
+
+def test_unknown_code_maps_to_one_stable_class() -> None:
+    first = errors.for_code(4243)
+    assert errors.for_code(4243) is first
+    assert issubclass(first, errors.UnknownErrorCodeError)
+    assert first.__name__ == "UnknownErrorCode4243Error"
+    try:
+        errors.raise_for_code(4243)
+    except first as exc:  # an except clause written against the class catches later raises
+        assert exc.errno == 4243
+    assert errors.for_code(4244) is not first
+
+
+def test_topic_authorization_failure_names_its_topics_one_way() -> None:
+    many = errors.TopicAuthorizationFailedError("x", unauthorized_topics=["a", "b"])
+    assert many.unauthorized_topics == frozenset({"a", "b"})
+    # Call sites that only know one topic (metadata, admin) pass topic=; it counts too.
+    one = errors.for_code(29)("metadata", topic="t")
+    assert isinstance(one, errors.TopicAuthorizationFailedError)
+    assert one.unauthorized_topics == frozenset({"t"})
+    assert errors.TopicAuthorizationFailedError().unauthorized_topics == frozenset()
+
+
+def test_everything_the_consumer_raises_is_exported() -> None:
+    import kafkaconsumer
+
+    public = {name for name, value in vars(errors).items()
+              if isinstance(value, type) and issubclass(value, errors.KafkaError)}
+    assert public <= set(errors.__all__)
+    for name in ("IllegalStateError", "InvalidGroupIdError", "LogTruncationError",
+                 "TopicAuthorizationFailedError", "GroupAuthorizationFailedError",
+                 "FencedInstanceIdError", "WakeupError", "CommitFailedError",
+                 "UnknownTopicOrPartitionError", "AuthorizationError", "AuthenticationError"):
+        assert name in errors.__all__
+        assert getattr(kafkaconsumer, name) is getattr(errors, name)
+        assert name in kafkaconsumer.__all__
+    from kafkaconsumer.internals.offset_fetcher import LogTruncationError
+
+    assert LogTruncationError is errors.LogTruncationError

@@ -1,11 +1,19 @@
-"""Regenerate the broker error section of kafkaconsumer/errors.py.
+"""Write kafkaconsumer/_error_codes.py: one exception class per Apache Kafka protocol error code.
 
-The table below is the list of Apache Kafka protocol error codes (code, constant, flags,
-description in our own words). Flags: r = retriable, m = invalid metadata (refresh metadata
-then retry), a = authorization failure, s = SASL authentication failure.
-Run: python tools/gen_errors.py > /tmp/section.py and paste between the markers.
+The table below lists the codes (code, constant, flags, description in our own words). Flags:
+r = retriable, m = invalid metadata (refresh metadata then retry), a = authorization failure,
+s = SASL authentication failure.
+
+Run ``python tools/gen_errors.py`` to rewrite the module and ``python tools/gen_errors.py --check``
+to fail when it has drifted from the table (tests/test_errors.py runs the check).
 """
+
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+OUTPUT = Path(__file__).resolve().parent.parent / "kafkaconsumer" / "_error_codes.py"
 
 TABLE = """\
 -1|UNKNOWN_SERVER_ERROR||The broker hit an unexpected error while handling the request.
@@ -144,16 +152,62 @@ TABLE = """\
 133|SHARE_SESSION_LIMIT_REACHED||The broker has reached its limit of share sessions.
 """
 
-# Class names that differ from the plain CamelCase of the constant, kept close to Java's names.
+# Class names that differ from the plain CamelCase of the constant (no "ErrorError", no
+# "Exception" suffix), kept close to Java's names.
 RENAMES = {
+    "UNKNOWN_SERVER_ERROR": "UnknownServerError",
     "INVALID_TOPIC_EXCEPTION": "InvalidTopicError",
     "NETWORK_EXCEPTION": "NetworkError",
     "KAFKA_STORAGE_ERROR": "KafkaStorageError",
     "SASL_AUTHENTICATION_FAILED": "SaslAuthenticationFailedError",
+    "FETCH_SESSION_TOPIC_ID_ERROR": "FetchSessionTopicIdError",
 }
+
+# Extra typed attributes of some classes (Java: TopicAuthorizationException.unauthorizedTopics,
+# GroupAuthorizationException.groupId). Each is a keyword-only constructor argument.
+EXTRA_INIT = {
+    "TOPIC_AUTHORIZATION_FAILED": '''
+    #: The topics the principal may not access (empty when the broker did not say which).
+    unauthorized_topics: frozenset[str]
+
+    def __init__(
+        self, message: str | None = None, *, unauthorized_topics: Iterable[str] = (),
+        **context: Any,
+    ) -> None:
+        """Keep ``unauthorized_topics`` (``topic=`` alone counts as one); the rest as
+        :class:`BrokerResponseError`.
+        """
+        topics = set(unauthorized_topics)
+        if not topics and isinstance(context.get("topic"), str):
+            topics.add(context["topic"])
+        self.unauthorized_topics = frozenset(topics)
+        super().__init__(message, **context)
+''',
+}
+
+HEADER = '''"""One exception class per error code of the Kafka protocol (generated; do not edit).
+
+Written by ``tools/gen_errors.py`` from its table; ``tests/test_errors.py`` fails when this file
+and the table drift apart. Import the classes from :mod:`kafkaconsumer.errors`.
+"""
+
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kafkaconsumer._error_base import (
+    AuthorizationError,
+    BrokerResponseError,
+    SaslAuthenticationError,
+)
+'''
 
 
 def rows() -> list[tuple[int, str, str, str]]:
+    """The table as (code, constant, flags, description) rows."""
     out = []
     for line in TABLE.strip().splitlines():
         code, name, flags, desc = line.split("|", 3)
@@ -162,26 +216,46 @@ def rows() -> list[tuple[int, str, str, str]]:
 
 
 def class_name(const: str) -> str:
+    """The exception class name of an error constant."""
     return RENAMES.get(const) or "".join(p.capitalize() for p in const.split("_")) + "Error"
 
 
-def main() -> None:
+def render() -> str:
+    """The full text of kafkaconsumer/_error_codes.py."""
+    out = [HEADER, "__all__ = ["]
+    out += [f'    "{class_name(const)}",' for _, const, _, _ in rows()]
+    out.append("]")
     for code, const, flags, desc in rows():
         bases = ["BrokerResponseError"]
         if "a" in flags:
             bases.insert(0, "AuthorizationError")
         if "s" in flags:
             bases.insert(0, "SaslAuthenticationError")
-        print(f"\n\nclass {class_name(const)}({', '.join(bases)}):")
-        print(f'    """{desc}"""\n')
-        print(f"    errno = {code}")
-        print(f'    name = "{const}"')
-        print(f'    description = "{desc}"')
+        out.append(f"\n\nclass {class_name(const)}({', '.join(bases)}):")
+        out.append(f'    """{desc}"""\n')
+        out.append(f"    errno = {code}")
+        out.append(f'    name = "{const}"')
+        out.append(f'    description = "{desc}"')
         if "r" in flags:
-            print("    retriable = True")
+            out.append("    retriable = True")
         if "m" in flags:
-            print("    invalid_metadata = True")
+            out.append("    invalid_metadata = True")
+        if const in EXTRA_INIT:
+            out.append(EXTRA_INIT[const].rstrip("\n"))
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    """Write the module, or with ``--check`` report whether it is up to date."""
+    text = render()
+    if "--check" in argv:
+        if OUTPUT.read_text(encoding="utf-8") != text:
+            sys.stderr.write(f"{OUTPUT} is out of date: run python tools/gen_errors.py\n")
+            return 1
+        return 0
+    OUTPUT.write_text(text, encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

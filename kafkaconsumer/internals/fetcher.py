@@ -62,8 +62,8 @@ _CORRUPT_MESSAGE = Errors.CorruptMessageError.errno
 _UNKNOWN_TOPIC_OR_PARTITION = Errors.UnknownTopicOrPartitionError.errno
 _TOPIC_AUTHORIZATION_FAILED = Errors.TopicAuthorizationFailedError.errno
 _UNKNOWN_LEADER_EPOCH = Errors.UnknownLeaderEpochError.errno
-_UNKNOWN_SERVER_ERROR = Errors.UnknownServerErrorError.errno
-_FETCH_SESSION_TOPIC_ID_ERROR = Errors.FetchSessionTopicIdErrorError.errno
+_UNKNOWN_SERVER_ERROR = Errors.UnknownServerError.errno
+_FETCH_SESSION_TOPIC_ID_ERROR = Errors.FetchSessionTopicIdError.errno
 # Errors after which the leader (or replica) we fetched from is no longer the one to ask.
 _REFRESH_METADATA = frozenset({
     Errors.NotLeaderOrFollowerError.errno,
@@ -761,7 +761,7 @@ class Fetcher:
                     partitions={tp: cf.fetch_offset})
         elif error == _TOPIC_AUTHORIZATION_FAILED:
             raise Errors.TopicAuthorizationFailedError(
-                f"not authorized to read topic {tp.topic}", topics={tp.topic})
+                f"not authorized to read topic {tp.topic}", unauthorized_topics={tp.topic})
         elif error == _UNKNOWN_LEADER_EPOCH:
             logger.debug("unknown leader epoch fetching %s; retrying", tp)
         elif error == _UNKNOWN_SERVER_ERROR:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkaconsumer import errors as Errors
+from kafkaconsumer.errors import LogTruncationError
 from kafkaconsumer.internals.subscription_state import (
     EpochEndOffset,
     FetchPosition,
@@ -31,7 +32,7 @@ from kafkaconsumer.internals.subscription_state import (
     current_leader,
 )
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from kafkaconsumer.structs import OffsetAndTimestamp, TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
 
@@ -52,21 +53,6 @@ _RETRIABLE_LIST_OFFSETS = frozenset({
     Errors.LeaderNotAvailableError.errno, Errors.FencedLeaderEpochError.errno,
     Errors.UnknownLeaderEpochError.errno, Errors.UnknownTopicOrPartitionError.errno,
 })
-
-
-class LogTruncationError(Errors.OffsetOutOfRangeError):
-    """The log was truncated below the consumer's position and ``auto.offset.reset`` is none.
-
-    ``divergent_offsets`` maps each partition to the first offset known to diverge.
-
-    Thread-safety: an exception; not modified after it is raised.
-    """
-
-    def __init__(self, message: str, divergent_offsets: Mapping[TopicPartition, OffsetAndMetadata]
-                 ) -> None:
-        """Record ``message`` and the ``divergent_offsets`` found per partition."""
-        super().__init__(message)
-        self.divergent_offsets = dict(divergent_offsets)
 
 
 def _strategy_timestamp(strategy: OffsetResetStrategy) -> int:
@@ -217,7 +203,7 @@ class OffsetFetcher:
         if unauthorized:
             raise Errors.TopicAuthorizationFailedError(
                 f"not authorized to list offsets of topics {sorted(unauthorized)}",
-                topics=unauthorized)
+                unauthorized_topics=unauthorized)
 
     # -- blocking lookups ----------------------------------------------------------------
     def offsets_by_times(self, timestamps: Mapping[TopicPartition, int], timer: Timer
@@ -509,7 +495,7 @@ class OffsetFetcher:
                     elif code == Errors.TopicAuthorizationFailedError.errno:
                         with self._lock:
                             self._cached_validation_error = Errors.TopicAuthorizationFailedError(
-                                f"not authorized to read topic {tp.topic}", topics={tp.topic})
+                                f"not authorized to read topic {tp.topic}", unauthorized_topics={tp.topic})
                     else:
                         logger.debug("OffsetForLeaderEpoch for %s failed with %s; retrying", tp,
                                      Errors.for_code(code).name)
