@@ -4,26 +4,64 @@ The public names are importable from here::
 
     from kafkaconsumer import KafkaConsumer, TopicPartition, OffsetAndMetadata
 
-Everything else (``kafkaconsumer.internals``, ``kafkaconsumer.network``,
+The exceptions the consumer raises are here too; :mod:`kafkaconsumer.errors` has them all (one
+class per broker error code). Everything else (``kafkaconsumer.internals``, ``kafkaconsumer.network``,
 ``kafkaconsumer.protocol``, ``kafkaconsumer.record``) is the engine and may change.
 """
 
 from __future__ import annotations
 
+from ._version import __version__
 from .admin import KafkaAdminClient
 from .config import ConsumerConfig
 from .consumer import KafkaConsumer
 from .errors import (
+    AuthenticationError,
+    AuthorizationError,
     BrokerResponseError,
+    ClusterAuthorizationFailedError,
     CommitFailedError,
     ConcurrentModificationError,
     ConfigError,
     CorruptRecordError,
+    FencedInstanceIdError,
+    FencedMemberEpochError,
+    GroupAuthorizationFailedError,
+    GroupMaxSizeReachedError,
+    IllegalGenerationError,
+    IllegalStateError,
+    InconsistentGroupProtocolError,
+    InterruptError,
+    InvalidGroupIdError,
+    InvalidRegularExpressionError,
+    InvalidSessionTimeoutError,
+    InvalidTopicError,
+    KafkaConnectionError,
     KafkaError,
+    KafkaProtocolError,
     KafkaTimeoutError,
+    LogTruncationError,
+    NodeNotReadyError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    RebalanceInProgressError,
     RecordDeserializationError,
+    RecordTooLargeError,
+    RetriableCommitFailedError,
+    SaslAuthenticationError,
+    SaslAuthenticationFailedError,
+    SerializationError,
+    SslAuthenticationError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownErrorCodeError,
+    UnknownMemberIdError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+    UnsupportedCodecError,
+    UnsupportedVersionError,
     WakeupError,
 )
 from .interceptors import ConsumerInterceptor
@@ -38,8 +76,6 @@ from .structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",
@@ -57,15 +93,51 @@ __all__ = [
     "Serializer",
     "KafkaProducer",
     "KafkaAdminClient",
-    "KafkaError",
+    "AuthenticationError",
+    "AuthorizationError",
     "BrokerResponseError",
+    "ClusterAuthorizationFailedError",
     "CommitFailedError",
     "ConcurrentModificationError",
     "ConfigError",
     "CorruptRecordError",
+    "FencedInstanceIdError",
+    "FencedMemberEpochError",
+    "GroupAuthorizationFailedError",
+    "GroupMaxSizeReachedError",
+    "IllegalGenerationError",
+    "IllegalStateError",
+    "InconsistentGroupProtocolError",
+    "InterruptError",
+    "InvalidGroupIdError",
+    "InvalidRegularExpressionError",
+    "InvalidSessionTimeoutError",
+    "InvalidTopicError",
+    "KafkaConnectionError",
+    "KafkaError",
+    "KafkaProtocolError",
     "KafkaTimeoutError",
+    "LogTruncationError",
     "NoOffsetForPartitionError",
+    "NodeNotReadyError",
     "OffsetOutOfRangeError",
+    "RebalanceInProgressError",
     "RecordDeserializationError",
+    "RecordTooLargeError",
+    "RetriableCommitFailedError",
+    "SaslAuthenticationError",
+    "SaslAuthenticationFailedError",
+    "SerializationError",
+    "SslAuthenticationError",
+    "TopicAuthorizationFailedError",
+    "TransactionalIdAuthorizationFailedError",
+    "UnknownErrorCodeError",
+    "UnknownMemberIdError",
+    "UnknownServerError",
+    "UnknownTopicOrPartitionError",
+    "UnreleasedInstanceIdError",
+    "UnsupportedAssignorError",
+    "UnsupportedCodecError",
+    "UnsupportedVersionError",
     "WakeupError",
 ]

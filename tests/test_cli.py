@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import kafkaconsumer
 from kafkaconsumer.cli import main, run_demo
 
 
@@ -20,13 +21,16 @@ def test_demo_reads_back_every_record_once(broker: Any) -> None:
     assert "consumed 2000 records" in text
     assert "none=400, gzip=400, snappy=400, lz4=400, zstd=400" in text
     assert "OK: every record arrived exactly once" in text
+    from kafkaconsumer.record import USING_EXTENSION
+
+    assert ("record decoder: compiled" if USING_EXTENSION else "record decoder: pure Python") in text
 
 
 def test_version_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["--version"])
     assert info.value.code == 0
-    assert "kafkaconsumer 0.1.0" in capsys.readouterr().out
+    assert f"kafkaconsumer {kafkaconsumer.__version__}" in capsys.readouterr().out
     with pytest.raises(SystemExit) as info:
         main([])
     assert info.value.code == 2

@@ -30,6 +30,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafkaconsumer._version import __version__
 from kafkaconsumer.errors import (
     AuthenticationError,
     KafkaConnectionError,
@@ -57,7 +58,7 @@ __all__ = ["ConnectionState", "BrokerConnection", "InFlightRequest", "CLIENT_SOF
            "CLIENT_SOFTWARE_VERSION", "describe_foreign_peer"]
 
 CLIENT_SOFTWARE_NAME = "kafkaconsumer-python"
-CLIENT_SOFTWARE_VERSION = "0.1.0"
+CLIENT_SOFTWARE_VERSION = __version__
 
 _SIZE = struct.Struct(">i")
 _CHUNK = 65536
