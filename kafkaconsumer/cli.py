@@ -44,6 +44,7 @@ def run_demo(
     from .consumer import KafkaConsumer
     from .embedded import EmbeddedBroker
     from .producer import KafkaProducer
+    from .record import USING_EXTENSION
     from .structs import TopicPartition
 
     with ExitStack() as stack:
@@ -52,6 +53,8 @@ def run_demo(
             broker = stack.enter_context(EmbeddedBroker())
             bootstrap_servers = broker.bootstrap_servers
         _say(out, f"broker: {bootstrap_servers}")
+        _say(out, "record decoder: " + ("compiled (Cython)" if USING_EXTENSION else
+                                        "pure Python (slower; see the RuntimeWarning above)"))
 
         topic = f"demo-{uuid.uuid4().hex[:8]}"
         group = f"demo-group-{uuid.uuid4().hex[:8]}"
@@ -109,7 +112,7 @@ def run_demo(
                 if where in seen:
                     duplicates += 1
                 seen.add(where)
-                codec = dict(record.headers).get("codec", b"?").decode()
+                codec = (dict(record.headers).get("codec") or b"?").decode()
                 by_codec[codec] = by_codec.get(codec, 0) + 1
                 if len(samples) < 3:
                     samples.append(record)
