@@ -143,11 +143,6 @@ class Cluster:
         p = self._partitions.get(tp)
         return p.leader if p is not None and p.leader >= 0 else None
 
-    def leader_node(self, tp: TopicPartition) -> Node | None:
-        """The broker leading the partition, or None."""
-        leader = self.leader_for(tp)
-        return self._brokers.get(leader) if leader is not None else None
-
     def leader_epoch(self, tp: TopicPartition) -> int | None:
         """The leader epoch of the partition in this snapshot (None when unknown)."""
         p = self._partitions.get(tp)
@@ -265,11 +260,6 @@ class Metadata:
         with self._lock:
             if topic in self._transient:
                 self._transient[topic] = self._clock.monotonic_ms()
-
-    def clear_transient_topics(self) -> None:
-        """Forget every transient topic."""
-        with self._lock:
-            self._transient.clear()
 
     def topics(self) -> set[str]:
         """The topics whose metadata is fetched (empty with all-topics mode)."""
@@ -456,11 +446,6 @@ class Metadata:
                 return True
             return False
 
-    def last_seen_leader_epoch(self, tp: TopicPartition) -> int | None:
-        """The highest leader epoch seen for the partition."""
-        with self._lock:
-            return self._last_seen_epochs.get(tp)
-
     # ------------------------------------------------------------------ errors --------------
     def set_fatal_error(self, error: KafkaError) -> None:
         """Keep an error (authentication) for :meth:`maybe_throw_any_exception`."""
@@ -480,11 +465,6 @@ class Metadata:
         """The error the last update reported for the topic (unknown, unauthorized, ...)."""
         with self._lock:
             return self._topic_errors.get(topic)
-
-    def topic_errors(self) -> dict[str, BrokerResponseError]:
-        """Every topic error of the last update."""
-        with self._lock:
-            return dict(self._topic_errors)
 
     def maybe_throw_exception_for_topic(self, topic: str) -> None:
         """Raise the last update's error for ``topic``, if it had one."""

@@ -539,10 +539,6 @@ class NetworkClient:
             return len(conn.in_flight) if conn is not None else 0
         return sum(len(c.in_flight) for c in self._conns.values())
 
-    def has_in_flight_requests(self, node_id: int | None = None) -> bool:
-        """True when any request (of the node) awaits its response."""
-        return self.in_flight_request_count(node_id) > 0
-
     def poll(self, timeout_ms: float) -> None:
         """Do all pending network I/O, waiting up to ``timeout_ms`` for something to happen.
 

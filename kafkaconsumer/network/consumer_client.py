@@ -395,24 +395,11 @@ class ConsumerNetworkClient:
         with self._locked():
             return self.client.least_loaded_node()
 
-    def has_ready_nodes(self) -> bool:
-        """True when some node can take a request now."""
-        with self._locked():
-            now = self.client.now_ms()
-            return any(self.client.is_ready(n, now) for n in self.client.nodes())
-
     def is_unavailable(self, node_id: int) -> bool:
         """True when the node's last connect failed and it is still backing off."""
         with self._locked():
             return (self.client.connection_failed(node_id)
                     and self.client.connection_delay(node_id) > 0)
-
-    def maybe_throw_auth_failure(self, node_id: int) -> None:
-        """Raise the node's authentication error, if its last attempt had one."""
-        with self._locked():
-            err = self.client.authentication_error(node_id)
-        if err is not None:
-            raise err
 
     def try_connect(self, node_id: int) -> None:
         """Start connecting to ``node_id`` when it is not connected and not backing off."""
