@@ -13,7 +13,7 @@ import datetime
 import logging
 import re
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kafkaconsumer import errors as Errors
@@ -33,6 +33,7 @@ from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
 from kafkaconsumer.metrics import FetchManagerMetrics, KafkaConsumerMetrics, Metrics
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
+from kafkaconsumer.record import ConsumerRecord
 from kafkaconsumer.serialization import resolve_deserializer
 from kafkaconsumer.structs import (
     ConsumerGroupMetadata,
@@ -286,7 +287,7 @@ class KafkaConsumer:
         fetch = self._poll(timeout_ms, None, False)
         if fetch is None:
             return ConsumerRecords.EMPTY
-        records = ConsumerRecords(fetch.records)
+        records = ConsumerRecords(fetch.records, self._next_offsets(fetch.records))
         if self._interceptors:
             records = self._interceptors.on_consume(records)
         return records
@@ -351,6 +352,18 @@ class KafkaConsumer:
         finally:
             self._consumer_metrics.record_poll_end()
             self._release()
+
+    def _next_offsets(self, records: Mapping[TopicPartition, Sequence[ConsumerRecord]]
+                      ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Per partition returned, the position after its records with the epoch of the last
+        one (Java 3.9 ``ConsumerRecords.nextOffsets``): what to commit once they are processed.
+        """
+        out: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp in records:
+            position = self._subscriptions.position(tp)
+            if position is not None:
+                out[tp] = OffsetAndMetadata(position.offset, "", position.offset_epoch)
+        return out
 
     def _maybe_trigger_wakeup(self) -> None:
         # Records may already be buffered, so poll() might not reach the network client; a

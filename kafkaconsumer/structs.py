@@ -103,8 +103,8 @@ class ConsumerRecords:
     Iterate it for every record (partition by partition, each in offset order); ``len()`` and
     :meth:`count` give the total. ``records(tp)`` gives one partition's list and
     ``records(topic)`` an iterator over one topic's records. ``next_offsets()`` holds, per
-    partition, the position after this batch (Java 3.9 ``nextOffsets``) when the consumer
-    provided it.
+    partition, the position after this batch (Java 3.9 ``nextOffsets``): ``poll()`` fills it,
+    so ``commit_sync(records.next_offsets())`` commits exactly what was returned.
 
     Thread-safety: not modified after construction; safe to read from several threads.
     """
