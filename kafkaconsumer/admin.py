@@ -170,9 +170,10 @@ class KafkaAdminClient:
             remaining = deadline.remaining()
             if remaining <= 0:
                 last = self._metadata.last_error
+                note = str(last) if last is not None else self._network.connection_errors()
                 raise KafkaTimeoutError(
                     f"no cluster metadata within {deadline.budget:.0f} ms"
-                    + (f" (last error: {last})" if last is not None else ""))
+                    + (f" (last error: {note})" if note else ""))
             self._client.poll(min(remaining, _POLL_SLICE_MS), disable_wakeup=True)
 
     def _any_node(self, deadline: _Deadline) -> int:

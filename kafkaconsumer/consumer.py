@@ -681,8 +681,9 @@ class KafkaConsumer:
     def _last_error_note(self) -> str:
         """Why the cluster could not be reached, for a timeout message (empty when unknown):
         a timeout alone hides a wrong address or security.protocol."""
-        last = self._metadata.last_error or self._net.last_connection_error
-        return f" (last error: {last})" if last is not None else ""
+        last = self._metadata.last_error
+        note = str(last) if last is not None else self._net.connection_errors()
+        return f" (last error: {note})" if note else ""
 
     # -- group API (delegates to the coordinator) -------------------------------------------
     def _offsets_arg(self, offsets: Mapping[TopicPartition, Any] | None

@@ -48,7 +48,8 @@ from kafkaconsumer.utils.clock import SYSTEM_TIME
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NetworkClient", "parse_bootstrap_servers", "DEFAULTS", "Clock",
+__all__ = ["NetworkClient", "parse_bootstrap_servers", "resolve_bootstrap_servers", "DEFAULTS",
+           "Clock",
            "COORDINATOR_NODE_ID_BASE", "coordinator_node_id"]
 
 #: Node ids ``COORDINATOR_NODE_ID_BASE - broker id`` name a broker's group coordinator
@@ -132,13 +133,55 @@ def parse_bootstrap_servers(value: Any) -> list[tuple[str, int]]:
     return result
 
 
+def resolve_bootstrap_servers(addresses: list[tuple[str, int]], dns_lookup: str
+                              ) -> list[tuple[str, int]]:
+    """Check that ``bootstrap.servers`` resolve, as Java's client does when it is built.
+
+    A name that does not resolve is dropped with a WARNING; when none is left a
+    :class:`ConfigError` names them all. With ``client.dns.lookup`` =
+    ``resolve_canonical_bootstrap_servers_only`` each name becomes the canonical (reverse
+    looked-up) names of its addresses, so that e.g. a Kerberos principal matches the broker.
+    """
+    out: list[tuple[str, int]] = []
+    failures: list[str] = []
+    for host, port in addresses:
+        try:
+            infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+        except OSError as exc:
+            logger.warning("bootstrap.servers: cannot resolve %s:%s (%s); skipping it",
+                           host, port, exc)
+            failures.append(f"{host}:{port} ({exc})")
+            continue
+        if dns_lookup != "resolve_canonical_bootstrap_servers_only":
+            out.append((host, port))
+            continue
+        for info in infos:
+            ip = str(info[4][0])
+            try:
+                name = socket.gethostbyaddr(ip)[0]
+            except OSError:
+                name = ip  # Java's getCanonicalHostName falls back to the address too
+            if (name, port) not in out:
+                out.append((name, port))
+    if not out:
+        raise ConfigError("no resolvable bootstrap urls given in bootstrap.servers: "
+                          + ", ".join(failures))
+    return out
+
+
+# Repeats of one node's connection failure with the same cause are logged at WARNING at most
+# this often (Java logs every one; librdkafka suppresses identical repeats).
+_WARN_INTERVAL_MS = 30_000
+
+
 class _NodeState:
     """Reconnect bookkeeping for one node.
 
     Thread-safety: owned by the client thread.
     """
 
-    __slots__ = ("failures", "backoff_until_ms", "last_error", "auth_error", "attempts")
+    __slots__ = ("failures", "backoff_until_ms", "last_error", "auth_error", "attempts",
+                 "warned_ms", "warned_text", "suppressed")
 
     def __init__(self) -> None:
         self.failures = 0
@@ -146,6 +189,10 @@ class _NodeState:
         self.last_error: KafkaError | None = None
         self.auth_error: AuthenticationError | None = None
         self.attempts = 0
+        # Rate limit of the connection-failure WARNING (see _warn_failure).
+        self.warned_ms: int | None = None
+        self.warned_text = ""
+        self.suppressed = 0
 
 
 class NetworkClient:
@@ -172,10 +219,11 @@ class NetworkClient:
                               f"{', '.join(_PROTOCOLS)}")
         self._protocol = protocol
         lookup = str(merged["client.dns.lookup"])
-        if lookup not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only",
-                          "default"):
-            raise ConfigError(f"client.dns.lookup {lookup!r} is not supported")
-        self._bootstrap = parse_bootstrap_servers(merged["bootstrap.servers"])
+        if lookup not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"):
+            raise ConfigError(f"client.dns.lookup {lookup!r} is not one of use_all_dns_ips, "
+                              "resolve_canonical_bootstrap_servers_only")
+        self._bootstrap = resolve_bootstrap_servers(
+            parse_bootstrap_servers(merged["bootstrap.servers"]), lookup)
         self._ssl_context: ssl.SSLContext | None = None
         if protocol in ("SSL", "SASL_SSL"):
             self._ssl_context = build_ssl_context(merged)
@@ -435,7 +483,9 @@ class NetworkClient:
             st.failures = 0
             st.backoff_until_ms = now_ms
             return
-        was_ready = bool(conn.ready_since_ms)
+        # A connection closed before it answered any real request (a SASL listener dropping a
+        # PLAINTEXT client after ApiVersions) failed as an attempt: back off and warn.
+        was_ready = bool(conn.ready_since_ms) and conn.served
         conn.ready_since_ms = 0
         self._on_connect_failed(node_id, error, now_ms, was_ready=was_ready)
 
@@ -463,8 +513,45 @@ class NetworkClient:
         backoff = min(backoff, self._reconnect_backoff_max_ms)
         backoff = int(backoff * (1 + self._random.uniform(-_JITTER, _JITTER)))
         st.backoff_until_ms = now_ms + backoff
+        if not was_ready and error is not None and not isinstance(error, AuthenticationError):
+            # Authentication failures are logged at ERROR where they happen.
+            self._warn_failure(node_id, st, error, now_ms)
         logger.debug("node %s: disconnected (%s); reconnect backoff %d ms", node_id, error,
                      backoff)
+
+    def _warn_failure(self, node_id: int, st: _NodeState, error: KafkaError, now_ms: int
+                      ) -> None:
+        """A WARNING per node with the cause: the first failure, a new cause, and otherwise
+        at most once per :data:`_WARN_INTERVAL_MS` (reconnects come every second)."""
+        text = str(error)
+        if (st.warned_ms is not None and text == st.warned_text
+                and now_ms - st.warned_ms < _WARN_INTERVAL_MS):
+            st.suppressed += 1
+            return
+        address = self.node_address(node_id)
+        where = f"{address[0]}:{address[1]}" if address is not None else "unknown address"
+        name = "bootstrap server" if node_id < 0 else "node"
+        more = (f" ({st.suppressed} more such failures since the last warning)"
+                if st.suppressed else "")
+        logger.warning("connection to %s %s (%s) failed: %s%s", name, node_id, where, text, more)
+        st.warned_ms = now_ms
+        st.warned_text = text
+        st.suppressed = 0
+
+    def connection_errors(self) -> str:
+        """Why the cluster may be unreachable, for timeout messages: before the first metadata
+        the last error of each bootstrap server, afterwards the last connection error; empty
+        when no connection failed."""
+        if self._using_bootstrap():
+            parts = []
+            for node_id, host, port in self.bootstrap_nodes:
+                st = self._nodes.get(node_id)
+                if st is not None and st.last_error is not None:
+                    parts.append(f"{host}:{port}: {st.last_error}")
+            if parts:
+                return "; ".join(parts)
+        last = self.last_connection_error
+        return str(last) if last is not None else ""
 
     # ------------------------------------------------------------------ selector ------------
     def _sync_registration(self, node_id: int, conn: BrokerConnection) -> None:

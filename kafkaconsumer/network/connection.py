@@ -206,6 +206,11 @@ class BrokerConnection:
         self.last_activity_ms = 0
         self.throttle_until_ms = 0
         self.ready_since_ms = 0
+        #: True once a request other than the set-up ones (ApiVersions, SASL) was answered on
+        #: this connection: a close before that is a failed connection attempt.
+        self.served = False
+        #: Whether any connection to this address ever got such an answer.
+        self.ever_served = False
         #: When the broker's SASL session expires (KIP-368), 0 when it does not.
         self.reauth_at_ms = 0
         self._want_write_for_read = False
@@ -270,6 +275,7 @@ class BrokerConnection:
         if self.state is not ConnectionState.DISCONNECTED:
             raise KafkaConnectionError(f"connection to node {self.node_id} already in progress")
         self.close_error = None
+        self.served = False
         now = self._now_ms()
         self._setup_deadline_ms = now + setup_timeout_ms
         self.last_activity_ms = now
@@ -646,6 +652,9 @@ class BrokerConnection:
                         f"TLS error on the connection to node {self.node_id}: "
                         f"{exc.reason or exc}"))
                 return
+            except ConnectionResetError as exc:
+                self._peer_closed(exc)
+                return
             except OSError as exc:
                 self.close(KafkaConnectionError(
                     f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
@@ -712,9 +721,8 @@ class BrokerConnection:
         else:
             message = (f"{where} answered with bytes that are not a Kafka response (first "
                        f"bytes {head[:16].hex(' ')}); closing the connection")
-        # A misconfigured address or security.protocol: worth a WARNING on every attempt
-        # (the reconnect backoff spaces them out).
-        logger.warning("%s", message)
+        # A misconfigured address or security.protocol: the network client logs it at
+        # WARNING (rate-limited per node), as every failed connection.
         self.close(KafkaConnectionError(message))
 
     def _protocol_name(self) -> str:
@@ -756,6 +764,8 @@ class BrokerConnection:
             # The broker answered ApiVersions in v0 format whatever we asked; read it as such.
             body = self._api_versions_v0(req, frame) or body
         self.in_flight.popleft()
+        if self.state is ConnectionState.READY:
+            self.served = self.ever_served = True
         throttle = body.get("throttle_time_ms")
         if throttle:
             self.throttle_until_ms = max(self.throttle_until_ms, self._now_ms() + int(throttle))
@@ -774,14 +784,24 @@ class BrokerConnection:
             return None
         return body if body.get("error_code") == _UNSUPPORTED_VERSION else None
 
-    def _peer_closed(self) -> None:
+    def _peer_closed(self, reset: OSError | None = None) -> None:
+        """The peer closed (``reset``: reset) the connection; name the likely cause."""
+        how = f" ({reset})" if reset is not None else ""
         if self.state is ConnectionState.HANDSHAKE:
             self.close(SslAuthenticationError(
                 f"node {self.node_id} ({self.host}:{self.port}) closed the connection during the "
-                "TLS handshake"))
+                f"TLS handshake{how}"))
+        elif not self.ever_served and not self._use_ssl and not self._use_sasl:
+            # An SSL listener drops a plaintext ApiVersions; a SASL listener answers it and
+            # then drops the first request that is not SASL. Both look like this (a broker
+            # that served this address before is more likely going down).
+            self.close(KafkaConnectionError(
+                f"node {self.node_id} ({self.host}:{self.port}): the broker closed the "
+                f"connection during the handshake{how}: is this an SSL/SASL listener? "
+                "security.protocol is PLAINTEXT"))
         else:
             self.close(KafkaConnectionError(
-                f"node {self.node_id} ({self.host}:{self.port}) closed the connection"))
+                f"node {self.node_id} ({self.host}:{self.port}) closed the connection{how}"))
 
     # ------------------------------------------------------------------ timeouts ------------
     def check_timeouts(self, now_ms: int) -> None:

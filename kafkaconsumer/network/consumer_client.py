@@ -368,10 +368,11 @@ class ConsumerNetworkClient:
         while self.metadata.update_version <= version:
             remaining = float(timeout_ms) - (self.client.now_ms() - start)
             if remaining <= 0:
-                last = self.metadata.last_error or self.client.last_connection_error
+                last = self.metadata.last_error
+                note = str(last) if last is not None else self.client.connection_errors()
                 raise KafkaTimeoutError(
                     f"metadata not updated within {timeout_ms} ms"
-                    + (f" (last error: {last})" if last is not None else ""))
+                    + (f" (last error: {note})" if note else ""))
             self.poll(remaining)
         return True
 
