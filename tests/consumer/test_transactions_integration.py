@@ -17,7 +17,7 @@ import pytest
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.structs import TopicPartition
 from tests.consumer.conftest import create_topic
-from tests.helpers import unique_name
+from tests.helpers import unique_name, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -42,6 +42,9 @@ class Txn:
             "compression.type": compression, "linger.ms": 5, "message.max.bytes": 2_000_000,
         })
         self.producer.init_transactions(30)
+        self.bootstrap = bootstrap
+        #: The log end offset each partition has once every marker is written.
+        self.log_end: dict[tuple[str, int], int] = {}
 
     def write(self, topic: str, records: list[tuple[int, bytes]], commit: bool) -> None:
         """Write ``(partition, value)`` records in one transaction, then commit or abort it."""
@@ -50,6 +53,10 @@ class Txn:
             self.producer.produce(topic, value=value, partition=partition)
             # Keep the local queue short when a transaction is large.
             self.producer.poll(0)
+        for partition in {p for p, _ in records}:
+            key = (topic, partition)
+            count = sum(1 for p, _ in records if p == partition)
+            self.log_end[key] = self.log_end.get(key, 0) + count + 1  # + the marker
         if commit:
             self.producer.commit_transaction(60)
         else:
@@ -58,9 +65,26 @@ class Txn:
             assert self.producer.flush(60) == 0
             self.producer.abort_transaction(60)
 
+    def wait_for_markers(self) -> None:
+        """Wait until the markers are in every partition's log: a transaction ends for the
+        producer before the coordinator has written them."""
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as CTP
+
+        probe = Consumer({"bootstrap.servers": self.bootstrap, "group.id": unique_name("probe")})
+        try:
+            for (topic, partition), end in self.log_end.items():
+                ctp = CTP(topic, partition)
+                wait_for(lambda ctp=ctp, end=end: probe.get_watermark_offsets(
+                    ctp, timeout=5, cached=False)[1] >= end,
+                    timeout=30, interval=0.05, message=f"markers of {topic}-{partition}")
+        finally:
+            probe.close()
+
     def close(self) -> None:
-        """Flush what is left (nothing, once every transaction ended)."""
+        """Flush what is left (nothing, once every transaction ended); wait for the markers."""
         self.producer.flush(10)
+        self.wait_for_markers()
 
 
 def read_all(consumer: KafkaConsumer, tps: list[TopicPartition], expected: int,
@@ -161,6 +185,7 @@ def test_marker_at_the_log_end_is_passed(
     txn = Txn(bootstrap)
     first = values(10, b"c")
     txn.write(topic, [(0, v) for v in first], commit=True)
+    txn.wait_for_markers()
     extra = SMALL_FETCH if fetch == "small" else {}
     c = consumer_factory(isolation_level=isolation, **extra)
     c.assign([tp])
