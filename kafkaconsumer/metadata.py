@@ -9,6 +9,10 @@ topics, partitions with leader, leader epoch, replicas, ISR and offline replicas
 * soon (after ``retry.backoff.ms``) when :meth:`Metadata.request_update` is called, which the
   layers above do on any error whose class has ``invalid_metadata`` set, and which an update
   itself does when a partition has no leader or a topic is unknown;
+* while refreshes keep failing, or keep finding a topic unknown or a partition without leader,
+  the wait doubles per attempt up to ``retry.backoff.max.ms`` (+/-20 % jitter; Java 3.7+,
+  KIP-580); a clean update returns to ``retry.backoff.ms``. A topic error is logged once at
+  WARNING, and again only when it changes (INFO when it clears);
 * only for the topics in use (the subscription, the assignment and transient look-ups), or for
   all topics while a pattern subscription needs them (:meth:`Metadata.set_topics` with None).
 
@@ -33,6 +37,7 @@ from kafkaconsumer.errors import (
     for_code,
 )
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME
 
 logger = logging.getLogger(__name__)
@@ -181,6 +186,14 @@ class Metadata:
         self._clock = time or SYSTEM_TIME
         self.metadata_max_age_ms = int(cfg.get("metadata.max.age.ms", 300000))
         self.retry_backoff_ms = int(cfg.get("retry.backoff.ms", 100))
+        self._refresh_backoff = ExponentialBackoff(
+            self.retry_backoff_ms, 2.0, int(cfg.get("retry.backoff.max.ms", 1000)), 0.2)
+        # Refreshes in a row that failed or left something to retry; the wait before the next
+        # one, drawn once per attempt (jitter included).
+        self._attempts = 0
+        self._backoff_ms = self.retry_backoff_ms
+        # The error last logged per topic, so that a lasting condition is logged once.
+        self._logged_topic_errors: dict[str, str] = {}
         self.metadata_max_idle_ms = int(cfg.get("metadata.max.idle.ms", 300000))
         self.allow_auto_topic_creation = bool(cfg.get("allow.auto.create.topics", True))
         self._lock = threading.RLock()
@@ -303,7 +316,7 @@ class Metadata:
                 expire = 0
             else:
                 expire = max(0, self._last_success_ms + self.metadata_max_age_ms - now_ms)
-            backoff = max(0, self._last_refresh_ms + self.retry_backoff_ms - now_ms) \
+            backoff = max(0, self._last_refresh_ms + self._backoff_ms - now_ms) \
                 if self._last_refresh_ms else 0
             return max(expire, backoff)
 
@@ -331,11 +344,34 @@ class Metadata:
             self._sent_request_version = self._request_version
 
     def failed_update(self, now_ms: int, error: BaseException | None = None) -> None:
-        """A Metadata request failed; the next try waits ``retry.backoff.ms``."""
+        """A Metadata request failed; the next try backs off exponentially."""
         with self._lock:
             self._last_refresh_ms = now_ms
             self._last_error = error
+            self._next_attempt_locked(retry=True)
         logger.debug("metadata update failed: %s", error)
+
+    def _next_attempt_locked(self, retry: bool) -> None:
+        if retry:
+            self._backoff_ms = self._refresh_backoff.backoff(self._attempts)
+            self._attempts += 1
+        else:
+            self._attempts = 0
+            self._backoff_ms = self.retry_backoff_ms
+
+    def _log_topic_errors_locked(self, errors: Mapping[str, BrokerResponseError],
+                                 codes: Mapping[str, int]) -> None:
+        logged = self._logged_topic_errors
+        for name, err in errors.items():
+            text = ("does not exist (yet)" if codes[name] == _UNKNOWN_TOPIC_OR_PARTITION
+                    else str(err))
+            if logged.get(name) != text:
+                logged[name] = text
+                logger.warning("metadata: topic %r %s", name, text)
+        for name in [n for n in logged if n not in errors]:
+            del logged[name]
+            if name in self._topics or name in self._transient:
+                logger.info("metadata: topic %r is available now", name)
 
     # ------------------------------------------------------------------ update --------------
     def update(self, response: Mapping[str, Any], now_ms: int | None = None) -> None:
@@ -352,6 +388,7 @@ class Metadata:
             internal: list[str] = []
             no_partitions: list[str] = []
             errors: dict[str, BrokerResponseError] = {}
+            codes: dict[str, int] = {}
             retry_soon = False
             for t in response.get("topics") or []:
                 name = t.get("name")
@@ -365,15 +402,12 @@ class Metadata:
                     err_cls = for_code(code)
                     err = err_cls(f"metadata for topic {name!r}", topic=name)
                     errors[name] = err
+                    codes[name] = code
                     if issubclass(err_cls, AuthorizationError):
                         unauthorized.append(name)
                     elif issubclass(err_cls, InvalidTopicError):
                         invalid.append(name)
                     else:
-                        if code == _UNKNOWN_TOPIC_OR_PARTITION:
-                            logger.warning("metadata: topic %r does not exist (yet)", name)
-                        else:
-                            logger.warning("metadata: topic %r: %s", name, err)
                         if err_cls.retriable or err_cls.invalid_metadata:
                             retry_soon = True
                     continue
@@ -406,6 +440,10 @@ class Metadata:
             self._need_full_update = (retry_soon or self._need_full_update and
                                       self._request_version > self._sent_request_version)
             self._last_error = None
+            self._next_attempt_locked(retry=retry_soon)
+            self._log_topic_errors_locked(
+                {n: e for n, e in errors.items() if n not in unauthorized and n not in invalid},
+                codes)
             if unauthorized or invalid:
                 first = (unauthorized or invalid)[0]
                 self._fatal = errors[first]

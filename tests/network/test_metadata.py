@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -92,7 +93,8 @@ def test_refresh_timing_with_fake_clock() -> None:
     assert md.time_to_next_update(1110) == 0
     md.on_request_sent(1110)
     md.failed_update(1120, RuntimeError("boom"))
-    assert md.time_to_next_update(1120) == 100  # backoff restarts at the failure
+    # The backoff restarts at the failure: retry.backoff.ms, +/-20 % jitter.
+    assert 80 <= md.time_to_next_update(1120) <= 120
 
 
 def test_request_made_while_in_flight_survives_the_response() -> None:
@@ -170,3 +172,39 @@ def test_handle_error_requests_update_only_for_invalid_metadata() -> None:
     assert not md.update_requested()
     assert md.handle_error(NotLeaderOrFollowerError())
     assert md.update_requested()
+
+
+def test_missing_topic_backs_off_exponentially_and_is_logged_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="kafkaconsumer.metadata")
+    clock = MockTime(start_ms=1000)
+    md = ConsumerMetadata({"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}, time=clock)
+    md.set_topics(["orders"])
+    waits = []
+    now = 1000
+    for _ in range(8):
+        now += md.time_to_next_update(now)
+        md.on_request_sent(now)
+        md.update(response(error=3), now_ms=now)
+        waits.append(md.time_to_next_update(now))
+    # 100, 200, 400, 800, then the 1000 cap, each +/-20 %.
+    for wait, base in zip(waits, [100, 200, 400, 800, 1000, 1000, 1000, 1000]):
+        assert 0.8 * base <= wait <= 1.2 * base, waits
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == ["metadata: topic 'orders' does not exist (yet)"]
+    # A different error is logged, once.
+    for _ in range(3):
+        md.update(response(error=5), now_ms=now)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2 and "orders" in warned[1], warned
+    # The topic shows up: INFO once, and the next refresh waits only retry.backoff.ms again.
+    md.request_update()
+    md.update(response(), now_ms=now)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
+        "metadata: topic 'orders' is available now"]
+    md.request_update()
+    assert md.time_to_next_update(now) == 100
+    # Gone again: logged again.
+    md.update(response(error=3), now_ms=now)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 3, warned
