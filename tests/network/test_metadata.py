@@ -188,7 +188,7 @@ def test_missing_topic_backs_off_exponentially_and_is_logged_once(
         md.update(response(error=3), now_ms=now)
         waits.append(md.time_to_next_update(now))
     # 100, 200, 400, 800, then the 1000 cap, each +/-20 %.
-    for wait, base in zip(waits, [100, 200, 400, 800, 1000, 1000, 1000, 1000]):
+    for wait, base in zip(waits, [100, 200, 400, 800, 1000, 1000, 1000, 1000], strict=True):
         assert 0.8 * base <= wait <= 1.2 * base, waits
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warned == ["metadata: topic 'orders' does not exist (yet)"]
