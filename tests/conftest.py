@@ -19,6 +19,11 @@ When the choice falls past Apache Kafka, the session says why once in the termin
 each test that used it, every stopped node is started again and the cluster waits until all
 partitions are back in sync. Tests using it get a 300 s timeout (the first one pays the start).
 It skips when Java or Maven is missing, or in the Tansu pass (``KAFKACONSUMER_TEST_BROKER=tansu``).
+
+``secure_kafka`` is the :class:`tests.support.apache_kafka.Security` of an Apache Kafka broker
+with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) and SSL listeners (server-only, mutual
+and wrong-host-name certificates): the session broker's when that is Apache Kafka started here,
+else a single node started for it once; it skips like ``kafka_cluster``.
 """
 
 from __future__ import annotations
@@ -92,7 +97,8 @@ def _say(config: pytest.Config, message: str) -> None:
 
 
 def _apache() -> Iterator[BrokerInfo]:
-    with apache_kafka.KafkaCluster() as cluster:
+    # The secured listeners cost no extra process, so the session broker always has them.
+    with apache_kafka.KafkaCluster(security=True) as cluster:
         yield BrokerInfo(cluster.bootstrap_servers, "apache", cluster.version,
                          {"cluster": cluster})
 
@@ -139,7 +145,7 @@ def broker(request: pytest.FixtureRequest) -> Iterator[BrokerInfo]:
 
 #: Seconds granted to a test that uses a fixture which starts JVMs (when it has no own timeout).
 _SLOW_FIXTURE_TIMEOUT = 300
-_SLOW_FIXTURES = ("kafka_cluster",)
+_SLOW_FIXTURES = ("kafka_cluster", "secure_kafka")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -174,3 +180,19 @@ def kafka_cluster(
     nodes a test stopped are started again after it."""
     yield _kafka_cluster_session
     _kafka_cluster_session.heal()
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(request: pytest.FixtureRequest) -> Iterator[apache_kafka.Security]:
+    """Secured listeners of an Apache Kafka broker (see the module docstring)."""
+    _skip_unless_apache_possible()
+    if not os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or \
+            os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower() == "apache":
+        info: BrokerInfo = request.getfixturevalue("broker")
+        cluster = info.extra.get("cluster")
+        if isinstance(cluster, apache_kafka.KafkaCluster) and cluster.security is not None:
+            yield cluster.security
+            return
+    with apache_kafka.KafkaCluster(security=True) as own:
+        assert own.security is not None
+        yield own.security

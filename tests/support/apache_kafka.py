@@ -25,13 +25,25 @@ ports, storage formatted in a temporary directory::
 ``KafkaCluster(brokers=3, racks=True)`` is one dedicated controller (node 100) and brokers
 1, 2, 3, each with ``broker.rack`` ``rack-<id>`` and the rack-aware replica selector, offsets and
 transaction topics replicated three times. The nodes keep their ports and data across
-``stop_node``/``kill_node``/``start_node``/``restart_node`` (broker ids, not indexes).
+``stop_node``/``kill_node``/``start_node``/``restart_node`` (broker ids, not indexes);
+``heal()`` starts whatever is stopped and waits for full ISRs. ``leader_of(topic, partition)``,
+``replicas_of``, ``coordinator_of(group)`` and ``create_topic(name, partitions, replication)``
+ask through confluent-kafka, so the oracle is never the client under test. In the suite, use the
+``kafka_cluster`` fixture (tests/conftest.py): one cluster per session, healed after each test.
+
+Security. ``KafkaCluster(security=True)`` adds to every broker a SASL_PLAINTEXT listener (PLAIN,
+SCRAM-SHA-256, SCRAM-SHA-512 with the users of :data:`SASL_USERS`, created at format time;
+OAUTHBEARER checked by the broker's unsecured-JWT validator) and three SSL listeners with PEM
+files from a CA generated at start (server-only, mutual TLS, wrong host name); after start,
+``cluster.security`` (:class:`Security`) has their bootstrap strings, the PEM paths and
+:meth:`Security.unsecured_jwt`. In the suite: the ``secure_kafka`` fixture.
 
 Settings for tests on every node: ``group.min.session.timeout.ms=500``,
 ``group.initial.rebalance.delay.ms=0``, short KIP-848 minimums
 (``group.consumer.min.session.timeout.ms``, ``group.consumer.min.heartbeat.interval.ms``),
 internal topics sized for the node count, ``auto.create.topics.enable`` as Kafka's default (on).
-``extra_config`` adds or overrides broker properties.
+``extra_config`` adds or overrides broker properties. Nodes run with :data:`TEST_JVM_OPTIONS`
+and a 512 MiB heap (``KAFKACONSUMER_KAFKA_HEAP``); ``jvm_options=()`` for full-speed benchmarks.
 
 Processes. Each node is a ``java -cp <libs>/* kafka.Kafka`` child with a capped heap; ready when
 it answers ApiVersions (and, for a cluster, when every broker is registered). Nodes are stopped
@@ -50,6 +62,7 @@ import atexit
 import base64
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -62,11 +75,13 @@ import time
 import uuid
 import weakref
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from kafkaconsumer.embedded import _api_versions_probe, _die_with_parent, _recv_exact, free_port
+from tests.support.tls_proxy import Pki, make_pki
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -74,6 +89,8 @@ __all__ = [
     "ApacheKafkaError",
     "KafkaCluster",
     "KafkaNode",
+    "SASL_USERS",
+    "Security",
     "broker_api_versions",
     "ensure_kafka",
     "missing_tools",
@@ -90,6 +107,9 @@ KAFKA_3_VERSION = "3.9.1"
 #: The slf4j 1.7 binding for reload4j: the broker of both lines logs through slf4j 1.7.
 _LOGGING_BINDING = ("org.slf4j", "slf4j-reload4j", "1.7.36")
 _HEAP = os.environ.get("KAFKACONSUMER_KAFKA_HEAP", "512m")
+#: JVM options of a test node: the client-level JIT only and the serial GC start a node with
+#: about 40% less CPU (measured 5.5 s against 9.6 s); the benchmarks pass ``jvm_options=()``.
+TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 _MAVEN_TIMEOUT_S = 600.0
 _START_TIMEOUT_S = 90.0
 
@@ -242,6 +262,96 @@ def _log4j_properties() -> str:
     ])
 
 
+#: SASL users created at start: mechanism -> (user name, password).
+SASL_USERS: dict[str, tuple[str, str]] = {
+    "PLAIN": ("alice", "alice-secret"),
+    "SCRAM-SHA-256": ("scram256", "scram256-secret"),
+    "SCRAM-SHA-512": ("scram512", "scram512-secret"),
+}
+
+
+@dataclass
+class Security:
+    """The secured listeners of a cluster started with ``security=True``, and what a client needs
+    to use them. The bootstrap strings name every broker's listener of that kind.
+
+    - ``sasl_bootstrap``: SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (users in
+      ``users``) and OAUTHBEARER (tokens from :meth:`unsecured_jwt`, checked by the broker's
+      unsecured-JWT validator: expiry and a ``sub`` claim, no signature);
+    - ``ssl_bootstrap``: SSL, server certificate for ``localhost`` and ``127.0.0.1`` signed by
+      ``pki.ca``; no client certificate asked for;
+    - ``mtls_bootstrap``: SSL that requires a client certificate signed by ``pki.ca``
+      (``pki.client_cert``, key ``pki.client_key`` encrypted with ``pki.client_key_password``);
+    - ``wronghost_bootstrap``: SSL serving a certificate for ``broker.invalid`` only (signed by
+      ``pki.ca``): a host-name mismatch.
+
+    ``pki.other_ca`` is a CA that signed nothing here (the wrong-CA case).
+    """
+
+    pki: Pki
+    users: dict[str, tuple[str, str]]
+    plaintext_bootstrap: str = ""
+    sasl_bootstrap: str = ""
+    ssl_bootstrap: str = ""
+    mtls_bootstrap: str = ""
+    wronghost_bootstrap: str = ""
+
+    @staticmethod
+    def unsecured_jwt(sub: str | None = "alice", lifetime_s: float = 3600.0,
+                      issued_s_ago: float = 0.0) -> str:
+        """An unsigned JWT (``alg: none``) the broker's unsecured validator accepts while
+        ``lifetime_s`` lasts; a negative lifetime gives an expired token, ``sub=None`` one
+        without the subject claim (which the broker rejects)."""
+        def part(obj: Mapping[str, object]) -> str:
+            raw = json.dumps(obj, separators=(",", ":")).encode()
+            return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+        now = time.time() - issued_s_ago
+        claims: dict[str, object] = {"iat": int(now), "exp": int(now + lifetime_s)}
+        if sub is not None:
+            claims["sub"] = sub
+        return f"{part({'alg': 'none'})}.{part(claims)}."
+
+
+def _listener_names(security: bool) -> list[str]:
+    names = ["PLAINTEXT"]
+    if security:
+        names += ["SASL_PLAINTEXT", "SSL", "MTLS", "SSL_WRONGHOST"]
+    return names
+
+
+def _security_props(pki: Pki, workdir: Path) -> dict[str, str]:
+    """Broker properties of the secured listeners (the keystores are written into workdir)."""
+    def keystore(name: str, cert: str, key: str) -> str:
+        path = workdir / name
+        path.write_text(Path(key).read_text() + Path(cert).read_text())
+        return str(path)
+
+    server = keystore("server-keystore.pem", pki.server_cert, pki.server_key)
+    wrong = keystore("wronghost-keystore.pem", pki.wronghost_cert, pki.wronghost_key)
+    plain_users = " ".join(f'user_{u}="{pw}"' for u, pw in [SASL_USERS["PLAIN"]])
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    return {
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f"{plain_users};",
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredLoginStringClaim_sub="broker";',
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": server,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": pki.ca,
+        "ssl.client.auth": "none",
+        "listener.name.mtls.ssl.client.auth": "required",
+        "listener.name.ssl_wronghost.ssl.keystore.type": "PEM",
+        "listener.name.ssl_wronghost.ssl.keystore.location": wrong,
+    }
+
+
 class KafkaNode:
     """One Kafka process (broker, controller or both) with fixed ports and a data directory.
 
@@ -249,7 +359,8 @@ class KafkaNode:
     """
 
     def __init__(self, node_id: int, roles: tuple[str, ...], ports: Mapping[str, int],
-                 workdir: Path, props: Mapping[str, str], libs: Path) -> None:
+                 workdir: Path, props: Mapping[str, str], libs: Path,
+                 jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS) -> None:
         """Describe the node; nothing runs until :meth:`start` (the cluster formats first)."""
         self.node_id = node_id
         self.roles = roles
@@ -258,6 +369,7 @@ class KafkaNode:
         self.workdir = workdir
         self.props = dict(props)
         self.libs = libs
+        self.jvm_options = tuple(jvm_options)
         self.config_path = workdir / f"node-{node_id}.properties"
         self.log_path = workdir / f"node-{node_id}.log"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -290,7 +402,7 @@ class KafkaNode:
     def java(self, main_class: str, *args: str, heap: str = _HEAP) -> list[str]:
         """A ``java`` command line running ``main_class`` on the broker's class path."""
         return [
-            "java", f"-Xmx{heap}", "-Xss1m", "-XX:+ExitOnOutOfMemoryError",
+            "java", f"-Xmx{heap}", "-Xss1m", "-XX:+ExitOnOutOfMemoryError", *self.jvm_options,
             "-Djava.awt.headless=true",
             f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
             "-cp", f"{self.libs}/*", main_class, *args,
@@ -376,6 +488,11 @@ class KafkaNode:
         return f"KafkaNode({self.node_id}, {'+'.join(self.roles)}, {state})"
 
 
+#: Security protocol of each listener name.
+_PROTOCOLS = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT",
+              "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SSL": "SSL", "MTLS": "SSL",
+              "SSL_WRONGHOST": "SSL"}
+
 #: Node id of the dedicated controller of a multi-broker cluster.
 CONTROLLER_ID = 100
 
@@ -389,10 +506,15 @@ class KafkaCluster:
     :param brokers: 1 for a combined broker+controller; more for a dedicated controller + brokers.
     :param racks: give broker ``n`` ``broker.rack=rack-<n>`` and the rack-aware replica selector.
     :param extra_config: broker properties added to (or overriding) the test settings.
+    :param security: add SASL_PLAINTEXT, SSL, MTLS and SSL_WRONGHOST listeners to every broker
+        (see :class:`Security`; ``cluster.security`` after start).
+    :param jvm_options: JVM flags of every node (:data:`TEST_JVM_OPTIONS` by default; ``()`` for
+        the full JIT, as the benchmarks want).
     """
 
     def __init__(self, version: str | None = None, *, brokers: int = 1, racks: bool = False,
-                 extra_config: Mapping[str, str] | None = None) -> None:
+                 extra_config: Mapping[str, str] | None = None, security: bool = False,
+                 jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS) -> None:
         """Describe the cluster; nothing is fetched or started until :meth:`start`."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
@@ -400,6 +522,11 @@ class KafkaCluster:
         self.broker_count = brokers
         self.racks = racks
         self.extra_config = dict(extra_config or {})
+        self.jvm_options = tuple(jvm_options)
+        self.with_security = security
+        self._security_props: dict[str, str] = {}
+        #: The secured listeners (None unless started with ``security=True``).
+        self.security: Security | None = None
         self.nodes: dict[int, KafkaNode] = {}
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
@@ -611,7 +738,8 @@ class KafkaCluster:
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
             "listeners": ",".join(listeners),
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(
+                f"{name}:{_PROTOCOLS[name]}" for name in ports),
             "log.dirs": str(data),
             "num.partitions": "1",
             "offsets.topic.replication.factor": replication,
@@ -635,6 +763,8 @@ class KafkaCluster:
             props["inter.broker.listener.name"] = "PLAINTEXT"
             props["advertised.listeners"] = ",".join(
                 entry for entry in listeners if not entry.startswith("CONTROLLER:"))
+            if self._security_props:
+                props.update(self._security_props)
             if self.racks:
                 props["broker.rack"] = f"rack-{node_id}"
                 props["replica.selector.class"] = (
@@ -644,6 +774,13 @@ class KafkaCluster:
 
     def _build(self, libs: Path, root: Path) -> None:
         self.nodes = {}
+        self._security_props = {}
+        if self.with_security:
+            pki_dir = root / "pki"
+            pki_dir.mkdir()
+            pki = make_pki(str(pki_dir))
+            self._security_props = _security_props(pki, root)
+            self.security = Security(pki, dict(SASL_USERS))
         if self.broker_count == 1:
             layout: list[tuple[int, tuple[str, ...]]] = [(1, ("broker", "controller"))]
         else:
@@ -653,7 +790,8 @@ class KafkaCluster:
         for node_id, roles in layout:
             node_ports: dict[str, int] = {}
             if "broker" in roles:
-                node_ports["PLAINTEXT"] = free_port()
+                for name in _listener_names(self.with_security):
+                    node_ports[name] = free_port()
             if "controller" in roles:
                 node_ports["CONTROLLER"] = free_port()
             ports[node_id] = node_ports
@@ -662,16 +800,33 @@ class KafkaCluster:
         for node_id, roles in layout:
             data = root / f"data-{node_id}"
             props = self._props(node_id, roles, ports[node_id], voters, data)
-            node = KafkaNode(node_id, roles, ports[node_id], root, props, libs)
+            node = KafkaNode(node_id, roles, ports[node_id], root, props, libs,
+                             self.jvm_options)
             node.write_config()
             self.nodes[node_id] = node
+        if self.security is not None:
+            brokers = [self.nodes[node_id] for node_id, roles in layout if "broker" in roles]
+
+            def joined(name: str) -> str:
+                return ",".join(f"127.0.0.1:{n.ports[name]}" for n in brokers)
+
+            self.security.plaintext_bootstrap = joined("PLAINTEXT")
+            self.security.sasl_bootstrap = joined("SASL_PLAINTEXT")
+            self.security.ssl_bootstrap = joined("SSL")
+            self.security.mtls_bootstrap = joined("MTLS")
+            self.security.wronghost_bootstrap = joined("SSL_WRONGHOST")
 
     def _format(self) -> None:
         cluster_id = _cluster_id()
         procs = []
         for node in self.nodes.values():  # in parallel: each is a JVM start
+            scram = []
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                if self.security is not None:
+                    user, password = self.security.users[mechanism]
+                    scram += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
             cmd = node.java("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                            "-c", str(node.config_path), heap="256m")
+                            "-c", str(node.config_path), *scram, heap="256m")
             procs.append((node, subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True)))
