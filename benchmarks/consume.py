@@ -9,7 +9,8 @@ own subprocess. Every loop touches every record's value (``len(value)``).
 
     python benchmarks/consume.py                      # embedded broker, 1,000,000 records
     python benchmarks/consume.py --records 200000 --codecs none
-    python benchmarks/consume.py --bootstrap 127.0.0.1:9092 --sizes 100,1024 --partitions 8,256
+    python benchmarks/consume.py --broker apache     # Apache Kafka, started for the run
+    python benchmarks/consume.py --broker 127.0.0.1:9092 --sizes 100,1024 --partitions 8,256
 
 Prints, per client: records/s, the fraction of the ceiling, CPU microseconds per record of the
 consume loop (every thread of the process: librdkafka and aiokafka work off-thread; the first
@@ -30,6 +31,16 @@ import sys
 import time
 import uuid
 from typing import Any
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+from benchmarks.brokers import (  # noqa: E402 (needs the repository root on the path)
+    BenchBroker,
+    add_broker_arguments,
+    bench_broker,
+    choice,
+)
 
 CLIENTS = ("kafkaconsumer", "kafka-python", "aiokafka", "confluent-kafka")
 
@@ -296,7 +307,7 @@ def main() -> None:
                     help="partition counts, comma-separated (e.g. 8,256)")
     ap.add_argument("--codecs", default="none,lz4")
     ap.add_argument("--clients", default=",".join(CLIENTS))
-    ap.add_argument("--bootstrap", help="use this cluster instead of the embedded broker")
+    add_broker_arguments(ap)
     ap.add_argument("--timeout", type=float, default=900.0, help="per client run, seconds")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
@@ -315,45 +326,39 @@ def main() -> None:
     for c in clients:
         if c not in WORKERS:
             ap.error(f"unknown client {c!r}; choose from {', '.join(CLIENTS)}")
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        from kafkaconsumer.embedded import EmbeddedBroker
-        broker = EmbeddedBroker()
-        broker.start()
-        bootstrap = broker.bootstrap_servers
+    with bench_broker(choice(args)) as broker:
+        _run(args, broker, sizes, partition_counts, clients)
+
+
+def _run(args: argparse.Namespace, broker: BenchBroker, sizes: list[int],
+         partition_counts: list[int], clients: list[str]) -> None:
+    bootstrap = broker.bootstrap
     rows: list[dict[str, Any]] = []
-    try:
-        print(f"{args.records:,} records per topic, broker {bootstrap}"
-              f"{' (embedded)' if broker else ''}")
-        for size in sizes:
-            value = bytes(range(256)) * (size // 256 + 1)
-            expected = sum(len(value[i % 256:i % 256 + size]) for i in range(args.records))
-            for partitions in partition_counts:
-                for codec in [c.strip() for c in args.codecs.split(",") if c.strip()]:
-                    topic = f"bench-{codec}-{size}-{partitions}-{uuid.uuid4().hex[:8]}"
-                    t0 = time.perf_counter()
-                    produce(bootstrap, topic, partitions, args.records, size, codec)
-                    print(f"produced {topic} in {time.perf_counter() - t0:.1f} s")
-                    # Best of two ceiling runs, one before and one after the clients: the
-                    # broker's page cache is warm for both, and noise only lowers a rate.
-                    ceilings = [run_ceiling(bootstrap, topic, args.records, args.timeout)]
-                    results = [run_worker(c, bootstrap, topic, partitions, args.records,
-                                          args.timeout) for c in clients]
-                    ceilings.append(run_ceiling(bootstrap, topic, args.records, args.timeout))
-                    good = [c for c in ceilings if "error" not in c]
-                    ceiling = max(good, key=rate) if good else ceilings[0]
-                    print_table(f"{size} B, {partitions} partitions, codec={codec}", ceiling,
-                                results, expected)
-                    top = rate(ceiling) if "error" not in ceiling else None
-                    for r in [ceiling, *results]:
-                        rows.append({"size": size, "partitions": partitions, "codec": codec,
-                                     "ceiling_rate": top, "result": r})
-        print("\n" + markdown(rows))
-    finally:
-        if broker is not None:
-            broker.stop()
+    print(f"{args.records:,} records per topic, broker {bootstrap} ({broker.label})")
+    for size in sizes:
+        value = bytes(range(256)) * (size // 256 + 1)
+        expected = sum(len(value[i % 256:i % 256 + size]) for i in range(args.records))
+        for partitions in partition_counts:
+            for codec in [c.strip() for c in args.codecs.split(",") if c.strip()]:
+                topic = f"bench-{codec}-{size}-{partitions}-{uuid.uuid4().hex[:8]}"
+                t0 = time.perf_counter()
+                produce(bootstrap, topic, partitions, args.records, size, codec)
+                print(f"produced {topic} in {time.perf_counter() - t0:.1f} s")
+                # Best of two ceiling runs, one before and one after the clients: the
+                # broker's page cache is warm for both, and noise only lowers a rate.
+                ceilings = [run_ceiling(bootstrap, topic, args.records, args.timeout)]
+                results = [run_worker(c, bootstrap, topic, partitions, args.records,
+                                      args.timeout) for c in clients]
+                ceilings.append(run_ceiling(bootstrap, topic, args.records, args.timeout))
+                good = [c for c in ceilings if "error" not in c]
+                ceiling = max(good, key=rate) if good else ceilings[0]
+                print_table(f"{size} B, {partitions} partitions, codec={codec}", ceiling,
+                            results, expected)
+                top = rate(ceiling) if "error" not in ceiling else None
+                for r in [ceiling, *results]:
+                    rows.append({"size": size, "partitions": partitions, "codec": codec,
+                                 "ceiling_rate": top, "result": r})
+    print("\n" + markdown(rows))
 
 
 if __name__ == "__main__":

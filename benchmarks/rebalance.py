@@ -15,11 +15,13 @@ whom, then report:
 
 Clients: this one (``kafkaconsumer``), kafka-python and confluent-kafka, each with ``range``
 (eager) and ``cooperative-sticky``, all with the same session/heartbeat settings and
-auto-commit on. Against the embedded Tansu broker unless ``--bootstrap`` is given::
+auto-commit on. Against the embedded Tansu broker unless ``--broker`` says otherwise
+(``apache`` starts Apache Kafka, or the bootstrap servers of a running cluster)::
 
     python benchmarks/rebalance.py
     python benchmarks/rebalance.py --clients kafkaconsumer --after 15
-    python benchmarks/rebalance.py --bootstrap 127.0.0.1:9092
+    python benchmarks/rebalance.py --broker apache
+    python benchmarks/rebalance.py --broker 127.0.0.1:9092
 
 A timing is a benchmark, never a test assertion. Tansu answers every JoinGroup round only after
 about half the session timeout, so absolute times there are dominated by the broker.
@@ -37,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.brokers import add_broker_arguments, bench_broker, choice  # noqa: E402
 
 CLIENTS = ("kafkaconsumer", "kafka-python", "confluent-kafka")
 PROTOCOLS = ("range", "cooperative-sticky")
@@ -233,7 +236,7 @@ def run_scenario(bootstrap: str, client: str, protocol: str, partitions: int, wa
 def main(argv: list[str] | None = None) -> int:
     """Run the scenarios and print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bootstrap", help="an existing cluster (default: start the embedded broker)")
+    add_broker_arguments(ap)
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--partitions", type=int, default=6)
@@ -254,27 +257,16 @@ def main(argv: list[str] | None = None) -> int:
         if c not in MEMBERS:
             ap.error(f"unknown client {c!r}; known: {', '.join(MEMBERS)}")
 
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        from kafkaconsumer.embedded import EmbeddedBroker
-
-        broker = EmbeddedBroker()
-        broker.start()
-        bootstrap = broker.bootstrap_servers
     rows = []
-    try:
+    with bench_broker(choice(args)) as broker:
         for client in clients:
             for protocol in protocols:
-                r = run_scenario(bootstrap, client, protocol, args.partitions, args.warmup,
-                                 args.after, args.gap_ms / 1000.0, settings)
+                r = run_scenario(broker.bootstrap, client, protocol, args.partitions,
+                                 args.warmup, args.after, args.gap_ms / 1000.0, settings)
                 rows.append((client, protocol, r))
                 print(f"# {client:16} {protocol:19} settle {r['settle']:.2f} s  kept recs "
                       f"{r['kept']}  kept max gap {r['gap']:.2f} s", file=sys.stderr, flush=True)
-    finally:
-        if broker is not None:
-            broker.stop()
-    print(f"\nbroker: {'embedded Tansu' if broker is not None else bootstrap}; "
+    print(f"\nbroker: {broker.label}; "
           f"{args.partitions} partitions, 1 record/partition/10 ms; session "
           f"{args.session_timeout_ms} ms, heartbeat {args.heartbeat_interval_ms} ms\n")
     print(f"| {'client':16} | {'protocol':19} | settle s | kept partitions | kept recs | "

@@ -102,7 +102,7 @@ logger = logging.getLogger(__name__)
 #: The newest Apache Kafka 4.x release that resolves.
 DEFAULT_VERSION = "4.4.0"
 #: The newest 3.9.x release (the last line that still accepts the pre-KIP-896 protocol versions).
-KAFKA_3_VERSION = "3.9.1"
+KAFKA_3_VERSION = "3.9.2"
 
 #: The slf4j 1.7 binding for reload4j: the broker of both lines logs through slf4j 1.7.
 _LOGGING_BINDING = ("org.slf4j", "slf4j-reload4j", "1.7.36")
@@ -738,8 +738,9 @@ class KafkaCluster:
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
             "listeners": ",".join(listeners),
+            # A broker-only node must map the controllers' listener too.
             "listener.security.protocol.map": ",".join(
-                f"{name}:{_PROTOCOLS[name]}" for name in ports),
+                f"{name}:{_PROTOCOLS[name]}" for name in {**ports, "CONTROLLER": 0}),
             "log.dirs": str(data),
             "num.partitions": "1",
             "offsets.topic.replication.factor": replication,
