@@ -27,8 +27,9 @@ ports, storage formatted in a temporary directory::
 transaction topics replicated three times. The nodes keep their ports and data across
 ``stop_node``/``kill_node``/``start_node``/``restart_node`` (broker ids, not indexes);
 ``heal()`` starts whatever is stopped and waits for full ISRs. ``leader_of(topic, partition)``,
-``replicas_of``, ``coordinator_of(group)`` and ``create_topic(name, partitions, replication)``
-ask through confluent-kafka, so the oracle is never the client under test. In the suite, use the
+``replicas_of`` and ``create_topic(name, partitions, replication)`` ask through confluent-kafka,
+``coordinator_of(group)`` with a hand-built FindCoordinator, so the oracle is never the client
+under test. In the suite, use the
 ``kafka_cluster`` fixture (tests/conftest.py): one cluster per session, healed after each test.
 
 Security. ``KafkaCluster(security=True)`` adds to every broker a SASL_PLAINTEXT listener (PLAIN,
@@ -93,6 +94,9 @@ __all__ = [
     "Security",
     "broker_api_versions",
     "ensure_kafka",
+    "find_coordinator",
+    "group_offsets_error",
+    "group_partition",
     "missing_tools",
     "requested_version",
 ]
@@ -242,6 +246,65 @@ def broker_api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int,
         key, low, high = struct.unpack_from(">hhh", payload, 10 + 6 * i)
         versions[key] = (low, high)
     return versions
+
+
+def _request(host: str, port: int, api_key: int, version: int, body: bytes,
+             timeout: float = 5.0) -> bytes:
+    """Send one request with a v1 header; return the response after its correlation id."""
+    client_id = b"kafkaconsumer-tests"
+    correlation_id = 0x4B00 + api_key
+    frame = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
+    frame += body
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        if size < 4 or size > 1 << 20:
+            raise OSError(f"answer of implausible size {size} to api {api_key}")
+        payload = _recv_exact(sock, size)
+    (got_id,) = struct.unpack_from(">i", payload, 0)
+    if got_id != correlation_id:
+        raise OSError(f"api {api_key} answered correlation {got_id}")
+    return payload[4:]
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def find_coordinator(host: str, port: int, group_id: str, timeout: float = 5.0) -> int:
+    """The coordinator's broker id for ``group_id`` from a FindCoordinator v1 request (by hand,
+    like :func:`broker_api_versions`). Raises OSError on an error code (e.g. not available)."""
+    answer = _request(host, port, 10, 1, _string(group_id) + b"\x00", timeout)
+    _throttle, error_code, message_len = struct.unpack_from(">ihh", answer, 0)
+    if error_code:
+        raise OSError(f"FindCoordinator error {error_code}")
+    (node_id,) = struct.unpack_from(">i", answer, 8 + max(message_len, 0))
+    return int(node_id)
+
+
+def group_offsets_error(host: str, port: int, group_id: str, timeout: float = 5.0) -> int:
+    """The error code of an OffsetFetch v2 for all of ``group_id``'s offsets (0 once the
+    coordinator serves the group; 14 while loading, 16 when it is not the coordinator)."""
+    answer = _request(host, port, 9, 2, _string(group_id) + struct.pack(">i", -1), timeout)
+    (topics,) = struct.unpack_from(">i", answer, 0)
+    if topics != 0:
+        raise OSError(f"OffsetFetch for the unused group {group_id!r} listed {topics} topics")
+    (error_code,) = struct.unpack_from(">h", answer, 4)
+    return int(error_code)
+
+
+def _java_hash(text: str) -> int:
+    h = 0
+    for unit in struct.unpack(f">{len(text.encode('utf-16-be')) // 2}H", text.encode("utf-16-be")):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h
+
+
+def group_partition(group_id: str, partitions: int) -> int:
+    """The ``__consumer_offsets`` partition of ``group_id`` (Kafka: abs(hashCode) % count)."""
+    return (_java_hash(group_id) & 0x7FFFFFFF) % partitions
 
 
 def _cluster_id() -> str:
@@ -493,6 +556,9 @@ _PROTOCOLS = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT",
               "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SSL": "SSL", "MTLS": "SSL",
               "SSL_WRONGHOST": "SSL"}
 
+#: Partitions of ``__consumer_offsets`` (Kafka's default is 50: slower to create and load).
+OFFSETS_PARTITIONS = 10
+
 #: Node id of the dedicated controller of a multi-broker cluster.
 CONTROLLER_ID = 100
 
@@ -552,6 +618,7 @@ class KafkaCluster:
                 for node in self.nodes.values():
                     node.wait_ready()
                 self._wait_registered()
+                self.wait_groups_ready()
                 return self
             except ApacheKafkaError as exc:
                 last = exc
@@ -645,7 +712,42 @@ class KafkaCluster:
         if restarted:
             self._wait_registered(timeout)
             self.wait_in_sync(timeout=timeout)
+            self.wait_groups_ready(timeout)
         return restarted
+
+    def wait_groups_ready(self, timeout: float = _START_TIMEOUT_S) -> None:
+        """Wait until the coordinator of every ``__consumer_offsets`` partition serves groups.
+
+        The first FindCoordinator creates the topic; until each partition's coordinator has
+        loaded it, group requests get NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS, which
+        clients retry but raw-protocol tests should not have to.
+        """
+        probes: dict[int, str] = {}
+        i = 0
+        while len(probes) < OFFSETS_PARTITIONS:
+            name = f"kafkaconsumer-probe-{i}"
+            probes.setdefault(group_partition(name, OFFSETS_PARTITIONS), name)
+            i += 1
+        pending = dict(probes)
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while pending:
+            for partition, group in list(pending.items()):
+                try:
+                    node = self.coordinator_of(group, timeout=0)
+                    port = self.nodes[node].ports["PLAINTEXT"]
+                    last = group_offsets_error("127.0.0.1", port, group)
+                    if last == 0:
+                        del pending[partition]
+                except (OSError, struct.error, KeyError, ApacheKafkaError) as exc:
+                    last = exc
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                raise ApacheKafkaError(
+                    f"group coordinators not ready after {timeout:.0f} s for __consumer_offsets "
+                    f"partitions {sorted(pending)}: {last}")
+            time.sleep(0.1)
 
     def wait_in_sync(self, topics: list[str] | None = None, timeout: float = 60.0) -> None:
         """Wait until every partition of ``topics`` (all topics when None) has all its replicas
@@ -687,19 +789,19 @@ class KafkaCluster:
         return list(part.replicas), list(part.isrs)
 
     def coordinator_of(self, group_id: str, timeout: float = 30.0) -> int:
-        """The broker id of the group coordinator of ``group_id`` (FindCoordinator)."""
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": self._live_bootstrap()})
+        """The broker id of the group coordinator of ``group_id`` (FindCoordinator, asked of the
+        running brokers in turn; waits while the coordinator is not available)."""
         deadline = time.monotonic() + timeout
+        last: object = None
         while True:
-            with contextlib.suppress(Exception):
-                future = admin.describe_consumer_groups([group_id], request_timeout=5)[group_id]
-                description = future.result(timeout=10)
-                if description.coordinator is not None and description.coordinator.id >= 0:
-                    return int(description.coordinator.id)
+            for node in self.running_brokers():
+                try:
+                    return find_coordinator("127.0.0.1", node.ports["PLAINTEXT"], group_id)
+                except (OSError, struct.error) as exc:
+                    last = exc
             if time.monotonic() >= deadline:
-                raise ApacheKafkaError(f"no coordinator for group {group_id!r} after {timeout} s")
+                raise ApacheKafkaError(
+                    f"no coordinator for group {group_id!r} after {timeout} s: {last}")
             time.sleep(0.2)
 
     def create_topic(self, name: str, partitions: int = 1, replication: int | None = None,
@@ -709,13 +811,14 @@ class KafkaCluster:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         factor = replication or min(3, len(self.brokers))
-        admin = AdminClient({"bootstrap.servers": self._live_bootstrap()})
+        admin = AdminClient({"bootstrap.servers": self.live_bootstrap_servers()})
         new = NewTopic(name, num_partitions=partitions, replication_factor=factor,
                        config=dict(config or {}))
         admin.create_topics([new], operation_timeout=timeout)[name].result(timeout=timeout)
         self.wait_in_sync([name], timeout=timeout)
 
-    def _live_bootstrap(self) -> str:
+    def live_bootstrap_servers(self) -> str:
+        """The PLAINTEXT listeners of the brokers that run now."""
         return ",".join(n.address for n in self.running_brokers())
 
     def _admin_metadata(self, topic: str | None = None) -> Any:
@@ -723,7 +826,7 @@ class KafkaCluster:
         test): confluent-kafka's ``ClusterMetadata``."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self._live_bootstrap()})
+        admin = AdminClient({"bootstrap.servers": self.live_bootstrap_servers()})
         return admin.list_topics(topic=topic, timeout=10)
 
     # ---- building ----
@@ -744,7 +847,7 @@ class KafkaCluster:
             "log.dirs": str(data),
             "num.partitions": "1",
             "offsets.topic.replication.factor": replication,
-            "offsets.topic.num.partitions": "10",
+            "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
             "transaction.state.log.replication.factor": replication,
             "transaction.state.log.min.isr": "1",
             "transaction.state.log.num.partitions": "10",
