@@ -164,6 +164,9 @@ class ConsumerCoordinator(AbstractCoordinator):
                                                       Future[Any]] | None = None
         self._group_metadata = ConsumerGroupMetadata(self.rebalance_config.group_id, -1, "",
                                                      self.rebalance_config.group_instance_id)
+        # Set when the coordinator fenced this static member (another instance joined with
+        # the same group.instance.id), so that a later failed commit names that cause.
+        self._fenced_by_instance = False
         # Delay of the cooperative follow-up rejoin (0 = at once, as Java). Some brokers answer
         # a follower's pending SyncGroup only periodically; rejoining at once can then make
         # that SyncGroup fail and cost the group another round.
@@ -343,6 +346,31 @@ class ConsumerCoordinator(AbstractCoordinator):
     def group_metadata(self) -> ConsumerGroupMetadata:
         """This member's group id, generation, member id and group instance id."""
         return self._group_metadata
+
+    def _reset_state_and_generation(self, reason: str, reset_member_id: bool) -> None:
+        # Java resets the group metadata with the generation: after leaving (poll timeout on
+        # the heartbeat thread) or a fencing, a transactional producer must not commit with
+        # the old generation.
+        with self._lock:
+            super()._reset_state_and_generation(reason, reset_member_id)
+            self._group_metadata = ConsumerGroupMetadata(
+                self.rebalance_config.group_id, self.generation.generation_id,
+                self.generation.member_id, self.rebalance_config.group_instance_id)
+
+    def _reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
+        if code == Errors.FencedInstanceIdError.errno:
+            self._fenced_by_instance = True
+        super()._reset_state_on_response_error(api, code, reset_member_id)
+
+    def _commit_failed(self) -> Errors.CommitFailedError:
+        """The error of a commit the group no longer accepts, naming the likely cause."""
+        if self._fenced_by_instance:
+            return Errors.CommitFailedError(
+                "Commit cannot be completed since this consumer was fenced: another consumer "
+                f"joined group {self.rebalance_config.group_id!r} with the same "
+                f"group.instance.id {self.rebalance_config.group_instance_id!r} and took over "
+                "its partitions. Give every instance its own group.instance.id.")
+        return Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE)
 
     # ======================================================================== listeners
     def _listener(self) -> Any:
@@ -560,6 +588,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._group_metadata = ConsumerGroupMetadata(self.rebalance_config.group_id, generation_id,
                                                      member_id,
                                                      self.rebalance_config.group_instance_id)
+        self._fenced_by_instance = False
         owned = set(self.subscriptions.assigned_partitions())
         decoded = decode_assignment(assignment)
         assigned = set(decoded.partitions)
@@ -903,7 +932,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                         "Offset commit cannot be completed since the consumer is undergoing a "
                         "rebalance for auto partition assignment. Complete the rebalance by "
                         "calling poll() and then retry the commit."))
-                return Future().failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
+                return Future().failure(self._commit_failed())
         else:
             gen = NO_GENERATION
             instance_id = None
@@ -955,6 +984,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 if code == Errors.FencedInstanceIdError.errno:
                     logger.info("OffsetCommit with %s failed: group.instance.id %r fenced", sent,
                                 self.rebalance_config.group_instance_id)
+                    self._fenced_by_instance = True
                     with self._lock:
                         unchanged = self.generation == sent
                         preparing = self.state is MemberState.PREPARING_REBALANCE
@@ -968,7 +998,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                             "fenced by its group instance id; it has probably joined a newer "
                             "generation already. Call poll() and retry."))
                     else:
-                        future.failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
+                        future.failure(self._commit_failed())
                     return
                 if code == Errors.RebalanceInProgressError.errno:
                     # Only possible between JoinGroup and SyncGroup: rejoin, keep the generation.
@@ -991,7 +1021,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                     else:
                         self._reset_state_on_response_error(
                             "OffsetCommit", code, code != Errors.IllegalGenerationError.errno)
-                        future.failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
+                        future.failure(self._commit_failed())
                     return
                 future.failure(Errors.KafkaError(f"unexpected error in offset commit of {tp}: "
                                                  f"{err_name}"))
