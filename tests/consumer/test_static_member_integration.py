@@ -22,7 +22,10 @@ GROUP = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 300,
 
 
 def test_fenced_static_member_commit_names_the_duplicate_instance_id(
-        bootstrap: str, consumer_factory: Callable[..., KafkaConsumer]) -> None:
+        bootstrap: str, broker: Any, consumer_factory: Callable[..., KafkaConsumer]) -> None:
+    if broker.is_tansu:
+        pytest.skip("Tansu 0.6 does not fence a static member replaced by a new instance: "
+                    "the old one's commits keep succeeding")
     topic = create_topic(bootstrap, 1, "static")
     produce(bootstrap, topic, simple_records(1, 5))
     group = unique_name("g")
