@@ -5,6 +5,7 @@
     with FaultProxy("127.0.0.1", broker_port) as proxy:
         proxy.set_latency(200)        # every chunk, both ways, arrives 200 ms late
         proxy.black_hole()            # swallow everything on current and new connections
+        proxy.partition()             # hold everything until restore() (TCP rides it out)
         proxy.restore()               # heal: new connections work again
         proxy.cut()                   # reset every open connection (TCP RST)
         proxy.cut_mid_response(10)    # forward 10 bytes of the next broker reply, then reset
@@ -79,6 +80,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._latency_ms = 0.0
         self._black_hole = False
+        self._partitioned = False
         self._refuse = False
         self._cut_mid_response: int | None = None
         self._corrupt: Callable[[bytes], bytes] | None = None
@@ -169,6 +171,14 @@ class FaultProxy:
             self._black_hole = on
         self._wake()
 
+    def partition(self, on: bool = True) -> None:
+        """Hold every byte in both directions until :meth:`restore` (or ``partition(False)``):
+        a network partition that TCP rides out, as retransmissions would. Unlike
+        :meth:`black_hole`, nothing is lost and the connections work again after the heal."""
+        with self._lock:
+            self._partitioned = on
+        self._wake()
+
     def refuse(self, on: bool = True) -> None:
         """Reset new connections right after accepting them."""
         with self._lock:
@@ -203,6 +213,7 @@ class FaultProxy:
         with self._lock:
             self._latency_ms = 0.0
             self._black_hole = False
+            self._partitioned = False
             self._refuse = False
             self._cut_mid_response = None
             self._corrupt = None
@@ -247,6 +258,8 @@ class FaultProxy:
             self._sel.close()
 
     def _next_due(self) -> float | None:
+        if self._partitioned:
+            return None  # nothing is due until the heal wakes the loop
         now = time.monotonic()
         due: float | None = None
         for pair in self._pairs:
@@ -390,6 +403,18 @@ class FaultProxy:
                 return
 
     def _flush_all(self) -> None:
+        if self._partitioned:
+            for pair in self._pairs:  # read on (bytes queue up), write nothing
+                for sock, kind in ((pair.client, "client"), (pair.upstream, "upstream")):
+                    if sock is None or pair.closed or (kind == "upstream"
+                                                       and not pair.upstream_connected):
+                        continue  # a connect in progress keeps its write interest
+                    try:
+                        if self._sel.get_key(sock).events != selectors.EVENT_READ:
+                            self._sel.modify(sock, selectors.EVENT_READ, (kind, pair))
+                    except (KeyError, ValueError):
+                        pass
+            return
         now = time.monotonic()
         for pair in list(self._pairs):
             if pair.closed:
