@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 @pytest.fixture(scope="module")
 def proxied() -> Iterator[ProxiedKafkaCluster]:
     if os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower() == "tansu":
-        pytest.skip("the Tansu pass checks the embedded broker only (faults: test_tansu.py)")
+        pytest.skip("the Tansu pass checks the embedded broker only")
     missing = apache_kafka.missing_tools()
     if missing:
         pytest.skip(f"needs Apache Kafka: {missing}")
