@@ -42,7 +42,10 @@ from benchmarks.brokers import (  # noqa: E402 (needs the repository root on the
     choice,
 )
 
-CLIENTS = ("kafkaconsumer", "kafka-python", "aiokafka", "confluent-kafka")
+CLIENTS = ("kafkaconsumer", "kafkaconsumer-arrow", "kafka-python", "aiokafka", "confluent-kafka")
+# Rows per poll_arrow() call: the Arrow path is for bulk readers (Spark), which take large
+# batches; the object path keeps max.poll.records' default of 500.
+ARROW_MAX_RECORDS = 100_000
 
 
 # --------------------------------------------------------------------------- workers
@@ -66,6 +69,39 @@ def _work_kafkaconsumer(bootstrap: str, topic: str, partitions: int, records: in
         for rec in c.poll(timeout_ms=1000):
             total += len(rec.value)
             n += 1
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
+    c.close()
+    return elapsed, total, cpu
+
+
+def _work_kafkaconsumer_arrow(bootstrap: str, topic: str, partitions: int, records: int
+                              ) -> tuple[float, int, float]:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    import kafkaconsumer.arrow  # noqa: F401 - loaded up front, as pyarrow is (set-up cost)
+
+    # pyarrow imports pandas on the first scalar it builds (about half a second); that is
+    # set-up, not per-record work, so it happens here (poll_arrow's first call would pay it).
+    pa.scalar(0)
+    from kafkaconsumer.consumer import KafkaConsumer
+    from kafkaconsumer.structs import TopicPartition
+
+    c = KafkaConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    c.assign(tps)
+    c.seek_to_beginning(tps)
+    n = total = 0
+    cpu0 = time.process_time()
+    start = time.perf_counter()
+    while n < records:
+        batch = c.poll_arrow(timeout_ms=1000, max_records=ARROW_MAX_RECORDS)
+        if batch.num_rows:
+            # Every value is read: the sum of their lengths, computed over the column.
+            total += pc.sum(pc.binary_length(batch.column("value"))).as_py()
+            n += batch.num_rows
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu0
     c.close()
@@ -153,6 +189,7 @@ def _work_confluent(bootstrap: str, topic: str, partitions: int, records: int
 
 WORKERS = {
     "kafkaconsumer": _work_kafkaconsumer,
+    "kafkaconsumer-arrow": _work_kafkaconsumer_arrow,
     "kafka-python": _work_kafka_python,
     "aiokafka": _work_aiokafka,
     "confluent-kafka": _work_confluent,
@@ -262,17 +299,17 @@ def print_table(label: str, ceiling: dict[str, Any] | None, results: list[dict[s
         print(f"  ceiling failed: {ceiling.get('error') if ceiling else 'not measured'}")
     else:
         print(f"  ceiling {top:,.0f} records/s")
-    print(f"{'client':<16}{'records/s':>12}{'ceiling':>9}{'CPU us/rec':>12}{'peak RSS MB':>13}"
+    print(f"{'client':<20}{'records/s':>12}{'ceiling':>9}{'CPU us/rec':>12}{'peak RSS MB':>13}"
           f"{'ours x':>9}{'check':>8}")
     for r in results:
         if "error" in r:
-            print(f"{r['client']:<16}  failed: {r['error']}")
+            print(f"{r['client']:<20}  failed: {r['error']}")
             continue
         cpu_us = r["cpu_s"] * 1e6 / r["records"]
         ratio = f"{rate(ours) / rate(r):.2f}" if ours is not None else ""
         frac = f"{rate(r) / top:.0%}" if top else ""
         ok = "ok" if r["checksum"] == expected_checksum else "BAD"
-        print(f"{r['client']:<16}{rate(r):>12,.0f}{frac:>9}{cpu_us:>12.2f}"
+        print(f"{r['client']:<20}{rate(r):>12,.0f}{frac:>9}{cpu_us:>12.2f}"
               f"{r['peak_rss_mb']:>13.1f}{ratio:>9}{ok:>8}")
 
 
