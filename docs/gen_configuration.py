@@ -55,6 +55,25 @@ true then; `group.remote.assignor` requires `group.protocol=consumer`; with a `S
 `sasl.username`/`sasl.password` or a `sasl.jaas.config` with `username` and `password`, and
 OAUTHBEARER needs `sasl.oauthbearer.token.provider`; key stores must be PEM. An empty
 `client.id` becomes `consumer-<group.id>-<n>` (`producer-<n>`, `adminclient-<n>`) as in Java.
+
+## Decompression bound
+
+*Python*, process-wide, not a configuration key. Decompressing one compressed batch (or legacy
+wrapper message) stops at the larger of `min_limit` (64 MiB) and `ratio` (256) times its
+compressed size, so that a corrupt or hostile batch cannot exhaust memory. Reaching it raises
+`CorruptRecordError` with the topic, partition and offset, and the message says which of the
+two bounds applied. The Java client has no such bound: a batch of very compressible data that
+the broker accepted (say 100 MiB of repeated bytes) is read by Java and stops here. Raise the
+bound before consuming such data:
+
+```python
+from kafkaconsumer.record import set_decompression_limits
+
+previous = set_decompression_limits(min_limit=512 * 1024 * 1024, ratio=1024)
+```
+
+It applies to every consumer of the process from its next decoded batch and returns the
+previous `(min_limit, ratio)`.
 """
 
 

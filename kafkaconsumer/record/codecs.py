@@ -61,14 +61,26 @@ class DecompressionLimitExceeded(ValueError):
     """Decompressed data would exceed the bound; the record decoder turns this into a
     ``CorruptRecordError`` that names the limit."""
 
-    def __init__(self, codec: str, limit: int) -> None:
-        """Record the ``codec`` name and the ``limit`` in bytes that was reached."""
+    def __init__(self, codec: str, limit: int, compressed_size: int | None = None) -> None:
+        """Record the ``codec`` name, the ``limit`` in bytes that was reached and, when known,
+        the compressed size it was derived from (the message then says which bound applied)."""
         self.codec = codec
         self.limit = limit
+        self.compressed_size = compressed_size
+        if compressed_size is None:
+            which = "the bound given by the caller"
+        elif limit == MIN_DECOMPRESSION_LIMIT and limit >= DECOMPRESSION_RATIO * compressed_size:
+            which = (f"the minimum bound min_limit={MIN_DECOMPRESSION_LIMIT} bytes (it is above "
+                     f"ratio={DECOMPRESSION_RATIO} x the {compressed_size} compressed bytes)")
+        else:
+            which = (f"ratio={DECOMPRESSION_RATIO} x the {compressed_size} compressed bytes (above "
+                     f"the minimum bound min_limit={MIN_DECOMPRESSION_LIMIT} bytes)")
         super().__init__(
-            f"{codec} data decompresses to more than the limit of {limit} bytes "
-            "(a decompression bomb or corrupt batch; see "
-            "kafkaconsumer.record.codecs.set_decompression_limits)"
+            f"{codec} data decompresses to more than the limit of {limit} bytes, the "
+            f"decompression bound: {which}. A batch the broker accepted may be legitimate and merely compress very "
+            "well: raise the bound with kafkaconsumer.record.set_decompression_limits(min_limit="
+            "..., ratio=...) (process-wide; see 'Decompression bound' in the configuration "
+            "reference). Otherwise the batch is corrupt or a decompression bomb"
         )
 
 
@@ -112,7 +124,11 @@ def decompress(codec: int, data: BytesLike, limit: int | None = None, *, magic: 
     unknown codec id.
     """
     if limit is None:
-        limit = decompression_limit(len(data))
+        try:
+            return decompress(codec, data, decompression_limit(len(data)), magic=magic)
+        except DecompressionLimitExceeded as exc:
+            # Name which of the two bounds applied to this payload.
+            raise DecompressionLimitExceeded(exc.codec, exc.limit, len(data)) from None
     if codec == CODEC_GZIP:
         return _gunzip(data, limit)
     if codec == CODEC_SNAPPY:
