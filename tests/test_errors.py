@@ -80,6 +80,8 @@ def test_generated_module_matches_the_table() -> None:
     from pathlib import Path
 
     tool = Path(__file__).resolve().parent.parent / "tools" / "gen_errors.py"
+    if not tool.exists():
+        pytest.skip("not a source checkout (the tests run against an installed package)")
     proc = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
