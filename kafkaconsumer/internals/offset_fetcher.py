@@ -33,6 +33,7 @@ from kafkaconsumer.internals.subscription_state import (
 )
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndTimestamp, TopicPartition
+from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
 
@@ -78,7 +79,8 @@ class OffsetFetcher:
 
     Thread-safety: called from the user's thread; response callbacks may run on whichever
     thread polls the network client, so the little shared state (the cached reset error) is
-    guarded by a lock. SubscriptionState is itself thread-safe.
+    guarded by a lock, as are the per-partition failure counts of the retry backoff.
+    SubscriptionState is itself thread-safe.
     """
 
     def __init__(self, client: Any, metadata: Any, subscriptions: SubscriptionState,
@@ -89,7 +91,11 @@ class OffsetFetcher:
         self._subscriptions = subscriptions
         self._time = time if time is not None else SYSTEM_TIME
         self._request_timeout_ms = int(config.get("request.timeout.ms", 30000))
-        self._retry_backoff_ms = int(config.get("retry.backoff.ms", 100))
+        # KIP-580: each consecutive failure of a partition's reset or validation (and each
+        # round of a blocking lookup) waits longer, from retry.backoff.ms up to its max.
+        self._backoff = ExponentialBackoff(int(config.get("retry.backoff.ms", 100)), 2.0,
+                                           int(config.get("retry.backoff.max.ms", 1000)), 0.2)
+        self._failures: dict[TopicPartition, int] = {}
         self._isolation = (_READ_COMMITTED if config.get("isolation.level") == "read_committed"
                            else 0)
         self._lock = threading.Lock()
@@ -98,6 +104,21 @@ class OffsetFetcher:
         self._validated_for: tuple[int, int] | None = None
 
     # -- helpers -------------------------------------------------------------------------
+    def _retry_later(self, partitions: Iterable[TopicPartition], now: int) -> None:
+        """Back the partitions' next reset or validation off, longer per consecutive failure."""
+        with self._lock:
+            deadlines = {}
+            for tp in partitions:
+                failures = self._failures.get(tp, 0)
+                self._failures[tp] = failures + 1
+                deadlines[tp] = now + self._backoff.backoff(failures)
+        for tp, deadline in deadlines.items():
+            self._subscriptions.request_failed([tp], deadline)
+
+    def _succeeded(self, tp: TopicPartition) -> None:
+        with self._lock:
+            self._failures.pop(tp, None)
+
     def _leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
 
@@ -218,6 +239,7 @@ class OffsetFetcher:
             return found
         # Lookups may name topics outside the assignment; metadata must cover them.
         self._metadata.add_transient_topics({tp.topic for tp in remaining})
+        attempt = 0
         while True:
             result = _ListOffsetResult()
             by_node, no_leader = self._group_by_leader(remaining)
@@ -263,7 +285,8 @@ class OffsetFetcher:
                     f"(partitions without an answer: {sorted(str(tp) for tp in remaining)})")
             # Give metadata a chance to move the leaders before retrying.
             self._await_metadata(timer)
-            timer.sleep(min(self._retry_backoff_ms, timer.remaining_ms))
+            timer.sleep(min(self._backoff.backoff(attempt), timer.remaining_ms))
+            attempt += 1
 
     def _await_metadata(self, timer: Timer) -> None:
         waiter = getattr(self._client, "await_metadata_update", None)
@@ -356,14 +379,14 @@ class OffsetFetcher:
             return
         by_node, no_leader = self._group_by_leader(timestamps)
         if no_leader:
-            self._subscriptions.request_failed(no_leader, now + self._retry_backoff_ms)
+            self._retry_later(no_leader, now)
         for node, parts in by_node.items():
             self._subscriptions.set_next_allowed_retry(parts, now + self._request_timeout_ms)
             try:
                 fut = self._client.send(node, ApiKey.LIST_OFFSETS, self._list_offsets_body(parts))
             except Errors.KafkaError as exc:
                 logger.debug("could not send reset ListOffsets to node %s: %s", node, exc)
-                self._subscriptions.request_failed(parts, now + self._retry_backoff_ms)
+                self._retry_later(parts, now)
                 continue
             fut.add_callback(self._reset_success(parts, strategies))
             fut.add_errback(self._reset_failure(parts))
@@ -380,23 +403,24 @@ class OffsetFetcher:
                 return
             now = self._time.monotonic_ms()
             if result.to_retry:
-                self._subscriptions.request_failed(result.to_retry, now + self._retry_backoff_ms)
+                self._retry_later(result.to_retry, now)
                 self._metadata.request_update()
             for tp, (offset, _ts, epoch) in result.fetched.items():
                 if offset < 0:
                     # No answer for this partition; back off and ask again.
-                    self._subscriptions.request_failed([tp], now + self._retry_backoff_ms)
+                    self._retry_later([tp], now)
                     continue
                 position = FetchPosition(offset, epoch, self._leader(tp))
                 logger.info("resetting offset for %s to position %d (%s)", tp, offset,
                             strategies[tp].value)
                 self._subscriptions.maybe_seek_unvalidated(tp, position, strategies[tp])
+                self._succeeded(tp)
         return on_success
 
     def _reset_failure(self, parts: dict[TopicPartition, tuple[int, int]]) -> Any:
         def on_failure(exc: BaseException) -> None:
             now = self._time.monotonic_ms()
-            self._subscriptions.request_failed(parts, now + self._retry_backoff_ms)
+            self._retry_later(parts, now)
             self._metadata.request_update()
             if not getattr(exc, "retriable", False):
                 with self._lock:
@@ -448,7 +472,7 @@ class OffsetFetcher:
                 fut = self._client.send(node, ApiKey.OFFSET_FOR_LEADER_EPOCH, body)
             except Errors.KafkaError as exc:
                 logger.debug("could not send OffsetForLeaderEpoch to node %s: %s", node, exc)
-                subs.request_failed(positions, now + self._retry_backoff_ms)
+                self._retry_later(positions, now)
                 continue
             fut.add_callback(self._validation_success(positions))
             fut.add_errback(self._validation_failure(positions))
@@ -487,6 +511,7 @@ class OffsetFetcher:
                     answered.add(tp)
                     code = part.get("error_code", 0)
                     if code == 0:
+                        self._succeeded(tp)
                         trunc = subs.maybe_complete_validation(
                             tp, pos, EpochEndOffset(part.get("leader_epoch", -1),
                                                     part.get("end_offset", -1)))
@@ -499,11 +524,11 @@ class OffsetFetcher:
                     else:
                         logger.debug("OffsetForLeaderEpoch for %s failed with %s; retrying", tp,
                                      Errors.for_code(code).name)
-                        subs.request_failed([tp], now + self._retry_backoff_ms)
+                        self._retry_later([tp], now)
                         self._metadata.request_update()
             missing = set(positions) - answered
             if missing:
-                subs.request_failed(missing, now + self._retry_backoff_ms)
+                self._retry_later(missing, now)
             if truncations:
                 divergent = {t.topic_partition: t.divergent_offset for t in truncations
                              if t.divergent_offset is not None}
@@ -516,7 +541,7 @@ class OffsetFetcher:
     def _validation_failure(self, positions: dict[TopicPartition, FetchPosition]) -> Any:
         def on_failure(exc: BaseException) -> None:
             now = self._time.monotonic_ms()
-            self._subscriptions.request_failed(positions, now + self._retry_backoff_ms)
+            self._retry_later(positions, now)
             if isinstance(exc, Errors.UnsupportedVersionError):
                 # Broker lacks the API after all: trust the positions.
                 for tp in positions:

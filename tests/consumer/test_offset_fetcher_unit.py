@@ -83,3 +83,47 @@ def test_leader_api_support_is_asked_once_per_node() -> None:
     of, _subs = _moved_leader_setup(client)
     of._point_positions_at_current_leaders()
     assert client.lock_taken == 2  # api_version + advertised versions, for node 1 only
+
+
+class FailingClient:
+    """Every ListOffsets fails with a retriable connection error, as the network would."""
+
+    def __init__(self) -> None:
+        self.sends = 0
+
+    def api_version(self, node: int, api_key: int) -> int:
+        return 7
+
+    def send(self, node: int, api_key: int, body: dict[str, Any], version: int | None = None
+             ) -> Any:
+        from kafkaconsumer.errors import KafkaConnectionError
+        from kafkaconsumer.network.future import Future
+
+        self.sends += 1
+        fut: Future[Any] = Future()
+        fut.failure(KafkaConnectionError("connection reset"))
+        return fut
+
+
+def test_reset_retries_back_off_exponentially_with_jitter() -> None:
+    # KIP-580: retry.backoff.ms doubles per consecutive failure up to retry.backoff.max.ms,
+    # each wait moved by up to 20% either way.
+    time = MockTime()
+    subs = SubscriptionState("earliest")
+    subs.assign_from_user([T0])
+    subs.request_offset_reset(T0)
+    client = FailingClient()
+    of = OffsetFetcher(client, FakeMetadata({T0: 0}), subs,
+                       {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}, time=time)
+    waits = []
+    for _ in range(7):
+        now = time.monotonic_ms()
+        assert subs.partitions_needing_reset(now) == [T0]
+        of.reset_positions_if_needed()
+        state = subs._assigned_state(T0)
+        assert state.next_retry_time_ms is not None
+        waits.append(state.next_retry_time_ms - now)
+        time.sleep(waits[-1])
+    assert client.sends == 7
+    for wait, base in zip(waits, (100, 200, 400, 800, 1000, 1000, 1000), strict=True):
+        assert base * 0.8 <= wait <= base * 1.2, waits
