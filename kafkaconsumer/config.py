@@ -624,7 +624,8 @@ def _common_keys(client: str) -> list[ConfigKey]:
            "canonical names first.", M,
            _OneOf("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
         _k("bootstrap.resolve.timeout.ms", T.LONG, 120000, "Longest time spent resolving the "
-           "bootstrap host names before giving up.", H, _NON_NEGATIVE),
+           "bootstrap host names before giving up (Java). No effect here: each name is "
+           "resolved when connecting.", H, _NON_NEGATIVE, java_only=True),
         _k("client.id", T.STRING, "", "A name for this client sent with every request, so broker "
            "logs and quotas can tell clients apart. Generated when empty.", L),
         _k("client.rack", T.STRING, "", "The rack (or availability zone) this client runs in; "
@@ -663,7 +664,8 @@ def _common_keys(client: str) -> list[ConfigKey]:
         _k("metrics.num.samples", T.INT, 2, "Number of sample windows a windowed metric "
            "(rate, avg, max) spans.", L, _Range(1)),
         _k("metrics.recording.level", T.STRING, "INFO", "Highest level of metrics recorded: "
-           "INFO, DEBUG or TRACE.", L, _OneOf("INFO", "DEBUG", "TRACE")),
+           "INFO, DEBUG or TRACE (Java). No effect here: every metric is recorded.", L,
+           _OneOf("INFO", "DEBUG", "TRACE"), java_only=True),
         _k("metric.reporters", T.LIST, ("org.apache.kafka.common.metrics.JmxReporter",),
            "Objects (or import paths of classes) told about every metric. Java class names are "
            "accepted and ignored.", L, _ListOf(_metric_reporter)),
@@ -672,14 +674,15 @@ def _common_keys(client: str) -> list[ConfigKey]:
            java_only=True),
         _k("enable.metrics.push", T.BOOLEAN, True, "Push client metrics to the broker when it "
            "has a matching subscription (KIP-714). Not implemented here; accepted for "
-           "compatibility.", L),
+           "compatibility.", L, java_only=True),
         _k("security.protocol", T.STRING, "PLAINTEXT", "How to talk to brokers: PLAINTEXT, SSL "
            "(TLS), SASL_PLAINTEXT or SASL_SSL.", M, _SECURITY_PROTOCOLS),
         _k("security.providers", T.STRING, None, "Java security provider classes. No effect in "
            "Python.", L, java_only=True),
         # ----- TLS
-        _k("ssl.protocol", T.STRING, "TLSv1.3", "The TLS protocol version to prefer.", M,
-           _OneOf(*_TLS_PROTOCOLS)),
+        _k("ssl.protocol", T.STRING, "TLSv1.3", "The TLS protocol of Java's SSLContext. No "
+           "effect here: ssl.enabled.protocols says which versions a connection may use.", M,
+           _OneOf(*_TLS_PROTOCOLS), java_only=True),
         _k("ssl.provider", T.STRING, None, "Java security provider for TLS. No effect in "
            "Python.", M, java_only=True),
         _k("ssl.cipher.suites", T.LIST, None, "Cipher suites to allow (OpenSSL or IANA names); "
@@ -687,11 +690,12 @@ def _common_keys(client: str) -> list[ConfigKey]:
         _k("ssl.enabled.protocols", T.LIST, ("TLSv1.2", "TLSv1.3"), "TLS protocol versions "
            "allowed on connections.", M, _ListOf(_OneOf(*_TLS_PROTOCOLS))),
         _k("ssl.keystore.type", T.STRING, "JKS", "Format of the client key store. Only PEM is "
-           "readable here (JKS/PKCS12 stores must be converted to PEM).", M, _STORE_TYPES),
+           "readable here (JKS/PKCS12 stores must be converted to PEM), so the type has no "
+           "effect.", M, _STORE_TYPES, java_only=True),
         _k("ssl.keystore.location", T.STRING, None, "Path of a PEM file with the client "
            "certificate chain and private key, for mutual TLS.", H),
         _k("ssl.keystore.password", T.PASSWORD, None, "Password of the key store file. Not "
-           "used for PEM (use ssl.key.password).", H),
+           "used for PEM (use ssl.key.password): no effect here.", H, java_only=True),
         _k("ssl.key.password", T.PASSWORD, None, "Password of the private key (in "
            "ssl.keystore.location or ssl.keystore.key).", H),
         _k("ssl.keystore.key", T.PASSWORD, None, "The client private key as PEM text (PKCS#8).",
@@ -703,11 +707,12 @@ def _common_keys(client: str) -> list[ConfigKey]:
         _k("ssl.truststore.certificates", T.STRING, None, "Trusted CA certificates as PEM "
            "text.", H),
         _k("ssl.truststore.type", T.STRING, "JKS", "Format of the trust store. Only PEM is "
-           "readable here.", M, _STORE_TYPES),
+           "readable here, so the type has no effect.", M, _STORE_TYPES,
+           java_only=True),
         _k("ssl.truststore.location", T.STRING, None, "Path of a PEM file of trusted CA "
            "certificates; the system trust store is used when unset.", H),
         _k("ssl.truststore.password", T.PASSWORD, None, "Password of the trust store file. Not "
-           "used for PEM.", H),
+           "used for PEM: no effect here.", H, java_only=True),
         _k("ssl.keymanager.algorithm", T.STRING, "SunX509", "Java key manager algorithm. No "
            "effect in Python.", L, java_only=True),
         _k("ssl.trustmanager.algorithm", T.STRING, "PKIX", "Java trust manager algorithm. No "
@@ -769,11 +774,13 @@ def _common_keys(client: str) -> list[ConfigKey]:
         _k("sasl.login.refresh.window.factor", T.DOUBLE, 0.8, "Fraction of a credential's "
            "lifetime after which it is refreshed (OAUTHBEARER).", L, _Range(0.5, 1.0)),
         _k("sasl.login.refresh.window.jitter", T.DOUBLE, 0.05, "Random jitter added to the "
-           "refresh time, as a fraction of the lifetime (OAUTHBEARER).", L, _Range(0.0, 0.25)),
+           "refresh time, as a fraction of the lifetime (Java OAUTHBEARER login). No effect "
+           "here: the refresh comes after sasl.login.refresh.window.factor of the life.", L, _Range(0.0, 0.25), java_only=True),
         _k("sasl.login.refresh.min.period.seconds", T.SHORT, 60, "Minimum wait between "
-           "credential refreshes (OAUTHBEARER).", L, _Range(0, 900)),
+           "credential refreshes (Java OAUTHBEARER login). No effect here.", L, _Range(0, 900), java_only=True),
         _k("sasl.login.refresh.buffer.seconds", T.SHORT, 300, "Refresh a credential at least "
-           "this long before it expires (OAUTHBEARER).", L, _Range(0, 3600)),
+           "this long before it expires (Java OAUTHBEARER login). No effect here.", L,
+           _Range(0, 3600), java_only=True),
         _k("sasl.login.connect.timeout.ms", T.INT, None, "Connect timeout to an external token "
            "provider (Java OAUTHBEARER login). No effect here.", L, java_only=True),
         _k("sasl.login.read.timeout.ms", T.INT, None, "Read timeout of an external token "

@@ -10,7 +10,7 @@ Accepted keys (PEM files and strings only; Java KeyStores are not readable from 
   ``ssl.certificate.location`` + ``ssl.key.location``; ``ssl.key.password`` decrypts the key.
 * ``ssl.endpoint.identification.algorithm``: ``"https"`` (default) verifies the broker's host
   name; ``""`` or None turns that check off (the certificate chain is still verified).
-* ``ssl.enabled.protocols`` / ``ssl.protocol``: lowest TLS version allowed; ``ssl.cipher.suites``.
+* ``ssl.enabled.protocols``: lowest TLS version allowed; ``ssl.cipher.suites``.
 """
 
 from __future__ import annotations
