@@ -338,7 +338,7 @@ class OAuthTokenCache:
     """Calls the user's token callback and keeps the token until it is due for refresh.
 
     The two halves run in different places so that the user's callback never runs under a
-    lock (DESIGN section 2): :meth:`refresh_if_due` calls the callback, once when the network
+    lock (docs/architecture.md, Locks): :meth:`refresh_if_due` calls the callback, once when the network
     client is built and then on a refresher thread of its own (:meth:`start_refresher`, as
     Java's ``ExpiringCredentialRefreshingLogin``) that holds no lock while it runs; :meth:`token`
     only reads the cache, and is what a connection uses while authenticating under the network

@@ -243,7 +243,7 @@ def test_create_partitions_retries_throttling(cluster: FakeCluster,
 
 def test_user_code_runs_without_the_producer_lock(cluster: FakeCluster) -> None:
     """Serializers, the partitioner and record callbacks are user code: another thread must be
-    able to take the producer lock while they run (DESIGN.md section 2)."""
+    able to take the producer lock while they run (docs/architecture.md, Locks)."""
     import threading
 
     def lock_is_free(producer: KafkaProducer) -> bool:

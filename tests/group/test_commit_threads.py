@@ -1,6 +1,6 @@
 """Which thread runs commit interceptors and callbacks, and with which locks (fake broker).
 
-DESIGN section 2: no user callback ever runs under a lock. An async commit's future may be
+docs/architecture.md (Locks): no user callback ever runs under a lock. An async commit's future may be
 completed by the heartbeat thread, which holds the coordinator lock while it polls the network;
 the interceptors and the callback must still run later, on the user's thread, with no lock held.
 """

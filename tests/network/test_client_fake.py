@@ -298,7 +298,7 @@ def test_sasl_oauthbearer_success_failure_and_token_refresh(make_client: Factory
 
 
 def test_oauthbearer_token_callback_never_runs_under_the_network_lock() -> None:
-    """DESIGN section 2: the user's token callback never runs under ConsumerNetworkClient's
+    """docs/architecture.md (Locks): the user's token callback never runs under ConsumerNetworkClient's
     lock (nor on a thread that polls, which may hold the coordinator's lock), also when a later
     connection needs a fresh token (unknown lifetime: one per connection)."""
     from kafkaconsumer.metadata import ConsumerMetadata
