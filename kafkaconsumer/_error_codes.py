@@ -415,7 +415,10 @@ class TopicAuthorizationFailedError(AuthorizationError, BrokerResponseError):
     unauthorized_topics: frozenset[str]
 
     def __init__(
-        self, message: str | None = None, *, unauthorized_topics: Iterable[str] = (),
+        self,
+        message: str | None = None,
+        *,
+        unauthorized_topics: Iterable[str] = (),
         **context: Any,
     ) -> None:
         """Keep ``unauthorized_topics`` (``topic=`` alone counts as one); the rest as

@@ -171,7 +171,10 @@ EXTRA_INIT = {
     unauthorized_topics: frozenset[str]
 
     def __init__(
-        self, message: str | None = None, *, unauthorized_topics: Iterable[str] = (),
+        self,
+        message: str | None = None,
+        *,
+        unauthorized_topics: Iterable[str] = (),
         **context: Any,
     ) -> None:
         """Keep ``unauthorized_topics`` (``topic=`` alone counts as one); the rest as
