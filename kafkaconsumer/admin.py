@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 from kafkaconsumer.config import AdminClientConfig
 from kafkaconsumer.errors import (
@@ -40,6 +40,8 @@ from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import to_timeout_ms
 
+#: The result type of one admin call.
+_R = TypeVar("_R")
 logger = logging.getLogger(__name__)
 
 __all__ = ["KafkaAdminClient", "GroupListing", "GroupDescription", "MemberDescription",
@@ -226,9 +228,10 @@ class KafkaAdminClient:
                     getattr(exc, "retriable", False):
                 raise _Retry(exc)
             raise exc
-        return fut.value
+        value: dict[str, Any] = fut.value
+        return value
 
-    def _with_retries(self, what: str, deadline: _Deadline, attempt: Callable[[], Any]) -> Any:
+    def _with_retries(self, what: str, deadline: _Deadline, attempt: Callable[[], _R]) -> _R:
         """Run ``attempt`` until it stops raising :class:`_Retry` or time is up."""
         last: BaseException | None = None
         while True:
@@ -254,7 +257,7 @@ class KafkaAdminClient:
             self._client.poll(wait, disable_wakeup=True)
 
     def _call(self, what: str, timeout_ms: float | timedelta | None,
-              attempt: Callable[[_Deadline], Any]) -> Any:
+              attempt: Callable[[_Deadline], _R]) -> _R:
         with self._lock:
             self._ensure_open()
             deadline = _Deadline(self._time, to_timeout_ms(timeout_ms, self._default_timeout))

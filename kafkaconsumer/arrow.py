@@ -283,7 +283,7 @@ class ArrowRecords:
         return cls([result.batch], [result.leader_epochs])
 
     def __len__(self) -> int:
-        return self._len
+        return int(self._len)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):

@@ -103,7 +103,7 @@ def _api_versions_probe(host: str, port: int, timeout: float) -> bool:
                 return False
             payload = _recv_exact(sock, size)
             got_id, error_code = struct.unpack_from(">ih", payload, 0)
-            return got_id == correlation_id and error_code == 0
+            return bool(got_id == correlation_id and error_code == 0)
     except (OSError, struct.error):
         return False
 

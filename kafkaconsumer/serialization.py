@@ -31,7 +31,7 @@ import logging
 import struct
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from kafkaconsumer.errors import ConfigError, SerializationError
 
@@ -622,12 +622,12 @@ def resolve_deserializer(
             if spec.__module__ == "builtins":
                 return FunctionDeserializer(spec)  # int, float, ...: parse the data directly
             raise ConfigError(f"class {spec.__qualname__} has no deserialize() method")
-        obj = _instantiate(spec, "deserialize", configs, is_key)
+        obj: Deserializer = _instantiate(spec, "deserialize", configs, is_key)
         return obj
     if callable(getattr(spec, "deserialize", None)):
         if configs is not None and callable(getattr(spec, "configure", None)):
             spec.configure(configs, is_key)
-        return spec
+        return cast(Deserializer, spec)
     if callable(spec):
         return FunctionDeserializer(spec)
     raise ConfigError(
@@ -658,11 +658,12 @@ def resolve_serializer(
             if spec.__module__ == "builtins":
                 return FunctionSerializer(spec)
             raise ConfigError(f"class {spec.__qualname__} has no serialize() method")
-        return _instantiate(spec, "serialize", configs, is_key)
+        serializer: Serializer = _instantiate(spec, "serialize", configs, is_key)
+        return serializer
     if callable(getattr(spec, "serialize", None)):
         if configs is not None and callable(getattr(spec, "configure", None)):
             spec.configure(configs, is_key)
-        return spec
+        return cast(Serializer, spec)
     if callable(spec):
         return FunctionSerializer(spec)
     raise ConfigError(

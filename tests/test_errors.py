@@ -61,7 +61,7 @@ def test_raise_for_code_carries_message_and_context() -> None:
     errors.raise_for_code(0)
     with pytest.raises(errors.OffsetOutOfRangeError) as info:
         errors.raise_for_code(1, "position 10 gone", partitions={"t-0": 10})
-    assert info.value.partitions == {"t-0": 10}  # type: ignore[attr-defined]
+    assert info.value.partitions == {"t-0": 10}
     assert "position 10 gone" in str(info.value) and "OFFSET_OUT_OF_RANGE" in str(info.value)
 
 

@@ -1131,7 +1131,9 @@ class AbstractCoordinator:
     # -------------------------------------------------------------------- network plumbing
     def _send(self, node: int, api_key: int, body: dict[str, Any], *,
               timeout_ms: int | None = None, version: int | None = None) -> Future[Any]:
-        return self.client.send(node, api_key, body, version, timeout_ms=timeout_ms)
+        future: Future[Any] = self.client.send(node, api_key, body, version,
+                                               timeout_ms=timeout_ms)
+        return future
 
     def _compose(self, request: Future[Any], gen: Generation,
                  handler: Callable[[dict[str, Any], Generation, Future[Any]], None]) -> Future[Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Future(Generic[T]):
         """The success value; raises ``RuntimeError`` when the future has not succeeded."""
         if self._value is _PENDING:
             raise RuntimeError("future has no value (pending or failed)")
-        return self._value
+        return cast(T, self._value)
 
     @property
     def exception(self) -> BaseException | None:
