@@ -186,6 +186,8 @@ class Fetcher:
         self._sessions: dict[int, FetchSessionHandler] = {}
         self._pending_nodes: set[int] = set()
         self._closed = False
+        # A failure of the response handler, raised by the next collect_fetch.
+        self._response_error: Errors.KafkaError | None = None
         self._isolation = _READ_COMMITTED if self._config.read_committed else 0
 
     # -- sending -------------------------------------------------------------------------
@@ -466,9 +468,20 @@ class Fetcher:
         def on_success(response: Any) -> None:
             try:
                 self._handle_fetch_response(target, response, start_ms)
-            except Exception:  # noqa: BLE001 - a callback must not break the network poll
+            except Exception as exc:  # noqa: BLE001 - a callback must not break the network poll
+                # A bug here must not pass for an empty fetch: the session restarts full and
+                # the user's next poll() raises it.
                 logger.exception("failed to handle the fetch response from node %s",
                                  target.node)
+                with self._lock:
+                    handler = self._sessions.get(target.node)
+                    if handler is not None:
+                        handler.handle_error(exc)
+                    if self._response_error is None:
+                        self._response_error = Errors.KafkaError(
+                            f"handling the fetch response from node {target.node} failed: "
+                            f"{exc!r}")
+                        self._response_error.__cause__ = exc
             finally:
                 with self._lock:
                     self._pending_nodes.discard(target.node)
@@ -557,6 +570,10 @@ class Fetcher:
         Raises the per-partition errors (offset out of range without reset policy, topic
         authorization, corrupt records, deserialization) on the user's thread.
         """
+        with self._lock:
+            error, self._response_error = self._response_error, None
+        if error is not None:
+            raise error
         fetch = Fetch()
         remaining = self._config.max_poll_records if max_records is None else max_records
         paused: list[CompletedFetch] = []

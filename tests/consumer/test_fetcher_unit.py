@@ -551,3 +551,23 @@ def test_position_always_reaches_the_log_end(segments: list[tuple[str, int]],
             got.extend(values(fetch.records.get(T0, [])))
     assert _offset(subs, T0) == log_end
     assert got == (committed_values if read_committed else all_values)
+
+
+def test_a_bug_in_response_handling_reaches_the_user() -> None:
+    # A response the handler cannot process must not pass for an empty fetch.
+    from kafkaconsumer.errors import KafkaError
+
+    f, client, subs = make()
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    assert f.send_fetches() == 1
+    broken = response({T0: (batch(0, 3, 0), 3)})
+    broken["responses"][0]["partitions"] = 42  # not a list: the handler fails on it
+    client.sent[0][2].success(broken)
+    with pytest.raises(KafkaError, match="fetch response from node 0"):
+        f.collect_fetch()
+    # Raised once; the next fetch is a full one and delivers the records.
+    assert f.collect_fetch().is_empty()
+    assert f.send_fetches() == 1
+    client.sent[1][2].success(response({T0: (batch(0, 3, 0), 3)}))
+    assert values(f.collect_fetch().records[T0]) == [0, 1, 2]
