@@ -8,8 +8,12 @@ that moved, a lost connection, a group still loading) are retried within the tim
 
 Routing follows the Java ``KafkaAdminClient``: topic operations go to the controller (any
 broker when the cluster does not say), group operations to the group's coordinator (found with
-FindCoordinator), ``delete_records`` and ``list_offsets`` to each partition's leader, and
-``list_groups`` to every broker.
+FindCoordinator), ``delete_records`` and ``list_offsets`` to each partition's leader,
+``list_groups`` to every broker, ``describe_configs`` of a broker to that broker and of a topic
+to any broker.
+
+``describe_groups`` asks with ConsumerGroupDescribe first where the broker has it (KIP-848
+groups) and with DescribeGroups for classic groups, as the Java client does.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ _R = TypeVar("_R")
 logger = logging.getLogger(__name__)
 
 __all__ = ["KafkaAdminClient", "GroupListing", "GroupDescription", "MemberDescription",
-           "ListOffsetsResult", "EARLIEST", "LATEST"]
+           "ListOffsetsResult", "TopicDescription", "PartitionDescription", "ConfigResource",
+           "ConfigEntry", "EARLIEST", "LATEST"]
 
 #: ``list_offsets`` specs: the log start offset and the high watermark.
 EARLIEST = -2
@@ -53,30 +58,52 @@ LATEST = -1
 
 _POLL_SLICE_MS = 100
 _UNKNOWN_TOPIC_OR_PARTITION = 3
+_GROUP_ID_NOT_FOUND = 69
+
+#: DescribeConfigs resource types by name, and the names of the config sources.
+_RESOURCE_TYPES = {"topic": 2, "broker": 4}
+_CONFIG_SOURCES = {
+    -1: "UNKNOWN", 0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG",
+}
 
 
 class GroupListing(NamedTuple):
-    """One group as ``list_groups`` reports it."""
+    """One group as ``list_groups`` reports it; ``type`` is ``"classic"``, ``"consumer"``
+    (KIP-848), ... where the broker says (ListGroups v5+), else None."""
 
     group_id: str
     protocol_type: str
     state: str | None = None
+    type: str | None = None
 
 
 @dataclass(frozen=True)
 class MemberDescription:
-    """One member of a described group; ``assignment`` is decoded for consumer groups."""
+    """One member of a described group; ``assignment`` is decoded for consumer groups.
+
+    For a consumer-protocol (KIP-848) group, ``target_assignment`` is what the coordinator
+    is moving the member to and ``member_epoch`` its epoch; both are empty/None for classic
+    groups.
+    """
 
     member_id: str
     group_instance_id: str | None
     client_id: str
     host: str
     assignment: tuple[TopicPartition, ...] = ()
+    target_assignment: tuple[TopicPartition, ...] = ()
+    member_epoch: int | None = None
 
 
 @dataclass(frozen=True)
 class GroupDescription:
-    """A group's state, protocol and members (``describe_groups``)."""
+    """A group's state, protocol and members (``describe_groups``).
+
+    ``type`` is ``"classic"`` or ``"consumer"`` (KIP-848); for a consumer group ``protocol``
+    is the server-side assignor and ``group_epoch`` the group's epoch.
+    """
 
     group_id: str
     state: str
@@ -84,6 +111,57 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...] = field(default_factory=tuple)
     coordinator: int = -1
+    type: str = "classic"
+    group_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class PartitionDescription:
+    """One partition of a described topic: its leader, replicas, in-sync replicas (broker
+    ids; leader -1 when there is none) and offline replicas."""
+
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    leader_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    """A topic as ``describe_topics`` reports it."""
+
+    name: str
+    topic_id: str | None
+    internal: bool
+    partitions: tuple[PartitionDescription, ...]
+
+
+class ConfigResource(NamedTuple):
+    """What ``describe_configs`` describes: ``ConfigResource("topic", "orders")`` or
+    ``ConfigResource("broker", "1")``."""
+
+    type: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One configuration value; ``value`` is None for a sensitive one. ``source`` is the
+    Java ``ConfigEntry.ConfigSource`` name (``DYNAMIC_TOPIC_CONFIG``, ``DEFAULT_CONFIG``,
+    ...)."""
+
+    name: str
+    value: str | None
+    source: str
+    read_only: bool
+    sensitive: bool
+
+    @property
+    def is_default(self) -> bool:
+        """True when the value is the broker's built-in default."""
+        return self.source == "DEFAULT_CONFIG"
 
 
 class ListOffsetsResult(NamedTuple):
@@ -409,6 +487,93 @@ class KafkaAdminClient:
 
         return self._call("list_topics", timeout_ms, attempt)
 
+    def describe_topics(self, topics: Iterable[str] | None = None, *,
+                        timeout_ms: float | timedelta | None = None,
+                        include_internal: bool = False) -> dict[str, TopicDescription]:
+        """Partitions, leaders, replicas and in-sync replicas of the given topics (every topic
+        when None); raises ``UnknownTopicOrPartitionError`` naming a missing one."""
+        wanted = None if topics is None else [str(t) for t in topics]
+
+        def attempt(deadline: _Deadline) -> dict[str, TopicDescription]:
+            body = {"topics": None if wanted is None else [{"name": t} for t in wanted],
+                    "allow_auto_topic_creation": False,
+                    "include_cluster_authorized_operations": False,
+                    "include_topic_authorized_operations": False}
+            resp = self._request(self._any_node(deadline), ApiKey.METADATA, body, deadline)
+            out: dict[str, TopicDescription] = {}
+            for t in resp.get("topics") or []:
+                name = t.get("name")
+                code = int(t.get("error_code", 0))
+                if code:
+                    _raise_error(code, None, no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,),
+                                 topic=name)
+                if name is None or (t.get("is_internal") and not include_internal
+                                    and wanted is None):
+                    continue
+                parts = []
+                for p in sorted(t.get("partitions") or [],
+                                key=lambda p: int(p["partition_index"])):
+                    epoch = int(p.get("leader_epoch", -1))
+                    parts.append(PartitionDescription(
+                        int(p["partition_index"]), int(p.get("leader_id", -1)),
+                        tuple(p.get("replica_nodes") or ()), tuple(p.get("isr_nodes") or ()),
+                        tuple(p.get("offline_replicas") or ()),
+                        epoch if epoch >= 0 else None))
+                topic_id = t.get("topic_id")
+                out[name] = TopicDescription(
+                    name, str(topic_id) if topic_id is not None and topic_id.int else None,
+                    bool(t.get("is_internal", False)), tuple(parts))
+            return dict(sorted(out.items()))
+
+        return self._call("describe_topics", timeout_ms, attempt)
+
+    def describe_configs(self, resources: Iterable[ConfigResource | tuple[str, str]], *,
+                         keys: Iterable[str] | None = None,
+                         timeout_ms: float | timedelta | None = None
+                         ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """The configuration of topics and brokers (``ConfigResource("topic", name)``,
+        ``ConfigResource("broker", "<id>")``): every key, or only ``keys``."""
+        wanted = [ConfigResource(*r) for r in resources]
+        for r in wanted:
+            if r.type not in _RESOURCE_TYPES:
+                raise ValueError(f"config resource type must be one of "
+                                 f"{sorted(_RESOURCE_TYPES)}, got {r.type!r}")
+        key_list = None if keys is None else [str(k) for k in keys]
+        done: dict[ConfigResource, dict[str, ConfigEntry]] = {}
+
+        def attempt(deadline: _Deadline) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+            # A broker's own configuration is only known to that broker.
+            by_node: dict[int | None, list[ConfigResource]] = {}
+            for r in wanted:
+                if r in done:
+                    continue
+                by_node.setdefault(int(r.name) if r.type == "broker" else None, []).append(r)
+            for node, batch in by_node.items():
+                target = self._any_node(deadline) if node is None else node
+                body = {"resources": [{"resource_type": _RESOURCE_TYPES[r.type],
+                                       "resource_name": r.name,
+                                       "configuration_keys": key_list} for r in batch],
+                        "include_synonyms": False, "include_documentation": False}
+                resp = self._request(target, ApiKey.DESCRIBE_CONFIGS, body, deadline)
+                types = {v: k for k, v in _RESOURCE_TYPES.items()}
+                for result in resp.get("results") or []:
+                    resource = ConfigResource(types.get(int(result["resource_type"]), "?"),
+                                              result["resource_name"])
+                    code = int(result.get("error_code", 0))
+                    if code:
+                        _raise_error(code, result.get("error_message"),
+                                     no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,),
+                                     **{resource.type: resource.name})
+                    done[resource] = {
+                        c["name"]: ConfigEntry(
+                            c["name"], c.get("value"),
+                            _CONFIG_SOURCES.get(int(c.get("config_source", -1)), "UNKNOWN"),
+                            bool(c.get("read_only")), bool(c.get("is_sensitive")))
+                        for c in sorted(result.get("configs") or [], key=lambda c: c["name"])}
+            return {r: done[r] for r in wanted if r in done}
+
+        return self._call("describe_configs", timeout_ms, attempt)
+
     # ------------------------------------------------------------------ records --------------
     def _leaders(self, topics: Iterable[str], deadline: _Deadline) -> None:
         """Make the metadata cover ``topics`` (refreshing until their leaders are known)."""
@@ -544,7 +709,8 @@ class KafkaAdminClient:
                     _raise_error(code, None, broker=node)
                 for g in resp.get("groups") or []:
                     found[g["group_id"]] = GroupListing(g["group_id"], g.get("protocol_type", ""),
-                                                        g.get("group_state") or None)
+                                                        g.get("group_state") or None,
+                                                        g.get("group_type") or None)
             return sorted(found.values())
 
         return self._call("list_groups", timeout_ms, attempt)
@@ -552,7 +718,11 @@ class KafkaAdminClient:
     def describe_groups(self, group_ids: Iterable[str], *,
                         timeout_ms: float | timedelta | None = None
                         ) -> dict[str, GroupDescription]:
-        """State, protocol and members of each group (a missing group has state ``Dead``)."""
+        """State, protocol and members of each group (a missing group has state ``Dead``).
+
+        Consumer-protocol (KIP-848) groups are described with ConsumerGroupDescribe where the
+        coordinator supports it, classic groups with DescribeGroups.
+        """
         groups = [str(g) for g in group_ids]
         done: dict[str, GroupDescription] = {}
 
@@ -561,6 +731,10 @@ class KafkaAdminClient:
                 if group in done:
                     continue
                 node = self._coordinator(group, deadline)
+                described = self._describe_consumer_group(node, group, deadline)
+                if described is not None:
+                    done[group] = described
+                    continue
                 resp = self._request(node, ApiKey.DESCRIBE_GROUPS,
                                      {"groups": [group], "include_authorized_operations": False},
                                      deadline)
@@ -572,6 +746,40 @@ class KafkaAdminClient:
             return {g: done[g] for g in groups if g in done}
 
         return self._call("describe_groups", timeout_ms, attempt)
+
+    def _describe_consumer_group(self, node: int, group: str,
+                                 deadline: _Deadline) -> GroupDescription | None:
+        """The group as ConsumerGroupDescribe sees it; None when it is not a consumer-protocol
+        group (or the broker predates KIP-848), so that DescribeGroups should be asked."""
+        if not self._client.await_ready(node, max(0.0, deadline.remaining())):
+            raise _Retry(NodeNotReadyError(f"node {node} is not ready"))
+        if self._client.api_version(node, ApiKey.CONSUMER_GROUP_DESCRIBE) is None:
+            return None
+        resp = self._request(node, ApiKey.CONSUMER_GROUP_DESCRIBE,
+                             {"group_ids": [group], "include_authorized_operations": False},
+                             deadline)
+        for g in resp.get("groups") or []:
+            code = int(g.get("error_code", 0))
+            if code == _GROUP_ID_NOT_FOUND:
+                return None  # a classic group, or none at all: DescribeGroups says which
+            if code:
+                _raise_error(code, g.get("error_message"), group_id=g.get("group_id", group))
+
+            def partitions(a: Mapping[str, Any] | None) -> tuple[TopicPartition, ...]:
+                return tuple(sorted(TopicPartition(t["topic_name"], int(p))
+                                    for t in (a or {}).get("topic_partitions") or []
+                                    for p in t.get("partitions") or []))
+
+            members = tuple(
+                MemberDescription(m["member_id"], m.get("instance_id"), m.get("client_id", ""),
+                                  m.get("client_host", ""), partitions(m.get("assignment")),
+                                  partitions(m.get("target_assignment")),
+                                  int(m.get("member_epoch", 0)))
+                for m in g.get("members") or [])
+            return GroupDescription(g["group_id"], g.get("group_state", ""), "consumer",
+                                    g.get("assignor_name", ""), members, node, "consumer",
+                                    int(g.get("group_epoch", 0)))
+        return None
 
     @staticmethod
     def _description(g: Mapping[str, Any], node: int) -> GroupDescription:
@@ -700,6 +908,34 @@ class KafkaAdminClient:
                 pending.remove(group)
 
         self._call("delete_consumer_groups", timeout_ms, attempt)
+
+    def delete_consumer_group_offsets(self, group_id: str,
+                                      partitions: Iterable[TopicPartition], *,
+                                      timeout_ms: float | timedelta | None = None) -> None:
+        """Delete a group's committed offsets for the given partitions (OffsetDelete). Refused
+        with ``GroupSubscribedToTopicError`` for a topic the live group consumes."""
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for tp in partitions:
+            tp = TopicPartition(*tp)
+            by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition})
+
+        def attempt(deadline: _Deadline) -> None:
+            node = self._coordinator(group_id, deadline)
+            resp = self._request(node, ApiKey.OFFSET_DELETE, {
+                "group_id": group_id,
+                "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]},
+                deadline)
+            code = int(resp.get("error_code", 0))
+            if code:
+                _raise_error(code, None, group_id=group_id)
+            for t in resp.get("topics") or []:
+                for p in t.get("partitions") or []:
+                    pcode = int(p.get("error_code", 0))
+                    if pcode:
+                        _raise_error(pcode, None, group_id=group_id, topic=t["name"],
+                                     partition=int(p["partition_index"]))
+
+        self._call("delete_consumer_group_offsets", timeout_ms, attempt)
 
     # ------------------------------------------------------------------ lifecycle ------------
     def close(self) -> None:

@@ -979,6 +979,107 @@ GOLDENS: list[Golden] = [
         "ffff",                     # producer_epoch -1
         "00",                       # body tags
     ), {"throttle_time_ms": 0, "error_code": 51, "producer_id": -1, "producer_epoch": -1}),
+    # ---------------------------------------------------------------- DescribeConfigs (32)
+    G(32, 1, "request", h(
+        "00000001",                 # resources: 1 element
+        "02",                       #   resource_type 2 (topic)
+        "0001 74",                  #   resource_name "t"
+        "ffffffff",                 #   configuration_keys null (every key)
+        "00",                       # include_synonyms false
+    ), {
+        "resources": [{"resource_type": 2, "resource_name": "t", "configuration_keys": None}],
+        "include_synonyms": False,
+        "include_documentation": False,  # v3+ only
+    }),
+    G(32, 4, "request", h(
+        "02",                       # resources: 1 element
+        "02",                       #   resource_type 2 (topic)
+        "02 74",                    #   resource_name "t"
+        "02 0d 726574656e74696f6e2e6d73",  # configuration_keys ["retention.ms"]
+        "00",                       #   resource tags
+        "01",                       # include_synonyms true
+        "00",                       # include_documentation false
+        "00",                       # body tags
+    ), {
+        "resources": [{"resource_type": 2, "resource_name": "t",
+                       "configuration_keys": ["retention.ms"]}],
+        "include_synonyms": True, "include_documentation": False,
+    }),
+    G(32, 1, "response", h(
+        "00000000",                 # throttle_time_ms 0
+        "00000001",                 # results: 1 element
+        "0000",                     #   error_code 0
+        "ffff",                     #   error_message null
+        "02",                       #   resource_type 2 (topic)
+        "0001 74",                  #   resource_name "t"
+        "00000001",                 #   configs: 1 element
+        "000c 726574656e74696f6e2e6d73",  # name "retention.ms"
+        "0004 31303030",            #     value "1000"
+        "00",                       #     read_only false
+        "01",                       #     config_source 1 (dynamic topic config)
+        "00",                       #     is_sensitive false
+        "00000001",                 #     synonyms: 1 element
+        "000c 726574656e74696f6e2e6d73",  # name "retention.ms"
+        "0004 31303030",            #       value "1000"
+        "01",                       #       source 1
+    ), {
+        "throttle_time_ms": 0,
+        "results": [{"error_code": 0, "error_message": None, "resource_type": 2,
+                     "resource_name": "t", "configs": [{
+                         "name": "retention.ms", "value": "1000", "read_only": False,
+                         "config_source": 1, "is_sensitive": False,
+                         "synonyms": [{"name": "retention.ms", "value": "1000", "source": 1}],
+                         "config_type": 0, "documentation": None,  # v3+ only
+                     }]}],
+    }),
+    G(32, 4, "response", h(
+        "00000000",                 # throttle_time_ms 0
+        "02",                       # results: 1 element
+        "0000",                     #   error_code 0
+        "00",                       #   error_message null
+        "02",                       #   resource_type 2 (topic)
+        "02 74",                    #   resource_name "t"
+        "02",                       #   configs: 1 element
+        "0d 726574656e74696f6e2e6d73",  # name "retention.ms"
+        "00",                       #     value null (sensitive)
+        "01",                       #     read_only true
+        "05",                       #     config_source 5 (default)
+        "01",                       #     is_sensitive true
+        "01",                       #     synonyms: empty
+        "05",                       #     config_type 5 (long)
+        "03 6f6b",                  #     documentation "ok"
+        "00",                       #     config tags
+        "00",                       #   result tags
+        "00",                       # body tags
+    ), {
+        "throttle_time_ms": 0,
+        "results": [{"error_code": 0, "error_message": None, "resource_type": 2,
+                     "resource_name": "t", "configs": [{
+                         "name": "retention.ms", "value": None, "read_only": True,
+                         "config_source": 5, "is_sensitive": True, "synonyms": [],
+                         "config_type": 5, "documentation": "ok",
+                     }]}],
+    }),
+    # ---------------------------------------------------------------- OffsetDelete (47)
+    G(47, 0, "request", h(
+        "0003 677270",              # group_id "grp"
+        "00000001",                 # topics: 1 element
+        "0001 74",                  #   name "t"
+        "00000001",                 #   partitions: 1 element
+        "00000000",                 #     partition_index 0
+    ), {"group_id": "grp", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]}),
+    G(47, 0, "response", h(
+        "0000",                     # error_code 0
+        "00000000",                 # throttle_time_ms 0
+        "00000001",                 # topics: 1 element
+        "0001 74",                  #   name "t"
+        "00000001",                 #   partitions: 1 element
+        "00000000",                 #     partition_index 0
+        "0056",                     #     error_code 86 GROUP_SUBSCRIBED_TO_TOPIC
+    ), {
+        "error_code": 0, "throttle_time_ms": 0,
+        "topics": [{"name": "t", "partitions": [{"partition_index": 0, "error_code": 86}]}],
+    }),
 ]
 
 _IDS = [g.id for g in GOLDENS]

@@ -16,6 +16,8 @@ __all__ = [
     "CREATE_PARTITIONS",
     "DELETE_RECORDS",
     "INIT_PRODUCER_ID",
+    "DESCRIBE_CONFIGS",
+    "OFFSET_DELETE",
 ]
 
 #: OffsetForLeaderEpoch (key 23): the end offset of a leader epoch, so a consumer can detect
@@ -163,10 +165,106 @@ INIT_PRODUCER_ID = Api(
     ],
 )
 
+#: DescribeConfigs (key 32): the configuration of topics and brokers, with each value's source.
+#: Version 0 was removed in Kafka 4.0; v1 added synonyms and the source, v3 types and docs.
+DESCRIBE_CONFIGS = Api(
+    32,
+    "DescribeConfigs",
+    "1-4",
+    "4+",
+    request=[
+        Field(
+            "resources",
+            [
+                # 2 = topic, 4 = broker, 8 = broker logger, 16 = client metrics, 32 = group.
+                Field("resource_type", "int8"),
+                Field("resource_name", "string"),
+                # Null asks for every key.
+                Field("configuration_keys", "[]string", nullable="0+", default=None),
+            ],
+        ),
+        Field("include_synonyms", "bool", "1+", default=False),
+        Field("include_documentation", "bool", "3+", default=False),
+    ],
+    response=[
+        Field("throttle_time_ms", "int32"),
+        Field(
+            "results",
+            [
+                Field("error_code", "int16"),
+                Field("error_message", "string", nullable="0+", default=None),
+                Field("resource_type", "int8"),
+                Field("resource_name", "string"),
+                Field(
+                    "configs",
+                    [
+                        Field("name", "string"),
+                        Field("value", "string", nullable="0+", default=None),
+                        Field("read_only", "bool"),
+                        Field("config_source", "int8", "1+", default=-1, ignorable=True),
+                        Field("is_sensitive", "bool"),
+                        Field(
+                            "synonyms",
+                            [
+                                Field("name", "string", "1+"),
+                                Field("value", "string", "1+", nullable="0+", default=None),
+                                Field("source", "int8", "1+"),
+                            ],
+                            "1+",
+                            ignorable=True,
+                        ),
+                        Field("config_type", "int8", "3+", default=0, ignorable=True),
+                        Field("documentation", "string", "3+", nullable="0+", default=None,
+                              ignorable=True),
+                    ],
+                ),
+            ],
+        ),
+    ],
+)
+
+#: OffsetDelete (key 47): removes a group's committed offsets for partitions it no longer
+#: consumes (refused for topics the group is subscribed to).
+OFFSET_DELETE = Api(
+    47,
+    "OffsetDelete",
+    "0",
+    "none",
+    request=[
+        Field("group_id", "string"),
+        Field(
+            "topics",
+            [
+                Field("name", "string"),
+                Field("partitions", [Field("partition_index", "int32")]),
+            ],
+        ),
+    ],
+    response=[
+        Field("error_code", "int16"),
+        Field("throttle_time_ms", "int32", ignorable=True),
+        Field(
+            "topics",
+            [
+                Field("name", "string"),
+                Field(
+                    "partitions",
+                    [
+                        Field("partition_index", "int32"),
+                        Field("error_code", "int16"),
+                    ],
+                ),
+            ],
+        ),
+    ],
+)
+
 #: Every API defined here, for the registry in :mod:`kafkaconsumer.protocol.messages`.
 APIS: list[Api] = [
     OFFSET_FOR_LEADER_EPOCH,
     CREATE_PARTITIONS,
     DELETE_RECORDS,
     INIT_PRODUCER_ID,
+    DESCRIBE_CONFIGS,
+    OFFSET_DELETE,
 ]
