@@ -1,0 +1,128 @@
+"""Shared pieces of the ``kafkaconsumer`` commands: client settings from the command line,
+Java ``.properties`` files, and table or JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TextIO
+
+__all__ = ["CommandError", "add_connection_args", "client_config", "read_properties",
+           "parse_property", "print_table", "print_json"]
+
+#: The environment variable the commands read when ``--bootstrap-server`` is not given.
+BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+
+
+class CommandError(Exception):
+    """A problem with what the user asked for: printed as one line, exit status 2."""
+
+
+def add_connection_args(parser: argparse.ArgumentParser) -> None:
+    """Options every command that talks to a cluster has."""
+    parser.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT",
+        help=f"the cluster to connect to (comma-separated list; default: ${BOOTSTRAP_ENV})")
+    parser.add_argument(
+        "--command-config", "--config-file", dest="config_file", metavar="FILE",
+        help="client settings in Java .properties format (security.protocol, sasl.*, ssl.*, "
+             "...)")
+    parser.add_argument(
+        "--property", action="append", default=[], metavar="KEY=VALUE",
+        help="a client configuration key (Java name, e.g. fetch.max.bytes=1048576); "
+             "repeatable; wins over --config-file")
+
+
+def parse_property(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as a pair; raises :class:`CommandError` without an ``=``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise CommandError(f"--property expects KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Read a Java ``.properties`` file: ``key=value`` or ``key: value`` lines, ``#`` and ``!``
+    comments, a trailing backslash continues a line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    out: dict[str, str] = {}
+    pending = ""
+    for raw in lines:
+        line = pending + raw.strip() if pending else raw.strip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        pending = ""
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut < 0:
+            key, value = line, ""
+        else:
+            key, value = line[:cut], line[cut + 1:]
+        out[key.strip()] = value.strip()
+    return out
+
+
+def client_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The client configuration the command line describes: the config file, then
+    ``--property`` pairs, then ``--bootstrap-server`` (or the environment)."""
+    config: dict[str, Any] = {}
+    if getattr(args, "config_file", None):
+        config.update(read_properties(args.config_file))
+    for prop in getattr(args, "property", None) or []:
+        key, value = parse_property(prop)
+        config[key] = value
+    bootstrap = getattr(args, "bootstrap_server", None) or (
+        None if "bootstrap.servers" in config else os.environ.get(BOOTSTRAP_ENV))
+    if bootstrap:
+        config["bootstrap.servers"] = bootstrap
+    if not config.get("bootstrap.servers"):
+        raise CommandError(f"no cluster given: pass --bootstrap-server HOST:PORT (or set "
+                           f"${BOOTSTRAP_ENV})")
+    return config
+
+
+def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]],
+                out: TextIO | None = None) -> None:
+    """A table for people (rich); None cells print as ``-``."""
+    from rich.console import Console
+    from rich.table import Table
+
+    stream = out or sys.stdout
+    # A pipe gets plain text at a generous width rather than 80 columns of folded cells.
+    console = Console(file=stream, width=None if stream.isatty() else 200, highlight=False,
+                      soft_wrap=False)
+    if title:
+        console.print(title, markup=False, soft_wrap=True)
+    if not columns:
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*("-" if v is None else str(v) for v in row))
+    console.print(table)
+
+
+def print_json(value: Any, out: TextIO | None = None) -> None:
+    """One JSON document for scripts."""
+    stream = out or sys.stdout
+    json.dump(value, stream, indent=2, sort_keys=False, default=_jsonable)
+    stream.write("\n")
+    stream.flush()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)

@@ -1,0 +1,421 @@
+"""``kafkaconsumer demo``: a consumer group at work, on a local broker or your cluster.
+
+Starts the embedded broker (unless ``--bootstrap-server`` names a cluster), produces a stream
+of sample order events into a new topic, and runs a group of three consumers in threads.
+Members join and leave while records flow, so the group rebalances (cooperatively by default);
+each member commits what it processed when partitions are taken from it. A live view shows
+each member's records, rate, lag and partitions; the summary gives records per member,
+duplicates and losses (checked by each event's sequence number and by partition and offset),
+each rebalance's duration and the throughput. The exit status is 1 if any record was lost or
+read twice.
+
+Session timeouts are short (3 s) because the embedded Tansu broker holds a group's first join
+for half the session timeout, and a departed member's partitions should move quickly.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Collection
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from ._common import CommandError
+
+__all__ = ["add_parser", "run_demo", "PROTOCOLS"]
+
+#: ``--protocol`` choices and the consumer settings each stands for.
+PROTOCOLS: dict[str, dict[str, Any]] = {
+    "eager": {"partition.assignment.strategy": "range"},
+    "cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
+    "consumer": {"group.protocol": "consumer"},
+}
+
+_MEMBERS = ("member-1", "member-2", "member-3")
+
+
+def _consumer_protocol_supported() -> bool:
+    """Whether this client implements the KIP-848 consumer protocol (group.protocol=consumer)."""
+    import importlib.util
+
+    return importlib.util.find_spec(
+        "kafkaconsumer.internals.consumer_membership_manager") is not None
+
+
+@dataclass
+class _MemberState:
+    name: str
+    status: str = "waiting"
+    records: int = 0
+    lag: int = 0
+    assignment: tuple[Any, ...] = ()
+    recent: list[tuple[float, int]] = field(default_factory=list)
+    error: str | None = None
+
+    def rate(self, now: float) -> float:
+        """Records per second over the last two seconds."""
+        window = [(t, n) for t, n in self.recent if now - t <= 2.0]
+        self.recent = window
+        return sum(n for _, n in window) / 2.0
+
+
+@dataclass
+class _Rebalance:
+    cause: str
+    started: float
+    ended: float | None = None
+
+
+class _Demo:
+    """The shared state of one demo run; member threads report into it under ``lock``."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, partitions: int,
+                 protocol: str, total: int) -> None:
+        self.bootstrap, self.topic, self.group = bootstrap, topic, group
+        self.partitions, self.protocol, self.total = partitions, protocol, total
+        self.lock = threading.Lock()
+        self.members = {name: _MemberState(name) for name in _MEMBERS}
+        self.seen: set[tuple[int, int]] = set()
+        self.sequences: set[int] = set()
+        self.duplicates = 0
+        self.produced = 0
+        self.produce_error: str | None = None
+        self.rebalances: list[_Rebalance] = []
+        self.stop = {name: threading.Event() for name in _MEMBERS}
+        #: The members that should be in the group now (started and not told to stop).
+        self.expected: set[str] = set()
+        self.started = time.monotonic()
+        self.first_record: float | None = None
+        self.last_record: float | None = None
+
+    # -- called by member threads ------------------------------------------------------------
+    def record_batch(self, name: str, records: list[Any], lag: int) -> None:
+        now = time.monotonic()
+        with self.lock:
+            member = self.members[name]
+            for r in records:
+                where = (r.partition, r.offset)
+                if where in self.seen:
+                    self.duplicates += 1
+                self.seen.add(where)
+                self.sequences.add(int(json.loads(r.value)["seq"]))
+            if records:
+                self.first_record = self.first_record or now
+                self.last_record = now
+                member.records += len(records)
+                member.recent.append((now, len(records)))
+            member.lag = lag
+
+    def set_assignment(self, name: str, partitions: Collection[Any], status: str) -> None:
+        with self.lock:
+            member = self.members[name]
+            member.assignment = tuple(sorted(partitions))
+            member.status = status
+
+    # -- the orchestrator ----------------------------------------------------------------------
+    def balanced(self) -> bool:
+        """Every expected member is running, and every partition is owned by exactly one of
+        them (each owning some, when there are enough partitions)."""
+        with self.lock:
+            running = {n for n, m in self.members.items() if m.status == "running"}
+            if not self.expected or running != self.expected:
+                return False
+            owners = [self.members[n] for n in running]
+            owned = [tp for m in owners for tp in m.assignment]
+            return len(owned) == self.partitions and len(set(owned)) == self.partitions and \
+                (self.partitions < len(owners) or all(m.assignment for m in owners))
+
+    def consumed(self) -> int:
+        with self.lock:
+            return len(self.seen)
+
+
+class _Listener:
+    """Commits what the member processed before partitions go to another member."""
+
+    def __init__(self, demo: _Demo, name: str, consumer: Any) -> None:
+        self.demo, self.name, self.consumer = demo, name, consumer
+
+    def on_partitions_revoked(self, revoked: Collection[Any]) -> None:
+        if revoked:
+            self.consumer.commit_sync(timeout_ms=15_000)
+        self.demo.set_assignment(self.name, set(self.consumer.assignment()) - set(revoked),
+                                 "rebalancing")
+
+    def on_partitions_assigned(self, assigned: Collection[Any]) -> None:
+        self.demo.set_assignment(self.name, self.consumer.assignment(), "running")
+
+    def on_partitions_lost(self, lost: Collection[Any]) -> None:
+        self.demo.set_assignment(self.name, set(self.consumer.assignment()) - set(lost),
+                                 "rebalancing")
+
+
+def _member(demo: _Demo, name: str) -> None:
+    from kafkaconsumer.consumer import KafkaConsumer
+
+    consumer = KafkaConsumer({
+        "bootstrap.servers": demo.bootstrap, "group.id": demo.group, "client.id": name,
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "session.timeout.ms": 3000, "heartbeat.interval.ms": 500, "max.poll.records": 500,
+        **PROTOCOLS[demo.protocol]})
+    try:
+        demo.set_assignment(name, (), "joining")
+        consumer.subscribe([demo.topic], listener=_Listener(demo, name, consumer))
+        stop = demo.stop[name]
+        while not stop.is_set():
+            batch = list(consumer.poll(timeout_ms=200))
+            lag = sum(consumer.current_lag(tp) or 0 for tp in consumer.assignment())
+            demo.record_batch(name, batch, lag)
+            if batch:
+                consumer.commit_async()
+        consumer.commit_sync(timeout_ms=15_000)
+        demo.set_assignment(name, (), "leaving")
+    except Exception as exc:  # noqa: BLE001 - shown in the view and the summary
+        with demo.lock:
+            demo.members[name].error = f"{type(exc).__name__}: {exc}"
+    finally:
+        consumer.close(timeout_ms=15_000)
+        demo.set_assignment(name, (), "left")
+
+
+def _produce(demo: _Demo, rate: float) -> None:
+    from kafkaconsumer.producer import KafkaProducer
+
+    producer = KafkaProducer({"bootstrap.servers": demo.bootstrap, "acks": "all",
+                              "linger.ms": 5, "compression.type": "lz4"})
+    items = ("book", "lamp", "chair", "kettle", "plant", "bicycle", "scarf")
+    try:
+        started = time.monotonic()
+        for seq in range(demo.total):
+            # Paced, so that records keep arriving while the group changes.
+            ahead = seq / rate - (time.monotonic() - started)
+            if ahead > 0.01:
+                time.sleep(ahead)
+            customer = f"c-{seq % 500:03d}"
+            event = {"seq": seq, "order": f"o-{seq:06d}", "customer": customer,
+                     "item": items[seq % len(items)], "cents": 100 + (seq * 37) % 9900}
+            future = producer.send(demo.topic, key=customer.encode(),
+                                   value=json.dumps(event).encode())
+            future.add_callback(lambda _md: _count_produced(demo))
+        producer.flush(timeout_ms=60_000)
+    except Exception as exc:  # noqa: BLE001 - reported in the summary
+        demo.produce_error = f"{type(exc).__name__}: {exc}"
+    finally:
+        producer.close(timeout_ms=10_000)
+
+
+def _count_produced(demo: _Demo) -> None:
+    with demo.lock:
+        demo.produced += 1
+
+
+def _view(demo: _Demo) -> Any:
+    from rich.table import Table
+
+    now = time.monotonic()
+    with demo.lock:
+        table = Table(title=f"group {demo.group} on topic {demo.topic} ({demo.protocol}) - "
+                            f"produced {demo.produced:,}/{demo.total:,}, consumed "
+                            f"{len(demo.seen):,}, duplicates {demo.duplicates}, rebalances "
+                            f"{len(demo.rebalances)}", title_justify="left")
+        for col in ("member", "status", "records", "rate/s", "lag", "partitions"):
+            table.add_column(col, justify="right" if col in ("records", "rate/s", "lag")
+                             else "left")
+        for m in demo.members.values():
+            table.add_row(m.name, m.error or m.status, f"{m.records:,}",
+                          f"{m.rate(now):,.0f}", f"{m.lag:,}",
+                          ",".join(str(tp.partition) for tp in m.assignment) or "-")
+    return table
+
+
+def _say(out: TextIO, text: str = "") -> None:
+    out.write(text + "\n")
+    out.flush()
+
+
+def run_demo(bootstrap_servers: str | None = None, records: int = 10_000,
+             partitions: int = 6, protocol: str = "cooperative", timeout_s: float = 75.0,
+             out: TextIO = sys.stdout, live: bool | None = None) -> int:
+    """Run the demo (see the module docstring); returns 0 when every record was consumed
+    exactly once, 1 otherwise. ``live`` forces the live view on or off (default: on for a
+    terminal)."""
+    from kafkaconsumer.admin import KafkaAdminClient
+    from kafkaconsumer.embedded import EmbeddedBroker
+    from kafkaconsumer.record import USING_EXTENSION
+
+    if protocol not in PROTOCOLS:
+        raise CommandError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    if protocol == "consumer" and not _consumer_protocol_supported():
+        raise CommandError("--protocol consumer needs the KIP-848 consumer protocol, which "
+                           "this version of the client does not implement yet; use eager or "
+                           "cooperative")
+    if records < 1 or partitions < 1:
+        raise CommandError("--records and --partitions must be at least 1")
+    with ExitStack() as stack:
+        if bootstrap_servers is None:
+            _say(out, "starting the embedded broker (Tansu, in memory) ...")
+            broker = stack.enter_context(EmbeddedBroker())
+            bootstrap_servers = broker.bootstrap_servers
+        _say(out, f"broker: {bootstrap_servers}")
+        _say(out, "record decoder: " + ("compiled (Cython)" if USING_EXTENSION else
+                                        "pure Python (slower; see the RuntimeWarning above)"))
+        topic = f"demo-orders-{uuid.uuid4().hex[:8]}"
+        group = f"demo-group-{uuid.uuid4().hex[:8]}"
+        with KafkaAdminClient({"bootstrap.servers": bootstrap_servers}) as admin:
+            admin.create_topics({topic: partitions}, timeout_ms=30_000)
+        _say(out, f"created topic {topic} with {partitions} partitions; group {group}, "
+                  f"{protocol} rebalancing, 3 members")
+        demo = _Demo(bootstrap_servers, topic, group, partitions, protocol, records)
+        return _run(demo, records, timeout_s, out, live if live is not None else out.isatty())
+
+
+def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -> int:
+    threads: dict[str, threading.Thread] = {}
+    deadline = time.monotonic() + timeout_s
+    events: list[str] = []
+
+    def log(text: str) -> None:
+        events.append(text)
+        if not live:
+            _say(out, f"[{time.monotonic() - demo.started:5.1f}s] {text}")
+
+    def start(name: str) -> None:
+        with demo.lock:
+            demo.expected.add(name)
+        demo.stop[name].clear()
+        threads[name] = threading.Thread(target=_member, args=(demo, name), name=name,
+                                         daemon=True)
+        threads[name].start()
+
+    def settle(cause: str) -> None:
+        """Time one rebalance: from the change until every partition is owned again."""
+        rebalance = _Rebalance(cause, time.monotonic())
+        with demo.lock:
+            demo.rebalances.append(rebalance)
+        # Bounded: a rebalance that does not finish is reported, not waited for forever.
+        while not demo.balanced() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if demo.balanced():
+            rebalance.ended = time.monotonic()
+            log(f"{cause}: balanced after {rebalance.ended - rebalance.started:.2f} s")
+        else:
+            log(f"{cause}: not balanced before the deadline")
+
+    # About 15 s of records, so that every membership change happens while they flow.
+    producer = threading.Thread(target=_produce, args=(demo, max(records / 15.0, 1.0)),
+                                name="producer", daemon=True)
+
+    def pause(seconds: float) -> None:
+        """Let the group work a while between changes (records keep flowing)."""
+        demo.stop["member-1"].wait(min(seconds, max(0.0, deadline - time.monotonic())))
+
+    def script() -> None:
+        producer.start()
+        log("member-1 joins")
+        start("member-1")
+        settle("member-1 joined")
+        for name in ("member-2", "member-3"):
+            pause(1.5)
+            log(f"{name} joins")
+            start(name)
+            settle(f"{name} joined")
+        pause(2.0)
+        log("member-2 leaves")
+        with demo.lock:
+            demo.expected.discard("member-2")
+        demo.stop["member-2"].set()
+        threads["member-2"].join(timeout=30)
+        settle("member-2 left")
+        pause(1.5)
+        log("member-2 joins again")
+        start("member-2")
+        settle("member-2 rejoined")
+        producer.join(timeout=max(0.0, deadline - time.monotonic()))
+        while demo.consumed() < demo.produced or demo.produced < records:
+            if time.monotonic() > deadline or demo.produce_error or \
+                    (not producer.is_alive() and demo.consumed() >= demo.produced):
+                break
+            time.sleep(0.05)
+        for name in _MEMBERS:
+            demo.stop[name].set()
+        for t in threads.values():
+            t.join(timeout=30)
+
+    runner = threading.Thread(target=script, name="demo-script", daemon=True)
+    runner.start()
+    if live:
+        from rich.console import Console
+        from rich.live import Live
+
+        with Live(_view(demo), console=Console(file=out), refresh_per_second=4) as view:
+            while runner.is_alive():
+                runner.join(timeout=0.25)
+                view.update(_view(demo))
+    runner.join()
+    return _summary(demo, records, out)
+
+
+def _summary(demo: _Demo, records: int, out: TextIO) -> int:
+    with demo.lock:
+        consumed = len(demo.seen)
+        lost = records - len(demo.sequences & set(range(records)))
+        _say(out, "")
+        _say(out, f"summary: produced {demo.produced:,} of {records:,} records, consumed "
+                  f"{consumed:,} distinct records, duplicates = {demo.duplicates}, "
+                  f"lost = {lost}")
+        for m in demo.members.values():
+            _say(out, f"  {m.name}: {m.records:,} records" + (f" ({m.error})" if m.error
+                                                              else ""))
+        for r in demo.rebalances:
+            took = f"{r.ended - r.started:.2f} s" if r.ended is not None else "did not settle"
+            _say(out, f"  rebalance after {r.cause}: {took}")
+        if demo.first_record is not None and demo.last_record is not None:
+            span = max(demo.last_record - demo.first_record, 1e-3)
+            _say(out, f"  throughput: {consumed / span:,.0f} records/s over {span:.1f} s "
+                      "(paced by the producer; benchmarks/ measures the client's speed)")
+        if demo.produce_error:
+            _say(out, f"  producer failed: {demo.produce_error}")
+        errors = [m.error for m in demo.members.values() if m.error]
+        ok = (lost == 0 and demo.duplicates == 0 and consumed == records
+              and not demo.produce_error and not errors)
+    _say(out, "OK: every record arrived exactly once" if ok else
+         "FAILED: records were lost or read twice")
+    return 0 if ok else 1
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``demo`` command."""
+    p = sub.add_parser(
+        "demo", help="a live consumer-group demo on a local (embedded) broker",
+        description="Start a local broker (or use --bootstrap-server), produce a stream of "
+                    "sample events and consume them with a group of three members that join "
+                    "and leave, with a live view and a summary. Exits 1 if any record was "
+                    "lost or read twice.")
+    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server",
+                   metavar="HOST:PORT",
+                   help="use this cluster instead of starting the embedded broker")
+    p.add_argument("--protocol", choices=tuple(PROTOCOLS), default="cooperative",
+                   help="how the group rebalances: eager (range), cooperative "
+                        "(cooperative-sticky) or consumer (KIP-848; where the client and "
+                        "broker support it) (default: cooperative)")
+    p.add_argument("--records", type=int, default=10_000, metavar="N",
+                   help="how many events to produce, over about 15 seconds (default: 10000)")
+    p.add_argument("--partitions", type=int, default=6, metavar="N",
+                   help="partitions of the demo topic (default: 6)")
+    p.add_argument("--timeout", type=float, default=75.0, metavar="SECONDS",
+                   help="give up after this long (default: 75)")
+    p.add_argument("--no-live", action="store_true",
+                   help="print events line by line instead of the live view")
+    p.set_defaults(run=_run_command)
+
+
+def _run_command(args: Any) -> int:
+    return run_demo(args.bootstrap_server, args.records, args.partitions, args.protocol,
+                    args.timeout, live=False if args.no_live else None)
+
+
