@@ -63,7 +63,7 @@ def test_consume_text_json_raw_exact(cli: Any, broker: Any, topic: str) -> None:
 
 def test_max_messages_stops_early(cli: Any, broker: Any, topic: str) -> None:
     run = cli("consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic,
-              "--from-beginning", "--max-messages", "2")
+              "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000", timeout=90)
     assert run.code == 0, run
     assert run.out == "v0\nv1\n"
     assert "Processed a total of 2 messages" in run.err
