@@ -32,8 +32,11 @@ INTRO = """\
 verbatim, as a dict, as keyword arguments in snake_case, or both:
 
 ```python
-KafkaConsumer({"bootstrap.servers": "localhost:9092", "group.id": "orders"},
-              enable_auto_commit=False, value_deserializer="str")
+from kafkaconsumer import KafkaConsumer
+
+consumer = KafkaConsumer({"bootstrap.servers": "localhost:9092", "group.id": "orders"},
+                         enable_auto_commit=False, value_deserializer="str")
+consumer.close()
 ```
 
 Values are parsed the way Java parses them: `"true"`/`"false"` strings are booleans, numeric
