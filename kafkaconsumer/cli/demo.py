@@ -3,7 +3,8 @@
 Starts the embedded broker (unless ``--bootstrap-server`` names a cluster), produces a stream
 of sample order events into a new topic, and runs a group of three consumers in threads.
 Members join and leave while records flow, so the group rebalances (cooperatively by default);
-each member commits what it processed when partitions are taken from it. A live view shows
+each member commits after every batch and counts a batch only once its commit succeeded (a
+batch whose commit is refused during a rebalance is read again). A live view shows
 each member's records, rate, lag and partitions; the summary gives records per member,
 duplicates and losses (checked by each event's sequence number and by partition and offset),
 each rebalance's duration and the throughput. The exit status is 1 if any record was lost or
@@ -37,6 +38,8 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
 }
 
 _MEMBERS = ("member-1", "member-2", "member-3")
+#: Membership changes the demo makes: three joins, a leave and a rejoin.
+_CHANGES = 5
 
 
 def _consumer_protocol_supported() -> bool:
@@ -89,6 +92,10 @@ class _Demo:
         self.stop = {name: threading.Event() for name in _MEMBERS}
         #: The members that should be in the group now (started and not told to stop).
         self.expected: set[str] = set()
+        #: Membership changes done so far; the producer releases a share of the records
+        #: after each, so that every member of every group shape gets some.
+        self.phase = 0
+        self.deadline = time.monotonic() + 3600.0
         self.started = time.monotonic()
         self.first_record: float | None = None
         self.last_record: float | None = None
@@ -135,15 +142,39 @@ class _Demo:
             return len(self.seen)
 
 
-class _Listener:
-    """Commits what the member processed before partitions go to another member."""
+class _Member:
+    """One member: polls, commits after every batch, and only then counts the batch as
+    processed. A batch whose commit the coordinator refuses because a rebalance is under way
+    is rolled back (the member seeks back to its first record), so those records are read
+    again, by this member or the partition's next owner, and still count once."""
 
     def __init__(self, demo: _Demo, name: str, consumer: Any) -> None:
         self.demo, self.name, self.consumer = demo, name, consumer
 
+    def poll_once(self) -> None:
+        from kafkaconsumer.errors import RebalanceInProgressError
+        from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
+
+        batch = list(self.consumer.poll(timeout_ms=200))
+        lag = sum(self.consumer.current_lag(tp) or 0 for tp in self.consumer.assignment())
+        first: dict[TopicPartition, int] = {}
+        upto: dict[TopicPartition, OffsetAndMetadata] = {}
+        for r in batch:
+            tp = TopicPartition(r.topic, r.partition)
+            first.setdefault(tp, r.offset)
+            upto[tp] = OffsetAndMetadata(r.offset + 1)
+        if upto:
+            try:
+                self.consumer.commit_sync(upto, timeout_ms=15_000)
+            except RebalanceInProgressError:
+                for tp, offset in first.items():
+                    self.consumer.seek(tp, offset)
+                batch = []
+        self.demo.record_batch(self.name, batch, lag)
+
+    # ConsumerRebalanceListener: every processed batch is committed already, so a revocation
+    # only has to be shown.
     def on_partitions_revoked(self, revoked: Collection[Any]) -> None:
-        if revoked:
-            self.consumer.commit_sync(timeout_ms=15_000)
         self.demo.set_assignment(self.name, set(self.consumer.assignment()) - set(revoked),
                                  "rebalancing")
 
@@ -163,17 +194,13 @@ def _member(demo: _Demo, name: str) -> None:
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
         "session.timeout.ms": 3000, "heartbeat.interval.ms": 500, "max.poll.records": 500,
         **PROTOCOLS[demo.protocol]})
+    member = _Member(demo, name, consumer)
     try:
         demo.set_assignment(name, (), "joining")
-        consumer.subscribe([demo.topic], listener=_Listener(demo, name, consumer))
+        consumer.subscribe([demo.topic], listener=member)
         stop = demo.stop[name]
         while not stop.is_set():
-            batch = list(consumer.poll(timeout_ms=200))
-            lag = sum(consumer.current_lag(tp) or 0 for tp in consumer.assignment())
-            demo.record_batch(name, batch, lag)
-            if batch:
-                consumer.commit_async()
-        consumer.commit_sync(timeout_ms=15_000)
+            member.poll_once()
         demo.set_assignment(name, (), "leaving")
     except Exception as exc:  # noqa: BLE001 - shown in the view and the summary
         with demo.lock:
@@ -192,7 +219,12 @@ def _produce(demo: _Demo, rate: float) -> None:
     try:
         started = time.monotonic()
         for seq in range(demo.total):
-            # Paced, so that records keep arriving while the group changes.
+            # Paced, so that records keep arriving while the group changes, and held back
+            # while the group is slower than the pace (a broker with slow rebalances).
+            while seq >= demo.total * (demo.phase + 1) // (_CHANGES + 1) and \
+                    time.monotonic() < demo.deadline:
+                time.sleep(0.05)
+                started += 0.05
             ahead = seq / rate - (time.monotonic() - started)
             if ahead > 0.01:
                 time.sleep(ahead)
@@ -276,7 +308,7 @@ def run_demo(bootstrap_servers: str | None = None, records: int = 10_000,
 
 def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -> int:
     threads: dict[str, threading.Thread] = {}
-    deadline = time.monotonic() + timeout_s
+    deadline = demo.deadline = time.monotonic() + timeout_s
     events: list[str] = []
 
     def log(text: str) -> None:
@@ -305,6 +337,8 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
             log(f"{cause}: balanced after {rebalance.ended - rebalance.started:.2f} s")
         else:
             log(f"{cause}: not balanced before the deadline")
+        with demo.lock:
+            demo.phase += 1
 
     # About 15 s of records, so that every membership change happens while they flow.
     producer = threading.Thread(target=_produce, args=(demo, max(records / 15.0, 1.0)),
