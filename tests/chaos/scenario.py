@@ -68,11 +68,15 @@ class Outcome:
 def run_scenario(name: str, *, direct_bootstrap: str, topic: str, configs: list[dict[str, Any]],
                  fault: Callable[[list[Member]], float], rate: float = 150.0,
                  process_s: list[Callable[[], float] | None] | None = None,
-                 recovery_timeout: float = 90.0, observe_s: float = 0.0) -> Outcome:
-    """Run one fault against a group of ``len(configs)`` members (see the module docstring)."""
+                 recovery_timeout: float = 90.0, observe_s: float = 0.0,
+                 member_cls: type[Member] = Member) -> Outcome:
+    """Run one fault against a group of ``len(configs)`` members (see the module docstring).
+
+    ``member_cls`` may be another client's twin of :class:`Member` (benchmarks/chaos_compare.py
+    runs librdkafka through the same scenarios)."""
     ledger = Ledger()
     producer = Producer(direct_bootstrap, topic, ledger, rate=rate)
-    members = [Member(cfg["client_id"], cfg, topic, ledger,
+    members = [member_cls(cfg["client_id"], cfg, topic, ledger,
                       process_s=(process_s or [None] * len(configs))[i])
                for i, cfg in enumerate(configs)]
     producer.start()

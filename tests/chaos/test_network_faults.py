@@ -101,8 +101,41 @@ def test_black_hole_longer_than_session(setup: Any, caplog: pytest.LogCaptureFix
     for r in warnings[:10]:
         print("   ", r.name, r.getMessage()[:160])
     assert cpu < 0.2, f"a spins while cut off: {cpu:.2f} CPU s per s"
+    # The cause is logged at WARNING, rate-limited (one per node and cause per 30 s).
+    assert warnings, "nothing logged at WARNING while the member was cut off"
+    assert len(warnings) <= 8, [r.getMessage() for r in warnings]
     # b and c took a's partitions over, then a came back: the group rebalanced.
     assert any(len(m.assignments) > 1 for m in out.members)
+
+
+# The group APIs, i.e. what only the coordinator connection carries: OffsetCommit, OffsetFetch,
+# JoinGroup, Heartbeat, LeaveGroup, SyncGroup.
+_GROUP_APIS = {8, 9, 11, 12, 13, 14}
+
+
+def test_coordinator_connection_black_holed_longer_than_session(setup: Any) -> None:
+    """Only a's coordinator connection is cut (its fetches go on): the broker expels a after
+    the session, a's commits fail in the meantime, and after the heal a learns it was expelled,
+    rejoins, and the group consumes everything. Records a fetched but could not commit are
+    delivered again to their new owner (as with Java's client, a zombie keeps fetching until
+    it hears from the coordinator): counted, not forbidden."""
+    cluster, topic, group = setup
+    proxy = cluster.proxy(1)
+
+    def fault(members: list[Member]) -> float:
+        proxy.black_hole_apis(_GROUP_APIS)
+        time.sleep(13)
+        proxy.restore()
+        return time.monotonic()
+
+    out = run_scenario("coordinator connection black-holed 13 s > session 10 s", topic=topic,
+                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
+                       configs=_configs(cluster, group))
+    a = out.members[0]
+    out.extra["a's errors"] = len(a.errors)
+    print(out.line(), a.errors[:2])
+    assert len(a.assignments) >= 2, "a never rejoined"
+    assert any(len(m.assignments) > 1 for m in out.members[1:])
 
 
 def _epoch_offset() -> float:

@@ -6,6 +6,7 @@
         proxy.set_latency(200)        # every chunk, both ways, arrives 200 ms late
         proxy.black_hole()            # swallow everything on current and new connections
         proxy.partition()             # hold everything until restore() (TCP rides it out)
+        proxy.black_hole_apis({12})   # swallow the connections that carry heartbeats
         proxy.restore()               # heal: new connections work again
         proxy.cut()                   # reset every open connection (TCP RST)
         proxy.cut_mid_response(10)    # forward 10 bytes of the next broker reply, then reset
@@ -64,6 +65,29 @@ class _Pair:
         self.poisoned = poisoned  # black-holed: never forwards anything again
         self.cut_after: int | None = None
         self.closed = False
+        # Request framing of the client's stream, to learn which APIs a connection carries.
+        self.req_head = b""
+        self.req_skip = 0
+        self.api_keys: set[int] = set()
+
+    def scan_requests(self, data: bytes) -> None:
+        """Note the api key of every request that starts in ``data`` (size, api key, ...)."""
+        pos, end = 0, len(data)
+        while pos < end:
+            if self.req_skip:
+                step = min(self.req_skip, end - pos)
+                self.req_skip -= step
+                pos += step
+                continue
+            need = 6 - len(self.req_head)
+            self.req_head += data[pos:pos + need]
+            pos += need
+            if len(self.req_head) < 6:
+                return
+            size, api_key = struct.unpack(">ih", self.req_head)
+            self.api_keys.add(api_key)
+            self.req_skip = max(0, size - 2)
+            self.req_head = b""
 
 
 class FaultProxy:
@@ -80,6 +104,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._latency_ms = 0.0
         self._black_hole = False
+        self._black_hole_apis: frozenset[int] = frozenset()
         self._partitioned = False
         self._refuse = False
         self._cut_mid_response: int | None = None
@@ -171,6 +196,14 @@ class FaultProxy:
             self._black_hole = on
         self._wake()
 
+    def black_hole_apis(self, api_keys: set[int]) -> None:
+        """Black-hole only the connections that carry (or later send) a request of one of
+        ``api_keys``: e.g. the group APIs, to cut a consumer's coordinator connection while its
+        fetch connections work. :meth:`restore` ends it (the poisoned connections stay dead)."""
+        with self._lock:
+            self._black_hole_apis = frozenset(api_keys)
+        self._wake()
+
     def partition(self, on: bool = True) -> None:
         """Hold every byte in both directions until :meth:`restore` (or ``partition(False)``):
         a network partition that TCP rides out, as retransmissions would. Unlike
@@ -213,6 +246,7 @@ class FaultProxy:
         with self._lock:
             self._latency_ms = 0.0
             self._black_hole = False
+            self._black_hole_apis = frozenset()
             self._partitioned = False
             self._refuse = False
             self._cut_mid_response = None
@@ -383,10 +417,15 @@ class FaultProxy:
                 return
             if pair.poisoned:
                 continue
+            if not to_client:
+                pair.scan_requests(data)
             with self._lock:
                 deliver_at = time.monotonic() + self._latency_ms / 1000.0
-                if self._black_hole:
+                if self._black_hole or (self._black_hole_apis
+                                        and self._black_hole_apis & pair.api_keys):
                     pair.poisoned = True
+                    pair.to_client.clear()
+                    pair.to_upstream.clear()
                     continue
                 if to_client:
                     if self._cut_mid_response is not None:

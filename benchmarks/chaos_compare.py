@@ -1,0 +1,162 @@
+"""Recovery after network faults: kafkaconsumer against librdkafka (confluent-kafka), same faults.
+
+Runs the chaos scenarios of ``tests/chaos/`` (a group of three members committing after every
+batch and on revocation, member ``a`` behind a fault proxy, one Apache Kafka node) once with
+our consumer and once with confluent-kafka's, and prints the recovery time after each heal (until
+every record acknowledged before the heal is consumed), the worst delay of a record, and the
+records delivered twice. Not in CI; numbers are for the report, never asserted.
+
+::
+
+    python -m benchmarks.chaos_compare [--rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Collection
+from typing import Any
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tests.chaos.cluster import ProxiedKafkaCluster  # noqa: E402
+from tests.chaos.scenario import member_config, run_scenario  # noqa: E402
+from tests.chaos.workload import Member  # noqa: E402
+from tests.helpers import unique_name  # noqa: E402
+
+
+class LibrdkafkaMember(Member):
+    """:class:`Member` with confluent-kafka's consumer: same loop, same commits."""
+
+    def run(self) -> None:
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        cfg = self._config
+        consumer = Consumer({
+            "bootstrap.servers": cfg["bootstrap_servers"], "group.id": cfg["group_id"],
+            "client.id": cfg["client_id"], "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "session.timeout.ms": cfg["session_timeout_ms"],
+            "heartbeat.interval.ms": cfg["heartbeat_interval_ms"],
+            "max.poll.interval.ms": cfg["max_poll_interval_ms"],
+            "socket.timeout.ms": cfg["request_timeout_ms"],
+            "reconnect.backoff.ms": cfg["reconnect_backoff_ms"],
+            "reconnect.backoff.max.ms": cfg["reconnect_backoff_max_ms"],
+            "retry.backoff.ms": cfg["retry_backoff_ms"], "log_level": 0})
+        member = self
+
+        def on_revoke(c: Any, partitions: Collection[Any]) -> None:
+            member.revocations += 1
+            try:
+                c.commit(asynchronous=False)
+            except KafkaException as exc:
+                member.errors.append(f"commit on revoke: {exc!r}")
+
+        def on_assign(c: Any, partitions: Collection[Any]) -> None:
+            member.assignments.append(sorted(f"{p.topic}-{p.partition}" for p in partitions))
+
+        try:
+            consumer.subscribe([self._topic], on_assign=on_assign, on_revoke=on_revoke)
+            while not self._halt.is_set():
+                self.cpu_samples.append((time.monotonic(), time.thread_time()))
+                msgs = consumer.consume(num_messages=200, timeout=0.2)
+                offsets: dict[tuple[str, int], int] = {}
+                for m in msgs:
+                    if m.error():
+                        self.errors.append(f"poll: {m.error()}")
+                        continue
+                    self._ledger.on_delivery(self.member, int(m.value()))
+                    offsets[(m.topic(), m.partition())] = m.offset() + 1
+                if offsets:
+                    try:
+                        consumer.commit(offsets=[TopicPartition(t, p, o)
+                                                 for (t, p), o in offsets.items()],
+                                        asynchronous=False)
+                    except KafkaException as exc:
+                        self.errors.append(f"commit: {exc!r}")
+        except BaseException as exc:
+            self.crashed = exc
+        finally:
+            consumer.close()
+
+
+def _faults(cluster: ProxiedKafkaCluster) -> list[tuple[str, dict[str, Any],
+                                                        Callable[[list[Member]], float]]]:
+    proxy = cluster.proxy(1)
+
+    def latency(members: list[Member]) -> float:
+        proxy.set_latency(3000)
+        time.sleep(6)
+        proxy.set_latency(0)
+        return time.monotonic()
+
+    def black_hole(members: list[Member]) -> float:
+        proxy.black_hole()
+        time.sleep(13)
+        proxy.restore()
+        return time.monotonic()
+
+    def partition(members: list[Member]) -> float:
+        proxy.partition()
+        time.sleep(5)
+        proxy.restore()
+        return time.monotonic()
+
+    def resets(members: list[Member]) -> float:
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            before = proxy.accepted
+            proxy.cut_mid_response(after_bytes=200)
+            proxy.wait_for_accepted(before + 1, timeout=3)
+            time.sleep(0.3)
+        return time.monotonic()
+
+    return [("latency 3 s > request timeout 2 s, 6 s", {"request_timeout_ms": 2000}, latency),
+            ("black hole 13 s > session 10 s", {}, black_hole),
+            ("partition 5 s < session 10 s", {}, partition),
+            ("resets mid-response, 6 s", {}, resets)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run every fault with both clients (see the module docstring)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=1)
+    args = ap.parse_args(argv)
+    rows: list[tuple[str, str, float, float, int]] = []
+    with ProxiedKafkaCluster(brokers=1) as cluster:
+        for _ in range(args.rounds):
+            for name, a_extra, fault in _faults(cluster):
+                for client, cls in (("kafkaconsumer", Member), ("librdkafka", LibrdkafkaMember)):
+                    topic = unique_name("cmp")
+                    cluster.create_topic(topic, partitions=6)
+                    group = unique_name("cmp-g")
+                    configs = [member_config(cluster.proxied_bootstrap, group, "a", **a_extra),
+                               member_config(cluster.bootstrap_servers, group, "b"),
+                               member_config(cluster.bootstrap_servers, group, "c")]
+                    try:
+                        out = run_scenario(f"{client}: {name}", topic=topic,
+                                           direct_bootstrap=cluster.bootstrap_servers,
+                                           configs=configs, fault=fault, member_cls=cls)
+                    except AssertionError as exc:
+                        print(f"{client}: {name}: FAILED {exc}", flush=True)
+                        rows.append((name, client, float("nan"), float("nan"), -1))
+                    else:
+                        print(out.line(), flush=True)
+                        rows.append((name, client, out.recovery_s, out.worst_delay_s,
+                                     len(out.duplicates)))
+                    finally:
+                        cluster.restore_proxies()
+    print("\n| fault | client | recovery after heal (s) | worst record delay (s) | twice |")
+    print("|---|---|---|---|---|")
+    for name, client, rec, worst, dup in rows:
+        print(f"| {name} | {client} | {rec:.2f} | {worst:.2f} | {dup} |")
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "chaos-compare"
+    main()
