@@ -128,9 +128,11 @@ def test_coordinator_connection_black_holed_longer_than_session(setup: Any) -> N
         proxy.restore()
         return time.monotonic()
 
+    # Observed 12 s past the heal: a's dead coordinator connection costs it a
+    # request.timeout.ms (5 s) to notice, then it rediscovers the coordinator and rejoins.
     out = run_scenario("coordinator connection black-holed 13 s > session 10 s", topic=topic,
                        direct_bootstrap=cluster.bootstrap_servers, fault=fault,
-                       configs=_configs(cluster, group))
+                       configs=_configs(cluster, group), observe_s=12)
     a = out.members[0]
     out.extra["a's errors"] = len(a.errors)
     print(out.line(), a.errors[:2])
