@@ -106,7 +106,11 @@ def _apache() -> Iterator[BrokerInfo]:
 def _docker() -> Iterator[BrokerInfo]:
     from testcontainers.kafka import KafkaContainer  # type: ignore[import-untyped]
 
-    with KafkaContainer("apache/kafka:3.7.0") as kafka:
+    kafka = KafkaContainer("apache/kafka:3.7.0")
+    # The tests' 3 s sessions and immediate first rebalances, as on the broker started here.
+    kafka.with_env("KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", "500")
+    kafka.with_env("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
+    with kafka:
         yield BrokerInfo(kafka.get_bootstrap_server(), "docker-kafka", "3.7.0")
 
 
