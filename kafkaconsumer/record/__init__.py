@@ -16,15 +16,17 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer.record import _pyrecords
 from kafkaconsumer.record._common import (
     AbortedTransactions,
     ControlRecord,
     DecodeResult,
-    next_offset_after_batches,
     parse_control_record,
+)
+from kafkaconsumer.record._common import (
+    next_offset_after_batches as _py_next_offset,
 )
 from kafkaconsumer.record._pyrecords import BatchInfo, iter_batches
 from kafkaconsumer.record.codecs import set_decompression_limits
@@ -80,6 +82,10 @@ else:
 #: read_committed=False, aborted_transactions=None) -> DecodeResult`` of the active
 #: implementation.
 decode_fetched_records: Callable[..., DecodeResult] = _impl.decode_fetched_records
+#: ``next_offset_after_batches(data) -> int | None``: where fetched ``data``'s complete v2
+#: batches end, from their headers alone (the extension's C loop when it is active).
+next_offset_after_batches: Callable[[Any], int | None] = getattr(
+    _impl, "next_offset_after_batches", _py_next_offset)
 
 __all__ = [
     "USING_EXTENSION",

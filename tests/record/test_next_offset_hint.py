@@ -39,3 +39,14 @@ def test_no_hint_without_a_complete_batch_or_for_legacy_messages() -> None:
     assert next_offset_after_batches(encode_legacy_message_set(_records(2), magic=1)) is None
     assert next_offset_after_batches(one + encode_legacy_message_set(_records(1), magic=1,
                                                                       base_offset=2)) is None
+
+
+def test_the_extension_and_the_pure_scan_agree() -> None:
+    ext = pytest.importorskip("kafkaconsumer.record._crecords")
+    from kafkaconsumer.record._common import next_offset_after_batches as pure
+
+    v2 = encode_batch(_records(3), base_offset=7) + encode_batch(_records(2), base_offset=10)
+    legacy = encode_legacy_message_set(_records(1), magic=1, base_offset=12)
+    cases = [b"", v2, v2[:-1], v2[:20], v2 + legacy, legacy, bytearray(v2), memoryview(v2)]
+    for data in cases:
+        assert ext.next_offset_after_batches(data) == pure(data)
