@@ -227,3 +227,17 @@ def test_bogus_size_on_ready_connection_closes_and_recovers(broker: Any) -> None
                 assert time.monotonic() < deadline, f"never recovered: {fut.exception!r}"
         finally:
             cnc.close()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)  # the secure_kafka fixture may start a broker
+def test_plaintext_client_against_kafkas_own_ssl_listener(secure_kafka: Any,
+                                                          caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
+    """Apache Kafka's SSL listener meets a PLAINTEXT client: the error says TLS, quickly, and
+    nothing like the alert's 336 MiB "size" is allocated."""
+    error, took, peak = _fail_against(secure_kafka.ssl_bootstrap.split(",")[0], caplog)
+    text = str(error)
+    assert "TLS" in text or "SSL" in text, text
+    assert took < 10
+    assert peak < _ALLOCATION_BOUND, peak
