@@ -785,6 +785,56 @@ GOLDENS: list[Golden] = [
                 "assignment": {"topic_partitions": [
                     {"topic_id": TOPIC_UUID, "topic_name": "t", "partitions": [0]}]},
                 "target_assignment": {"topic_partitions": []},
+                "member_type": -1,
+            }],
+            "authorized_operations": -2147483648,
+        }],
+    }),
+    G(69, 1, "response", h(
+        "00000000",                 # throttle_time_ms 0
+        "02",                       # groups: 1 element
+        "0000",                     #   error_code 0
+        "00",                       #   error_message null
+        "04 677270",                #   group_id "grp"
+        "07 537461626c65",          #   group_state "Stable"
+        "00000003",                 #   group_epoch 3
+        "00000003",                 #   assignment_epoch 3
+        "08 756e69666f726d",        #   assignor_name "uniform"
+        "02",                       #   members: 1 element
+        "03 6d31",                  #     member_id "m1"
+        "00",                       #     instance_id null
+        "00",                       #     rack_id null
+        "00000003",                 #     member_epoch 3
+        "02 63",                    #     client_id "c"
+        "0b 2f3132372e302e302e31",  #     client_host "/127.0.0.1"
+        "02 02 74",                 #     subscribed_topic_names ["t"]
+        "00",                       #     subscribed_topic_regex null
+        "02",                       #     assignment.topic_partitions: 1 element
+        _UUID_HEX,                  #       topic_id
+        "02 74",                    #       topic_name "t"
+        "02 00000000",              #       partitions [0]
+        "00",                       #       element tags
+        "00",                       #     assignment tags
+        "01",                       #     target_assignment.topic_partitions: empty
+        "00",                       #     target_assignment tags
+        "01",                       #     member_type 1 (consumer member, v1+)
+        "00",                       #     member tags
+        "80000000",                 #   authorized_operations INT32_MIN
+        "00",                       #   group tags
+        "00",                       # body tags
+    ), {
+        "throttle_time_ms": 0,
+        "groups": [{
+            "error_code": 0, "error_message": None, "group_id": "grp", "group_state": "Stable",
+            "group_epoch": 3, "assignment_epoch": 3, "assignor_name": "uniform",
+            "members": [{
+                "member_id": "m1", "instance_id": None, "rack_id": None, "member_epoch": 3,
+                "client_id": "c", "client_host": "/127.0.0.1", "subscribed_topic_names": ["t"],
+                "subscribed_topic_regex": None,
+                "assignment": {"topic_partitions": [
+                    {"topic_id": TOPIC_UUID, "topic_name": "t", "partitions": [0]}]},
+                "target_assignment": {"topic_partitions": []},
+                "member_type": 1,
             }],
             "authorized_operations": -2147483648,
         }],

@@ -443,11 +443,12 @@ _CGD_ASSIGNMENT = Struct(
 )
 
 
-#: ConsumerGroupDescribe (key 69): describes KIP-848 consumer groups.
+#: ConsumerGroupDescribe (key 69): describes KIP-848 consumer groups. v1 adds each member's
+#: type (KIP-1099: a classic member of a group being upgraded, or a consumer member).
 CONSUMER_GROUP_DESCRIBE = Api(
     69,
     "ConsumerGroupDescribe",
-    "0",
+    "0-1",
     "0+",
     request=[
         Field("group_ids", "[]string"),
@@ -478,6 +479,8 @@ CONSUMER_GROUP_DESCRIBE = Api(
                         Field("subscribed_topic_regex", "string", nullable="0+", default=None),
                         Field("assignment", _CGD_ASSIGNMENT),
                         Field("target_assignment", _CGD_ASSIGNMENT),
+                        # -1 unknown, 0 classic member, 1 consumer member.
+                        Field("member_type", "int8", "1+", default=-1, ignorable=True),
                     ],
                 ),
                 Field("authorized_operations", "int32", default=_AUTHORIZED_OPERATIONS_UNKNOWN),
