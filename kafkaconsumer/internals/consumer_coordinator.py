@@ -10,7 +10,13 @@ Mirrors Java's ``ConsumerCoordinator``. On top of :class:`AbstractCoordinator` i
 - commits offsets (sync, async with ordered callbacks, auto-commit) and fetches committed ones;
 - watches metadata so that new matching topics, partition count changes and deleted topics
   trigger a rebalance;
-- implements KIP-983 (``to_be_revoked``, ``lost_partitions``, ``delay_revoke``).
+- implements KIP-983 (``to_be_revoked``, ``lost_partitions``, ``delay_revoke``);
+- with ``group.protocol=consumer`` (KIP-848) replaces JoinGroup/SyncGroup/Heartbeat with
+  ConsumerGroupHeartbeat: the broker assigns, the heartbeat thread
+  (:class:`~kafkaconsumer.internals.consumer_heartbeat_request_manager.ConsumerHeartbeatRequestManager`)
+  keeps the membership (:class:`~kafkaconsumer.internals.consumer_membership_manager.ConsumerMembershipManager`),
+  and ``poll()`` reconciles: revoke (auto-commit, listener), assign (listener), then the next
+  heartbeat acknowledges. Commits carry the member epoch.
 
 KIP-983 mode. By default a cooperative revocation completes inside the ``poll()`` that learns
 of it, as in Java. The first call to :meth:`ConsumerCoordinator.to_be_revoked`,
@@ -27,6 +33,7 @@ import collections
 import dataclasses
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -46,6 +53,15 @@ from kafkaconsumer.internals.assignors import (
     common_protocol,
     resolve_assignors,
     validate_cooperative_assignment,
+)
+from kafkaconsumer.internals.consumer_heartbeat_request_manager import (
+    CONSUMER_GROUP_HEARTBEAT,
+    ConsumerHeartbeatRequestManager,
+)
+from kafkaconsumer.internals.consumer_membership_manager import (
+    ConsumerMembershipManager,
+    ConsumerMemberState,
+    resolve,
 )
 from kafkaconsumer.internals.consumer_protocol import (
     PROTOCOL_TYPE,
@@ -69,6 +85,30 @@ from kafkaconsumer.utils.timer import Timer
 logger = logging.getLogger(__name__)
 
 __all__ = ["ConsumerCoordinator", "OffsetCommitCallback"]
+
+#: Keys that only one group protocol reads (Java warns when they are set for the other one).
+_CLASSIC_ONLY_KEYS = ("partition.assignment.strategy", "session.timeout.ms",
+                      "heartbeat.interval.ms")
+_CONSUMER_ONLY_KEYS = ("group.remote.assignor",)
+_warned_keys: set[tuple[str, str]] = set()
+
+
+def _is_set(config: Mapping[str, Any], key: str) -> bool:
+    is_set = getattr(config, "is_set", None)
+    if callable(is_set):
+        return bool(is_set(key))
+    return key in config or key.replace(".", "_") in config
+
+
+def _warn_keys_of_other_protocol(config: Mapping[str, Any], protocol: str) -> None:
+    """Warn once per key and protocol when a key of the other group protocol is set."""
+    keys = _CLASSIC_ONLY_KEYS if protocol == "consumer" else _CONSUMER_ONLY_KEYS
+    for key in keys:
+        if _is_set(config, key) and (protocol, key) not in _warned_keys:
+            _warned_keys.add((protocol, key))
+            logger.warning("%s is set but has no effect with group.protocol=%s (it only applies "
+                           "to group.protocol=%s)", key, protocol,
+                           "classic" if protocol == "consumer" else "consumer")
 
 _OFFSET_COMMIT = 8
 _OFFSET_FETCH = 9
@@ -114,11 +154,17 @@ class ConsumerCoordinator(AbstractCoordinator):
         super().__init__(GroupRebalanceConfig.from_config(config), client, time=time,
                          heartbeat=heartbeat)
         self.config = config
-        if str(_cfg(config, "group.protocol", "classic")).lower() == "consumer":
-            # Refused rather than silently joining with the classic protocol.
-            raise Errors.ConfigError(
-                "group.protocol=consumer (KIP-848) is not available in this version of the "
-                "client; use group.protocol=classic")
+        self.group_protocol = str(_cfg(config, "group.protocol", "classic")).lower()
+        self.membership: ConsumerMembershipManager | None = None
+        self._hb_manager: ConsumerHeartbeatRequestManager | None = None
+        if self.group_protocol == "consumer":
+            self.membership = ConsumerMembershipManager(
+                self.rebalance_config.group_id,
+                group_instance_id=self.rebalance_config.group_instance_id,
+                rack_id=self.rebalance_config.client_rack,
+                rebalance_timeout_ms=self.rebalance_config.rebalance_timeout_ms,
+                server_assignor=_cfg(config, "group.remote.assignor", None) or None)
+        _warn_keys_of_other_protocol(config, self.group_protocol)
         self.subscriptions = subscriptions
         self.metadata = metadata
         self.interceptors = interceptors
@@ -275,6 +321,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         polls again; :meth:`time_to_next_poll` says when). Raises the heartbeat thread's stored
         failure, fatal join errors and exceptions from the rebalance listener.
         """
+        if self.membership is not None:
+            return self._poll_consumer_protocol(timer, self.membership)
         if wait_for_join_group is None:
             wait_for_join_group = not self.subscriptions.assigned_partitions()
         self.maybe_update_subscription_metadata()
@@ -310,6 +358,8 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def time_to_next_poll(self, now_ms: int) -> int:
         """How long the consumer may block before the coordinator needs attention."""
+        if self.membership is not None:
+            return self._time_to_next_poll_consumer_protocol(now_ms, self.membership)
         wait = self.time_to_next_heartbeat(now_ms)
         with self._lock:
             join = self.join_future
@@ -341,6 +391,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         if not self.subscriptions.has_auto_assigned_partitions():
             raise Errors.IllegalStateError(
                 "Tried to force a rebalance but consumer does not have a group.")
+        if self.membership is not None:
+            # As Java: the broker decides when to rebalance under the consumer protocol.
+            logger.warning("enforce_rebalance() is not supported with group.protocol=consumer; "
+                           "ignored")
+            return
         self.request_rejoin(reason or _DEFAULT_REASON)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
@@ -668,6 +723,16 @@ class ConsumerCoordinator(AbstractCoordinator):
         due = due & set(self.subscriptions.assigned_partitions())
         if not due:
             return
+        if self.membership is not None:
+            with self._lock:
+                in_group = self.membership.state.in_group()
+            exc = (self.invoke_partitions_revoked(due) if in_group
+                   else self.invoke_partitions_lost(due))
+            remaining = set(self.subscriptions.assigned_partitions()) - due
+            self.subscriptions.assign_from_subscribed(sorted(remaining))
+            if exc is not None:
+                raise exc
+            return
         with self._lock:
             generation = self.generation
             state = self.state
@@ -702,6 +767,16 @@ class ConsumerCoordinator(AbstractCoordinator):
         gen = self.generation_snapshot()
         dropped = set(self.subscriptions.assigned_partitions())
         self.revocations.clear()
+        if self.membership is not None:
+            with self._lock:
+                in_group = self.membership.state.in_group()
+            if self.subscriptions.has_auto_assigned_partitions() and dropped:
+                exc = (self.invoke_partitions_revoked(dropped) if in_group
+                       else self.invoke_partitions_lost(dropped))
+                self.subscriptions.assign_from_subscribed(())
+                if exc is not None:
+                    raise exc
+            return
         if self.subscriptions.has_auto_assigned_partitions() and dropped:
             if (gen.generation_id == NO_GENERATION.generation_id
                     or gen.member_id == NO_GENERATION.member_id or self.rebalance_in_progress()):
@@ -730,7 +805,10 @@ class ConsumerCoordinator(AbstractCoordinator):
                 self.maybe_auto_commit_offsets_sync(timer)
             self._invoke_pending_async_commits(timer)
         finally:
-            super().close(timer, leave_group)
+            if self.membership is not None:
+                self._close_consumer_protocol(timer, leave_group)
+            else:
+                super().close(timer, leave_group)
 
     # ======================================================================== commits
     def _pending_async(self) -> bool:
@@ -1000,6 +1078,17 @@ class ConsumerCoordinator(AbstractCoordinator):
                     else:
                         future.failure(self._commit_failed())
                     return
+                if code == Errors.StaleMemberEpochError.errno:
+                    # Consumer protocol: a heartbeat moved our epoch on since the commit was
+                    # built. While still in the group, retry with the new epoch (a sync commit
+                    # does); once out of it, the group has moved on.
+                    if self.generation_if_stable() is not None:
+                        future.failure(Errors.RetriableCommitFailedError(
+                            f"offset commit of {tp} carried a stale member epoch "
+                            f"({sent.generation_id}); retry with the current one"))
+                    else:
+                        future.failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
+                    return
                 if code == Errors.RebalanceInProgressError.errno:
                     # Only possible between JoinGroup and SyncGroup: rejoin, keep the generation.
                     self.request_rejoin("offset commit failed since group is already rebalancing")
@@ -1246,3 +1335,258 @@ class ConsumerCoordinator(AbstractCoordinator):
                 logger.info("setting offset for partition %s to the committed offset %s", tp,
                             om.offset)
         return True
+
+    # ============================================= consumer group protocol (KIP-848)
+    def heartbeat_subscription(self) -> tuple[list[str] | None, str | None]:
+        """What the next ConsumerGroupHeartbeat subscribes to: (topic names, broker regex).
+
+        A ``re`` pattern is matched locally against the metadata and sent as names, as the
+        Java client does for a ``java.util.regex.Pattern``.
+        """
+        return sorted(self.subscriptions.subscription()), None
+
+    def broker_description(self) -> str:
+        """The coordinator broker, for error messages."""
+        node = self.coordinator
+        if node is None:
+            return "the group coordinator"
+        # Group traffic uses the connection id 2**31 - 1 - broker id.
+        return f"the group coordinator (broker {2**31 - 1 - node})"
+
+    def on_new_target(self) -> None:
+        """Heartbeat thread (lock held): a new target or a fencing awaits the user's thread."""
+        logger.debug("group %s: membership needs the user's thread (state %s)",
+                     self.rebalance_config.group_id,
+                     self.membership.state.value if self.membership is not None else "-")
+
+    def _start_heartbeat_manager_if_needed(self) -> ConsumerHeartbeatRequestManager:
+        with self._lock:
+            manager = self._hb_manager
+            if manager is None or (manager.closed and not self._closed):
+                assert self.membership is not None
+                manager = ConsumerHeartbeatRequestManager(self, self.membership)
+                self._hb_manager = manager
+                manager.start()
+            return manager
+
+    def _poll_consumer_protocol(self, timer: Timer, m: ConsumerMembershipManager) -> bool:
+        self.maybe_update_subscription_metadata()
+        self.invoke_completed_offset_commit_callbacks()
+        if not self.subscriptions.has_auto_assigned_partitions():
+            self.maybe_auto_commit_offsets_async(timer.current_time_ms)
+            return True
+        with self._lock:
+            manager = self._hb_manager
+            error: BaseException | None = None
+            if manager is not None:
+                manager.poll(timer.current_time_ms)
+                error, manager.error = manager.error, None
+            fatal = m.fatal_error if m.state is ConsumerMemberState.FATAL else None
+        if fatal is not None:
+            raise fatal
+        if error is not None:
+            raise error
+        if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
+            return False
+        manager = self._start_heartbeat_manager_if_needed()
+        with self._lock:
+            state = m.state
+            if state in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.LEAVING):
+                m.transition_to_joining()
+                manager.request_heartbeat()
+            elif (m.sent is not None and m.sent.subscribed_topic_names is not None
+                  and tuple(self.heartbeat_subscription()[0] or ()) != m.sent.subscribed_topic_names):
+                # Tell the broker about the new subscription now, not at the next interval.
+                manager.request_heartbeat()
+        if state in (ConsumerMemberState.FENCED, ConsumerMemberState.STALE):
+            self._release_lost_and_rejoin(m, manager)
+        self._maybe_reconcile(m, manager)
+        self.maybe_auto_commit_offsets_async(timer.current_time_ms)
+        return True
+
+    def _release_lost_and_rejoin(self, m: ConsumerMembershipManager,
+                                 manager: ConsumerHeartbeatRequestManager) -> None:
+        """Fenced or stale: others may own our partitions now; give them up as lost, rejoin."""
+        lost = set(self.subscriptions.assigned_partitions())
+        self.revocations.clear()
+        exc = self.invoke_partitions_lost(lost) if lost else None
+        self.subscriptions.assign_from_subscribed(())
+        with self._lock:
+            m.transition_to_joining()
+            manager.request_heartbeat()
+        if exc is not None:
+            raise exc
+
+    def _topic_ids_of(self, partitions: Iterable[TopicPartition]) -> dict[Any, frozenset[int]]:
+        cluster = self.metadata.cluster
+        out: dict[Any, set[int]] = {}
+        for tp in partitions:
+            tid = cluster.topic_id(tp.topic)
+            if tid is not None:
+                out.setdefault(tid, set()).add(tp.partition)
+        return {tid: frozenset(parts) for tid, parts in out.items()}
+
+    def _maybe_reconcile(self, m: ConsumerMembershipManager,
+                         manager: ConsumerHeartbeatRequestManager) -> None:
+        """Move towards the broker's target: revoke (commit, listener), assign, acknowledge.
+
+        Runs on the user's thread in poll(), outside every lock. Topics of the target whose
+        names the metadata does not know yet stay pending (a metadata refresh is requested) and
+        are reconciled once they resolve.
+        """
+        with self._lock:
+            if not m.reconciliation_pending() or m.target is None:
+                return
+            target = dict(m.target)
+            acked = dict(m.current)
+        cluster = self.metadata.cluster
+        names = {tid: cluster.topic_name(tid) for tid in target}
+        resolved, unresolved = resolve(target, {t: n for t, n in names.items() if n is not None})
+        if unresolved:
+            logger.debug("group %s: assignment names topic ids %s not in the metadata yet",
+                         self.rebalance_config.group_id, sorted(map(str, unresolved)))
+            self.metadata.request_update()
+        owned = set(self.subscriptions.assigned_partitions())
+        pending_revoke = self.revocations.to_be_revoked() if self.kip983_enabled else set()
+        revoked = owned - resolved
+        added = resolved - owned
+        if revoked and self.kip983_enabled:
+            # KIP-983: the revocation completes at the start of a later poll (begin_poll);
+            # nothing is acknowledged before it has.
+            new = revoked - pending_revoke
+            if new:
+                self.subscriptions.mark_pending_revocation(new)
+                self.revocations.request_revoke(new)
+                logger.info("group %s: partitions %s will be revoked at the next poll",
+                            self.rebalance_config.group_id, sorted(new))
+            return
+        first_exc: BaseException | None = None
+        if revoked:
+            # Stop fetching them, commit what was consumed, then tell the listener.
+            self.subscriptions.mark_pending_revocation(revoked)
+            if self.auto_commit_enabled:
+                self.maybe_auto_commit_offsets_sync(
+                    self.time.timer(self.rebalance_config.request_timeout_ms))
+            first_exc = self.invoke_partitions_revoked(revoked)
+            self.subscriptions.assign_from_subscribed(sorted(owned - revoked))
+        new_owned = (owned - revoked) | added
+        owned_ids = self._topic_ids_of(new_owned)
+        if not revoked and not added and owned_ids == acked:
+            return
+        self._maybe_update_joined_subscription(new_owned)
+        self.subscriptions.assign_from_subscribed(sorted(new_owned))
+        if self.auto_commit_enabled:
+            self.next_auto_commit_timer.update_and_reset(self.auto_commit_interval_ms)
+        assign_exc = self.invoke_partitions_assigned(added)
+        first_exc = first_exc or assign_exc
+        with self._lock:
+            m.complete_reconciliation(owned_ids)
+            self._group_metadata = ConsumerGroupMetadata(
+                self.rebalance_config.group_id, m.member_epoch, m.member_id,
+                self.rebalance_config.group_instance_id)
+            manager.request_heartbeat()
+        logger.info("group %s: reconciled assignment at epoch %d: %s (added %s, revoked %s)",
+                    self.rebalance_config.group_id, m.member_epoch,
+                    sorted(map(str, new_owned)), sorted(map(str, added)),
+                    sorted(map(str, revoked)))
+        if first_exc is not None:
+            raise first_exc
+
+    def _time_to_next_poll_consumer_protocol(self, now_ms: int,
+                                             m: ConsumerMembershipManager) -> int:
+        with self._lock:
+            state = m.state
+        if not self.subscriptions.has_auto_assigned_partitions():
+            wait = 2**31
+        elif state in (ConsumerMemberState.STABLE, ConsumerMemberState.UNSUBSCRIBED):
+            # A new target arrives with a heartbeat answer on the heartbeat thread; look soon.
+            wait = 100
+        else:
+            wait = _JOIN_ATTENTION_MS
+        if self.auto_commit_enabled and state is ConsumerMemberState.STABLE:
+            self.next_auto_commit_timer.update(now_ms)
+            wait = min(wait, self.next_auto_commit_timer.remaining_ms)
+        return wait
+
+    def generation_if_stable(self) -> Generation | None:
+        """Classic: the generation when STABLE. Consumer protocol: (member epoch, member id)
+        while the member holds a valid epoch, which commits carry."""
+        if self.membership is None:
+            return super().generation_if_stable()
+        with self._lock:
+            m = self.membership
+            if m.state.in_group() and m.member_epoch > 0:
+                return Generation(m.member_epoch, m.member_id, None)
+            return None
+
+    def rebalance_in_progress(self) -> bool:
+        """Classic: JoinGroup/SyncGroup outstanding. Consumer protocol: joining."""
+        if self.membership is None:
+            return super().rebalance_in_progress()
+        with self._lock:
+            return self.membership.state is ConsumerMemberState.JOINING
+
+    def member_id(self) -> str:
+        """Our member id ("" before the first join with the classic protocol)."""
+        if self.membership is None:
+            return super().member_id()
+        with self._lock:
+            return self.membership.member_id
+
+    def maybe_leave_group(self, reason: str, force_static: bool = False) -> Future[None] | None:
+        """Classic: LeaveGroup. Consumer protocol: a heartbeat with epoch -1 (-2 for a static
+        member, which keeps its partitions for the session timeout unless ``force_static``)."""
+        m = self.membership
+        if m is None:
+            return super().maybe_leave_group(reason, force_static)
+        future: Future[None] | None = None
+        with self._lock:
+            active = m.state not in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.FATAL,
+                                     ConsumerMemberState.STALE)
+            node = self.check_and_get_coordinator()
+            if active and node is not None:
+                epoch = m.transition_to_leaving()
+                if force_static:
+                    epoch = -1
+                logger.info("group %s: member %s leaving the group (epoch %d) due to %s",
+                            self.rebalance_config.group_id, m.member_id, epoch, reason)
+                request = self._send(node, CONSUMER_GROUP_HEARTBEAT, m.build_leave_heartbeat(epoch))
+                left: Future[None] = Future()
+
+                def done(_value: Any) -> None:
+                    with self._lock:
+                        if m.state is ConsumerMemberState.LEAVING:
+                            m.transition_to_unsubscribed()
+                    left.complete_if_pending(None)
+
+                request.add_both(done)
+                future = left
+            else:
+                m.transition_to_unsubscribed()
+        if future is not None:
+            self._client_poll_no_wakeup()
+        return future
+
+    def _close_heartbeat_thread(self, timeout_s: float | None = None) -> None:
+        with self._lock:
+            manager = self._hb_manager
+            self._hb_manager = None
+        if manager is not None:
+            manager.close()
+            if manager is not threading.current_thread():
+                manager.join(timeout_s)
+        super()._close_heartbeat_thread(timeout_s)
+
+    def _close_consumer_protocol(self, timer: Timer, leave_group: bool | None) -> None:
+        self._close_heartbeat_thread(max(0.1, timer.remaining_ms / 1000.0))
+        with self._lock:
+            self._closed = True
+        future = None
+        try:
+            if leave_group is not False and self.rebalance_config.leave_group_on_close:
+                self.on_leave_prepare()
+        finally:
+            if leave_group is not False:
+                future = self.maybe_leave_group("the consumer is being closed",
+                                                force_static=leave_group is True)
+            self._await_pending_requests(timer, future)

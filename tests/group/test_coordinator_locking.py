@@ -179,7 +179,3 @@ def test_complete_if_pending_has_one_winner() -> None:
     assert not done.complete_if_pending(3) and done.value == 1
 
 
-
-def test_consumer_group_protocol_is_refused_not_ignored(cluster: FakeCluster) -> None:
-    with pytest.raises(Errors.ConfigError, match="group.protocol"):
-        Stack(cluster.bootstrap_servers, "g-kip848", group_protocol="consumer")
