@@ -1,27 +1,32 @@
-"""Rebalance cost: a second member joins a busy group, eager vs cooperative, three clients.
+"""Rebalance cost: a member joins or leaves a busy group; eager, cooperative and KIP-848.
 
-Scenario (the same for every client and protocol): a producer writes one record to each of the
-``--partitions`` partitions every 10 ms. Member A subscribes and consumes everything. After a
-warm-up, member B subscribes to the same group. We record when each record is delivered and to
-whom, then report:
+Scenarios (the same for every client and protocol): a producer writes one record to each of the
+``--partitions`` partitions every 10 ms. ``join``: member A subscribes and consumes everything;
+after a warm-up, member B subscribes to the same group. ``leave``: A and B share the partitions;
+after a warm-up, B closes (leaving the group). We record when each record is delivered and to
+whom, then report, from B's ``subscribe`` (join) or ``close`` (leave):
 
-* ``settle s``: time from B's ``subscribe`` until every partition is consumed again without a
-  gap by its final owner (a partition counts as consumed again from the start of its last
-  gap-free run, gaps being pauses longer than ``--gap-ms``);
-* ``kept recs``: records A delivered, between B's subscribe and the settle time, from the
-  partitions A kept (those a cooperative rebalance need not stop);
+* ``settle s``: time until every partition is consumed again without a gap by its final owner
+  (a partition counts as consumed again from the start of its last gap-free run, gaps being
+  pauses longer than ``--gap-ms``);
+* ``kept recs``: records A delivered until the settle time from the partitions A kept (those
+  an incremental rebalance need not stop);
 * ``kept max gap s``: the longest pause on those kept partitions in that window (an eager
-  rebalance stops them all; a cooperative one should not).
+  rebalance stops them all; a cooperative one, or the consumer protocol, should not).
 
-Clients: this one (``kafkaconsumer``), kafka-python and confluent-kafka, each with ``range``
-(eager) and ``cooperative-sticky``, all with the same session/heartbeat settings and
-auto-commit on. Against the embedded Tansu broker unless ``--broker`` says otherwise
-(``apache`` starts Apache Kafka, or the bootstrap servers of a running cluster)::
+Clients: this one (``kafkaconsumer``), kafka-python and confluent-kafka, with ``range``
+(eager) and ``cooperative-sticky`` (classic protocol, same session/heartbeat settings), and
+``consumer`` (KIP-848, ``group.protocol=consumer``: the broker assigns and sets the heartbeat
+interval; not in kafka-python). Auto-commit is on. Against the embedded Tansu broker unless
+``--broker`` says otherwise (``apache`` starts Apache Kafka, or the bootstrap servers of a
+running cluster); Tansu has no consumer protocol, so use Apache Kafka 4.x for it::
 
     python benchmarks/rebalance.py
     python benchmarks/rebalance.py --clients kafkaconsumer --after 15
     python benchmarks/rebalance.py --broker apache
-    python benchmarks/rebalance.py --broker 127.0.0.1:9092
+    python benchmarks/rebalance.py --broker 127.0.0.1:9092 --clients kafkaconsumer,confluent-kafka \
+        --protocols range,cooperative-sticky,consumer --scenarios join,leave \
+        --consumer-heartbeat-interval-ms 300
 
 A timing is a benchmark, never a test assertion. Tansu answers every JoinGroup round only after
 about half the session timeout, so absolute times there are dominated by the broker.
@@ -42,7 +47,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.brokers import add_broker_arguments, bench_broker, choice  # noqa: E402
 
 CLIENTS = ("kafkaconsumer", "kafka-python", "confluent-kafka")
-PROTOCOLS = ("range", "cooperative-sticky")
+PROTOCOLS = ("range", "cooperative-sticky", "consumer")
+SCENARIOS = ("join", "leave")
 
 Event = tuple[float, str, int]  # (monotonic time, member, partition)
 
@@ -66,13 +72,16 @@ def _ours(bootstrap: str, group: str, topic: str, protocol: str, name: str, log:
     def loop(stop: threading.Event) -> None:
         from kafkaconsumer.consumer import KafkaConsumer
 
+        group_settings: dict[str, Any] = {"group.protocol": "consumer"}
+        if protocol != "consumer":
+            group_settings = {"partition.assignment.strategy": protocol,
+                              "internal.cooperative.rejoin.delay.ms":
+                                  settings.get("_rejoin_delay_ms", 0),
+                              **{k: v for k, v in settings.items() if not k.startswith("_")}}
         c = KafkaConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                           "client.id": name, "partition.assignment.strategy": protocol,
-                           "auto.offset.reset": "latest", "enable.auto.commit": True,
-                           "auto.commit.interval.ms": 1000,
-                           "internal.cooperative.rejoin.delay.ms":
-                               settings.get("_rejoin_delay_ms", 0),
-                           **{k: v for k, v in settings.items() if not k.startswith("_")}})
+                           "client.id": name, "auto.offset.reset": "latest",
+                           "enable.auto.commit": True, "auto.commit.interval.ms": 1000,
+                           **group_settings})
         c.subscribe([topic])
         while not stop.is_set():
             records = c.poll(100)
@@ -110,11 +119,13 @@ def _confluent(bootstrap: str, group: str, topic: str, protocol: str, name: str,
     def loop(stop: threading.Event) -> None:
         from confluent_kafka import Consumer
 
+        group_settings: dict[str, Any] = {"group.protocol": "consumer"}
+        if protocol != "consumer":
+            group_settings = {"partition.assignment.strategy": protocol,
+                              **{k: v for k, v in settings.items() if not k.startswith("_")}}
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
-                      "partition.assignment.strategy": protocol,
                       "auto.offset.reset": "latest", "enable.auto.commit": True,
-                      "auto.commit.interval.ms": 1000,
-                      **{k: v for k, v in settings.items() if not k.startswith("_")}})
+                      "auto.commit.interval.ms": 1000, **group_settings})
         c.subscribe([topic])
         while not stop.is_set():
             msgs = c.consume(500, 0.1)
@@ -154,8 +165,13 @@ def _create_topic(bootstrap: str, partitions: int) -> str:
     return topic
 
 
-def analyse(events: list[Event], t0: float, partitions: int, gap_s: float) -> dict[str, Any]:
-    """Settle time, records and longest gap on the partitions A kept (see module doc)."""
+def analyse(events: list[Event], t0: float, partitions: int, gap_s: float,
+            kept_before: set[int] | None = None) -> dict[str, Any]:
+    """Settle time, records and longest gap on the partitions A kept (see module doc).
+
+    ``kept_before``: the partitions A owned before t0 (leave scenario); None (join scenario):
+    A's partitions at the end.
+    """
     by_part: dict[int, list[tuple[float, str]]] = {p: [] for p in range(partitions)}
     for t, member, p in sorted(events):
         by_part[p].append((t, member))
@@ -177,7 +193,8 @@ def analyse(events: list[Event], t0: float, partitions: int, gap_s: float) -> di
             start = evs[0][0]
         settle_at[p] = max(start, t0)
     end = max(settle_at.values())
-    kept = [p for p in range(partitions) if owner[p] == "A"]
+    kept = [p for p in range(partitions) if owner[p] == "A"
+            and (kept_before is None or p in kept_before)]
     kept_recs = 0
     max_gap = 0.0
     for p in kept:
@@ -191,8 +208,9 @@ def analyse(events: list[Event], t0: float, partitions: int, gap_s: float) -> di
 
 
 def run_scenario(bootstrap: str, client: str, protocol: str, partitions: int, warmup_s: float,
-                 after_s: float, gap_s: float, settings: dict[str, int]) -> dict[str, Any]:
-    """One client, one protocol: A alone, then B joins; returns the analysis."""
+                 after_s: float, gap_s: float, settings: dict[str, int],
+                 scenario: str = "join") -> dict[str, Any]:
+    """One client, one protocol: A alone then B joins, or A and B then B leaves."""
     topic = _create_topic(bootstrap, partitions)
     group = f"rebalance-{client}-{protocol}-{uuid.uuid4().hex[:6]}"
     log = _Log()
@@ -213,9 +231,28 @@ def run_scenario(bootstrap: str, client: str, protocol: str, partitions: int, wa
         if len(seen) == partitions:
             break
         time.sleep(0.1)
+    kept_before: set[int] | None = None
+    if scenario == "leave":
+        threads["B"].start()
+        # Both members must be consuming (every partition, by one of them) before B leaves.
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            with log.lock:
+                recent = [(m, p) for t, m, p in log.events if t > now - 1.0]
+            owners = {p: m for m, p in recent}
+            if len(owners) == partitions and {"A", "B"} <= set(owners.values()):
+                break
+            time.sleep(0.1)
     time.sleep(warmup_s)
     t0 = time.monotonic()
-    threads["B"].start()
+    if scenario == "leave":
+        with log.lock:
+            kept_before = {p for t, m, p in log.events if m == "A" and t > t0 - 1.0}
+        stops["B"].set()
+        threads["B"].join(30)
+    else:
+        threads["B"].start()
     time.sleep(after_s)
     for n in ("B", "A"):
         stops[n].set()
@@ -228,7 +265,7 @@ def run_scenario(bootstrap: str, client: str, protocol: str, partitions: int, wa
     stops_at = max((e[0] for e in events), default=t0)
     # Ignore the shutdown itself: only what happened before anyone stopped counts.
     horizon = t0 + after_s - 0.5
-    result = analyse([e for e in events if e[0] <= horizon], t0, partitions, gap_s)
+    result = analyse([e for e in events if e[0] <= horizon], t0, partitions, gap_s, kept_before)
     result["last_event_s"] = stops_at - t0
     return result
 
@@ -239,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     add_broker_arguments(ap)
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
+    ap.add_argument("--scenarios", default="join",
+                    help=f"comma-separated: {', '.join(SCENARIOS)}")
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--warmup", type=float, default=2.0, help="seconds of A alone")
     ap.add_argument("--after", type=float, default=25.0, help="seconds observed after B joins")
@@ -253,28 +292,38 @@ def main(argv: list[str] | None = None) -> int:
                 "_rejoin_delay_ms": args.cooperative_rejoin_delay_ms}
     clients = [c for c in args.clients.split(",") if c]
     protocols = [p for p in args.protocols.split(",") if p]
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    for s in scenarios:
+        if s not in SCENARIOS:
+            ap.error(f"unknown scenario {s!r}; known: {', '.join(SCENARIOS)}")
     for c in clients:
         if c not in MEMBERS:
             ap.error(f"unknown client {c!r}; known: {', '.join(MEMBERS)}")
 
     rows = []
     with bench_broker(choice(args)) as broker:
-        for client in clients:
-            for protocol in protocols:
-                r = run_scenario(broker.bootstrap, client, protocol, args.partitions,
-                                 args.warmup, args.after, args.gap_ms / 1000.0, settings)
-                rows.append((client, protocol, r))
-                print(f"# {client:16} {protocol:19} settle {r['settle']:.2f} s  kept recs "
-                      f"{r['kept']}  kept max gap {r['gap']:.2f} s", file=sys.stderr, flush=True)
+        for scenario in scenarios:
+            for client in clients:
+                for protocol in protocols:
+                    if client == "kafka-python" and protocol == "consumer":
+                        continue  # kafka-python has no consumer group protocol
+                    r = run_scenario(broker.bootstrap, client, protocol, args.partitions,
+                                     args.warmup, args.after, args.gap_ms / 1000.0, settings,
+                                     scenario)
+                    rows.append((scenario, client, protocol, r))
+                    print(f"# {scenario:5} {client:16} {protocol:19} settle {r['settle']:.2f} s  "
+                          f"kept recs {r['kept']}  kept max gap {r['gap']:.2f} s",
+                          file=sys.stderr, flush=True)
     print(f"\nbroker: {broker.label}; "
           f"{args.partitions} partitions, 1 record/partition/10 ms; session "
           f"{args.session_timeout_ms} ms, heartbeat {args.heartbeat_interval_ms} ms\n")
-    print(f"| {'client':16} | {'protocol':19} | settle s | kept partitions | kept recs | "
-          f"kept max gap s |")
-    print(f"|{'-' * 18}|{'-' * 21}|---------:|----------------:|----------:|---------------:|")
-    for client, protocol, r in rows:
-        print(f"| {client:16} | {protocol:19} | {r['settle']:8.2f} | {r['kept_parts']:15d} | "
-              f"{r['kept']:9d} | {r['gap']:14.2f} |")
+    print(f"| scenario | {'client':16} | {'protocol':19} | settle s | kept partitions | "
+          f"kept recs | kept max gap s |")
+    print(f"|----------|{'-' * 18}|{'-' * 21}|---------:|----------------:|----------:|"
+          f"---------------:|")
+    for scenario, client, protocol, r in rows:
+        print(f"| {scenario:8} | {client:16} | {protocol:19} | {r['settle']:8.2f} | "
+              f"{r['kept_parts']:15d} | {r['kept']:9d} | {r['gap']:14.2f} |")
     return 0
 
 
