@@ -165,6 +165,24 @@ def _create_topic(bootstrap: str, partitions: int) -> str:
     return topic
 
 
+def _set_group_heartbeat(bootstrap: str, group: str, interval_ms: int) -> None:
+    """Give a consumer-protocol group its own heartbeat interval (a broker group config)."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("consumer.heartbeat.interval.ms", str(interval_ms),
+                    incremental_operation=AlterConfigOpType.SET)])
+    for fut in admin.incremental_alter_configs([resource]).values():
+        fut.result(30)
+
+
 def analyse(events: list[Event], t0: float, partitions: int, gap_s: float,
             kept_before: set[int] | None = None) -> dict[str, Any]:
     """Settle time, records and longest gap on the partitions A kept (see module doc).
@@ -213,6 +231,8 @@ def run_scenario(bootstrap: str, client: str, protocol: str, partitions: int, wa
     """One client, one protocol: A alone then B joins, or A and B then B leaves."""
     topic = _create_topic(bootstrap, partitions)
     group = f"rebalance-{client}-{protocol}-{uuid.uuid4().hex[:6]}"
+    if protocol == "consumer" and settings.get("_consumer_heartbeat_ms"):
+        _set_group_heartbeat(bootstrap, group, settings["_consumer_heartbeat_ms"])
     log = _Log()
     stop_producer = threading.Event()
     producer = threading.Thread(target=_produce_forever,
@@ -284,12 +304,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gap-ms", type=float, default=500.0)
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
     ap.add_argument("--heartbeat-interval-ms", type=int, default=300)
+    ap.add_argument("--consumer-heartbeat-interval-ms", type=int, default=0,
+                    help="consumer protocol: the group's heartbeat interval, set on the broker "
+                         "(group config consumer.heartbeat.interval.ms); 0: the broker's default")
     ap.add_argument("--cooperative-rejoin-delay-ms", type=int, default=0,
                     help="this client only: delay of the cooperative follow-up rejoin")
     args = ap.parse_args(argv)
     settings = {"session.timeout.ms": args.session_timeout_ms,
                 "heartbeat.interval.ms": args.heartbeat_interval_ms,
-                "_rejoin_delay_ms": args.cooperative_rejoin_delay_ms}
+                "_rejoin_delay_ms": args.cooperative_rejoin_delay_ms,
+                "_consumer_heartbeat_ms": args.consumer_heartbeat_interval_ms}
     clients = [c for c in args.clients.split(",") if c]
     protocols = [p for p in args.protocols.split(",") if p]
     scenarios = [s for s in args.scenarios.split(",") if s]
@@ -316,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
                           file=sys.stderr, flush=True)
     print(f"\nbroker: {broker.label}; "
           f"{args.partitions} partitions, 1 record/partition/10 ms; session "
-          f"{args.session_timeout_ms} ms, heartbeat {args.heartbeat_interval_ms} ms\n")
+          f"{args.session_timeout_ms} ms, heartbeat {args.heartbeat_interval_ms} ms (classic); "
+          f"consumer protocol heartbeat "
+          f"{f'{args.consumer_heartbeat_interval_ms} ms' if args.consumer_heartbeat_interval_ms else 'as the broker sets it'}\n")
     print(f"| scenario | {'client':16} | {'protocol':19} | settle s | kept partitions | "
           f"kept recs | kept max gap s |")
     print(f"|----------|{'-' * 18}|{'-' * 21}|---------:|----------------:|----------:|"
