@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from kafkaconsumer.consumer import KafkaConsumer
+from kafkaconsumer.errors import RebalanceInProgressError
 from kafkaconsumer.listener import ConsumerRebalanceListener
 from kafkaconsumer.structs import TopicPartition
 from tests.helpers import unique_name
@@ -208,13 +209,27 @@ class Member(threading.Thread):
         finally:
             try:
                 if self.commit_on_revoke and self.error is None and self.leave_on_close is not False:
-                    self.consumer.commit_sync()
+                    self._final_commit()
                 self.closing = True
                 self.consumer.close(timeout_ms=10000, leave_group=self.leave_on_close)
             except BaseException as exc:
                 logger.exception("member %s failed to close", self.member_name)
                 self.error = self.error or exc
             self.closed.set()
+
+    def _final_commit(self) -> None:
+        # A commit during a rebalance raises RebalanceInProgressError (as in Java); closing
+        # then would give the partitions up as lost with their progress uncommitted. Finish the
+        # rebalance first (processing what poll() returns), then commit.
+        for _ in range(100):
+            try:
+                self.consumer.commit_sync()
+                return
+            except RebalanceInProgressError:
+                records = self.consumer.poll(100)
+                if len(records):
+                    self.ledger.add(self.member_name, records)
+        self.consumer.commit_sync()
 
     def stop(self, leave_group: bool | None = None, timeout_s: float = 20.0) -> None:
         """Stop polling and close (leaving the group unless ``leave_group`` is False)."""
