@@ -366,6 +366,17 @@ class KafkaAdminClient:
                                     "metadata yet"))
         return node_id
 
+    def supports(self, api_key: int, *, timeout_ms: float | timedelta | None = None) -> bool:
+        """Whether a broker of the cluster (the least loaded one) supports ``api_key`` at a
+        version this client speaks, e.g. ``ApiKey.CONSUMER_GROUP_HEARTBEAT`` for KIP-848."""
+        def attempt(deadline: _Deadline) -> bool:
+            node = self._any_node(deadline)
+            if not self._client.await_ready(node, max(0.0, deadline.remaining())):
+                raise _Retry(NodeNotReadyError(f"node {node} is not ready"))
+            return self._client.api_version(node, int(api_key)) is not None
+
+        return bool(self._call("supports", timeout_ms, attempt))
+
     # ------------------------------------------------------------------ topics ---------------
     def create_topics(self, new_topics: Mapping[str, int] | Iterable[str],
                       replication_factor: int = 1,

@@ -246,8 +246,10 @@ def _count_produced(demo: _Demo) -> None:
         demo.produced += 1
 
 
-def _view(demo: _Demo) -> Any:
+def _view(demo: _Demo, events: list[str]) -> Any:
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     now = time.monotonic()
     with demo.lock:
@@ -262,7 +264,7 @@ def _view(demo: _Demo) -> Any:
             table.add_row(m.name, m.error or m.status, f"{m.records:,}",
                           f"{m.rate(now):,.0f}", f"{m.lag:,}",
                           ",".join(str(tp.partition) for tp in m.assignment) or "-")
-    return table
+    return Group(table, Text("\n".join(events[-6:])))
 
 
 def _say(out: TextIO, text: str = "") -> None:
@@ -294,6 +296,14 @@ def run_demo(bootstrap_servers: str | None = None, records: int = 10_000,
             broker = stack.enter_context(EmbeddedBroker())
             bootstrap_servers = broker.bootstrap_servers
         _say(out, f"broker: {bootstrap_servers}")
+        if protocol == "consumer":
+            from kafkaconsumer.protocol import ApiKey
+
+            with KafkaAdminClient({"bootstrap.servers": bootstrap_servers}) as admin:
+                if not admin.supports(ApiKey.CONSUMER_GROUP_HEARTBEAT, timeout_ms=30_000):
+                    raise CommandError("--protocol consumer needs a broker with the KIP-848 "
+                                       "consumer group protocol (Apache Kafka 4.0 or newer); "
+                                       "this one does not offer it")
         _say(out, "record decoder: " + ("compiled (Cython)" if USING_EXTENSION else
                                         "pure Python (slower; see the RuntimeWarning above)"))
         topic = f"demo-orders-{uuid.uuid4().hex[:8]}"
@@ -312,9 +322,10 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
     events: list[str] = []
 
     def log(text: str) -> None:
-        events.append(text)
+        line = f"[{time.monotonic() - demo.started:5.1f}s] {text}"
+        events.append(line)
         if not live:
-            _say(out, f"[{time.monotonic() - demo.started:5.1f}s] {text}")
+            _say(out, line)
 
     def start(name: str) -> None:
         with demo.lock:
@@ -386,10 +397,11 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
         from rich.console import Console
         from rich.live import Live
 
-        with Live(_view(demo), console=Console(file=out), refresh_per_second=4) as view:
+        with Live(_view(demo, events), console=Console(file=out),
+                  refresh_per_second=4) as view:
             while runner.is_alive():
                 runner.join(timeout=0.25)
-                view.update(_view(demo))
+                view.update(_view(demo, events))
     runner.join()
     return _summary(demo, records, out)
 

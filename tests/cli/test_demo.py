@@ -67,3 +67,18 @@ def test_version_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main([])
     assert info.value.code == 2
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_consumer_protocol_demo_where_client_and_broker_have_it(broker: Any) -> None:
+    if not _consumer_protocol_supported():
+        pytest.skip("the client does not implement the KIP-848 consumer protocol yet")
+    if broker.is_tansu:
+        with pytest.raises(CommandError, match="KIP-848"):
+            run_demo(broker.bootstrap_servers, protocol="consumer", out=io.StringIO())
+        return
+    out = io.StringIO()
+    assert run_demo(broker.bootstrap_servers, records=1_500, partitions=4, protocol="consumer",
+                    out=out, live=False) == 0, out.getvalue()
+    assert "duplicates = 0, lost = 0" in out.getvalue()
