@@ -13,8 +13,10 @@ import json
 import os
 import re
 import select
+import signal
 import stat
 import sys
+import threading
 import time
 from typing import Any, BinaryIO
 
@@ -236,6 +238,18 @@ def run(args: argparse.Namespace, out: BinaryIO | None = None) -> int:
     config = _consumer_config(args)
     consumer = KafkaConsumer(config)
     pipe = _PipeWatch(stream)
+    # Ctrl-C only sets a flag, checked between records and polls (at most one poll timeout
+    # away), so a record is never printed without its offset being committed; a second
+    # Ctrl-C interrupts at once.
+    interrupted = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        interrupted.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint) \
+        if threading.current_thread() is threading.main_thread() else None
     printed = 0
     to_commit: dict[TopicPartition, OffsetAndMetadata] = {}
     try:
@@ -246,7 +260,8 @@ def run(args: argparse.Namespace, out: BinaryIO | None = None) -> int:
         else:
             _assign(consumer, args)
         last_record = time.monotonic()
-        while args.max_messages is None or printed < args.max_messages:
+        while (args.max_messages is None or printed < args.max_messages) and \
+                not interrupted.is_set():
             wait_ms = 1000
             if args.timeout_ms is not None:
                 left = args.timeout_ms - (time.monotonic() - last_record) * 1000
@@ -264,13 +279,16 @@ def run(args: argparse.Namespace, out: BinaryIO | None = None) -> int:
                 printed += 1
                 to_commit[TopicPartition(record.topic, record.partition)] = \
                     OffsetAndMetadata(record.offset + 1)
-                if args.max_messages is not None and printed >= args.max_messages:
+                if args.max_messages is not None and printed >= args.max_messages or \
+                        interrupted.is_set():
                     break
             if args.group and to_commit and records:
                 consumer.commit_async(dict(to_commit))
     except KeyboardInterrupt:
-        pass  # Ctrl-C: fall through to the final commit and a clean close
+        pass  # a second Ctrl-C: fall through to the final commit and a clean close
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
         try:
             if args.group and to_commit:
                 consumer.commit_sync(to_commit, timeout_ms=10_000)

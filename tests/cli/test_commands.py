@@ -267,3 +267,37 @@ def test_describe_a_consumer_protocol_group(cli: Any, broker: Any, topic: str) -
         assert listed["type"] == "consumer"
     finally:
         member.close()
+
+
+def test_ctrl_c_stops_cleanly_and_commits_what_was_printed(broker: Any, topic: str) -> None:
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.cli.conftest import ROOT
+
+    group = unique_name("cli-g")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kafkaconsumer", "consume", "--bootstrap-server",
+         broker.bootstrap_servers, "--topic", topic, "--group", group, "--from-beginning",
+         "--property", "session.timeout.ms=3000", "--property", "heartbeat.interval.ms=500"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # A child of a background shell job inherits an ignored SIGINT: restore the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stdout is not None
+    out = b""
+    deadline = time.monotonic() + 60
+    while out.count(b"\n") < 3 and time.monotonic() < deadline and proc.poll() is None:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if ready:
+            out += os.read(proc.stdout.fileno(), 4096)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out + rest == b"v0\nv1\nv2\n"
+    assert b"Processed a total of 3 messages" in err and b"Traceback" not in err
+    assert _committed(broker, group, topic) == 3
