@@ -189,6 +189,8 @@ class Fetcher:
         # A failure of the response handler, raised by the next collect_fetch.
         self._response_error: Errors.KafkaError | None = None
         self._isolation = _READ_COMMITTED if self._config.read_committed else 0
+        # The buffer's shape when _prefetch_points last found nothing (see there).
+        self._no_prefetch_at: tuple[int, int, int] | None = None
 
     # -- sending -------------------------------------------------------------------------
     def _session(self, node: int) -> FetchSessionHandler:
@@ -262,6 +264,11 @@ class Fetcher:
             nil = None
         if not completed and nil is None:
             return {}
+        # The answer only changes with the buffer's contents: while they stay, a poll that
+        # found nothing to prefetch (caught-up data, full budget) does not walk them again.
+        key = (len(completed), id(completed[-1]) if completed else 0, id(nil))
+        if key == self._no_prefetch_at:
+            return {}
         undecoded = 0
         last: dict[TopicPartition, CompletedFetch | None] = {}
         if nil is not None:
@@ -273,6 +280,7 @@ class Fetcher:
                 undecoded += cf.size_in_bytes
             last[cf.tp] = None if cf.tp in last else cf
         if undecoded >= self._config.max_bytes:
+            self._no_prefetch_at = key
             return {}
         limit_key = "last_stable_offset" if self._config.read_committed else "high_watermark"
         out: dict[TopicPartition, tuple[int, int]] = {}
@@ -282,6 +290,8 @@ class Fetcher:
                 limit = only.partition_data.get(limit_key)
                 if end is not None and limit is not None and end < limit:
                     out[tp] = (only.next_fetch_offset, end)
+        if not out:
+            self._no_prefetch_at = key
         return out
 
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
@@ -302,8 +312,8 @@ class Fetcher:
         prefetch = self._prefetch_points()
         if prefetch:
             buffered = buffered.difference(prefetch)
-            if len(buffered) >= subs.num_assigned_partitions():
-                return []
+        if len(buffered) >= subs.num_assigned_partitions():
+            return []
         now = self._time.monotonic_ms()
         builders: dict[int, FetchSessionHandler.Builder] = {}
         lagging: set[int] = set()
