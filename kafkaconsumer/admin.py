@@ -59,6 +59,7 @@ LATEST = -1
 _POLL_SLICE_MS = 100
 _UNKNOWN_TOPIC_OR_PARTITION = 3
 _GROUP_ID_NOT_FOUND = 69
+_UNSUPPORTED_VERSION = 35
 
 #: DescribeConfigs resource types by name, and the names of the config sources.
 _RESOURCE_TYPES = {"topic": 2, "broker": 4}
@@ -773,6 +774,10 @@ class KafkaAdminClient:
             code = int(g.get("error_code", 0))
             if code == _GROUP_ID_NOT_FOUND:
                 return None  # a classic group, or none at all: DescribeGroups says which
+            if code == _UNSUPPORTED_VERSION:
+                # Kafka 3.x advertises the API but answers this while the consumer protocol is
+                # not enabled there; Java's admin falls back to DescribeGroups as well.
+                return None
             if code:
                 _raise_error(code, g.get("error_message"), group_id=g.get("group_id", group))
 

@@ -319,3 +319,16 @@ def test_waiting_for_the_producer_id_does_not_hold_the_lock(cluster: FakeCluster
         assert results[0].partition == 0
         assert second.get(timeout=20).partition == 1
     assert len(cluster.requests(ApiKey.INIT_PRODUCER_ID)) == 1
+
+
+def test_describe_groups_falls_back_when_consumer_group_describe_is_unsupported(
+        cluster: FakeCluster) -> None:
+    # Kafka 3.9 advertises ConsumerGroupDescribe but answers UNSUPPORTED_VERSION while the
+    # consumer protocol is off; like Java's admin, ask DescribeGroups instead.
+    cluster.script(ApiKey.CONSUMER_GROUP_DESCRIBE,
+                   [{"groups": [{"group_id": "g-classic", "error_code": 35}]}])
+    with KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        described = admin.describe_groups(["g-classic"], timeout_ms=10000)
+    assert described["g-classic"].group_id == "g-classic"
+    assert cluster.requests(ApiKey.CONSUMER_GROUP_DESCRIBE)
+    assert cluster.requests(ApiKey.DESCRIBE_GROUPS)
