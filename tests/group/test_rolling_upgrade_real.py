@@ -5,7 +5,8 @@ Java's procedure (KIP-429): members start with ``[range]``; a first rolling boun
 with ``[cooperative-sticky, range]`` (still eager while any member lists only an eager assignor;
 cooperative-sticky is chosen once every member supports it); a second bounce restarts each with
 ``[cooperative-sticky]`` alone, after which rebalances are cooperative. Three members consume all
-along; every record is processed exactly once and the group ends on cooperative-sticky.
+along; no record is lost, none is processed twice unless a stopped member's last commit met a
+rebalance in progress, and the group ends on cooperative-sticky.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kafkaconsumer.errors import RebalanceInProgressError
 from kafkaconsumer.structs import TopicPartition
 from tests.group.members import Ledger, Member, create_topic, produce, stable_split, wait_until
 from tests.helpers import unique_name
@@ -81,8 +83,14 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky(broker: Any) -> None:
         for m in members:
             if m.is_alive():
                 m.stop()
-    assert all(m.error is None for m in everyone), [m.error for m in everyone if m.error]
+    # A member stopped while the group is still rebalancing cannot commit its last records
+    # (REBALANCE_IN_PROGRESS, as Java's commitSync); another member then processes them again:
+    # at-least-once. Anything else is a failure, and without such a commit nothing comes twice.
+    unsure = [m for m in everyone if isinstance(m.error, RebalanceInProgressError)]
+    assert all(m.error is None or m in unsure for m in everyone), \
+        [m.error for m in everyone if m.error]
     assert protocols == ["range", "cooperative-sticky", "cooperative-sticky"]
-    assert ledger.duplicates() == []
+    if not unsure:
+        assert ledger.duplicates() == []
     assert ledger.distinct() == {(topic, p, o) for p in range(PARTITIONS)
                                  for o in range(PER_PARTITION)}
