@@ -47,7 +47,9 @@ internal topics sized for the node count, ``auto.create.topics.enable`` as Kafka
 and a 512 MiB heap (``KAFKACONSUMER_KAFKA_HEAP``); ``jvm_options=()`` for full-speed benchmarks.
 
 Processes. Each node is a ``java -cp <libs>/* kafka.Kafka`` child with a capped heap; ready when
-it answers ApiVersions (and, for a cluster, when every broker is registered). Nodes are stopped
+it answers ApiVersions (for a cluster, once every broker is registered), and the cluster is ready
+when the coordinator of every ``__consumer_offsets`` partition serves groups
+(:meth:`KafkaCluster.wait_groups_ready`, also after ``heal()``). Nodes are stopped
 by their own PIDs: by :meth:`KafkaCluster.stop`, at interpreter exit (atexit), and by Linux
 (``PR_SET_PDEATHSIG``) if the process that started them dies. Start a cluster from the main
 thread: the death signal follows the thread that forked the node. Each node logs to
