@@ -30,23 +30,37 @@ from __future__ import annotations
 import logging
 import os
 from array import array
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from kafkaconsumer.errors import CorruptRecordError
+from kafkaconsumer.consumer import KafkaConsumer
+from kafkaconsumer.errors import (
+    ConfigError,
+    CorruptRecordError,
+    KafkaError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+)
 from kafkaconsumer.record import _pyrecords
 from kafkaconsumer.record import decode_fetched_records as _decode_objects
+from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME
+from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DataLossError",
     "SCHEMA",
     "SCHEMA_WITH_HEADERS",
     "USING_EXTENSION",
     "ArrowDecodeResult",
     "decode_fetched_arrow",
+    "iter_offset_ranges",
+    "read_offset_ranges",
     "records_to_arrow",
     "schema",
 ]
@@ -347,3 +361,159 @@ def concat_batches(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
 def empty_batch(include_headers: bool = False) -> pa.RecordBatch:
     """A record batch with no rows and :func:`schema` ``(include_headers)``."""
     return pa.RecordBatch.from_pylist([], schema=schema(include_headers))
+
+
+# ----------------------------------------------------------------------------- bounded reads
+
+
+class DataLossError(KafkaError):
+    """Records of a requested offset range are gone (deleted, aged out, or the log was
+    truncated); ``partition`` and ``missing`` (``(first, end)``, end exclusive) say which.
+    """
+
+    def __init__(self, partition: TopicPartition, missing: tuple[int, int], why: str) -> None:
+        """Name the partition, the missing offsets and why they are missing."""
+        self.partition = partition
+        self.missing = missing
+        super().__init__(
+            f"data loss in {partition.topic}-{partition.partition}: offsets "
+            f"[{missing[0]}, {missing[1]}) {why}. Some data may have been lost because they are "
+            "not available in Kafka any more; set failOnDataLoss (fail_on_data_loss) to false "
+            "to skip them")
+
+
+#: ``progress(rows, bytes)`` after each batch a bounded read yields.
+Progress = Callable[[int, int], None]
+
+
+def _reader_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    cfg = dict(config)
+    for key in ("key.deserializer", "value.deserializer", "interceptor.classes"):
+        if cfg.get(key) is not None:
+            raise ConfigError(f"{key} cannot be set for an Arrow read (keys and values stay "
+                              "raw bytes)")
+    # Positions come from the ranges only: nothing is committed, and a position outside the
+    # log must surface as data loss, not be reset silently.
+    cfg["enable.auto.commit"] = False
+    cfg["auto.offset.reset"] = "none"
+    return cfg
+
+
+def iter_offset_ranges(config: Mapping[str, Any],
+                       ranges: Mapping[TopicPartition, tuple[int, int]], *,
+                       include_headers: bool = False, fail_on_data_loss: bool = True,
+                       poll_timeout_ms: int = 120000,
+                       progress: Progress | None = None) -> Iterator[pa.RecordBatch]:
+    """Read each partition's offsets ``[start, end)`` and yield record batches of
+    :func:`schema` ``(include_headers)`` (one partition per batch, offsets ascending).
+
+    ``config`` is a consumer configuration (``bootstrap.servers`` and any other key; no
+    deserializers). Offsets the log no longer has (deleted, aged out) raise
+    :class:`DataLossError` naming the partition and range, or with ``fail_on_data_loss=False``
+    are skipped with a warning. Gaps inside the range (compaction, transaction markers, aborted
+    records under read_committed) are not loss. ``poll_timeout_ms`` without any progress raises
+    ``KafkaTimeoutError``.
+    """
+    pending = {tp: (int(s), int(e)) for tp, (s, e) in ranges.items() if int(e) > int(s)}
+    if not pending:
+        return
+    names = schema(include_headers).names
+    with KafkaConsumer(_reader_config(config)) as consumer:
+        consumer.assign(list(pending))
+        for tp, (start, _end) in pending.items():
+            consumer.seek(tp, start)
+        idle = Timer(SYSTEM_TIME, poll_timeout_ms)
+        while pending:
+            try:
+                fetch = consumer._poll(min(idle.remaining_ms, 1000), None, True)
+            except OffsetOutOfRangeError as exc:
+                lost = dict(getattr(exc, "partitions", None) or {})
+                if not lost:
+                    raise
+                _skip_lost(consumer, lost, pending, fail_on_data_loss)
+                idle.update_and_reset(poll_timeout_ms)
+                continue
+            moved = False
+            if fetch is not None:
+                for tp, recs in fetch.records.items():
+                    if tp not in pending or not len(recs):
+                        continue
+                    moved = True
+                    batch = recs.to_batch(True)
+                    end = pending[tp][1]
+                    offsets = batch.column(4)
+                    if offsets[batch.num_rows - 1].as_py() >= end:
+                        keep = pc.sum(pc.less(offsets, end)).as_py() or 0
+                        batch = batch.slice(0, keep)
+                    if batch.num_rows:
+                        if progress is not None:
+                            progress(batch.num_rows, _payload_bytes(batch))
+                        yield batch.select(names)
+            for tp in list(pending):
+                if consumer.position(tp) >= pending[tp][1]:
+                    consumer.pause([tp])
+                    del pending[tp]
+                    moved = True
+            if moved or (fetch is not None and fetch.position_advanced):
+                idle.update_and_reset(poll_timeout_ms)
+                continue
+            idle.update()
+            if idle.is_expired():
+                _check_truncated(consumer, pending, fail_on_data_loss, poll_timeout_ms)
+                idle.update_and_reset(poll_timeout_ms)
+
+
+def _payload_bytes(batch: pa.RecordBatch) -> int:
+    return int(batch.column(0).buffers()[2].size if batch.column(0).buffers()[2] else 0) + int(
+        batch.column(1).buffers()[2].size if batch.column(1).buffers()[2] else 0)
+
+
+def _skip_lost(consumer: KafkaConsumer, lost: Mapping[TopicPartition, int],
+               pending: dict[TopicPartition, tuple[int, int]], fail: bool) -> None:
+    tps = [tp for tp in lost if tp in pending]
+    first = consumer.beginning_offsets(tps)
+    last = consumer.end_offsets(tps)
+    for tp in tps:
+        offset, end = lost[tp], pending[tp][1]
+        if offset < first[tp]:
+            missing, resume = (offset, min(first[tp], end)), first[tp]
+            why = f"were deleted (the log now starts at {first[tp]})"
+        else:
+            missing, resume = (max(offset, last[tp]), end), end
+            why = f"are past the log end {last[tp]} (the log was truncated)"
+        if fail:
+            raise DataLossError(tp, missing, why)
+        logger.warning("skipping offsets [%d, %d) of %s: they %s", missing[0], missing[1], tp,
+                       why)
+        if resume >= end:
+            consumer.pause([tp])
+            del pending[tp]
+        else:
+            consumer.seek(tp, resume)
+
+
+def _check_truncated(consumer: KafkaConsumer, pending: dict[TopicPartition, tuple[int, int]],
+                     fail: bool, poll_timeout_ms: int) -> None:
+    # No progress for the whole poll timeout: the range end may lie beyond what the log holds.
+    last = consumer.end_offsets(list(pending))
+    stuck = {tp: consumer.position(tp) for tp in pending}
+    truncated = {tp: stuck[tp] for tp in pending if last[tp] <= stuck[tp]}
+    if not truncated:
+        raise KafkaTimeoutError(
+            f"no records within {poll_timeout_ms} ms reading "
+            + ", ".join(f"{tp.topic}-{tp.partition} [{stuck[tp]}, {pending[tp][1]})"
+                        for tp in pending))
+    _skip_lost(consumer, truncated, pending, fail)
+
+
+def read_offset_ranges(config: Mapping[str, Any],
+                       ranges: Mapping[TopicPartition, tuple[int, int]], *,
+                       include_headers: bool = False, fail_on_data_loss: bool = True,
+                       poll_timeout_ms: int = 120000,
+                       progress: Progress | None = None) -> pa.Table:
+    """:func:`iter_offset_ranges` gathered into one ``pyarrow.Table`` (rows grouped by
+    partition, offsets ascending in each)."""
+    batches = list(iter_offset_ranges(config, ranges, include_headers=include_headers,
+                                      fail_on_data_loss=fail_on_data_loss,
+                                      poll_timeout_ms=poll_timeout_ms, progress=progress))
+    return pa.Table.from_batches(batches, schema=schema(include_headers))

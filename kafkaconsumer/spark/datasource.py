@@ -1,0 +1,316 @@
+"""``KafkaDataSource``: a PySpark Python Data Source (short name ``kafkaconsumer``) that reads
+Kafka in parallel, batch and streaming, and writes DataFrames back, with no JVM Kafka jar.
+
+Register it once per session (``spark.dataSource.register(KafkaDataSource)``, or
+:func:`kafkaconsumer.spark.register`), then use Spark's Kafka source options with
+``format("kafkaconsumer")``. The driver plans offset ranges; each Spark task reads one range
+with ``assign`` + ``seek`` (no group membership) and yields Arrow record batches decoded by
+:mod:`kafkaconsumer.arrow`, so the executors need this package (and pyarrow) installed, and
+nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from kafkaconsumer.arrow import HEADER_TYPE, iter_offset_ranges
+from kafkaconsumer.errors import ConfigError, KafkaError
+from kafkaconsumer.spark.offsets import (
+    OffsetRange,
+    from_json,
+    plan_ranges,
+    planning_consumer,
+    resolve,
+    split_ranges,
+    to_json,
+    topic_partitions,
+)
+from kafkaconsumer.spark.options import KafkaOptions, OffsetSpec, parse_options
+from kafkaconsumer.spark.writer import write_batches
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["KafkaDataSource", "SCHEMA_DDL", "SCHEMA_WITH_HEADERS_DDL"]
+
+#: Spark's Kafka source schema as DDL.
+SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
+              "timestamp timestamp, timestampType int")
+#: ... with ``includeHeaders``.
+SCHEMA_WITH_HEADERS_DDL = SCHEMA_DDL + ", headers array<struct<key: string, value: binary>>"
+
+
+class KafkaInputPartition(InputPartition):
+    """One task's offset range (pickled to the executor).
+
+    Thread-safety: immutable once built.
+    """
+
+    def __init__(self, value: OffsetRange) -> None:
+        """Carry ``value``."""
+        super().__init__(tuple(value))
+
+    @property
+    def range(self) -> OffsetRange:
+        """The offset range to read."""
+        return OffsetRange(*self.value)
+
+
+# Spark's Arrow form of its Kafka schema: microsecond timestamps, list children "element".
+_SPARK_TIMESTAMP = pa.timestamp("us", tz="UTC")
+_SPARK_HEADERS = pa.list_(pa.field("element", HEADER_TYPE.value_type))
+
+
+def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` (``kafkaconsumer.arrow`` schema) in the Arrow types Spark expects of a
+    Python data source: the timestamp column in microseconds, the headers' list child named
+    ``element``."""
+    arrays = list(batch.columns)
+    names = batch.schema.names
+    arrays[5] = arrays[5].cast(_SPARK_TIMESTAMP)
+    if len(arrays) > 7:
+        arrays[7] = arrays[7].cast(_SPARK_HEADERS)
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _read(opts: KafkaOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
+    for batch in iter_offset_ranges(
+            opts.kafka, {r.tp: (r.start, r.end)}, include_headers=opts.include_headers,
+            fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms):
+        yield to_spark_arrow(batch)
+
+
+class KafkaDataSource(DataSource):
+    """Spark's Kafka source and sink options over this package's consumer and producer.
+
+    Thread-safety: Spark creates one instance per query plan; not shared between threads.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name: ``spark.read.format("kafkaconsumer")``."""
+        return "kafkaconsumer"
+
+    def schema(self) -> str:
+        """Spark's Kafka source schema (``headers`` with ``includeHeaders``)."""
+        include = str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
+        return SCHEMA_WITH_HEADERS_DDL if include else SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader (offsets fixed when the read is planned)."""
+        return KafkaBatchReader(parse_options(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The micro-batch reader."""
+        return KafkaStreamReader(parse_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> KafkaWriter:
+        """The batch writer (append only: a topic cannot be overwritten)."""
+        if overwrite:
+            raise ConfigError("a Kafka topic can only be appended to (mode overwrite)")
+        return KafkaWriter(parse_options(self.options, write=True), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
+        """The streaming writer."""
+        return KafkaStreamWriter(parse_options(self.options, write=True), schema)
+
+
+class KafkaBatchReader(DataSourceReader):
+    """Plans offset ranges on the driver; reads one per task.
+
+    Thread-safety: one instance per query; Spark calls it from one thread.
+    """
+
+    def __init__(self, opts: KafkaOptions) -> None:
+        """Read with ``opts``; the ranges are fixed at :meth:`partitions`."""
+        self.opts = opts
+
+    def partitions(self) -> list[KafkaInputPartition]:
+        """One input partition per (split) offset range."""
+        return [KafkaInputPartition(r) for r in plan_ranges(self.opts)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Arrow record batches of the range (runs on an executor)."""
+        assert isinstance(partition, KafkaInputPartition)
+        yield from _read(self.opts, partition.range)
+
+
+class KafkaStreamReader(DataSourceStreamReader):
+    """Micro-batches over offsets in Spark's checkpoint JSON (``{"topic": {"0": 42}}``).
+
+    ``maxOffsetsPerTrigger`` caps a micro-batch (spread over partitions by their backlog, as
+    Spark does); ``minOffsetsPerTrigger`` holds a trigger back until that many records wait or
+    ``maxTriggerDelay`` has passed. Partitions that appear later start at their earliest
+    offset.
+
+    Thread-safety: one instance per query; Spark calls it from one thread.
+    """
+
+    def __init__(self, opts: KafkaOptions) -> None:
+        """Read with ``opts``."""
+        self.opts = opts
+        self._last_trigger = time.monotonic()
+
+    def initialOffset(self) -> dict:
+        """The starting offsets (``startingOffsets``, default latest), resolved now."""
+        with planning_consumer(self.opts) as consumer:
+            tps = topic_partitions(consumer, self.opts)
+            start = resolve(consumer, tps, self.opts.starting, starting=True,
+                            strategy=self.opts.timestamp_strategy)
+        return to_json(start)
+
+    def getDefaultReadLimit(self) -> Any:
+        """``maxOffsetsPerTrigger`` as ReadMaxRows, else ``minOffsetsPerTrigger`` as
+        ReadMinRows, else everything available."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: Any) -> dict:
+        """The end of the next micro-batch within ``limit``."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+        begin = from_json(start)
+        with planning_consumer(self.opts) as consumer:
+            tps = topic_partitions(consumer, self.opts)
+            new = [tp for tp in tps if tp not in begin]
+            if new:
+                logger.info("new partitions %s start at their earliest offset", new)
+                begin.update(resolve(consumer, new, OffsetSpec("earliest"), starting=True))
+            latest = resolve(consumer, tps, OffsetSpec("latest"), starting=False)
+        for tp in list(begin):
+            if tp not in latest:
+                # A partition that went away keeps its offset (its topic was deleted).
+                latest[tp] = begin[tp]
+        available = {tp: max(0, latest[tp] - begin[tp]) for tp in latest}
+        total = sum(available.values())
+        if isinstance(limit, ReadAllAvailable):
+            self._last_trigger = time.monotonic()
+            return to_json(latest)
+        min_rows = self.opts.min_offsets_per_trigger
+        if min_rows and total < min_rows:
+            waited_ms = (time.monotonic() - self._last_trigger) * 1000
+            if waited_ms < self.opts.max_trigger_delay_ms:
+                return to_json(begin)
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        if max_rows is None and self.opts.max_offsets_per_trigger and min_rows:
+            max_rows = self.opts.max_offsets_per_trigger
+        self._last_trigger = time.monotonic()
+        if max_rows is None or total <= max_rows:
+            return to_json(latest)
+        return to_json(_rate_limit(begin, latest, available, total, max_rows))
+
+    def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
+        """The offset ranges between two checkpointed offsets."""
+        begin, stop = from_json(start), from_json(end)
+        ranges = []
+        for tp, e in sorted(stop.items()):
+            s = begin.get(tp, e if tp in begin else 0)
+            if tp not in begin:
+                # Appeared after the start offsets were written: it is read from the start.
+                s = 0
+            if e < s:
+                message = (f"{tp.topic}-{tp.partition}: offset went back from {s} to {e}; "
+                           "some data may have been lost")
+                if self.opts.fail_on_data_loss:
+                    raise KafkaError(message + " (failOnDataLoss=true)")
+                logger.warning(message)
+                continue
+            ranges.append(OffsetRange(tp.topic, tp.partition, s, e))
+        return [KafkaInputPartition(r) for r in split_ranges(
+            ranges, self.opts.min_partitions, self.opts.max_records_per_partition)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Arrow record batches of the range (runs on an executor)."""
+        assert isinstance(partition, KafkaInputPartition)
+        yield from _read(self.opts, partition.range)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: progress lives in Spark's checkpoint, as with Spark's source."""
+
+
+def _rate_limit(begin: dict[Any, int], latest: dict[Any, int], available: dict[Any, int],
+                total: int, max_rows: int) -> dict[Any, int]:
+    # Each partition gets a share of max_rows in proportion to its backlog (Spark's
+    # rateLimit); rounding down leaves a remainder that goes to the largest backlogs.
+    out = dict(begin)
+    granted = 0
+    for tp, n in available.items():
+        share = n * max_rows // total
+        out[tp] = begin.get(tp, 0) + share
+        granted += share
+    for tp in sorted(available, key=lambda t: -available[t]):
+        if granted >= max_rows:
+            break
+        if out[tp] < latest[tp]:
+            out[tp] += 1
+            granted += 1
+    for tp in latest:
+        out.setdefault(tp, latest[tp])
+    return out
+
+
+class _Commit(WriterCommitMessage):
+    """How many records one task wrote.
+
+    Thread-safety: immutable.
+    """
+
+    def __init__(self, count: int) -> None:
+        """Record ``count``."""
+        self.count = count
+
+
+class KafkaWriter(DataSourceArrowWriter):
+    """Writes each task's rows with this package's producer.
+
+    Thread-safety: one instance per write; each task uses its own producer.
+    """
+
+    def __init__(self, opts: KafkaOptions, schema: StructType) -> None:
+        """Write with ``opts`` the columns of ``schema``."""
+        self.opts = opts
+        self.columns = [f.name for f in schema.fields]
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        """Produce every row; returns once all are acknowledged."""
+        return _Commit(write_batches(self.opts, iterator))
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming writes with this package's producer (at least once, as Spark's sink).
+
+    Thread-safety: one instance per query; each task uses its own producer.
+    """
+
+    def __init__(self, opts: KafkaOptions, schema: StructType) -> None:
+        """Write with ``opts`` the columns of ``schema``."""
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        """Produce every row of the micro-batch's task."""
+        return _Commit(write_batches(self.opts, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        """Nothing to do: every task flushed its records before reporting."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        """Nothing can be taken back from Kafka; the records written stay (at least once)."""
