@@ -221,12 +221,14 @@ class KafkaStreamReader(DataSourceStreamReader):
     def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
         """The offset ranges between two checkpointed offsets."""
         begin, stop = from_json(start), from_json(end)
+        new = [tp for tp in stop if tp not in begin]
+        if new:
+            # Appeared after the start offsets were written: read from their earliest offset.
+            with planning_consumer(self.opts) as consumer:
+                begin.update(resolve(consumer, new, OffsetSpec("earliest"), starting=True))
         ranges = []
         for tp, e in sorted(stop.items()):
-            s = begin.get(tp, e if tp in begin else 0)
-            if tp not in begin:
-                # Appeared after the start offsets were written: it is read from the start.
-                s = 0
+            s = begin[tp]
             if e < s:
                 message = (f"{tp.topic}-{tp.partition}: offset went back from {s} to {e}; "
                            "some data may have been lost")

@@ -1,0 +1,88 @@
+"""Fixtures of the Spark tests: one session-scoped ``local[2]`` SparkSession (UI off, two
+shuffle partitions) with the ``kafkaconsumer`` Data Source registered, and Kafka helpers.
+
+Spark tests skip, saying why, only when PySpark cannot start (no Java); anything else fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.admin import KafkaAdminClient
+from kafkaconsumer.producer import KafkaProducer
+
+
+def _java_missing() -> str | None:
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "PySpark cannot start: no Java (java not on PATH and JAVA_HOME unset)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A ``local[2]`` SparkSession with ``KafkaDataSource`` registered."""
+    pytest.importorskip("pyspark")
+    why = _java_missing()
+    if why is not None:
+        pytest.skip(why)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from kafkaconsumer.spark import register
+
+    session = (SparkSession.builder.master("local[2]").appName("kafkaconsumer-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.memory", "768m")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false")
+               # A loaded CI machine can take more than the default 15 s to start a worker.
+               .config("spark.python.authenticate.socketTimeout", "120s")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """Create ``topic`` with ``partitions`` partitions."""
+    with KafkaAdminClient({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics({topic: partitions})
+
+
+def produce(bootstrap: str, topic: str, rows: Sequence[tuple[Any, ...]], *,
+            compression: str = "none") -> None:
+    """Send ``(partition, key, value, headers)`` rows and wait for every acknowledgement."""
+    producer = KafkaProducer({"bootstrap.servers": bootstrap, "compression.type": compression,
+                              "linger.ms": 5})
+    try:
+        futures = [producer.send(topic, value=v, key=k, headers=h or None, partition=p)
+                   for p, k, v, h in rows]
+        producer.flush()
+        for fut in futures:
+            fut.get(30)
+    finally:
+        producer.close()
+
+
+def df_rows(df: Any) -> list[tuple[Any, ...]]:
+    """A DataFrame's rows as sorted comparable tuples (headers as (key, value) lists)."""
+    out = []
+    for r in df.collect():
+        d = r.asDict(recursive=True)
+        key = None if d["key"] is None else bytes(d["key"])
+        value = None if d["value"] is None else bytes(d["value"])
+        headers = [(h["key"], None if h["value"] is None else bytes(h["value"]))
+                   for h in d.get("headers") or []]
+        out.append((d["topic"], d["partition"], d["offset"], key, value, d["timestampType"],
+                    headers))
+    return sorted(out, key=lambda t: (t[0], t[1], t[2]))
