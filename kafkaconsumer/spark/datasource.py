@@ -165,7 +165,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.opts = opts
         self._last_trigger = time.monotonic()
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         """The starting offsets (``startingOffsets``, default latest), resolved now."""
         with planning_consumer(self.opts) as consumer:
             tps = topic_partitions(consumer, self.opts)
@@ -184,7 +184,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             return ReadMinRows(self.opts.min_offsets_per_trigger)
         return ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: Any) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
         """The end of the next micro-batch within ``limit``."""
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
@@ -218,7 +218,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             return to_json(latest)
         return to_json(_rate_limit(begin, latest, available, total, max_rows))
 
-    def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[KafkaInputPartition]:
         """The offset ranges between two checkpointed offsets."""
         begin, stop = from_json(start), from_json(end)
         new = [tp for tp in stop if tp not in begin]
@@ -245,7 +245,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         assert isinstance(partition, KafkaInputPartition)
         yield from _read(self.opts, partition.range)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: progress lives in Spark's checkpoint, as with Spark's source."""
 
 
