@@ -25,8 +25,11 @@ def _java_missing() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(broker: Any) -> Iterator[Any]:
     """A ``local[2]`` SparkSession with ``KafkaDataSource`` registered."""
+    if broker.is_tansu:
+        pytest.skip("the Spark tests run once per CI run, on Apache Kafka (their time budget); "
+                    "Tansu also lacks DeleteRecords and transactions")
     pytest.importorskip("pyspark")
     why = _java_missing()
     if why is not None:
