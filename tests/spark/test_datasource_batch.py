@@ -14,7 +14,7 @@ from tests.helpers import unique_name
 
 from .conftest import create_topic, df_rows, produce
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
