@@ -69,15 +69,18 @@ def run_scenario(name: str, *, direct_bootstrap: str, topic: str, configs: list[
                  fault: Callable[[list[Member]], float], rate: float = 150.0,
                  process_s: list[Callable[[], float] | None] | None = None,
                  recovery_timeout: float = 90.0, observe_s: float = 0.0,
-                 member_cls: type[Member] = Member) -> Outcome:
+                 member_cls: type[Member] = Member,
+                 manual_partitions: list[list[int]] | None = None) -> Outcome:
     """Run one fault against a group of ``len(configs)`` members (see the module docstring).
 
     ``member_cls`` may be another client's twin of :class:`Member` (benchmarks/chaos_compare.py
-    runs librdkafka through the same scenarios)."""
+    runs librdkafka through the same scenarios). ``manual_partitions`` (one list per member)
+    makes the members assign those partitions instead of subscribing."""
     ledger = Ledger()
     producer = Producer(direct_bootstrap, topic, ledger, rate=rate)
     members = [member_cls(cfg["client_id"], cfg, topic, ledger,
-                      process_s=(process_s or [None] * len(configs))[i])
+                          process_s=(process_s or [None] * len(configs))[i],
+                          partitions=manual_partitions[i] if manual_partitions else None)
                for i, cfg in enumerate(configs)]
     producer.start()
     for m in members:

@@ -194,6 +194,32 @@ def test_resets_in_the_middle_of_fetch_responses(setup: Any) -> None:
     assert not out.duplicates, out.line()
 
 
+def test_manual_assignment_through_resets_and_a_black_hole(setup: Any) -> None:
+    """Manual assignment (no group membership, commits still to the group): a's connections
+    reset mid-response repeatedly, then black-holed for 6 s; nothing lost, none twice."""
+    cluster, topic, group = setup
+    proxy = cluster.proxy(1)
+
+    def fault(members: list[Member]) -> float:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            before = proxy.accepted
+            proxy.cut_mid_response(after_bytes=300)
+            proxy.wait_for_accepted(before + 1, timeout=3)
+            time.sleep(0.3)
+        proxy.black_hole()
+        time.sleep(6)
+        proxy.restore()
+        return time.monotonic()
+
+    out = run_scenario("manual assignment: resets for 4 s, then a 6 s black hole", topic=topic,
+                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
+                       configs=_configs(cluster, group),
+                       manual_partitions=[[0, 1], [2, 3], [4, 5]])
+    print(out.line())
+    assert not out.duplicates, out.line()
+
+
 def test_member_exceeding_max_poll_interval(setup: Any) -> None:
     cluster, topic, group = setup
     slow = {"once": False}

@@ -181,13 +181,16 @@ class Member(threading.Thread):
     """
 
     def __init__(self, name: str, config: dict[str, Any], topic: str, ledger: Ledger, *,
-                 process_s: Callable[[], float] | None = None) -> None:
+                 process_s: Callable[[], float] | None = None,
+                 partitions: list[int] | None = None) -> None:
         super().__init__(name=f"chaos-{name}", daemon=True)
         self.member = name
         self._config = config
         self._topic = topic
         self._ledger = ledger
         self._process_s = process_s
+        #: Manual assignment of these partitions instead of a subscription (None: subscribe).
+        self._partitions = partitions
         self._halt = threading.Event()
         self.consumer: KafkaConsumer | None = None
         self.errors: list[str] = []
@@ -200,7 +203,12 @@ class Member(threading.Thread):
     def run(self) -> None:
         try:
             self.consumer = KafkaConsumer(**self._config)
-            self.consumer.subscribe([self._topic], listener=_CommitOnRevoke(self))
+            if self._partitions is None:
+                self.consumer.subscribe([self._topic], listener=_CommitOnRevoke(self))
+            else:
+                tps = [TopicPartition(self._topic, p) for p in self._partitions]
+                self.consumer.assign(tps)
+                self.assignments.append(sorted(str(tp) for tp in tps))
             while not self._halt.is_set():
                 self.cpu_samples.append((time.monotonic(), time.thread_time()))
                 try:
