@@ -28,9 +28,12 @@ class BenchBroker(NamedTuple):
 
 def add_broker_arguments(ap: argparse.ArgumentParser) -> None:
     """Add ``--broker`` (and the older ``--bootstrap``) to ``ap``."""
-    ap.add_argument("--broker", default=None,
-                    help="apache (start Apache Kafka), tansu (start the embedded broker, the "
-                         "default) or the bootstrap servers of a running cluster")
+    ap.add_argument(
+        "--broker",
+        default=None,
+        help="apache (start Apache Kafka), tansu (start the embedded broker, the "
+        "default) or the bootstrap servers of a running cluster",
+    )
     ap.add_argument("--bootstrap", help="same as --broker HOST:PORT")
 
 

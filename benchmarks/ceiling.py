@@ -100,8 +100,11 @@ def _leaders(bootstrap: str, topic: str, timeout_s: float) -> dict[int, tuple[st
     """``{node: (host, port, partitions)}`` for ``topic``."""
     conn = _Conn(*_split_bootstrap(bootstrap), timeout_s)
     try:
-        conn.send(ApiKey.METADATA, _METADATA_VERSION,
-                  {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+        conn.send(
+            ApiKey.METADATA,
+            _METADATA_VERSION,
+            {"topics": [{"name": topic}], "allow_auto_topic_creation": False},
+        )
         md = conn.receive(ApiKey.METADATA, _METADATA_VERSION)
     finally:
         conn.close()
@@ -134,9 +137,15 @@ def _count_batches(raw: Any) -> tuple[int, int]:
     return records, next_offset
 
 
-def measure(bootstrap: str, topic: str, records: int, *, max_bytes: int = FETCH_MAX_BYTES,
-            partition_max_bytes: int = PARTITION_MAX_BYTES, timeout_s: float = 300.0
-            ) -> dict[str, Any]:
+def measure(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    *,
+    max_bytes: int = FETCH_MAX_BYTES,
+    partition_max_bytes: int = PARTITION_MAX_BYTES,
+    timeout_s: float = 300.0,
+) -> dict[str, Any]:
     """Fetch ``records`` records of ``topic`` from offset 0; returns the rate and CPU used."""
     leaders = _leaders(bootstrap, topic, timeout_s)
     conns = {node: _Conn(host, port, timeout_s) for node, (host, port, _) in leaders.items()}
@@ -150,13 +159,29 @@ def measure(bootstrap: str, topic: str, records: int, *, max_bytes: int = FETCH_
             if time.perf_counter() > deadline:
                 raise SystemExit(f"ceiling: only {n} of {records} records in {timeout_s} s")
             for node, conn in conns.items():
-                parts = [{"partition": p, "fetch_offset": off, "partition_max_bytes":
-                          partition_max_bytes} for p, off in offsets[node].items()]
-                conn.send(ApiKey.FETCH, _FETCH_VERSION, {
-                    "max_wait_ms": FETCH_MAX_WAIT_MS, "min_bytes": FETCH_MIN_BYTES,
-                    "max_bytes": max_bytes, "isolation_level": 0, "session_id": 0,
-                    "session_epoch": -1, "topics": [{"topic": topic, "partitions": parts}],
-                    "forgotten_topics_data": [], "rack_id": ""})
+                parts = [
+                    {
+                        "partition": p,
+                        "fetch_offset": off,
+                        "partition_max_bytes": partition_max_bytes,
+                    }
+                    for p, off in offsets[node].items()
+                ]
+                conn.send(
+                    ApiKey.FETCH,
+                    _FETCH_VERSION,
+                    {
+                        "max_wait_ms": FETCH_MAX_WAIT_MS,
+                        "min_bytes": FETCH_MIN_BYTES,
+                        "max_bytes": max_bytes,
+                        "isolation_level": 0,
+                        "session_id": 0,
+                        "session_epoch": -1,
+                        "topics": [{"topic": topic, "partitions": parts}],
+                        "forgotten_topics_data": [],
+                        "rack_id": "",
+                    },
+                )
             for node, conn in conns.items():
                 body = conn.receive(ApiKey.FETCH, _FETCH_VERSION)
                 fetches += 1
@@ -165,8 +190,9 @@ def measure(bootstrap: str, topic: str, records: int, *, max_bytes: int = FETCH_
                 for t in body["responses"]:
                     for p in t["partitions"]:
                         if p["error_code"]:
-                            raise SystemExit(f"fetch error {p['error_code']} on partition "
-                                             f"{p['partition_index']}")
+                            raise SystemExit(
+                                f"fetch error {p['error_code']} on partition {p['partition_index']}"
+                            )
                         raw = p["records"]
                         if raw is None:
                             continue
@@ -181,8 +207,15 @@ def measure(bootstrap: str, topic: str, records: int, *, max_bytes: int = FETCH_
             conn.close()
     usage1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
-    return {"client": "ceiling", "records": n, "elapsed_s": elapsed, "cpu_s": cpu,
-            "fetches": fetches, "bytes": nbytes, "connections": len(conns)}
+    return {
+        "client": "ceiling",
+        "records": n,
+        "elapsed_s": elapsed,
+        "cpu_s": cpu,
+        "fetches": fetches,
+        "bytes": nbytes,
+        "connections": len(conns),
+    }
 
 
 def main() -> None:
@@ -199,10 +232,12 @@ def main() -> None:
         print(json.dumps(result))
         return
     rate = result["records"] / result["elapsed_s"]
-    print(f"ceiling: {result['records']:,} records in {result['elapsed_s']:.3f} s = "
-          f"{rate:,.0f} records/s, {result['fetches']} fetches over {result['connections']} "
-          f"connection(s), {result['bytes'] / result['elapsed_s'] / 1e6:.0f} MB/s, "
-          f"client CPU {result['cpu_s'] * 1e6 / max(1, result['records']):.3f} us/record")
+    print(
+        f"ceiling: {result['records']:,} records in {result['elapsed_s']:.3f} s = "
+        f"{rate:,.0f} records/s, {result['fetches']} fetches over {result['connections']} "
+        f"connection(s), {result['bytes'] / result['elapsed_s'] / 1e6:.0f} MB/s, "
+        f"client CPU {result['cpu_s'] * 1e6 / max(1, result['records']):.3f} us/record"
+    )
 
 
 if __name__ == "__main__":

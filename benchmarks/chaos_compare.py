@@ -38,16 +38,23 @@ class LibrdkafkaMember(Member):
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         cfg = self._config
-        consumer = Consumer({
-            "bootstrap.servers": cfg["bootstrap_servers"], "group.id": cfg["group_id"],
-            "client.id": cfg["client_id"], "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "session.timeout.ms": cfg["session_timeout_ms"],
-            "heartbeat.interval.ms": cfg["heartbeat_interval_ms"],
-            "max.poll.interval.ms": cfg["max_poll_interval_ms"],
-            "socket.timeout.ms": cfg["request_timeout_ms"],
-            "reconnect.backoff.ms": cfg["reconnect_backoff_ms"],
-            "reconnect.backoff.max.ms": cfg["reconnect_backoff_max_ms"],
-            "retry.backoff.ms": cfg["retry_backoff_ms"], "log_level": 0})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": cfg["bootstrap_servers"],
+                "group.id": cfg["group_id"],
+                "client.id": cfg["client_id"],
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": cfg["session_timeout_ms"],
+                "heartbeat.interval.ms": cfg["heartbeat_interval_ms"],
+                "max.poll.interval.ms": cfg["max_poll_interval_ms"],
+                "socket.timeout.ms": cfg["request_timeout_ms"],
+                "reconnect.backoff.ms": cfg["reconnect_backoff_ms"],
+                "reconnect.backoff.max.ms": cfg["reconnect_backoff_max_ms"],
+                "retry.backoff.ms": cfg["retry_backoff_ms"],
+                "log_level": 0,
+            }
+        )
         member = self
 
         def on_revoke(c: Any, partitions: Collection[Any]) -> None:
@@ -74,9 +81,10 @@ class LibrdkafkaMember(Member):
                     offsets[(m.topic(), m.partition())] = m.offset() + 1
                 if offsets:
                     try:
-                        consumer.commit(offsets=[TopicPartition(t, p, o)
-                                                 for (t, p), o in offsets.items()],
-                                        asynchronous=False)
+                        consumer.commit(
+                            offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                            asynchronous=False,
+                        )
                     except KafkaException as exc:
                         self.errors.append(f"commit: {exc!r}")
         except BaseException as exc:
@@ -85,8 +93,9 @@ class LibrdkafkaMember(Member):
             consumer.close()
 
 
-def _faults(cluster: ProxiedKafkaCluster) -> list[tuple[str, dict[str, Any],
-                                                        Callable[[list[Member]], float]]]:
+def _faults(
+    cluster: ProxiedKafkaCluster,
+) -> list[tuple[str, dict[str, Any], Callable[[list[Member]], float]]]:
     proxy = cluster.proxy(1)
 
     def latency(members: list[Member]) -> float:
@@ -116,10 +125,12 @@ def _faults(cluster: ProxiedKafkaCluster) -> list[tuple[str, dict[str, Any],
             time.sleep(0.3)
         return time.monotonic()
 
-    return [("latency 3 s > request timeout 2 s, 6 s", {"request_timeout_ms": 2000}, latency),
-            ("black hole 13 s > session 10 s", {}, black_hole),
-            ("partition 5 s < session 10 s", {}, partition),
-            ("resets mid-response, 6 s", {}, resets)]
+    return [
+        ("latency 3 s > request timeout 2 s, 6 s", {"request_timeout_ms": 2000}, latency),
+        ("black hole 13 s > session 10 s", {}, black_hole),
+        ("partition 5 s < session 10 s", {}, partition),
+        ("resets mid-response, 6 s", {}, resets),
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,20 +146,28 @@ def main(argv: list[str] | None = None) -> None:
                     topic = unique_name("cmp")
                     cluster.create_topic(topic, partitions=6)
                     group = unique_name("cmp-g")
-                    configs = [member_config(cluster.proxied_bootstrap, group, "a", **a_extra),
-                               member_config(cluster.bootstrap_servers, group, "b"),
-                               member_config(cluster.bootstrap_servers, group, "c")]
+                    configs = [
+                        member_config(cluster.proxied_bootstrap, group, "a", **a_extra),
+                        member_config(cluster.bootstrap_servers, group, "b"),
+                        member_config(cluster.bootstrap_servers, group, "c"),
+                    ]
                     try:
-                        out = run_scenario(f"{client}: {name}", topic=topic,
-                                           direct_bootstrap=cluster.bootstrap_servers,
-                                           configs=configs, fault=fault, member_cls=cls)
+                        out = run_scenario(
+                            f"{client}: {name}",
+                            topic=topic,
+                            direct_bootstrap=cluster.bootstrap_servers,
+                            configs=configs,
+                            fault=fault,
+                            member_cls=cls,
+                        )
                     except AssertionError as exc:
                         print(f"{client}: {name}: FAILED {exc}", flush=True)
                         rows.append((name, client, float("nan"), float("nan"), -1))
                     else:
                         print(out.line(), flush=True)
-                        rows.append((name, client, out.recovery_s, out.worst_delay_s,
-                                     len(out.duplicates)))
+                        rows.append(
+                            (name, client, out.recovery_s, out.worst_delay_s, len(out.duplicates))
+                        )
                     finally:
                         cluster.restore_proxies()
     print("\n| fault | client | recovery after heal (s) | worst record delay (s) | twice |")

@@ -52,8 +52,10 @@ ARROW_MAX_RECORDS = 100_000
 # Each worker consumes exactly `records` records and returns (elapsed_s, checksum, cpu_s): wall
 # and process CPU time (every thread) of its consume loop; the parent measures nothing itself.
 
-def _work_kafkaconsumer(bootstrap: str, topic: str, partitions: int, records: int
-                        ) -> tuple[float, int, float]:
+
+def _work_kafkaconsumer(
+    bootstrap: str, topic: str, partitions: int, records: int
+) -> tuple[float, int, float]:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from kafkaconsumer.consumer import KafkaConsumer
     from kafkaconsumer.structs import TopicPartition
@@ -75,8 +77,9 @@ def _work_kafkaconsumer(bootstrap: str, topic: str, partitions: int, records: in
     return elapsed, total, cpu
 
 
-def _work_kafkaconsumer_arrow(bootstrap: str, topic: str, partitions: int, records: int
-                              ) -> tuple[float, int, float]:
+def _work_kafkaconsumer_arrow(
+    bootstrap: str, topic: str, partitions: int, records: int
+) -> tuple[float, int, float]:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -108,12 +111,14 @@ def _work_kafkaconsumer_arrow(bootstrap: str, topic: str, partitions: int, recor
     return elapsed, total, cpu
 
 
-def _work_kafka_python(bootstrap: str, topic: str, partitions: int, records: int
-                       ) -> tuple[float, int, float]:
+def _work_kafka_python(
+    bootstrap: str, topic: str, partitions: int, records: int
+) -> tuple[float, int, float]:
     import kafka
 
-    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                            auto_offset_reset="earliest")
+    c = kafka.KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     tps = [kafka.TopicPartition(topic, p) for p in range(partitions)]
     c.assign(tps)
     c.seek_to_beginning(*tps)
@@ -131,15 +136,17 @@ def _work_kafka_python(bootstrap: str, topic: str, partitions: int, records: int
     return elapsed, total, cpu
 
 
-def _work_aiokafka(bootstrap: str, topic: str, partitions: int, records: int
-                   ) -> tuple[float, int, float]:
+def _work_aiokafka(
+    bootstrap: str, topic: str, partitions: int, records: int
+) -> tuple[float, int, float]:
     import asyncio
 
     import aiokafka
 
     async def run() -> tuple[float, int, float]:
-        c = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                      auto_offset_reset="earliest")
+        c = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
         await c.start()
         tps = [aiokafka.TopicPartition(topic, p) for p in range(partitions)]
         c.assign(tps)
@@ -161,16 +168,26 @@ def _work_aiokafka(bootstrap: str, topic: str, partitions: int, records: int
     return asyncio.run(run())
 
 
-def _work_confluent(bootstrap: str, topic: str, partitions: int, records: int
-                    ) -> tuple[float, int, float]:
+def _work_confluent(
+    bootstrap: str, topic: str, partitions: int, records: int
+) -> tuple[float, int, float]:
     import confluent_kafka
 
     # librdkafka requires a group.id even for manual assignment; nothing is committed.
-    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap,
-                                  "group.id": "bench-" + uuid.uuid4().hex[:8],
-                                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    c.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-              for p in range(partitions)])
+    c = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-" + uuid.uuid4().hex[:8],
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    c.assign(
+        [
+            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+            for p in range(partitions)
+        ]
+    )
     n = total = 0
     cpu0 = time.process_time()
     start = time.perf_counter()
@@ -199,15 +216,26 @@ WORKERS = {
 def worker_main(args: argparse.Namespace) -> None:
     """Run one client and print its measurements as one JSON line."""
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
-    elapsed, checksum, loop_cpu = WORKERS[args.worker](args.bootstrap, args.topic,
-                                                       int(args.partitions), args.records)
+    elapsed, checksum, loop_cpu = WORKERS[args.worker](
+        args.bootstrap, args.topic, int(args.partitions), args.records
+    )
     usage1 = resource.getrusage(resource.RUSAGE_SELF)
     # Imports and client construction are left out of cpu_s (they are start-up, not per-record
     # work, and with bytecode caching off they would dominate small runs); process_s has them.
     process = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
-    print(json.dumps({"client": args.worker, "elapsed_s": elapsed, "cpu_s": loop_cpu,
-                      "process_cpu_s": process, "peak_rss_mb": _peak_rss_mb(usage1),
-                      "checksum": checksum, "records": args.records}))
+    print(
+        json.dumps(
+            {
+                "client": args.worker,
+                "elapsed_s": elapsed,
+                "cpu_s": loop_cpu,
+                "process_cpu_s": process,
+                "peak_rss_mb": _peak_rss_mb(usage1),
+                "checksum": checksum,
+                "records": args.records,
+            }
+        )
+    )
 
 
 def _peak_rss_mb(usage: resource.struct_rusage) -> float:
@@ -228,24 +256,33 @@ def _peak_rss_mb(usage: resource.struct_rusage) -> float:
 
 # --------------------------------------------------------------------------- parent
 
-def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int,
-            codec: str) -> None:
+
+def produce(
+    bootstrap: str, topic: str, partitions: int, records: int, size: int, codec: str
+) -> None:
     """Create ``topic`` and fill it with ``records`` values of ``size`` bytes, round-robin."""
     import confluent_kafka
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]
-                        )[topic].result(timeout=60)
-    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "compression.type": codec,
-                                  "linger.ms": 50, "batch.size": 1_000_000,
-                                  "queue.buffering.max.messages": 1_000_000,
-                                  "enable.idempotence": False})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[
+        topic
+    ].result(timeout=60)
+    p = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.type": codec,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "enable.idempotence": False,
+        }
+    )
     value = bytes(range(256)) * (size // 256 + 1)
     for i in range(records):
         while True:
             try:
-                p.produce(topic, value=value[i % 256:i % 256 + size], partition=i % partitions)
+                p.produce(topic, value=value[i % 256 : i % 256 + size], partition=i % partitions)
                 break
             except BufferError:
                 p.poll(0.05)
@@ -256,18 +293,41 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int
         raise SystemExit(f"{left} records were not acknowledged")
 
 
-def run_worker(client: str, bootstrap: str, topic: str, partitions: int, records: int,
-               timeout_s: float) -> dict[str, Any]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap",
-           bootstrap, "--topic", topic, "--partitions", str(partitions), "--records", str(records)]
+def run_worker(
+    client: str, bootstrap: str, topic: str, partitions: int, records: int, timeout_s: float
+) -> dict[str, Any]:
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--worker",
+        client,
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--partitions",
+        str(partitions),
+        "--records",
+        str(records),
+    ]
     return _run_json(client, cmd, timeout_s)
 
 
 def run_ceiling(bootstrap: str, topic: str, records: int, timeout_s: float) -> dict[str, Any]:
     """The broker's serve ceiling on ``topic`` (``ceiling.py`` in its own process)."""
-    cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ceiling.py"),
-           "--bootstrap", bootstrap, "--topic", topic, "--records", str(records), "--json",
-           "--timeout", str(timeout_s)]
+    cmd = [
+        sys.executable,
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "ceiling.py"),
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--records",
+        str(records),
+        "--json",
+        "--timeout",
+        str(timeout_s),
+    ]
     return _run_json("ceiling", cmd, timeout_s)
 
 
@@ -290,8 +350,12 @@ def rate(r: dict[str, Any]) -> float:
     return float(r["records"]) / float(r["elapsed_s"])
 
 
-def print_table(label: str, ceiling: dict[str, Any] | None, results: list[dict[str, Any]],
-                expected_checksum: int) -> None:
+def print_table(
+    label: str,
+    ceiling: dict[str, Any] | None,
+    results: list[dict[str, Any]],
+    expected_checksum: int,
+) -> None:
     ours = next((r for r in results if r["client"] == "kafkaconsumer" and "error" not in r), None)
     top = rate(ceiling) if ceiling is not None and "error" not in ceiling else None
     print(f"\n{label}")
@@ -299,8 +363,10 @@ def print_table(label: str, ceiling: dict[str, Any] | None, results: list[dict[s
         print(f"  ceiling failed: {ceiling.get('error') if ceiling else 'not measured'}")
     else:
         print(f"  ceiling {top:,.0f} records/s")
-    print(f"{'client':<20}{'records/s':>12}{'ceiling':>9}{'CPU us/rec':>12}{'peak RSS MB':>13}"
-          f"{'ours x':>9}{'check':>8}")
+    print(
+        f"{'client':<20}{'records/s':>12}{'ceiling':>9}{'CPU us/rec':>12}{'peak RSS MB':>13}"
+        f"{'ours x':>9}{'check':>8}"
+    )
     for r in results:
         if "error" in r:
             print(f"{r['client']:<20}  failed: {r['error']}")
@@ -309,14 +375,19 @@ def print_table(label: str, ceiling: dict[str, Any] | None, results: list[dict[s
         ratio = f"{rate(ours) / rate(r):.2f}" if ours is not None else ""
         frac = f"{rate(r) / top:.0%}" if top else ""
         ok = "ok" if r["checksum"] == expected_checksum else "BAD"
-        print(f"{r['client']:<20}{rate(r):>12,.0f}{frac:>9}{cpu_us:>12.2f}"
-              f"{r['peak_rss_mb']:>13.1f}{ratio:>9}{ok:>8}")
+        print(
+            f"{r['client']:<20}{rate(r):>12,.0f}{frac:>9}{cpu_us:>12.2f}"
+            f"{r['peak_rss_mb']:>13.1f}{ratio:>9}{ok:>8}"
+        )
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """One markdown table of every (size, partitions, codec, client) result."""
-    out = ["| size | partitions | codec | client | records/s | of ceiling | CPU us/record "
-           "| peak RSS MB |", "|---:|---:|---|---|---:|---:|---:|---:|"]
+    out = [
+        "| size | partitions | codec | client | records/s | of ceiling | CPU us/record "
+        "| peak RSS MB |",
+        "|---:|---:|---|---|---:|---:|---:|---:|",
+    ]
     for row in rows:
         r = row["result"]
         head = f"| {row['size']} | {row['partitions']} | {row['codec']} | {r['client']} "
@@ -338,10 +409,15 @@ def _int_list(text: str) -> list[int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--sizes", "--size", default="100",
-                    help="value sizes in bytes, comma-separated (e.g. 100,1024)")
-    ap.add_argument("--partitions", default="8",
-                    help="partition counts, comma-separated (e.g. 8,256)")
+    ap.add_argument(
+        "--sizes",
+        "--size",
+        default="100",
+        help="value sizes in bytes, comma-separated (e.g. 100,1024)",
+    )
+    ap.add_argument(
+        "--partitions", default="8", help="partition counts, comma-separated (e.g. 8,256)"
+    )
     ap.add_argument("--codecs", default="none,lz4")
     ap.add_argument("--clients", default=",".join(CLIENTS))
     add_broker_arguments(ap)
@@ -367,14 +443,19 @@ def main() -> None:
         _run(args, broker, sizes, partition_counts, clients)
 
 
-def _run(args: argparse.Namespace, broker: BenchBroker, sizes: list[int],
-         partition_counts: list[int], clients: list[str]) -> None:
+def _run(
+    args: argparse.Namespace,
+    broker: BenchBroker,
+    sizes: list[int],
+    partition_counts: list[int],
+    clients: list[str],
+) -> None:
     bootstrap = broker.bootstrap
     rows: list[dict[str, Any]] = []
     print(f"{args.records:,} records per topic, broker {bootstrap} ({broker.label})")
     for size in sizes:
         value = bytes(range(256)) * (size // 256 + 1)
-        expected = sum(len(value[i % 256:i % 256 + size]) for i in range(args.records))
+        expected = sum(len(value[i % 256 : i % 256 + size]) for i in range(args.records))
         for partitions in partition_counts:
             for codec in [c.strip() for c in args.codecs.split(",") if c.strip()]:
                 topic = f"bench-{codec}-{size}-{partitions}-{uuid.uuid4().hex[:8]}"
@@ -384,17 +465,27 @@ def _run(args: argparse.Namespace, broker: BenchBroker, sizes: list[int],
                 # Best of two ceiling runs, one before and one after the clients: the
                 # broker's page cache is warm for both, and noise only lowers a rate.
                 ceilings = [run_ceiling(bootstrap, topic, args.records, args.timeout)]
-                results = [run_worker(c, bootstrap, topic, partitions, args.records,
-                                      args.timeout) for c in clients]
+                results = [
+                    run_worker(c, bootstrap, topic, partitions, args.records, args.timeout)
+                    for c in clients
+                ]
                 ceilings.append(run_ceiling(bootstrap, topic, args.records, args.timeout))
                 good = [c for c in ceilings if "error" not in c]
                 ceiling = max(good, key=rate) if good else ceilings[0]
-                print_table(f"{size} B, {partitions} partitions, codec={codec}", ceiling,
-                            results, expected)
+                print_table(
+                    f"{size} B, {partitions} partitions, codec={codec}", ceiling, results, expected
+                )
                 top = rate(ceiling) if "error" not in ceiling else None
                 for r in [ceiling, *results]:
-                    rows.append({"size": size, "partitions": partitions, "codec": codec,
-                                 "ceiling_rate": top, "result": r})
+                    rows.append(
+                        {
+                            "size": size,
+                            "partitions": partitions,
+                            "codec": codec,
+                            "ceiling_rate": top,
+                            "result": r,
+                        }
+                    )
     print("\n" + markdown(rows))
 
 

@@ -45,20 +45,28 @@ def _topics(rows: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
 def table(data: dict[str, Any]) -> str:
     """A markdown table of the run: records/s, CPU per record and ours x per client."""
     rows = data["rows"]
-    lines = ["| value size | partitions | codec | client | records/s | CPU µs/record | "
-             "peak RSS MB | kafkaconsumer is x times faster |",
-             "|---:|---:|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| value size | partitions | codec | client | records/s | CPU µs/record | "
+        "peak RSS MB | kafkaconsumer is x times faster |",
+        "|---:|---:|---|---|---:|---:|---:|---:|",
+    ]
     for size, parts, codec in _topics(rows):
-        group = [r for r in rows if (r["size"], r["partitions"], r["codec"]) ==
-                 (size, parts, codec)]
+        group = [
+            r for r in rows if (r["size"], r["partitions"], r["codec"]) == (size, parts, codec)
+        ]
         ours = next((r["records_per_s"] for r in group if r["client"] == "kafkaconsumer"), None)
         for r in group:
-            ratio = "" if r["client"] in ("ceiling", "kafkaconsumer") or not ours else \
-                f"{ours / r['records_per_s']:.2f}"
+            ratio = (
+                ""
+                if r["client"] in ("ceiling", "kafkaconsumer") or not ours
+                else f"{ours / r['records_per_s']:.2f}"
+            )
             rss = "" if r.get("peak_rss_mb") is None else f"{r['peak_rss_mb']:.0f}"
-            lines.append(f"| {size} | {parts} | {codec} | {r['client']} | "
-                         f"{r['records_per_s']:,.0f} | {r['cpu_us_per_record']:.2f} | {rss} | "
-                         f"{ratio} |")
+            lines.append(
+                f"| {size} | {parts} | {codec} | {r['client']} | "
+                f"{r['records_per_s']:,.0f} | {r['cpu_us_per_record']:.2f} | {rss} | "
+                f"{ratio} |"
+            )
     return "\n".join(lines)
 
 
@@ -74,14 +82,18 @@ def plot(data: dict[str, Any], out: Path) -> None:
     clients = [c for c in CLIENT_ORDER if any(r["client"] == c for r in rows)]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     width = 0.8 / max(1, len(clients))
-    for metric, ax, label in (("records_per_s", axes[0], "records/s (higher is better)"),
-                              ("cpu_us_per_record", axes[1],
-                               "CPU µs per record (lower is better)")):
+    for metric, ax, label in (
+        ("records_per_s", axes[0], "records/s (higher is better)"),
+        ("cpu_us_per_record", axes[1], "CPU µs per record (lower is better)"),
+    ):
         for i, client in enumerate(clients):
             values = []
             for topic in topics:
-                match = [r[metric] for r in rows if r["client"] == client and
-                         (r["size"], r["partitions"], r["codec"]) == topic]
+                match = [
+                    r[metric]
+                    for r in rows
+                    if r["client"] == client and (r["size"], r["partitions"], r["codec"]) == topic
+                ]
                 values.append(match[0] if match else 0)
             ax.bar([t + i * width for t in range(len(topics))], values, width, label=client)
         ax.set_xticks([t + width * (len(clients) - 1) / 2 for t in range(len(topics))])
@@ -99,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     """Plot each result file given (default: all of benchmarks/results)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path, help="result files (JSON)")
-    ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "img",
-                    help="directory for the PNG files (default: docs/img)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=HERE.parent / "docs" / "img",
+        help="directory for the PNG files (default: docs/img)",
+    )
     args = ap.parse_args(argv)
     files = args.files or sorted((HERE / "results").glob("*.json"))
     if not files:

@@ -67,65 +67,112 @@ class _Log:
 # --------------------------------------------------------------------------- members
 # Each member runs ``loop(stop)`` in a thread: subscribe, consume until stop is set, close.
 
-def _ours(bootstrap: str, group: str, topic: str, protocol: str, name: str, log: _Log,
-          settings: dict[str, int]) -> Callable[[threading.Event], None]:
+
+def _ours(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    protocol: str,
+    name: str,
+    log: _Log,
+    settings: dict[str, int],
+) -> Callable[[threading.Event], None]:
     def loop(stop: threading.Event) -> None:
         from kafkaconsumer.consumer import KafkaConsumer
 
         group_settings: dict[str, Any] = {"group.protocol": "consumer"}
         if protocol != "consumer":
-            group_settings = {"partition.assignment.strategy": protocol,
-                              "internal.cooperative.rejoin.delay.ms":
-                                  settings.get("_rejoin_delay_ms", 0),
-                              **{k: v for k, v in settings.items() if not k.startswith("_")}}
-        c = KafkaConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                           "client.id": name, "auto.offset.reset": "latest",
-                           "enable.auto.commit": True, "auto.commit.interval.ms": 1000,
-                           **group_settings})
+            group_settings = {
+                "partition.assignment.strategy": protocol,
+                "internal.cooperative.rejoin.delay.ms": settings.get("_rejoin_delay_ms", 0),
+                **{k: v for k, v in settings.items() if not k.startswith("_")},
+            }
+        c = KafkaConsumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": name,
+                "auto.offset.reset": "latest",
+                "enable.auto.commit": True,
+                "auto.commit.interval.ms": 1000,
+                **group_settings,
+            }
+        )
         c.subscribe([topic])
         while not stop.is_set():
             records = c.poll(100)
             if records:
                 log.add(name, [r.partition for r in records])
         c.close()
+
     return loop
 
 
-def _kafka_python(bootstrap: str, group: str, topic: str, protocol: str, name: str, log: _Log,
-                  settings: dict[str, int]) -> Callable[[threading.Event], None]:
+def _kafka_python(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    protocol: str,
+    name: str,
+    log: _Log,
+    settings: dict[str, int],
+) -> Callable[[threading.Event], None]:
     def loop(stop: threading.Event) -> None:
         import kafka
         from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
         from kafka.coordinator.assignors.range import RangePartitionAssignor
 
         assignor = RangePartitionAssignor if protocol == "range" else CooperativeStickyAssignor
-        c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id=name,
-                                partition_assignment_strategy=[assignor],
-                                auto_offset_reset="latest", enable_auto_commit=True,
-                                auto_commit_interval_ms=1000,
-                                session_timeout_ms=settings["session.timeout.ms"],
-                                heartbeat_interval_ms=settings["heartbeat.interval.ms"])
+        c = kafka.KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=name,
+            partition_assignment_strategy=[assignor],
+            auto_offset_reset="latest",
+            enable_auto_commit=True,
+            auto_commit_interval_ms=1000,
+            session_timeout_ms=settings["session.timeout.ms"],
+            heartbeat_interval_ms=settings["heartbeat.interval.ms"],
+        )
         c.subscribe([topic])
         while not stop.is_set():
             batch = c.poll(timeout_ms=100)
             for tp, recs in batch.items():
                 log.add(name, [tp.partition] * len(recs))
         c.close()
+
     return loop
 
 
-def _confluent(bootstrap: str, group: str, topic: str, protocol: str, name: str, log: _Log,
-               settings: dict[str, int]) -> Callable[[threading.Event], None]:
+def _confluent(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    protocol: str,
+    name: str,
+    log: _Log,
+    settings: dict[str, int],
+) -> Callable[[threading.Event], None]:
     def loop(stop: threading.Event) -> None:
         from confluent_kafka import Consumer
 
         group_settings: dict[str, Any] = {"group.protocol": "consumer"}
         if protocol != "consumer":
-            group_settings = {"partition.assignment.strategy": protocol,
-                              **{k: v for k, v in settings.items() if not k.startswith("_")}}
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
-                      "auto.offset.reset": "latest", "enable.auto.commit": True,
-                      "auto.commit.interval.ms": 1000, **group_settings})
+            group_settings = {
+                "partition.assignment.strategy": protocol,
+                **{k: v for k, v in settings.items() if not k.startswith("_")},
+            }
+        c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": name,
+                "auto.offset.reset": "latest",
+                "enable.auto.commit": True,
+                "auto.commit.interval.ms": 1000,
+                **group_settings,
+            }
+        )
         c.subscribe([topic])
         while not stop.is_set():
             msgs = c.consume(500, 0.1)
@@ -133,6 +180,7 @@ def _confluent(bootstrap: str, group: str, topic: str, protocol: str, name: str,
             if parts:
                 log.add(name, parts)
         c.close()
+
     return loop
 
 
@@ -140,6 +188,7 @@ MEMBERS = {"kafkaconsumer": _ours, "kafka-python": _kafka_python, "confluent-kaf
 
 
 # --------------------------------------------------------------------------- scenario
+
 
 def _produce_forever(bootstrap: str, topic: str, partitions: int, stop: threading.Event) -> None:
     from confluent_kafka import Producer
@@ -176,15 +225,28 @@ def _set_group_heartbeat(bootstrap: str, group: str, interval_ms: int) -> None:
     )
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry("consumer.heartbeat.interval.ms", str(interval_ms),
-                    incremental_operation=AlterConfigOpType.SET)])
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry(
+                "consumer.heartbeat.interval.ms",
+                str(interval_ms),
+                incremental_operation=AlterConfigOpType.SET,
+            )
+        ],
+    )
     for fut in admin.incremental_alter_configs([resource]).values():
         fut.result(30)
 
 
-def analyse(events: list[Event], t0: float, partitions: int, gap_s: float,
-            kept_before: set[int] | None = None) -> dict[str, Any]:
+def analyse(
+    events: list[Event],
+    t0: float,
+    partitions: int,
+    gap_s: float,
+    kept_before: set[int] | None = None,
+) -> dict[str, Any]:
     """Settle time, records and longest gap on the partitions A kept (see module doc).
 
     ``kept_before``: the partitions A owned before t0 (leave scenario); None (join scenario):
@@ -211,8 +273,11 @@ def analyse(events: list[Event], t0: float, partitions: int, gap_s: float,
             start = evs[0][0]
         settle_at[p] = max(start, t0)
     end = max(settle_at.values())
-    kept = [p for p in range(partitions) if owner[p] == "A"
-            and (kept_before is None or p in kept_before)]
+    kept = [
+        p
+        for p in range(partitions)
+        if owner[p] == "A" and (kept_before is None or p in kept_before)
+    ]
     kept_recs = 0
     max_gap = 0.0
     for p in kept:
@@ -225,9 +290,17 @@ def analyse(events: list[Event], t0: float, partitions: int, gap_s: float,
     return {"settle": end - t0, "kept": kept_recs, "gap": max_gap, "kept_parts": len(kept)}
 
 
-def run_scenario(bootstrap: str, client: str, protocol: str, partitions: int, warmup_s: float,
-                 after_s: float, gap_s: float, settings: dict[str, int],
-                 scenario: str = "join") -> dict[str, Any]:
+def run_scenario(
+    bootstrap: str,
+    client: str,
+    protocol: str,
+    partitions: int,
+    warmup_s: float,
+    after_s: float,
+    gap_s: float,
+    settings: dict[str, int],
+    scenario: str = "join",
+) -> dict[str, Any]:
     """One client, one protocol: A alone then B joins, or A and B then B leaves."""
     topic = _create_topic(bootstrap, partitions)
     group = f"rebalance-{client}-{protocol}-{uuid.uuid4().hex[:6]}"
@@ -235,19 +308,26 @@ def run_scenario(bootstrap: str, client: str, protocol: str, partitions: int, wa
         _set_group_heartbeat(bootstrap, group, settings["_consumer_heartbeat_ms"])
     log = _Log()
     stop_producer = threading.Event()
-    producer = threading.Thread(target=_produce_forever,
-                                args=(bootstrap, topic, partitions, stop_producer), daemon=True)
+    producer = threading.Thread(
+        target=_produce_forever, args=(bootstrap, topic, partitions, stop_producer), daemon=True
+    )
     producer.start()
     make = MEMBERS[client]
     stops = {n: threading.Event() for n in ("A", "B")}
-    threads = {n: threading.Thread(target=make(bootstrap, group, topic, protocol, n, log, settings),
-                                   args=(stops[n],), daemon=True) for n in ("A", "B")}
+    threads = {
+        n: threading.Thread(
+            target=make(bootstrap, group, topic, protocol, n, log, settings),
+            args=(stops[n],),
+            daemon=True,
+        )
+        for n in ("A", "B")
+    }
     threads["A"].start()
     # Warm-up: A must be consuming every partition before B comes.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with log.lock:
-            seen = {p for _t, _m, p in log.events[-20 * partitions:]}
+            seen = {p for _t, _m, p in log.events[-20 * partitions :]}
         if len(seen) == partitions:
             break
         time.sleep(0.1)
@@ -296,24 +376,33 @@ def main(argv: list[str] | None = None) -> int:
     add_broker_arguments(ap)
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
-    ap.add_argument("--scenarios", default="join",
-                    help=f"comma-separated: {', '.join(SCENARIOS)}")
+    ap.add_argument("--scenarios", default="join", help=f"comma-separated: {', '.join(SCENARIOS)}")
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--warmup", type=float, default=2.0, help="seconds of A alone")
     ap.add_argument("--after", type=float, default=25.0, help="seconds observed after B joins")
     ap.add_argument("--gap-ms", type=float, default=500.0)
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
     ap.add_argument("--heartbeat-interval-ms", type=int, default=300)
-    ap.add_argument("--consumer-heartbeat-interval-ms", type=int, default=0,
-                    help="consumer protocol: the group's heartbeat interval, set on the broker "
-                         "(group config consumer.heartbeat.interval.ms); 0: the broker's default")
-    ap.add_argument("--cooperative-rejoin-delay-ms", type=int, default=0,
-                    help="this client only: delay of the cooperative follow-up rejoin")
+    ap.add_argument(
+        "--consumer-heartbeat-interval-ms",
+        type=int,
+        default=0,
+        help="consumer protocol: the group's heartbeat interval, set on the broker "
+        "(group config consumer.heartbeat.interval.ms); 0: the broker's default",
+    )
+    ap.add_argument(
+        "--cooperative-rejoin-delay-ms",
+        type=int,
+        default=0,
+        help="this client only: delay of the cooperative follow-up rejoin",
+    )
     args = ap.parse_args(argv)
-    settings = {"session.timeout.ms": args.session_timeout_ms,
-                "heartbeat.interval.ms": args.heartbeat_interval_ms,
-                "_rejoin_delay_ms": args.cooperative_rejoin_delay_ms,
-                "_consumer_heartbeat_ms": args.consumer_heartbeat_interval_ms}
+    settings = {
+        "session.timeout.ms": args.session_timeout_ms,
+        "heartbeat.interval.ms": args.heartbeat_interval_ms,
+        "_rejoin_delay_ms": args.cooperative_rejoin_delay_ms,
+        "_consumer_heartbeat_ms": args.consumer_heartbeat_interval_ms,
+    }
     clients = [c for c in args.clients.split(",") if c]
     protocols = [p for p in args.protocols.split(",") if p]
     scenarios = [s for s in args.scenarios.split(",") if s]
@@ -331,25 +420,44 @@ def main(argv: list[str] | None = None) -> int:
                 for protocol in protocols:
                     if client == "kafka-python" and protocol == "consumer":
                         continue  # kafka-python has no consumer group protocol
-                    r = run_scenario(broker.bootstrap, client, protocol, args.partitions,
-                                     args.warmup, args.after, args.gap_ms / 1000.0, settings,
-                                     scenario)
+                    r = run_scenario(
+                        broker.bootstrap,
+                        client,
+                        protocol,
+                        args.partitions,
+                        args.warmup,
+                        args.after,
+                        args.gap_ms / 1000.0,
+                        settings,
+                        scenario,
+                    )
                     rows.append((scenario, client, protocol, r))
-                    print(f"# {scenario:5} {client:16} {protocol:19} settle {r['settle']:.2f} s  "
-                          f"kept recs {r['kept']}  kept max gap {r['gap']:.2f} s",
-                          file=sys.stderr, flush=True)
-    print(f"\nbroker: {broker.label}; "
-          f"{args.partitions} partitions, 1 record/partition/10 ms; session "
-          f"{args.session_timeout_ms} ms, heartbeat {args.heartbeat_interval_ms} ms (classic); "
-          f"consumer protocol heartbeat "
-          f"{f'{args.consumer_heartbeat_interval_ms} ms' if args.consumer_heartbeat_interval_ms else 'as the broker sets it'}\n")
-    print(f"| scenario | {'client':16} | {'protocol':19} | settle s | kept partitions | "
-          f"kept recs | kept max gap s |")
-    print(f"|----------|{'-' * 18}|{'-' * 21}|---------:|----------------:|----------:|"
-          f"---------------:|")
+                    print(
+                        f"# {scenario:5} {client:16} {protocol:19} settle {r['settle']:.2f} s  "
+                        f"kept recs {r['kept']}  kept max gap {r['gap']:.2f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    print(
+        f"\nbroker: {broker.label}; "
+        f"{args.partitions} partitions, 1 record/partition/10 ms; session "
+        f"{args.session_timeout_ms} ms, heartbeat {args.heartbeat_interval_ms} ms (classic); "
+        f"consumer protocol heartbeat "
+        f"{f'{args.consumer_heartbeat_interval_ms} ms' if args.consumer_heartbeat_interval_ms else 'as the broker sets it'}\n"
+    )
+    print(
+        f"| scenario | {'client':16} | {'protocol':19} | settle s | kept partitions | "
+        f"kept recs | kept max gap s |"
+    )
+    print(
+        f"|----------|{'-' * 18}|{'-' * 21}|---------:|----------------:|----------:|"
+        f"---------------:|"
+    )
     for scenario, client, protocol, r in rows:
-        print(f"| {scenario:8} | {client:16} | {protocol:19} | {r['settle']:8.2f} | "
-              f"{r['kept_parts']:15d} | {r['kept']:9d} | {r['gap']:14.2f} |")
+        print(
+            f"| {scenario:8} | {client:16} | {protocol:19} | {r['settle']:8.2f} | "
+            f"{r['kept_parts']:15d} | {r['kept']:9d} | {r['gap']:14.2f} |"
+        )
     return 0
 
 

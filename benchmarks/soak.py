@@ -57,12 +57,25 @@ def _produce(bootstrap: str, topic: str, rate: float, stop: Any) -> None:
 
 
 class _Member(threading.Thread):
-    def __init__(self, name: str, bootstrap: str, topic: str, group: str,
-                 latencies: list[float], lock: threading.Lock) -> None:
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        latencies: list[float],
+        lock: threading.Lock,
+    ) -> None:
         super().__init__(name=name, daemon=True)
-        self._cfg = {"bootstrap_servers": bootstrap, "group_id": group, "client_id": name,
-                     "auto_offset_reset": "latest", "enable_auto_commit": False,
-                     "session_timeout_ms": 10_000, "heartbeat_interval_ms": 1000}
+        self._cfg = {
+            "bootstrap_servers": bootstrap,
+            "group_id": group,
+            "client_id": name,
+            "auto_offset_reset": "latest",
+            "enable_auto_commit": False,
+            "session_timeout_ms": 10_000,
+            "heartbeat_interval_ms": 1000,
+        }
         self._topic = topic
         self._latencies = latencies
         self._lock = lock
@@ -144,16 +157,18 @@ def _plot(rows: list[dict[str, float]], path: str, slope_kib_min: float) -> None
 def main(argv: list[str] | None = None) -> None:
     """Run the soak (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--broker", default="apache3",
-                    help="apache3 (start a 3-broker Apache Kafka cluster, the default) or the "
-                         "bootstrap servers of a running cluster")
+    ap.add_argument(
+        "--broker",
+        default="apache3",
+        help="apache3 (start a 3-broker Apache Kafka cluster, the default) or the "
+        "bootstrap servers of a running cluster",
+    )
     ap.add_argument("--duration", type=float, default=1800.0, help="seconds (default 1800)")
     ap.add_argument("--churn", type=float, default=60.0, help="seconds between member swaps")
     ap.add_argument("--members", type=int, default=3)
     ap.add_argument("--rate", type=float, default=500.0, help="records per second")
     ap.add_argument("--partitions", type=int, default=6)
-    ap.add_argument("--warmup", type=float, default=120.0,
-                    help="seconds left out of the RSS slope")
+    ap.add_argument("--warmup", type=float, default=120.0, help="seconds left out of the RSS slope")
     ap.add_argument("--out", default="soak", help="path prefix of the .csv and .png")
     args = ap.parse_args(argv)
 
@@ -165,8 +180,9 @@ def main(argv: list[str] | None = None) -> None:
         replication = min(3, len(admin.list_topics(timeout=10).brokers))
         admin.create_topics([NewTopic(topic, args.partitions, replication)])[topic].result(30)
         stop = multiprocessing.Event()
-        producer = multiprocessing.Process(target=_produce,
-                                           args=(bootstrap, topic, args.rate, stop), daemon=True)
+        producer = multiprocessing.Process(
+            target=_produce, args=(bootstrap, topic, args.rate, stop), daemon=True
+        )
         producer.start()
         lock = threading.Lock()
         latencies: list[float] = []
@@ -196,11 +212,17 @@ def main(argv: list[str] | None = None) -> None:
                 next_churn += args.churn
             with lock:
                 batch, latencies[:] = sorted(latencies), []
-            rows.append({
-                "t": time.monotonic() - start, "rss_mib": _rss() / 2**20,
-                "fds": len(os.listdir("/proc/self/fd")), "threads": threading.active_count(),
-                "lat_p50_ms": 1000 * batch[len(batch) // 2] if batch else 0.0,
-                "lat_max_ms": 1000 * batch[-1] if batch else 0.0, "records": len(batch)})
+            rows.append(
+                {
+                    "t": time.monotonic() - start,
+                    "rss_mib": _rss() / 2**20,
+                    "fds": len(os.listdir("/proc/self/fd")),
+                    "threads": threading.active_count(),
+                    "lat_p50_ms": 1000 * batch[len(batch) // 2] if batch else 0.0,
+                    "lat_max_ms": 1000 * batch[-1] if batch else 0.0,
+                    "records": len(batch),
+                }
+            )
         for m in members:
             m.stop()
             errors += m.errors
@@ -216,12 +238,16 @@ def main(argv: list[str] | None = None) -> None:
     _plot(rows, args.out + ".png", slope)
     consumed = sum(r["records"] for r in rows)
     lat = sorted(r["lat_p50_ms"] for r in steady if r["records"])
-    print(f"soak: {args.duration:.0f} s, {serial} members ({serial - args.members} churned), "
-          f"{consumed:.0f} records consumed, {errors} poll/commit errors")
-    print(f"RSS {rows[0]['rss_mib']:.1f} -> {rows[-1]['rss_mib']:.1f} MiB, slope after "
-          f"{args.warmup:.0f} s: {slope:+.1f} KiB/min; fds {rows[0]['fds']:.0f} -> "
-          f"{rows[-1]['fds']:.0f}; threads {rows[0]['threads']:.0f} -> {rows[-1]['threads']:.0f}; "
-          f"median per-second p50 latency {lat[len(lat) // 2] if lat else 0:.1f} ms")
+    print(
+        f"soak: {args.duration:.0f} s, {serial} members ({serial - args.members} churned), "
+        f"{consumed:.0f} records consumed, {errors} poll/commit errors"
+    )
+    print(
+        f"RSS {rows[0]['rss_mib']:.1f} -> {rows[-1]['rss_mib']:.1f} MiB, slope after "
+        f"{args.warmup:.0f} s: {slope:+.1f} KiB/min; fds {rows[0]['fds']:.0f} -> "
+        f"{rows[-1]['fds']:.0f}; threads {rows[0]['threads']:.0f} -> {rows[-1]['threads']:.0f}; "
+        f"median per-second p50 latency {lat[len(lat) // 2] if lat else 0:.1f} ms"
+    )
     print(f"wrote {args.out}.csv and {args.out}.png")
 
 

@@ -55,13 +55,26 @@ def connector_jars(version: str, cache: Path) -> list[str]:
         out.mkdir(parents=True, exist_ok=True)
         (out / "pom.xml").write_text(_POM.format(version=version))
         proc = subprocess.run(
-            ["mvn", "-q", "-B", f"-Dmaven.repo.local={cache / 'm2'}",
-             "dependency:copy-dependencies", f"-DoutputDirectory={jars_dir}",
-             "-DincludeScope=runtime"], cwd=out, capture_output=True, text=True)
+            [
+                "mvn",
+                "-q",
+                "-B",
+                f"-Dmaven.repo.local={cache / 'm2'}",
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={jars_dir}",
+                "-DincludeScope=runtime",
+            ],
+            cwd=out,
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
-            sys.exit(f"cannot fetch spark-sql-kafka-0-10_2.13:{version} with mvn (is this "
-                     "version served? pin PySpark to one whose connector is):\n"
-                     + proc.stdout[-2000:] + proc.stderr[-2000:])
+            sys.exit(
+                f"cannot fetch spark-sql-kafka-0-10_2.13:{version} with mvn (is this "
+                "version served? pin PySpark to one whose connector is):\n"
+                + proc.stdout[-2000:]
+                + proc.stderr[-2000:]
+            )
     shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     return sorted(str(p) for p in jars_dir.glob("*.jar") if _artifact(p.name) not in shipped)
 
@@ -81,8 +94,15 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1 << 20,
-                  "compression.type": "none", "queue.buffering.max.messages": 1000000})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.size": 1 << 20,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 1000000,
+        }
+    )
     value = b"x" * size
     for i in range(records):
         while True:
@@ -101,23 +121,32 @@ def _time(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
-def bench_spark(bootstrap: str, topic: str, records: int, size: int, jars: list[str]
-                ) -> list[tuple[str, float, float]]:
+def bench_spark(
+    bootstrap: str, topic: str, records: int, size: int, jars: list[str]
+) -> list[tuple[str, float, float]]:
     """Seconds for count() and for sum(length(value)) per read path."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     from kafkaconsumer.spark import read_kafka, register
 
-    spark = (SparkSession.builder.master("local[2]").appName("spark_read benchmark")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.driver.memory", "3g")
-             .config("spark.python.authenticate.socketTimeout", "120s")
-             .config("spark.jars", ",".join(jars)).getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("spark_read benchmark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "3g")
+        .config("spark.python.authenticate.socketTimeout", "120s")
+        .config("spark.jars", ",".join(jars))
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
-               "startingOffsets": "earliest"}
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": topic,
+        "startingOffsets": "earliest",
+    }
     expected_sum = records * size
 
     def ours() -> Any:
@@ -130,31 +159,38 @@ def bench_spark(bootstrap: str, topic: str, records: int, size: int, jars: list[
         return read_kafka(spark, options, progress=False)
 
     rows = []
-    for name, make in (("(a) read_kafka (driver)", driver),
-                       ("(b) format(\"kafkaconsumer\")", ours),
-                       ("(c) format(\"kafka\") (Spark's own)", theirs)):
+    for name, make in (
+        ("(a) read_kafka (driver)", driver),
+        ('(b) format("kafkaconsumer")', ours),
+        ('(c) format("kafka") (Spark\'s own)', theirs),
+    ):
         make().count()  # warm-up: JVM classes, Python workers, connections
         t_count, n = _time(lambda make=make: make().count())
         t_sum, s = _time(lambda make=make: make().selectExpr("sum(length(value))").first()[0])
         if n != records or s != expected_sum:
-            sys.exit(f"{name}: read {n} records / {s} bytes, expected {records} / "
-                     f"{expected_sum}")
+            sys.exit(f"{name}: read {n} records / {s} bytes, expected {records} / {expected_sum}")
         rows.append((name, t_count, t_sum))
         print(f"{name}: count {t_count:.2f} s, sum(length(value)) {t_sum:.2f} s", flush=True)
     spark.stop()
     return rows
 
 
-def bench_poll(bootstrap: str, topic: str, partitions: int, records: int
-               ) -> list[tuple[str, float]]:
+def bench_poll(
+    bootstrap: str, topic: str, partitions: int, records: int
+) -> list[tuple[str, float]]:
     """Records/s of poll_arrow and of poll() reading every record once."""
     from kafkaconsumer.consumer import KafkaConsumer
     from kafkaconsumer.structs import TopicPartition
 
     out = []
     for name in ("poll()", "poll_arrow()"):
-        c = KafkaConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
-                           "max.poll.records": 100000})
+        c = KafkaConsumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "auto.offset.reset": "earliest",
+                "max.poll.records": 100000,
+            }
+        )
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         c.assign(tps)
         n = total = 0
@@ -181,26 +217,33 @@ def bench_poll(bootstrap: str, topic: str, partitions: int, records: int
 def main() -> None:
     """Run the benchmark and print a markdown table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS",
-                                                          "127.0.0.1:9092"))
+    ap.add_argument(
+        "--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+    )
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--jar-cache", type=Path,
-                    default=Path.home() / ".cache" / "kafkaconsumer-bench")
+    ap.add_argument(
+        "--jar-cache", type=Path, default=Path.home() / ".cache" / "kafkaconsumer-bench"
+    )
     args = ap.parse_args()
     import pyspark
 
     jars = connector_jars(pyspark.__version__, args.jar_cache)
     topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
-    print(f"producing {args.records:,} x {args.size} B into {topic} ({args.partitions} "
-          f"partitions) on {args.bootstrap}; PySpark {pyspark.__version__}", flush=True)
+    print(
+        f"producing {args.records:,} x {args.size} B into {topic} ({args.partitions} "
+        f"partitions) on {args.bootstrap}; PySpark {pyspark.__version__}",
+        flush=True,
+    )
     produce(args.bootstrap, topic, args.partitions, args.records, args.size)
     spark_rows = bench_spark(args.bootstrap, topic, args.records, args.size, jars)
     poll_rows = bench_poll(args.bootstrap, topic, args.partitions, args.records)
     ref = spark_rows[2]
-    print(f"\n{args.records:,} records x {args.size} B, {args.partitions} partitions, "
-          f"local[2], PySpark {pyspark.__version__}\n")
+    print(
+        f"\n{args.records:,} records x {args.size} B, {args.partitions} partitions, "
+        f"local[2], PySpark {pyspark.__version__}\n"
+    )
     print("| read path | count() s | sum(length(value)) s | vs Spark's source (count / sum) |")
     print("|---|---:|---:|---:|")
     for name, c, s in spark_rows:

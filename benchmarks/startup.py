@@ -73,21 +73,30 @@ def main() -> None:
     results: dict[str, list[dict[str, float]]] = {"precompiled": [], "compile": []}
     for _ in range(args.runs):
         for mode in results:
-            out = subprocess.run([sys.executable, "-c", CHILD, args.bootstrap, topic, mode],
-                                 capture_output=True, text=True, timeout=120, env=env)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, args.bootstrap, topic, mode],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+            )
             if out.returncode != 0:
                 raise SystemExit(out.stderr[-2000:])
             results[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"median of {args.runs} runs, ms (wall / CPU)    import     cold first record"
-          "     warm first record         cold - warm")
+    print(
+        f"median of {args.runs} runs, ms (wall / CPU)    import     cold first record"
+        "     warm first record         cold - warm"
+    )
     for mode, rows in results.items():
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         extra = statistics.median(r["cold_ms"] - r["warm_ms"] for r in rows)
         extra_cpu = statistics.median(r["cold_cpu_ms"] - r["warm_cpu_ms"] for r in rows)
-        print(f"{mode:<24}{med['import_ms']:>8.0f} /{med['import_cpu_ms']:>5.0f}"
-              f"{med['cold_ms']:>14.0f} /{med['cold_cpu_ms']:>5.0f}"
-              f"{med['warm_ms']:>16.0f} /{med['warm_cpu_ms']:>5.0f}"
-              f"{extra:>14.0f} /{extra_cpu:>5.0f}")
+        print(
+            f"{mode:<24}{med['import_ms']:>8.0f} /{med['import_cpu_ms']:>5.0f}"
+            f"{med['cold_ms']:>14.0f} /{med['cold_cpu_ms']:>5.0f}"
+            f"{med['warm_ms']:>16.0f} /{med['warm_cpu_ms']:>5.0f}"
+            f"{extra:>14.0f} /{extra_cpu:>5.0f}"
+        )
 
 
 if __name__ == "__main__":

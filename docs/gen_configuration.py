@@ -103,8 +103,14 @@ def _row(key: ConfigKey) -> str:
     doc = key.doc
     if notes:
         doc = " ".join(notes) + ". " + doc
-    cells = [f"`{key.name}`", key.type.value, f"`{_default(key)}`", valid or "", key.importance.value,
-             doc]
+    cells = [
+        f"`{key.name}`",
+        key.type.value,
+        f"`{_default(key)}`",
+        valid or "",
+        key.importance.value,
+        doc,
+    ]
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
@@ -124,20 +130,28 @@ def render() -> str:
     admin = AdminClientConfig.definitions()
     shared = [name for name in consumer if name in producer and name in admin]
 
-    def only(defs: dict[str, ConfigKey] | Any, base: AbstractConfig | Any = None) -> list[ConfigKey]:
-        return [k for n, k in defs.items() if n not in shared or
-                (base is not None and k.default != consumer[n].default)]
+    def only(
+        defs: dict[str, ConfigKey] | Any, base: AbstractConfig | Any = None
+    ) -> list[ConfigKey]:
+        return [
+            k
+            for n, k in defs.items()
+            if n not in shared or (base is not None and k.default != consumer[n].default)
+        ]
 
     parts = [INTRO]
-    parts.append("## Consumer\n\nEvery key `ConsumerConfig` accepts "
-                 f"({len(consumer)} keys).\n")
+    parts.append(f"## Consumer\n\nEvery key `ConsumerConfig` accepts ({len(consumer)} keys).\n")
     parts.append(_table(list(consumer.values())))
-    parts.append("\n## Producer\n\nKeys of `ProducerConfig` beyond the connection, security and "
-                 "metrics keys shared with the consumer (listed above), plus shared keys whose "
-                 "default differs.\n")
+    parts.append(
+        "\n## Producer\n\nKeys of `ProducerConfig` beyond the connection, security and "
+        "metrics keys shared with the consumer (listed above), plus shared keys whose "
+        "default differs.\n"
+    )
     parts.append(_table(only(producer, True)))
-    parts.append("\n## Admin client\n\nKeys of `AdminClientConfig` beyond the shared keys, plus "
-                 "shared keys whose default differs.\n")
+    parts.append(
+        "\n## Admin client\n\nKeys of `AdminClientConfig` beyond the shared keys, plus "
+        "shared keys whose default differs.\n"
+    )
     parts.append(_table(only(admin, True)))
     text = "\n".join(parts) + "\n"
     assert all(k.type in ConfigType for k in consumer.values())

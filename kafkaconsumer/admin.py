@@ -48,9 +48,19 @@ from kafkaconsumer.utils.timer import to_timeout_ms
 _R = TypeVar("_R")
 logger = logging.getLogger(__name__)
 
-__all__ = ["KafkaAdminClient", "GroupListing", "GroupDescription", "MemberDescription",
-           "ListOffsetsResult", "TopicDescription", "PartitionDescription", "ConfigResource",
-           "ConfigEntry", "EARLIEST", "LATEST"]
+__all__ = [
+    "KafkaAdminClient",
+    "GroupListing",
+    "GroupDescription",
+    "MemberDescription",
+    "ListOffsetsResult",
+    "TopicDescription",
+    "PartitionDescription",
+    "ConfigResource",
+    "ConfigEntry",
+    "EARLIEST",
+    "LATEST",
+]
 
 #: ``list_offsets`` specs: the log start offset and the high watermark.
 EARLIEST = -2
@@ -64,9 +74,16 @@ _UNSUPPORTED_VERSION = 35
 #: DescribeConfigs resource types by name, and the names of the config sources.
 _RESOURCE_TYPES = {"topic": 2, "broker": 4}
 _CONFIG_SOURCES = {
-    -1: "UNKNOWN", 0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG",
+    -1: "UNKNOWN",
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
 }
 
 
@@ -202,8 +219,9 @@ def _error(code: int, message: str | None, **context: Any) -> BrokerResponseErro
     return for_code(code)(text or None, **context)
 
 
-def _raise_error(code: int, message: str | None, *, no_retry: Collection[int] = (),
-                 **context: Any) -> NoReturn:
+def _raise_error(
+    code: int, message: str | None, *, no_retry: Collection[int] = (), **context: Any
+) -> NoReturn:
     """Raise the broker error for ``code`` (context as for :func:`_error`): wrapped in
     :class:`_Retry` when it is retriable (a coordinator or controller that moved, a leader
     election, a timeout, throttling, ...) and ``code`` is not in ``no_retry``, else as is."""
@@ -222,8 +240,9 @@ class KafkaAdminClient:
     Thread-safety: thread-safe; one lock serialises the calls.
     """
 
-    def __init__(self, configs: Mapping[str, Any] | None = None, *, time: Time | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, configs: Mapping[str, Any] | None = None, *, time: Time | None = None, **kwargs: Any
+    ) -> None:
         """Connect lazily to the cluster named by ``bootstrap.servers`` (Java keys in ``configs`` or
         snake_case ``kwargs``); ``time`` replaces the monotonic clock in tests.
         """
@@ -254,7 +273,8 @@ class KafkaAdminClient:
                 note = str(last) if last is not None else self._network.connection_errors()
                 raise KafkaTimeoutError(
                     f"no cluster metadata within {deadline.budget:.0f} ms"
-                    + (f" (last error: {note})" if note else ""))
+                    + (f" (last error: {note})" if note else "")
+                )
             self._client.poll(min(remaining, _POLL_SLICE_MS), disable_wakeup=True)
 
     def _any_node(self, deadline: _Deadline) -> int:
@@ -274,9 +294,13 @@ class KafkaAdminClient:
             return int(controller)
         return self._any_node(deadline)
 
-    def _request(self, node: int, api_key: int,
-                 body: Mapping[str, Any] | Callable[[int], Mapping[str, Any]],
-                 deadline: _Deadline) -> dict[str, Any]:
+    def _request(
+        self,
+        node: int,
+        api_key: int,
+        body: Mapping[str, Any] | Callable[[int], Mapping[str, Any]],
+        deadline: _Deadline,
+    ) -> dict[str, Any]:
         """One request/response; connection problems become :class:`_Retry`.
 
         ``body`` may be a function of the negotiated version, for requests whose fields differ
@@ -289,22 +313,24 @@ class KafkaAdminClient:
             version = self._client.api_version(node, api_key)
             if version is None:
                 raise UnsupportedVersionError(
-                    f"node {node} does not support {ApiKey(api_key).name}")
+                    f"node {node} does not support {ApiKey(api_key).name}"
+                )
             body = body(version)
-        fut = self._client.send(node, api_key, body, version,
-                                timeout_ms=deadline.request_timeout())
+        fut = self._client.send(node, api_key, body, version, timeout_ms=deadline.request_timeout())
         while not fut.is_done:
             remaining = deadline.remaining()
             if remaining <= 0:
                 raise KafkaTimeoutError(
                     f"{ApiKey(api_key).name} to node {node} did not complete within "
-                    f"{deadline.budget:.0f} ms")
+                    f"{deadline.budget:.0f} ms"
+                )
             self._client.poll(min(remaining, _POLL_SLICE_MS), fut, disable_wakeup=True)
         if fut.failed():
             exc = fut.exception
             assert exc is not None
-            if isinstance(exc, (KafkaConnectionError, NodeNotReadyError, KafkaTimeoutError)) or \
-                    getattr(exc, "retriable", False):
+            if isinstance(
+                exc, (KafkaConnectionError, NodeNotReadyError, KafkaTimeoutError)
+            ) or getattr(exc, "retriable", False):
                 raise _Retry(exc)
             raise exc
         value: dict[str, Any] = fut.value
@@ -325,18 +351,23 @@ class KafkaAdminClient:
                 # broker error before it, which is what the caller needs to see.
                 if not (last is not None and isinstance(retry.cause, KafkaTimeoutError)):
                     last = retry.cause
-                if isinstance(last, BrokerResponseError) and last.invalid_metadata or \
-                        isinstance(last, KafkaConnectionError):
+                if (
+                    isinstance(last, BrokerResponseError)
+                    and last.invalid_metadata
+                    or isinstance(last, KafkaConnectionError)
+                ):
                     self._metadata.request_update()
             wait = min(self._backoff_ms, deadline.remaining())
             if wait <= 0:
                 raise KafkaTimeoutError(
                     f"{what} did not complete within {deadline.budget:.0f} ms"
-                    + (f" (last error: {last})" if last is not None else ""))
+                    + (f" (last error: {last})" if last is not None else "")
+                )
             self._client.poll(wait, disable_wakeup=True)
 
-    def _call(self, what: str, timeout_ms: float | timedelta | None,
-              attempt: Callable[[_Deadline], _R]) -> _R:
+    def _call(
+        self, what: str, timeout_ms: float | timedelta | None, attempt: Callable[[_Deadline], _R]
+    ) -> _R:
         with self._lock:
             self._ensure_open()
             deadline = _Deadline(self._time, to_timeout_ms(timeout_ms, self._default_timeout))
@@ -345,6 +376,7 @@ class KafkaAdminClient:
 
     def _coordinator(self, group_id: str, deadline: _Deadline) -> int:
         node = self._any_node(deadline)
+
         def body(version: int) -> dict[str, Any]:
             if version >= 4:
                 return {"key_type": 0, "coordinator_keys": [group_id]}
@@ -363,13 +395,15 @@ class KafkaAdminClient:
         if self._metadata.cluster.broker(node_id) is None:
             # A coordinator the metadata does not list yet: refresh and try again.
             self._metadata.request_update()
-            raise _Retry(KafkaError(f"coordinator {node_id} of group {group_id!r} not in "
-                                    "metadata yet"))
+            raise _Retry(
+                KafkaError(f"coordinator {node_id} of group {group_id!r} not in metadata yet")
+            )
         return node_id
 
     def supports(self, api_key: int, *, timeout_ms: float | timedelta | None = None) -> bool:
         """Whether a broker of the cluster (the least loaded one) supports ``api_key`` at a
         version this client speaks, e.g. ``ApiKey.CONSUMER_GROUP_HEARTBEAT`` for KIP-848."""
+
         def attempt(deadline: _Deadline) -> bool:
             node = self._any_node(deadline)
             if not self._client.await_ready(node, max(0.0, deadline.remaining())):
@@ -379,11 +413,16 @@ class KafkaAdminClient:
         return bool(self._call("supports", timeout_ms, attempt))
 
     # ------------------------------------------------------------------ topics ---------------
-    def create_topics(self, new_topics: Mapping[str, int] | Iterable[str],
-                      replication_factor: int = 1,
-                      configs: Mapping[str, str] | None = None, *,
-                      timeout_ms: float | timedelta | None = None,
-                      validate_only: bool = False, if_not_exists: bool = False) -> None:
+    def create_topics(
+        self,
+        new_topics: Mapping[str, int] | Iterable[str],
+        replication_factor: int = 1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        timeout_ms: float | timedelta | None = None,
+        validate_only: bool = False,
+        if_not_exists: bool = False,
+    ) -> None:
         """Create topics (``{name: num_partitions}``, or names for the broker defaults).
 
         Raises the broker's error (``TopicAlreadyExistsError``, ``InvalidReplicationFactorError``,
@@ -402,12 +441,21 @@ class KafkaAdminClient:
         pending = dict(wanted)
 
         def attempt(deadline: _Deadline) -> None:
-            body = {"topics": [{"name": t, "num_partitions": n,
-                                "replication_factor": replication_factor, "assignments": [],
-                                "configs": config_list} for t, n in pending.items()],
-                    "timeout_ms": deadline.request_timeout(), "validate_only": validate_only}
-            resp = self._request(self._controller(deadline), ApiKey.CREATE_TOPICS, body,
-                                 deadline)
+            body = {
+                "topics": [
+                    {
+                        "name": t,
+                        "num_partitions": n,
+                        "replication_factor": replication_factor,
+                        "assignments": [],
+                        "configs": config_list,
+                    }
+                    for t, n in pending.items()
+                ],
+                "timeout_ms": deadline.request_timeout(),
+                "validate_only": validate_only,
+            }
+            resp = self._request(self._controller(deadline), ApiKey.CREATE_TOPICS, body, deadline)
             retry: _Retry | None = None
             for result in resp.get("topics") or []:
                 name = result["name"]
@@ -424,20 +472,22 @@ class KafkaAdminClient:
 
         self._call("create_topics", timeout_ms, attempt)
 
-    def delete_topics(self, topics: Iterable[str], *,
-                      timeout_ms: float | timedelta | None = None) -> None:
+    def delete_topics(
+        self, topics: Iterable[str], *, timeout_ms: float | timedelta | None = None
+    ) -> None:
         """Delete topics; raises ``UnknownTopicOrPartitionError`` naming a missing one."""
         pending = [str(t) for t in topics]
 
         def attempt(deadline: _Deadline) -> None:
             def body(version: int) -> dict[str, Any]:
                 if version >= 6:
-                    return {"topics": [{"name": t} for t in pending],
-                            "timeout_ms": deadline.request_timeout()}
+                    return {
+                        "topics": [{"name": t} for t in pending],
+                        "timeout_ms": deadline.request_timeout(),
+                    }
                 return {"topic_names": list(pending), "timeout_ms": deadline.request_timeout()}
 
-            resp = self._request(self._controller(deadline), ApiKey.DELETE_TOPICS, body,
-                                 deadline)
+            resp = self._request(self._controller(deadline), ApiKey.DELETE_TOPICS, body, deadline)
             retry: _Retry | None = None
             for result in resp.get("responses") or []:
                 name = result.get("name")
@@ -448,8 +498,12 @@ class KafkaAdminClient:
                     continue
                 try:
                     # A topic that does not exist stays missing: report it, do not retry.
-                    _raise_error(code, result.get("error_message"),
-                                 no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,), topic=name)
+                    _raise_error(
+                        code,
+                        result.get("error_message"),
+                        no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,),
+                        topic=name,
+                    )
                 except _Retry as again:
                     retry = again
             if retry is not None:
@@ -457,9 +511,13 @@ class KafkaAdminClient:
 
         self._call("delete_topics", timeout_ms, attempt)
 
-    def create_partitions(self, new_counts: Mapping[str, int], *,
-                          timeout_ms: float | timedelta | None = None,
-                          validate_only: bool = False) -> None:
+    def create_partitions(
+        self,
+        new_counts: Mapping[str, int],
+        *,
+        timeout_ms: float | timedelta | None = None,
+        validate_only: bool = False,
+    ) -> None:
         """Raise topics' partition counts to the given totals (``{topic: total}``).
 
         Brokers without CreatePartitions (e.g. Tansu) raise ``UnsupportedVersionError``.
@@ -467,11 +525,16 @@ class KafkaAdminClient:
         pending = {str(t): int(n) for t, n in new_counts.items()}
 
         def attempt(deadline: _Deadline) -> None:
-            body = {"topics": [{"name": t, "count": n, "assignments": None}
-                               for t, n in pending.items()],
-                    "timeout_ms": deadline.request_timeout(), "validate_only": validate_only}
-            resp = self._request(self._controller(deadline), ApiKey.CREATE_PARTITIONS, body,
-                                 deadline)
+            body = {
+                "topics": [
+                    {"name": t, "count": n, "assignments": None} for t, n in pending.items()
+                ],
+                "timeout_ms": deadline.request_timeout(),
+                "validate_only": validate_only,
+            }
+            resp = self._request(
+                self._controller(deadline), ApiKey.CREATE_PARTITIONS, body, deadline
+            )
             for result in resp.get("results") or []:
                 code = int(result.get("error_code", 0))
                 if code:
@@ -480,13 +543,18 @@ class KafkaAdminClient:
 
         self._call("create_partitions", timeout_ms, attempt)
 
-    def list_topics(self, *, timeout_ms: float | timedelta | None = None,
-                    include_internal: bool = False) -> dict[str, int]:
+    def list_topics(
+        self, *, timeout_ms: float | timedelta | None = None, include_internal: bool = False
+    ) -> dict[str, int]:
         """Every topic and its partition count."""
+
         def attempt(deadline: _Deadline) -> dict[str, int]:
-            body = {"topics": None, "allow_auto_topic_creation": False,
-                    "include_cluster_authorized_operations": False,
-                    "include_topic_authorized_operations": False}
+            body = {
+                "topics": None,
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            }
             resp = self._request(self._any_node(deadline), ApiKey.METADATA, body, deadline)
             out: dict[str, int] = {}
             for t in resp.get("topics") or []:
@@ -499,57 +567,74 @@ class KafkaAdminClient:
 
         return self._call("list_topics", timeout_ms, attempt)
 
-    def describe_topics(self, topics: Iterable[str] | None = None, *,
-                        timeout_ms: float | timedelta | None = None,
-                        include_internal: bool = False) -> dict[str, TopicDescription]:
+    def describe_topics(
+        self,
+        topics: Iterable[str] | None = None,
+        *,
+        timeout_ms: float | timedelta | None = None,
+        include_internal: bool = False,
+    ) -> dict[str, TopicDescription]:
         """Partitions, leaders, replicas and in-sync replicas of the given topics (every topic
         when None); raises ``UnknownTopicOrPartitionError`` naming a missing one."""
         wanted = None if topics is None else [str(t) for t in topics]
 
         def attempt(deadline: _Deadline) -> dict[str, TopicDescription]:
-            body = {"topics": None if wanted is None else [{"name": t} for t in wanted],
-                    "allow_auto_topic_creation": False,
-                    "include_cluster_authorized_operations": False,
-                    "include_topic_authorized_operations": False}
+            body = {
+                "topics": None if wanted is None else [{"name": t} for t in wanted],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            }
             resp = self._request(self._any_node(deadline), ApiKey.METADATA, body, deadline)
             out: dict[str, TopicDescription] = {}
             for t in resp.get("topics") or []:
                 name = t.get("name")
                 code = int(t.get("error_code", 0))
                 if code:
-                    _raise_error(code, None, no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,),
-                                 topic=name)
-                if name is None or (t.get("is_internal") and not include_internal
-                                    and wanted is None):
+                    _raise_error(code, None, no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,), topic=name)
+                if name is None or (
+                    t.get("is_internal") and not include_internal and wanted is None
+                ):
                     continue
                 parts = []
-                for p in sorted(t.get("partitions") or [],
-                                key=lambda p: int(p["partition_index"])):
+                for p in sorted(t.get("partitions") or [], key=lambda p: int(p["partition_index"])):
                     epoch = int(p.get("leader_epoch", -1))
-                    parts.append(PartitionDescription(
-                        int(p["partition_index"]), int(p.get("leader_id", -1)),
-                        tuple(p.get("replica_nodes") or ()), tuple(p.get("isr_nodes") or ()),
-                        tuple(p.get("offline_replicas") or ()),
-                        epoch if epoch >= 0 else None))
+                    parts.append(
+                        PartitionDescription(
+                            int(p["partition_index"]),
+                            int(p.get("leader_id", -1)),
+                            tuple(p.get("replica_nodes") or ()),
+                            tuple(p.get("isr_nodes") or ()),
+                            tuple(p.get("offline_replicas") or ()),
+                            epoch if epoch >= 0 else None,
+                        )
+                    )
                 topic_id = t.get("topic_id")
                 out[name] = TopicDescription(
-                    name, str(topic_id) if topic_id is not None and topic_id.int else None,
-                    bool(t.get("is_internal", False)), tuple(parts))
+                    name,
+                    str(topic_id) if topic_id is not None and topic_id.int else None,
+                    bool(t.get("is_internal", False)),
+                    tuple(parts),
+                )
             return dict(sorted(out.items()))
 
         return self._call("describe_topics", timeout_ms, attempt)
 
-    def describe_configs(self, resources: Iterable[ConfigResource | tuple[str, str]], *,
-                         keys: Iterable[str] | None = None,
-                         timeout_ms: float | timedelta | None = None
-                         ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+    def describe_configs(
+        self,
+        resources: Iterable[ConfigResource | tuple[str, str]],
+        *,
+        keys: Iterable[str] | None = None,
+        timeout_ms: float | timedelta | None = None,
+    ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
         """The configuration of topics and brokers (``ConfigResource("topic", name)``,
         ``ConfigResource("broker", "<id>")``): every key, or only ``keys``."""
         wanted = [ConfigResource(*r) for r in resources]
         for r in wanted:
             if r.type not in _RESOURCE_TYPES:
-                raise ValueError(f"config resource type must be one of "
-                                 f"{sorted(_RESOURCE_TYPES)}, got {r.type!r}")
+                raise ValueError(
+                    f"config resource type must be one of {sorted(_RESOURCE_TYPES)}, got {r.type!r}"
+                )
         key_list = None if keys is None else [str(k) for k in keys]
         done: dict[ConfigResource, dict[str, ConfigEntry]] = {}
 
@@ -562,26 +647,42 @@ class KafkaAdminClient:
                 by_node.setdefault(int(r.name) if r.type == "broker" else None, []).append(r)
             for node, batch in by_node.items():
                 target = self._any_node(deadline) if node is None else node
-                body = {"resources": [{"resource_type": _RESOURCE_TYPES[r.type],
-                                       "resource_name": r.name,
-                                       "configuration_keys": key_list} for r in batch],
-                        "include_synonyms": False, "include_documentation": False}
+                body = {
+                    "resources": [
+                        {
+                            "resource_type": _RESOURCE_TYPES[r.type],
+                            "resource_name": r.name,
+                            "configuration_keys": key_list,
+                        }
+                        for r in batch
+                    ],
+                    "include_synonyms": False,
+                    "include_documentation": False,
+                }
                 resp = self._request(target, ApiKey.DESCRIBE_CONFIGS, body, deadline)
                 types = {v: k for k, v in _RESOURCE_TYPES.items()}
                 for result in resp.get("results") or []:
-                    resource = ConfigResource(types.get(int(result["resource_type"]), "?"),
-                                              result["resource_name"])
+                    resource = ConfigResource(
+                        types.get(int(result["resource_type"]), "?"), result["resource_name"]
+                    )
                     code = int(result.get("error_code", 0))
                     if code:
-                        _raise_error(code, result.get("error_message"),
-                                     no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,),
-                                     **{resource.type: resource.name})
+                        _raise_error(
+                            code,
+                            result.get("error_message"),
+                            no_retry=(_UNKNOWN_TOPIC_OR_PARTITION,),
+                            **{resource.type: resource.name},
+                        )
                     done[resource] = {
                         c["name"]: ConfigEntry(
-                            c["name"], c.get("value"),
+                            c["name"],
+                            c.get("value"),
                             _CONFIG_SOURCES.get(int(c.get("config_source", -1)), "UNKNOWN"),
-                            bool(c.get("read_only")), bool(c.get("is_sensitive")))
-                        for c in sorted(result.get("configs") or [], key=lambda c: c["name"])}
+                            bool(c.get("read_only")),
+                            bool(c.get("is_sensitive")),
+                        )
+                        for c in sorted(result.get("configs") or [], key=lambda c: c["name"])
+                    }
             return {r: done[r] for r in wanted if r in done}
 
         return self._call("describe_configs", timeout_ms, attempt)
@@ -605,8 +706,9 @@ class KafkaAdminClient:
             self._metadata.request_update()
             self._client.poll(min(deadline.remaining(), _POLL_SLICE_MS), disable_wakeup=True)
 
-    def _by_leader(self, tps: Iterable[TopicPartition],
-                   deadline: _Deadline) -> dict[int, list[TopicPartition]]:
+    def _by_leader(
+        self, tps: Iterable[TopicPartition], deadline: _Deadline
+    ) -> dict[int, list[TopicPartition]]:
         tps = list(tps)
         self._leaders({tp.topic for tp in tps}, deadline)
         cluster = self._metadata.cluster
@@ -622,10 +724,14 @@ class KafkaAdminClient:
         return out
 
     def _per_partition_round(
-            self, api_key: int, pending: dict[TopicPartition, int], deadline: _Deadline,
-            partition_entry: Callable[[TopicPartition], dict[str, int]],
-            make_body: Callable[[list[dict[str, Any]]], dict[str, Any]],
-            on_success: Callable[[TopicPartition, Mapping[str, Any]], None]) -> None:
+        self,
+        api_key: int,
+        pending: dict[TopicPartition, int],
+        deadline: _Deadline,
+        partition_entry: Callable[[TopicPartition], dict[str, int]],
+        make_body: Callable[[list[dict[str, Any]]], dict[str, Any]],
+        on_success: Callable[[TopicPartition, Mapping[str, Any]], None],
+    ) -> None:
         """One round of a per-partition request (DeleteRecords, ListOffsets): every partition
         in ``pending`` is asked of its leader, one request per leader built by ``make_body``
         from the ``[{"name", "partitions"}]`` topic list (``partition_entry`` per partition).
@@ -657,8 +763,12 @@ class KafkaAdminClient:
         if retry is not None or pending:
             raise _Retry(retry or KafkaError(f"no answer for {sorted(pending)}"))
 
-    def delete_records(self, before_offsets: Mapping[TopicPartition, int], *,
-                       timeout_ms: float | timedelta | None = None) -> dict[TopicPartition, int]:
+    def delete_records(
+        self,
+        before_offsets: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: float | timedelta | None = None,
+    ) -> dict[TopicPartition, int]:
         """Delete records below the given offsets; returns each partition's new log start
         (low watermark). Offset -1 means the high watermark (delete everything)."""
         pending = {TopicPartition(*tp): int(off) for tp, off in before_offsets.items()}
@@ -669,17 +779,24 @@ class KafkaAdminClient:
                 done[tp] = int(p["low_watermark"])
 
             self._per_partition_round(
-                ApiKey.DELETE_RECORDS, pending, deadline,
+                ApiKey.DELETE_RECORDS,
+                pending,
+                deadline,
                 lambda tp: {"partition_index": tp.partition, "offset": pending[tp]},
                 lambda topics: {"topics": topics, "timeout_ms": deadline.request_timeout()},
-                on_success)
+                on_success,
+            )
             return dict(done)
 
         return self._call("delete_records", timeout_ms, attempt)
 
-    def list_offsets(self, specs: Mapping[TopicPartition, int], *,
-                     timeout_ms: float | timedelta | None = None,
-                     read_committed: bool = False) -> dict[TopicPartition, ListOffsetsResult]:
+    def list_offsets(
+        self,
+        specs: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: float | timedelta | None = None,
+        read_committed: bool = False,
+    ) -> dict[TopicPartition, ListOffsetsResult]:
         """Offsets by spec per partition: :data:`EARLIEST` (-2, log start), :data:`LATEST`
         (-1, high watermark) or a timestamp in ms (first offset at or after it; offset -1 when
         there is none)."""
@@ -693,16 +810,26 @@ class KafkaAdminClient:
                 if offset < 0 and old:
                     offset = int(old[0])
                 epoch = int(p.get("leader_epoch", -1))
-                done[tp] = ListOffsetsResult(offset, int(p.get("timestamp", -1)),
-                                             epoch if epoch >= 0 else None)
+                done[tp] = ListOffsetsResult(
+                    offset, int(p.get("timestamp", -1)), epoch if epoch >= 0 else None
+                )
 
             self._per_partition_round(
-                ApiKey.LIST_OFFSETS, pending, deadline,
-                lambda tp: {"partition_index": tp.partition, "timestamp": pending[tp],
-                            "max_num_offsets": 1},
-                lambda topics: {"replica_id": -1, "isolation_level": 1 if read_committed else 0,
-                                "topics": topics},
-                on_success)
+                ApiKey.LIST_OFFSETS,
+                pending,
+                deadline,
+                lambda tp: {
+                    "partition_index": tp.partition,
+                    "timestamp": pending[tp],
+                    "max_num_offsets": 1,
+                },
+                lambda topics: {
+                    "replica_id": -1,
+                    "isolation_level": 1 if read_committed else 0,
+                    "topics": topics,
+                },
+                on_success,
+            )
             return dict(done)
 
         return self._call("list_offsets", timeout_ms, attempt)
@@ -710,26 +837,31 @@ class KafkaAdminClient:
     # ------------------------------------------------------------------ groups ---------------
     def list_groups(self, *, timeout_ms: float | timedelta | None = None) -> list[GroupListing]:
         """Every group of every broker."""
+
         def attempt(deadline: _Deadline) -> list[GroupListing]:
             brokers = [b.node_id for b in self._metadata.cluster.brokers()]
             found: dict[str, GroupListing] = {}
             for node in brokers:
-                resp = self._request(node, ApiKey.LIST_GROUPS,
-                                     {"states_filter": [], "types_filter": []}, deadline)
+                resp = self._request(
+                    node, ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []}, deadline
+                )
                 code = int(resp.get("error_code", 0))
                 if code:
                     _raise_error(code, None, broker=node)
                 for g in resp.get("groups") or []:
-                    found[g["group_id"]] = GroupListing(g["group_id"], g.get("protocol_type", ""),
-                                                        g.get("group_state") or None,
-                                                        g.get("group_type") or None)
+                    found[g["group_id"]] = GroupListing(
+                        g["group_id"],
+                        g.get("protocol_type", ""),
+                        g.get("group_state") or None,
+                        g.get("group_type") or None,
+                    )
             return sorted(found.values())
 
         return self._call("list_groups", timeout_ms, attempt)
 
-    def describe_groups(self, group_ids: Iterable[str], *,
-                        timeout_ms: float | timedelta | None = None
-                        ) -> dict[str, GroupDescription]:
+    def describe_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: float | timedelta | None = None
+    ) -> dict[str, GroupDescription]:
         """State, protocol and members of each group (a missing group has state ``Dead``).
 
         Consumer-protocol (KIP-848) groups are described with ConsumerGroupDescribe where the
@@ -747,9 +879,12 @@ class KafkaAdminClient:
                 if described is not None:
                     done[group] = described
                     continue
-                resp = self._request(node, ApiKey.DESCRIBE_GROUPS,
-                                     {"groups": [group], "include_authorized_operations": False},
-                                     deadline)
+                resp = self._request(
+                    node,
+                    ApiKey.DESCRIBE_GROUPS,
+                    {"groups": [group], "include_authorized_operations": False},
+                    deadline,
+                )
                 for g in resp.get("groups") or []:
                     code = int(g.get("error_code", 0))
                     if code:
@@ -759,17 +894,21 @@ class KafkaAdminClient:
 
         return self._call("describe_groups", timeout_ms, attempt)
 
-    def _describe_consumer_group(self, node: int, group: str,
-                                 deadline: _Deadline) -> GroupDescription | None:
+    def _describe_consumer_group(
+        self, node: int, group: str, deadline: _Deadline
+    ) -> GroupDescription | None:
         """The group as ConsumerGroupDescribe sees it; None when it is not a consumer-protocol
         group (or the broker predates KIP-848), so that DescribeGroups should be asked."""
         if not self._client.await_ready(node, max(0.0, deadline.remaining())):
             raise _Retry(NodeNotReadyError(f"node {node} is not ready"))
         if self._client.api_version(node, ApiKey.CONSUMER_GROUP_DESCRIBE) is None:
             return None
-        resp = self._request(node, ApiKey.CONSUMER_GROUP_DESCRIBE,
-                             {"group_ids": [group], "include_authorized_operations": False},
-                             deadline)
+        resp = self._request(
+            node,
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+            {"group_ids": [group], "include_authorized_operations": False},
+            deadline,
+        )
         for g in resp.get("groups") or []:
             code = int(g.get("error_code", 0))
             if code == _GROUP_ID_NOT_FOUND:
@@ -782,19 +921,36 @@ class KafkaAdminClient:
                 _raise_error(code, g.get("error_message"), group_id=g.get("group_id", group))
 
             def partitions(a: Mapping[str, Any] | None) -> tuple[TopicPartition, ...]:
-                return tuple(sorted(TopicPartition(t["topic_name"], int(p))
-                                    for t in (a or {}).get("topic_partitions") or []
-                                    for p in t.get("partitions") or []))
+                return tuple(
+                    sorted(
+                        TopicPartition(t["topic_name"], int(p))
+                        for t in (a or {}).get("topic_partitions") or []
+                        for p in t.get("partitions") or []
+                    )
+                )
 
             members = tuple(
-                MemberDescription(m["member_id"], m.get("instance_id"), m.get("client_id", ""),
-                                  m.get("client_host", ""), partitions(m.get("assignment")),
-                                  partitions(m.get("target_assignment")),
-                                  int(m.get("member_epoch", 0)))
-                for m in g.get("members") or [])
-            return GroupDescription(g["group_id"], g.get("group_state", ""), "consumer",
-                                    g.get("assignor_name", ""), members, node, "consumer",
-                                    int(g.get("group_epoch", 0)))
+                MemberDescription(
+                    m["member_id"],
+                    m.get("instance_id"),
+                    m.get("client_id", ""),
+                    m.get("client_host", ""),
+                    partitions(m.get("assignment")),
+                    partitions(m.get("target_assignment")),
+                    int(m.get("member_epoch", 0)),
+                )
+                for m in g.get("members") or []
+            )
+            return GroupDescription(
+                g["group_id"],
+                g.get("group_state", ""),
+                "consumer",
+                g.get("assignor_name", ""),
+                members,
+                node,
+                "consumer",
+                int(g.get("group_epoch", 0)),
+            )
         return None
 
     @staticmethod
@@ -810,18 +966,32 @@ class KafkaAdminClient:
                     assignment = tuple(decode_assignment(bytes(raw)).partitions)
                 except Exception:  # noqa: BLE001 - a foreign assignment format is not an error
                     logger.debug("cannot decode the assignment of %s", m.get("member_id"))
-            members.append(MemberDescription(m["member_id"], m.get("group_instance_id"),
-                                             m.get("client_id", ""), m.get("client_host", ""),
-                                             assignment))
-        return GroupDescription(g["group_id"], g.get("group_state", ""),
-                                g.get("protocol_type", ""), g.get("protocol_data", ""),
-                                tuple(members), node)
+            members.append(
+                MemberDescription(
+                    m["member_id"],
+                    m.get("group_instance_id"),
+                    m.get("client_id", ""),
+                    m.get("client_host", ""),
+                    assignment,
+                )
+            )
+        return GroupDescription(
+            g["group_id"],
+            g.get("group_state", ""),
+            g.get("protocol_type", ""),
+            g.get("protocol_data", ""),
+            tuple(members),
+            node,
+        )
 
-    def list_consumer_group_offsets(self, group_id: str,
-                                    partitions: Iterable[TopicPartition] | None = None, *,
-                                    timeout_ms: float | timedelta | None = None,
-                                    require_stable: bool = False
-                                    ) -> dict[TopicPartition, OffsetAndMetadata]:
+    def list_consumer_group_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        timeout_ms: float | timedelta | None = None,
+        require_stable: bool = False,
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
         """The group's committed offsets (all partitions, or the given ones); partitions
         without a committed offset are left out."""
         tps = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
@@ -834,16 +1004,18 @@ class KafkaAdminClient:
 
         def attempt(deadline: _Deadline) -> dict[TopicPartition, OffsetAndMetadata]:
             node = self._coordinator(group_id, deadline)
+
             def body(version: int) -> dict[str, Any]:
                 if version >= 8:
-                    return {"groups": [{"group_id": group_id, "topics": topics}],
-                            "require_stable": require_stable}
+                    return {
+                        "groups": [{"group_id": group_id, "topics": topics}],
+                        "require_stable": require_stable,
+                    }
                 if topics is None and version < 2:
                     raise UnsupportedVersionError(
-                        "listing every committed offset needs OffsetFetch v2+; name the "
-                        "partitions")
-                return {"group_id": group_id, "topics": topics,
-                        "require_stable": require_stable}
+                        "listing every committed offset needs OffsetFetch v2+; name the partitions"
+                    )
+                return {"group_id": group_id, "topics": topics, "require_stable": require_stable}
 
             resp = self._request(node, ApiKey.OFFSET_FETCH, body, deadline)
             groups = resp.get("groups") or []
@@ -862,52 +1034,72 @@ class KafkaAdminClient:
                     tp = TopicPartition(t["name"], int(p["partition_index"]))
                     pcode = int(p.get("error_code", 0))
                     if pcode:
-                        _raise_error(pcode, None, group_id=group_id, topic=tp.topic,
-                                     partition=tp.partition)
+                        _raise_error(
+                            pcode, None, group_id=group_id, topic=tp.topic, partition=tp.partition
+                        )
                     offset = int(p.get("committed_offset", -1))
                     if offset < 0:
                         continue
                     epoch = int(p.get("committed_leader_epoch", -1))
-                    out[tp] = OffsetAndMetadata(offset, p.get("metadata") or "",
-                                                epoch if epoch >= 0 else None)
+                    out[tp] = OffsetAndMetadata(
+                        offset, p.get("metadata") or "", epoch if epoch >= 0 else None
+                    )
             return out
 
-        return self._call("list_consumer_group_offsets", timeout_ms,
-                          attempt)
+        return self._call("list_consumer_group_offsets", timeout_ms, attempt)
 
-    def alter_consumer_group_offsets(self, group_id: str,
-                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | int], *,
-                                     timeout_ms: float | timedelta | None = None) -> None:
+    def alter_consumer_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        *,
+        timeout_ms: float | timedelta | None = None,
+    ) -> None:
         """Set a group's committed offsets (the group must have no active members, as in
         Java; a live group answers ``UnknownMemberIdError``)."""
         normal: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, om in offsets.items():
-            normal[TopicPartition(*tp)] = om if isinstance(om, OffsetAndMetadata) \
-                else OffsetAndMetadata(int(om))
+            normal[TopicPartition(*tp)] = (
+                om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om))
+            )
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, om in normal.items():
-            by_topic.setdefault(tp.topic, []).append({
-                "partition_index": tp.partition, "committed_offset": om.offset,
-                "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
-                "committed_metadata": om.metadata})
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": om.offset,
+                    "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                    "committed_metadata": om.metadata,
+                }
+            )
 
         def attempt(deadline: _Deadline) -> None:
             node = self._coordinator(group_id, deadline)
-            body = {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
-                    "group_instance_id": None,
-                    "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
+            body = {
+                "group_id": group_id,
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
+            }
             resp = self._request(node, ApiKey.OFFSET_COMMIT, body, deadline)
             for t in resp.get("topics") or []:
                 for p in t.get("partitions") or []:
                     code = int(p.get("error_code", 0))
                     if code:
-                        _raise_error(code, None, group_id=group_id, topic=t["name"],
-                                     partition=int(p["partition_index"]))
+                        _raise_error(
+                            code,
+                            None,
+                            group_id=group_id,
+                            topic=t["name"],
+                            partition=int(p["partition_index"]),
+                        )
 
         self._call("alter_consumer_group_offsets", timeout_ms, attempt)
 
-    def delete_consumer_groups(self, group_ids: Iterable[str], *,
-                               timeout_ms: float | timedelta | None = None) -> None:
+    def delete_consumer_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: float | timedelta | None = None
+    ) -> None:
         """Delete empty groups and their offsets (``NonEmptyGroupError`` for a live one,
         ``GroupIdNotFoundError`` for an unknown one)."""
         pending = [str(g) for g in group_ids]
@@ -915,8 +1107,9 @@ class KafkaAdminClient:
         def attempt(deadline: _Deadline) -> None:
             for group in list(pending):
                 node = self._coordinator(group, deadline)
-                resp = self._request(node, ApiKey.DELETE_GROUPS, {"groups_names": [group]},
-                                     deadline)
+                resp = self._request(
+                    node, ApiKey.DELETE_GROUPS, {"groups_names": [group]}, deadline
+                )
                 for r in resp.get("results") or []:
                     code = int(r.get("error_code", 0))
                     if code:
@@ -925,9 +1118,13 @@ class KafkaAdminClient:
 
         self._call("delete_consumer_groups", timeout_ms, attempt)
 
-    def delete_consumer_group_offsets(self, group_id: str,
-                                      partitions: Iterable[TopicPartition], *,
-                                      timeout_ms: float | timedelta | None = None) -> None:
+    def delete_consumer_group_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition],
+        *,
+        timeout_ms: float | timedelta | None = None,
+    ) -> None:
         """Delete a group's committed offsets for the given partitions (OffsetDelete). Refused
         with ``GroupSubscribedToTopicError`` for a topic the live group consumes."""
         by_topic: dict[str, list[dict[str, int]]] = {}
@@ -937,10 +1134,15 @@ class KafkaAdminClient:
 
         def attempt(deadline: _Deadline) -> None:
             node = self._coordinator(group_id, deadline)
-            resp = self._request(node, ApiKey.OFFSET_DELETE, {
-                "group_id": group_id,
-                "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]},
-                deadline)
+            resp = self._request(
+                node,
+                ApiKey.OFFSET_DELETE,
+                {
+                    "group_id": group_id,
+                    "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
+                },
+                deadline,
+            )
             code = int(resp.get("error_code", 0))
             if code:
                 _raise_error(code, None, group_id=group_id)
@@ -948,8 +1150,13 @@ class KafkaAdminClient:
                 for p in t.get("partitions") or []:
                     pcode = int(p.get("error_code", 0))
                     if pcode:
-                        _raise_error(pcode, None, group_id=group_id, topic=t["name"],
-                                     partition=int(p["partition_index"]))
+                        _raise_error(
+                            pcode,
+                            None,
+                            group_id=group_id,
+                            topic=t["name"],
+                            partition=int(p["partition_index"]),
+                        )
 
         self._call("delete_consumer_group_offsets", timeout_ms, attempt)
 

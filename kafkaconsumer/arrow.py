@@ -127,35 +127,54 @@ def _buf(obj: Any) -> pa.Buffer | None:
     return None if obj is None else pa.py_buffer(obj)
 
 
-def _binary(typ: pa.DataType, rows: int, valid: Any, nulls: int, offsets: Any,
-            data: Any) -> pa.Array:
-    return pa.Array.from_buffers(typ, rows, [_buf(valid), _buf(offsets), _buf(data)],
-                                 null_count=nulls)
+def _binary(
+    typ: pa.DataType, rows: int, valid: Any, nulls: int, offsets: Any, data: Any
+) -> pa.Array:
+    return pa.Array.from_buffers(
+        typ, rows, [_buf(valid), _buf(offsets), _buf(data)], null_count=nulls
+    )
 
 
-def _assemble(rows: int, cols: tuple[Any, ...], topic: str, partition: int
-              ) -> tuple[pa.RecordBatch, pa.Array]:
-    (kvalid, knulls, koffs, kdata, vvalid, vnulls, voffs, vdata, offsets, timestamps,
-     ts_types, epochs, hdr) = cols
+def _assemble(
+    rows: int, cols: tuple[Any, ...], topic: str, partition: int
+) -> tuple[pa.RecordBatch, pa.Array]:
+    (
+        kvalid,
+        knulls,
+        koffs,
+        kdata,
+        vvalid,
+        vnulls,
+        voffs,
+        vdata,
+        offsets,
+        timestamps,
+        ts_types,
+        epochs,
+        hdr,
+    ) = cols
     arrays = [
         _binary(pa.binary(), rows, kvalid, knulls, koffs, kdata),
         _binary(pa.binary(), rows, vvalid, vnulls, voffs, vdata),
         pa.repeat(pa.scalar(topic, pa.string()), rows),
         pa.repeat(pa.scalar(partition, pa.int32()), rows),
         pa.Array.from_buffers(pa.int64(), rows, [None, _buf(offsets)], null_count=0),
-        pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), rows, [None, _buf(timestamps)],
-                              null_count=0),
+        pa.Array.from_buffers(
+            pa.timestamp("ms", tz="UTC"), rows, [None, _buf(timestamps)], null_count=0
+        ),
         pa.Array.from_buffers(pa.int32(), rows, [None, _buf(ts_types)], null_count=0),
     ]
     if hdr is None:
-        hdr = (array("i", [0]) * (rows + 1), 0, array("i", [0]), b"", None, 0, array("i", [0]),
-               b"")
+        hdr = (array("i", [0]) * (rows + 1), 0, array("i", [0]), b"", None, 0, array("i", [0]), b"")
     list_offsets, count, hkoffs, hkdata, hvvalid, hvnulls, hvoffs, hvdata = hdr
     hkeys = _binary(pa.string(), count, None, 0, hkoffs, hkdata)
     hvalues = _binary(pa.binary(), count, hvvalid, hvnulls, hvoffs, hvdata)
     struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=list(HEADER_TYPE.value_type))
-    arrays.append(pa.Array.from_buffers(HEADER_TYPE, rows, [None, _buf(list_offsets)],
-                                        null_count=0, children=[struct]))
+    arrays.append(
+        pa.Array.from_buffers(
+            HEADER_TYPE, rows, [None, _buf(list_offsets)], null_count=0, children=[struct]
+        )
+    )
     epoch_array = pa.Array.from_buffers(pa.int32(), rows, [None, _buf(epochs)], null_count=0)
     return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA_WITH_HEADERS), epoch_array
 
@@ -204,23 +223,43 @@ def _columns_from_records(records: Iterable[Any]) -> tuple[int, tuple[Any, ...]]
         loffs.append(hcount)
         rows += 1
     hdr = (loffs, hcount, hkoffs, hkdata, hvvalid if hvnulls else None, hvnulls, hvoffs, hvdata)
-    return rows, (kvalid if knulls else None, knulls, koffs, kdata, vvalid if vnulls else None,
-                  vnulls, voffs, vdata, offsets, timestamps, ts_types, epochs, hdr)
+    return rows, (
+        kvalid if knulls else None,
+        knulls,
+        koffs,
+        kdata,
+        vvalid if vnulls else None,
+        vnulls,
+        voffs,
+        vdata,
+        offsets,
+        timestamps,
+        ts_types,
+        epochs,
+        hdr,
+    )
 
 
-def records_to_arrow(records: list[Any], topic: str, partition: int
-                     ) -> tuple[pa.RecordBatch, pa.Array]:
+def records_to_arrow(
+    records: list[Any], topic: str, partition: int
+) -> tuple[pa.RecordBatch, pa.Array]:
     """ConsumerRecords of one partition (raw bytes keys and values) as ``(batch,
     leader_epochs)`` with :data:`SCHEMA_WITH_HEADERS`."""
     rows, cols = _columns_from_records(records)
     return _assemble(rows, cols, topic, partition)
 
 
-def decode_fetched_arrow(data: bytes | bytearray | memoryview | None, topic: str,
-                         partition: int, fetch_offset: int, *, check_crcs: bool = True,
-                         read_committed: bool = False,
-                         aborted_transactions: Iterable[Mapping[str, int]] | None = None,
-                         _force_python: bool = False) -> ArrowDecodeResult:
+def decode_fetched_arrow(
+    data: bytes | bytearray | memoryview | None,
+    topic: str,
+    partition: int,
+    fetch_offset: int,
+    *,
+    check_crcs: bool = True,
+    read_committed: bool = False,
+    aborted_transactions: Iterable[Mapping[str, int]] | None = None,
+    _force_python: bool = False,
+) -> ArrowDecodeResult:
     """Decode a Fetch response partition's ``records`` into one Arrow record batch.
 
     Same contract, checks and errors as ``record.decode_fetched_records`` (docs/internals.md,
@@ -228,13 +267,27 @@ def decode_fetched_arrow(data: bytes | bytearray | memoryview | None, topic: str
     """
     if _columns_impl is not None and not _force_python:
         rows, cols, next_offset, partial = _columns_impl(
-            data, topic, partition, fetch_offset, check_crcs=check_crcs,
-            read_committed=read_committed, aborted_transactions=aborted_transactions,
-            include_headers=True, legacy_decode=_decode_objects)
+            data,
+            topic,
+            partition,
+            fetch_offset,
+            check_crcs=check_crcs,
+            read_committed=read_committed,
+            aborted_transactions=aborted_transactions,
+            include_headers=True,
+            legacy_decode=_decode_objects,
+        )
     else:
         decode = _pyrecords.decode_fetched_records if _force_python else _decode_objects
-        result = decode(data, topic, partition, fetch_offset, check_crcs=check_crcs,
-                        read_committed=read_committed, aborted_transactions=aborted_transactions)
+        result = decode(
+            data,
+            topic,
+            partition,
+            fetch_offset,
+            check_crcs=check_crcs,
+            read_committed=read_committed,
+            aborted_transactions=aborted_transactions,
+        )
         rows, cols = _columns_from_records(result.records)
         next_offset, partial = result.next_offset, result.partial
     batch, epochs = _assemble(rows, cols, topic, partition)
@@ -244,13 +297,18 @@ def decode_fetched_arrow(data: bytes | bytearray | memoryview | None, topic: str
         try:
             batch.column(7).values.field(0).validate(full=True)
         except pa.ArrowInvalid:
-            raise CorruptRecordError("header key is not valid UTF-8", topic=topic,
-                                     partition=partition, offset=fetch_offset) from None
+            raise CorruptRecordError(
+                "header key is not valid UTF-8",
+                topic=topic,
+                partition=partition,
+                offset=fetch_offset,
+            ) from None
     return ArrowDecodeResult(batch, epochs, next_offset, partial)
 
 
-def arrow_to_records(batch: pa.RecordBatch, leader_epochs: pa.Array,
-                     record_cls: Callable[..., Any]) -> list[Any]:
+def arrow_to_records(
+    batch: pa.RecordBatch, leader_epochs: pa.Array, record_cls: Callable[..., Any]
+) -> list[Any]:
     """Rows of a :data:`SCHEMA_WITH_HEADERS` batch as ConsumerRecords (one object per row: used
     only when an application switches from ``poll_arrow`` to ``poll`` mid-partition)."""
     out = []
@@ -260,11 +318,21 @@ def arrow_to_records(batch: pa.RecordBatch, leader_epochs: pa.Array,
     for i in range(batch.num_rows):
         key, value = cols["key"][i], cols["value"][i]
         headers = [(h["key"], h["value"]) for h in cols["headers"][i]] or None
-        out.append(record_cls(cols["topic"][i], cols["partition"][i], cols["offset"][i], ts[i],
-                              cols["timestampType"][i], key, value, headers,
-                              None if epochs[i] < 0 else epochs[i],
-                              -1 if key is None else len(key),
-                              -1 if value is None else len(value)))
+        out.append(
+            record_cls(
+                cols["topic"][i],
+                cols["partition"][i],
+                cols["offset"][i],
+                ts[i],
+                cols["timestampType"][i],
+                key,
+                value,
+                headers,
+                None if epochs[i] < 0 else epochs[i],
+                -1 if key is None else len(key),
+                -1 if value is None else len(value),
+            )
+        )
     return out
 
 
@@ -379,7 +447,8 @@ class DataLossError(KafkaError):
             f"data loss in {partition.topic}-{partition.partition}: offsets "
             f"[{missing[0]}, {missing[1]}) {why}. Some data may have been lost because they are "
             "not available in Kafka any more; set failOnDataLoss (fail_on_data_loss) to false "
-            "to skip them")
+            "to skip them"
+        )
 
 
 #: ``progress(rows, bytes)`` after each batch a bounded read yields.
@@ -390,8 +459,9 @@ def _reader_config(config: Mapping[str, Any]) -> dict[str, Any]:
     cfg = dict(config)
     for key in ("key.deserializer", "value.deserializer", "interceptor.classes"):
         if cfg.get(key) is not None:
-            raise ConfigError(f"{key} cannot be set for an Arrow read (keys and values stay "
-                              "raw bytes)")
+            raise ConfigError(
+                f"{key} cannot be set for an Arrow read (keys and values stay raw bytes)"
+            )
     # Positions come from the ranges only: nothing is committed, and a position outside the
     # log must surface as data loss, not be reset silently.
     cfg["enable.auto.commit"] = False
@@ -399,11 +469,15 @@ def _reader_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-def iter_offset_ranges(config: Mapping[str, Any],
-                       ranges: Mapping[TopicPartition, tuple[int, int]], *,
-                       include_headers: bool = False, fail_on_data_loss: bool = True,
-                       poll_timeout_ms: int = 120000,
-                       progress: Progress | None = None) -> Iterator[pa.RecordBatch]:
+def iter_offset_ranges(
+    config: Mapping[str, Any],
+    ranges: Mapping[TopicPartition, tuple[int, int]],
+    *,
+    include_headers: bool = False,
+    fail_on_data_loss: bool = True,
+    poll_timeout_ms: int = 120000,
+    progress: Progress | None = None,
+) -> Iterator[pa.RecordBatch]:
     """Read each partition's offsets ``[start, end)`` and yield record batches of
     :func:`schema` ``(include_headers)`` (one partition per batch, offsets ascending).
 
@@ -465,11 +539,16 @@ def iter_offset_ranges(config: Mapping[str, Any],
 
 def _payload_bytes(batch: pa.RecordBatch) -> int:
     return int(batch.column(0).buffers()[2].size if batch.column(0).buffers()[2] else 0) + int(
-        batch.column(1).buffers()[2].size if batch.column(1).buffers()[2] else 0)
+        batch.column(1).buffers()[2].size if batch.column(1).buffers()[2] else 0
+    )
 
 
-def _skip_lost(consumer: KafkaConsumer, lost: Mapping[TopicPartition, int],
-               pending: dict[TopicPartition, tuple[int, int]], fail: bool) -> None:
+def _skip_lost(
+    consumer: KafkaConsumer,
+    lost: Mapping[TopicPartition, int],
+    pending: dict[TopicPartition, tuple[int, int]],
+    fail: bool,
+) -> None:
     tps = [tp for tp in lost if tp in pending]
     first = consumer.beginning_offsets(tps)
     last = consumer.end_offsets(tps)
@@ -483,8 +562,7 @@ def _skip_lost(consumer: KafkaConsumer, lost: Mapping[TopicPartition, int],
             why = f"are past the log end {last[tp]} (the log was truncated)"
         if fail:
             raise DataLossError(tp, missing, why)
-        logger.warning("skipping offsets [%d, %d) of %s: they %s", missing[0], missing[1], tp,
-                       why)
+        logger.warning("skipping offsets [%d, %d) of %s: they %s", missing[0], missing[1], tp, why)
         if resume >= end:
             consumer.pause([tp])
             del pending[tp]
@@ -492,8 +570,12 @@ def _skip_lost(consumer: KafkaConsumer, lost: Mapping[TopicPartition, int],
             consumer.seek(tp, resume)
 
 
-def _check_truncated(consumer: KafkaConsumer, pending: dict[TopicPartition, tuple[int, int]],
-                     fail: bool, poll_timeout_ms: int) -> None:
+def _check_truncated(
+    consumer: KafkaConsumer,
+    pending: dict[TopicPartition, tuple[int, int]],
+    fail: bool,
+    poll_timeout_ms: int,
+) -> None:
     # No progress for the whole poll timeout: the range end may lie beyond what the log holds.
     last = consumer.end_offsets(list(pending))
     stuck = {tp: consumer.position(tp) for tp in pending}
@@ -501,19 +583,32 @@ def _check_truncated(consumer: KafkaConsumer, pending: dict[TopicPartition, tupl
     if not truncated:
         raise KafkaTimeoutError(
             f"no records within {poll_timeout_ms} ms reading "
-            + ", ".join(f"{tp.topic}-{tp.partition} [{stuck[tp]}, {pending[tp][1]})"
-                        for tp in pending))
+            + ", ".join(
+                f"{tp.topic}-{tp.partition} [{stuck[tp]}, {pending[tp][1]})" for tp in pending
+            )
+        )
     _skip_lost(consumer, truncated, pending, fail)
 
 
-def read_offset_ranges(config: Mapping[str, Any],
-                       ranges: Mapping[TopicPartition, tuple[int, int]], *,
-                       include_headers: bool = False, fail_on_data_loss: bool = True,
-                       poll_timeout_ms: int = 120000,
-                       progress: Progress | None = None) -> pa.Table:
+def read_offset_ranges(
+    config: Mapping[str, Any],
+    ranges: Mapping[TopicPartition, tuple[int, int]],
+    *,
+    include_headers: bool = False,
+    fail_on_data_loss: bool = True,
+    poll_timeout_ms: int = 120000,
+    progress: Progress | None = None,
+) -> pa.Table:
     """:func:`iter_offset_ranges` gathered into one ``pyarrow.Table`` (rows grouped by
     partition, offsets ascending in each)."""
-    batches = list(iter_offset_ranges(config, ranges, include_headers=include_headers,
-                                      fail_on_data_loss=fail_on_data_loss,
-                                      poll_timeout_ms=poll_timeout_ms, progress=progress))
+    batches = list(
+        iter_offset_ranges(
+            config,
+            ranges,
+            include_headers=include_headers,
+            fail_on_data_loss=fail_on_data_loss,
+            poll_timeout_ms=poll_timeout_ms,
+            progress=progress,
+        )
+    )
     return pa.Table.from_batches(batches, schema=schema(include_headers))

@@ -197,7 +197,9 @@ def parse_jaas_config(text: str) -> JaasConfig:
 
 # --------------------------------------------------------------------------- bootstrap parsing
 
-_HOST_PORT = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.%a-zA-Z]+)\]|(?P<host>[^\s:\[\]/]+)):(?P<port>\d+)$")
+_HOST_PORT = re.compile(
+    r"^(?:\[(?P<v6>[0-9a-fA-F:.%a-zA-Z]+)\]|(?P<host>[^\s:\[\]/]+)):(?P<port>\d+)$"
+)
 
 
 def parse_bootstrap_servers(servers: Any) -> list[tuple[str, int]]:
@@ -255,7 +257,9 @@ class _Range:
 class _OneOf:
     """String enumeration check; normalises case when the key is case-insensitive."""
 
-    def __init__(self, *choices: str, case_insensitive: bool = True, nullable: bool = False) -> None:
+    def __init__(
+        self, *choices: str, case_insensitive: bool = True, nullable: bool = False
+    ) -> None:
         self.choices = choices
         self.case_insensitive = case_insensitive
         self.nullable = nullable
@@ -268,9 +272,7 @@ class _OneOf:
             raise ConfigError(f"{name}: must be set, one of {self.describe()}")
         key = value.lower() if self.case_insensitive else value
         if key not in self._lookup:
-            raise ConfigError(
-                f"{name}: invalid value {value!r}; must be one of {self.describe()}"
-            )
+            raise ConfigError(f"{name}: invalid value {value!r}; must be one of {self.describe()}")
         return self._lookup[key]
 
     def describe(self) -> str:
@@ -348,7 +350,8 @@ def _str_mapping(name: str, value: Any) -> Any:
     if value is None:
         return value
     if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
         raise ConfigError(f"{name}: expected a mapping of str to str")
     return dict(value)
 
@@ -388,12 +391,16 @@ def resolve_object(spec: str, *, key: str = "") -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"{where}cannot import module {module_name!r} for {spec!r}: {exc}") from None
+        raise ConfigError(
+            f"{where}cannot import module {module_name!r} for {spec!r}: {exc}"
+        ) from None
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ConfigError(f"{where}module {module_name!r} has no attribute {attr_path!r}") from None
+            raise ConfigError(
+                f"{where}module {module_name!r} has no attribute {attr_path!r}"
+            ) from None
     return obj
 
 
@@ -459,7 +466,9 @@ def _interceptor(name: str, value: Any) -> Any:
 def _metric_reporter(name: str, value: Any) -> Any:
     # Java reporter class names (the JmxReporter default) are accepted and ignored: there is no
     # JVM to report to. Python paths must import.
-    if isinstance(value, str) and (value.startswith("org.apache.kafka.") or value.startswith("io.")):
+    if isinstance(value, str) and (
+        value.startswith("org.apache.kafka.") or value.startswith("io.")
+    ):
         return value
     return _importable(name, value)
 
@@ -507,8 +516,17 @@ def _parse(key: ConfigKey, value: Any) -> Any:
     """Convert a user value to the key's type (Java ``ConfigDef.parseType``)."""
     name, t = key.name, key.type
     if value is None:
-        if t in (ConfigType.BOOLEAN, ConfigType.SHORT, ConfigType.INT, ConfigType.LONG,
-                 ConfigType.DOUBLE) and key.default is not None:
+        if (
+            t
+            in (
+                ConfigType.BOOLEAN,
+                ConfigType.SHORT,
+                ConfigType.INT,
+                ConfigType.LONG,
+                ConfigType.DOUBLE,
+            )
+            and key.default is not None
+        ):
             raise ConfigError(f"{name}: must not be None (expected a {t.value})")
         return None
     if t is ConfigType.BOOLEAN:
@@ -599,8 +617,15 @@ H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 T = ConfigType
 
 
-def _k(name: str, type_: ConfigType, default: Any, doc: str, importance: Importance = L,
-       validator: Validator | None = None, **flags: bool) -> ConfigKey:
+def _k(
+    name: str,
+    type_: ConfigType,
+    default: Any,
+    doc: str,
+    importance: Importance = L,
+    validator: Validator | None = None,
+    **flags: bool,
+) -> ConfigKey:
     return ConfigKey(name, type_, default, doc, importance, validator, **flags)
 
 
@@ -615,351 +640,1205 @@ def _common_keys(client: str) -> list[ConfigKey]:
     """Keys every client shares: connection, metadata, metrics, TLS and SASL."""
     idle_default = 300000 if client == "admin" else 540000
     return [
-        _k("bootstrap.servers", T.LIST, (), "Comma-separated host:port pairs of brokers used to "
-           "discover the cluster. Any subset of the brokers will do; list more than one so that "
-           "start-up survives one being down.", H, _bootstrap),
-        _k("client.dns.lookup", T.STRING, "use_all_dns_ips", "How host names are resolved: "
-           "use_all_dns_ips tries every address of a name in turn; "
-           "resolve_canonical_bootstrap_servers_only expands each bootstrap name to its "
-           "canonical names first.", M,
-           _OneOf("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
-        _k("bootstrap.resolve.timeout.ms", T.LONG, 120000, "Longest time spent resolving the "
-           "bootstrap host names before giving up (Java). No effect here: each name is "
-           "resolved when connecting.", H, _NON_NEGATIVE, java_only=True),
-        _k("client.id", T.STRING, "", "A name for this client sent with every request, so broker "
-           "logs and quotas can tell clients apart. Generated when empty.", L),
-        _k("client.rack", T.STRING, "", "The rack (or availability zone) this client runs in; "
-           "lets a broker with replica.selector.class serve fetches from a nearby replica.", L),
-        _k("metadata.max.age.ms", T.LONG, 300000, "Refresh cluster metadata at least this often, "
-           "even without errors, to discover new brokers and partitions.", L, _NON_NEGATIVE),
-        _k("send.buffer.bytes", T.INT, 131072, "TCP send buffer size (SO_SNDBUF); -1 keeps the "
-           "operating-system default.", M, _Range(-1)),
-        _k("receive.buffer.bytes", T.INT, 32768 if client == "producer" else 65536,
-           "TCP receive buffer size (SO_RCVBUF); -1 keeps the operating-system default.", M,
-           _Range(-1)),
-        _k("reconnect.backoff.ms", T.LONG, 50, "Initial wait before reconnecting to a broker "
-           "after a failed connection; doubles per failure up to reconnect.backoff.max.ms. "
-           "Setting it alone (without the max) disables the doubling, as in Java.", L,
-           _NON_NEGATIVE),
-        _k("reconnect.backoff.max.ms", T.LONG, 1000, "Upper bound of the reconnect backoff "
-           "(20% random jitter is applied).", L, _NON_NEGATIVE),
-        _k("retry.backoff.ms", T.LONG, 100, "Initial wait before retrying a failed request; "
-           "doubles per failure up to retry.backoff.max.ms.", L, _NON_NEGATIVE),
-        _k("retry.backoff.max.ms", T.LONG, 1000, "Upper bound of the retry backoff (20% random "
-           "jitter is applied).", L, _NON_NEGATIVE),
-        _k("socket.connection.setup.timeout.ms", T.LONG, 10000, "How long to wait for a TCP "
-           "connection (and TLS/SASL set-up) before abandoning it; grows per consecutive "
-           "failure up to the max.", M, _NON_NEGATIVE),
-        _k("socket.connection.setup.timeout.max.ms", T.LONG, 30000, "Upper bound of the "
-           "connection set-up timeout.", M, _NON_NEGATIVE),
-        _k("connections.max.idle.ms", T.LONG, idle_default, "Close a broker connection that "
-           "has been idle this long.", M),
-        _k("request.timeout.ms", T.INT, 30000, "How long to wait for the response to one "
-           "request before failing it (and retrying where that is safe).", M, _NON_NEGATIVE),
-        _k("metadata.recovery.strategy", T.STRING, "none", "What to do when no known broker is "
-           "reachable: none keeps trying them; rebootstrap goes back to bootstrap.servers.", L,
-           _OneOf("none", "rebootstrap")),
-        _k("metrics.sample.window.ms", T.LONG, 30000, "Length of one metrics sample window.", L,
-           _NON_NEGATIVE),
-        _k("metrics.num.samples", T.INT, 2, "Number of sample windows a windowed metric "
-           "(rate, avg, max) spans.", L, _Range(1)),
-        _k("metrics.recording.level", T.STRING, "INFO", "Highest level of metrics recorded: "
-           "INFO, DEBUG or TRACE (Java). No effect here: every metric is recorded.", L,
-           _OneOf("INFO", "DEBUG", "TRACE"), java_only=True),
-        _k("metric.reporters", T.LIST, ("org.apache.kafka.common.metrics.JmxReporter",),
-           "Objects (or import paths of classes) told about every metric. Java class names are "
-           "accepted and ignored.", L, _ListOf(_metric_reporter)),
-        _k("auto.include.jmx.reporter", T.BOOLEAN, True, "Java 3.x switch adding the JMX "
-           "reporter to metric.reporters (deprecated there). No effect in Python.", L,
-           java_only=True),
-        _k("enable.metrics.push", T.BOOLEAN, True, "Push client metrics to the broker when it "
-           "has a matching subscription (KIP-714). Not implemented here; accepted for "
-           "compatibility.", L, java_only=True),
-        _k("security.protocol", T.STRING, "PLAINTEXT", "How to talk to brokers: PLAINTEXT, SSL "
-           "(TLS), SASL_PLAINTEXT or SASL_SSL.", M, _SECURITY_PROTOCOLS),
-        _k("security.providers", T.STRING, None, "Java security provider classes. No effect in "
-           "Python.", L, java_only=True),
+        _k(
+            "bootstrap.servers",
+            T.LIST,
+            (),
+            "Comma-separated host:port pairs of brokers used to "
+            "discover the cluster. Any subset of the brokers will do; list more than one so that "
+            "start-up survives one being down.",
+            H,
+            _bootstrap,
+        ),
+        _k(
+            "client.dns.lookup",
+            T.STRING,
+            "use_all_dns_ips",
+            "How host names are resolved: "
+            "use_all_dns_ips tries every address of a name in turn; "
+            "resolve_canonical_bootstrap_servers_only expands each bootstrap name to its "
+            "canonical names first.",
+            M,
+            _OneOf("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"),
+        ),
+        _k(
+            "bootstrap.resolve.timeout.ms",
+            T.LONG,
+            120000,
+            "Longest time spent resolving the "
+            "bootstrap host names before giving up (Java). No effect here: each name is "
+            "resolved when connecting.",
+            H,
+            _NON_NEGATIVE,
+            java_only=True,
+        ),
+        _k(
+            "client.id",
+            T.STRING,
+            "",
+            "A name for this client sent with every request, so broker "
+            "logs and quotas can tell clients apart. Generated when empty.",
+            L,
+        ),
+        _k(
+            "client.rack",
+            T.STRING,
+            "",
+            "The rack (or availability zone) this client runs in; "
+            "lets a broker with replica.selector.class serve fetches from a nearby replica.",
+            L,
+        ),
+        _k(
+            "metadata.max.age.ms",
+            T.LONG,
+            300000,
+            "Refresh cluster metadata at least this often, "
+            "even without errors, to discover new brokers and partitions.",
+            L,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "send.buffer.bytes",
+            T.INT,
+            131072,
+            "TCP send buffer size (SO_SNDBUF); -1 keeps the operating-system default.",
+            M,
+            _Range(-1),
+        ),
+        _k(
+            "receive.buffer.bytes",
+            T.INT,
+            32768 if client == "producer" else 65536,
+            "TCP receive buffer size (SO_RCVBUF); -1 keeps the operating-system default.",
+            M,
+            _Range(-1),
+        ),
+        _k(
+            "reconnect.backoff.ms",
+            T.LONG,
+            50,
+            "Initial wait before reconnecting to a broker "
+            "after a failed connection; doubles per failure up to reconnect.backoff.max.ms. "
+            "Setting it alone (without the max) disables the doubling, as in Java.",
+            L,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "reconnect.backoff.max.ms",
+            T.LONG,
+            1000,
+            "Upper bound of the reconnect backoff (20% random jitter is applied).",
+            L,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "retry.backoff.ms",
+            T.LONG,
+            100,
+            "Initial wait before retrying a failed request; "
+            "doubles per failure up to retry.backoff.max.ms.",
+            L,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "retry.backoff.max.ms",
+            T.LONG,
+            1000,
+            "Upper bound of the retry backoff (20% random jitter is applied).",
+            L,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "socket.connection.setup.timeout.ms",
+            T.LONG,
+            10000,
+            "How long to wait for a TCP "
+            "connection (and TLS/SASL set-up) before abandoning it; grows per consecutive "
+            "failure up to the max.",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "socket.connection.setup.timeout.max.ms",
+            T.LONG,
+            30000,
+            "Upper bound of the connection set-up timeout.",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "connections.max.idle.ms",
+            T.LONG,
+            idle_default,
+            "Close a broker connection that has been idle this long.",
+            M,
+        ),
+        _k(
+            "request.timeout.ms",
+            T.INT,
+            30000,
+            "How long to wait for the response to one "
+            "request before failing it (and retrying where that is safe).",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "metadata.recovery.strategy",
+            T.STRING,
+            "none",
+            "What to do when no known broker is "
+            "reachable: none keeps trying them; rebootstrap goes back to bootstrap.servers.",
+            L,
+            _OneOf("none", "rebootstrap"),
+        ),
+        _k(
+            "metrics.sample.window.ms",
+            T.LONG,
+            30000,
+            "Length of one metrics sample window.",
+            L,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "metrics.num.samples",
+            T.INT,
+            2,
+            "Number of sample windows a windowed metric (rate, avg, max) spans.",
+            L,
+            _Range(1),
+        ),
+        _k(
+            "metrics.recording.level",
+            T.STRING,
+            "INFO",
+            "Highest level of metrics recorded: "
+            "INFO, DEBUG or TRACE (Java). No effect here: every metric is recorded.",
+            L,
+            _OneOf("INFO", "DEBUG", "TRACE"),
+            java_only=True,
+        ),
+        _k(
+            "metric.reporters",
+            T.LIST,
+            ("org.apache.kafka.common.metrics.JmxReporter",),
+            "Objects (or import paths of classes) told about every metric. Java class names are "
+            "accepted and ignored.",
+            L,
+            _ListOf(_metric_reporter),
+        ),
+        _k(
+            "auto.include.jmx.reporter",
+            T.BOOLEAN,
+            True,
+            "Java 3.x switch adding the JMX "
+            "reporter to metric.reporters (deprecated there). No effect in Python.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "enable.metrics.push",
+            T.BOOLEAN,
+            True,
+            "Push client metrics to the broker when it "
+            "has a matching subscription (KIP-714). Not implemented here; accepted for "
+            "compatibility.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "security.protocol",
+            T.STRING,
+            "PLAINTEXT",
+            "How to talk to brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL.",
+            M,
+            _SECURITY_PROTOCOLS,
+        ),
+        _k(
+            "security.providers",
+            T.STRING,
+            None,
+            "Java security provider classes. No effect in Python.",
+            L,
+            java_only=True,
+        ),
         # ----- TLS
-        _k("ssl.protocol", T.STRING, "TLSv1.3", "The TLS protocol of Java's SSLContext. No "
-           "effect here: ssl.enabled.protocols says which versions a connection may use.", M,
-           _OneOf(*_TLS_PROTOCOLS), java_only=True),
-        _k("ssl.provider", T.STRING, None, "Java security provider for TLS. No effect in "
-           "Python.", M, java_only=True),
-        _k("ssl.cipher.suites", T.LIST, None, "Cipher suites to allow (OpenSSL or IANA names); "
-           "all the TLS library enables by default when unset.", L),
-        _k("ssl.enabled.protocols", T.LIST, ("TLSv1.2", "TLSv1.3"), "TLS protocol versions "
-           "allowed on connections.", M, _ListOf(_OneOf(*_TLS_PROTOCOLS))),
-        _k("ssl.keystore.type", T.STRING, "JKS", "Format of the client key store. Only PEM is "
-           "readable here (JKS/PKCS12 stores must be converted to PEM), so the type has no "
-           "effect.", M, _STORE_TYPES, java_only=True),
-        _k("ssl.keystore.location", T.STRING, None, "Path of a PEM file with the client "
-           "certificate chain and private key, for mutual TLS.", H),
-        _k("ssl.keystore.password", T.PASSWORD, None, "Password of the key store file. Not "
-           "used for PEM (use ssl.key.password): no effect here.", H, java_only=True),
-        _k("ssl.key.password", T.PASSWORD, None, "Password of the private key (in "
-           "ssl.keystore.location or ssl.keystore.key).", H),
-        _k("ssl.keystore.key", T.PASSWORD, None, "The client private key as PEM text (PKCS#8).",
-           H),
+        _k(
+            "ssl.protocol",
+            T.STRING,
+            "TLSv1.3",
+            "The TLS protocol of Java's SSLContext. No "
+            "effect here: ssl.enabled.protocols says which versions a connection may use.",
+            M,
+            _OneOf(*_TLS_PROTOCOLS),
+            java_only=True,
+        ),
+        _k(
+            "ssl.provider",
+            T.STRING,
+            None,
+            "Java security provider for TLS. No effect in Python.",
+            M,
+            java_only=True,
+        ),
+        _k(
+            "ssl.cipher.suites",
+            T.LIST,
+            None,
+            "Cipher suites to allow (OpenSSL or IANA names); "
+            "all the TLS library enables by default when unset.",
+            L,
+        ),
+        _k(
+            "ssl.enabled.protocols",
+            T.LIST,
+            ("TLSv1.2", "TLSv1.3"),
+            "TLS protocol versions allowed on connections.",
+            M,
+            _ListOf(_OneOf(*_TLS_PROTOCOLS)),
+        ),
+        _k(
+            "ssl.keystore.type",
+            T.STRING,
+            "JKS",
+            "Format of the client key store. Only PEM is "
+            "readable here (JKS/PKCS12 stores must be converted to PEM), so the type has no "
+            "effect.",
+            M,
+            _STORE_TYPES,
+            java_only=True,
+        ),
+        _k(
+            "ssl.keystore.location",
+            T.STRING,
+            None,
+            "Path of a PEM file with the client certificate chain and private key, for mutual TLS.",
+            H,
+        ),
+        _k(
+            "ssl.keystore.password",
+            T.PASSWORD,
+            None,
+            "Password of the key store file. Not "
+            "used for PEM (use ssl.key.password): no effect here.",
+            H,
+            java_only=True,
+        ),
+        _k(
+            "ssl.key.password",
+            T.PASSWORD,
+            None,
+            "Password of the private key (in ssl.keystore.location or ssl.keystore.key).",
+            H,
+        ),
+        _k("ssl.keystore.key", T.PASSWORD, None, "The client private key as PEM text (PKCS#8).", H),
         # Java types the two certificate keys as passwords; certificates are public, and a
         # plain string is what the TLS layer loads, so they are strings here.
-        _k("ssl.keystore.certificate.chain", T.STRING, None, "The client certificate chain "
-           "as PEM text.", H),
-        _k("ssl.truststore.certificates", T.STRING, None, "Trusted CA certificates as PEM "
-           "text.", H),
-        _k("ssl.truststore.type", T.STRING, "JKS", "Format of the trust store. Only PEM is "
-           "readable here, so the type has no effect.", M, _STORE_TYPES,
-           java_only=True),
-        _k("ssl.truststore.location", T.STRING, None, "Path of a PEM file of trusted CA "
-           "certificates; the system trust store is used when unset.", H),
-        _k("ssl.truststore.password", T.PASSWORD, None, "Password of the trust store file. Not "
-           "used for PEM: no effect here.", H, java_only=True),
-        _k("ssl.keymanager.algorithm", T.STRING, "SunX509", "Java key manager algorithm. No "
-           "effect in Python.", L, java_only=True),
-        _k("ssl.trustmanager.algorithm", T.STRING, "PKIX", "Java trust manager algorithm. No "
-           "effect in Python.", L, java_only=True),
-        _k("ssl.endpoint.identification.algorithm", T.STRING, "https", "'https' checks that the "
-           "broker certificate matches its host name; an empty string turns the check off.", L,
-           _OneOf("https", "", nullable=True)),
-        _k("ssl.secure.random.implementation", T.STRING, None, "Java SecureRandom "
-           "implementation. No effect in Python.", L, java_only=True),
-        _k("ssl.engine.factory.class", T.CLASS, None, "Java SSLEngine factory. No effect in "
-           "Python; use ssl.context.", L, java_only=True),
-        _k("ssl.ca.location", T.STRING, None, "librdkafka name: path of a PEM file of trusted "
-           "CA certificates (same as ssl.truststore.location with type PEM).", L,
-           python_only=True),
-        _k("ssl.certificate.location", T.STRING, None, "librdkafka name: path of the client "
-           "certificate (chain) PEM file.", L, python_only=True),
-        _k("ssl.key.location", T.STRING, None, "librdkafka name: path of the client private key "
-           "PEM file (its password in ssl.key.password).", L, python_only=True),
-        _k("ssl.context", T.OBJECT, None, "A ready ssl.SSLContext to use for TLS connections; "
-           "when set, the other ssl.* keys are ignored.", M, _ssl_context, python_only=True),
+        _k(
+            "ssl.keystore.certificate.chain",
+            T.STRING,
+            None,
+            "The client certificate chain as PEM text.",
+            H,
+        ),
+        _k(
+            "ssl.truststore.certificates", T.STRING, None, "Trusted CA certificates as PEM text.", H
+        ),
+        _k(
+            "ssl.truststore.type",
+            T.STRING,
+            "JKS",
+            "Format of the trust store. Only PEM is readable here, so the type has no effect.",
+            M,
+            _STORE_TYPES,
+            java_only=True,
+        ),
+        _k(
+            "ssl.truststore.location",
+            T.STRING,
+            None,
+            "Path of a PEM file of trusted CA "
+            "certificates; the system trust store is used when unset.",
+            H,
+        ),
+        _k(
+            "ssl.truststore.password",
+            T.PASSWORD,
+            None,
+            "Password of the trust store file. Not used for PEM: no effect here.",
+            H,
+            java_only=True,
+        ),
+        _k(
+            "ssl.keymanager.algorithm",
+            T.STRING,
+            "SunX509",
+            "Java key manager algorithm. No effect in Python.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "ssl.trustmanager.algorithm",
+            T.STRING,
+            "PKIX",
+            "Java trust manager algorithm. No effect in Python.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "ssl.endpoint.identification.algorithm",
+            T.STRING,
+            "https",
+            "'https' checks that the "
+            "broker certificate matches its host name; an empty string turns the check off.",
+            L,
+            _OneOf("https", "", nullable=True),
+        ),
+        _k(
+            "ssl.secure.random.implementation",
+            T.STRING,
+            None,
+            "Java SecureRandom implementation. No effect in Python.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "ssl.engine.factory.class",
+            T.CLASS,
+            None,
+            "Java SSLEngine factory. No effect in Python; use ssl.context.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "ssl.ca.location",
+            T.STRING,
+            None,
+            "librdkafka name: path of a PEM file of trusted "
+            "CA certificates (same as ssl.truststore.location with type PEM).",
+            L,
+            python_only=True,
+        ),
+        _k(
+            "ssl.certificate.location",
+            T.STRING,
+            None,
+            "librdkafka name: path of the client certificate (chain) PEM file.",
+            L,
+            python_only=True,
+        ),
+        _k(
+            "ssl.key.location",
+            T.STRING,
+            None,
+            "librdkafka name: path of the client private key "
+            "PEM file (its password in ssl.key.password).",
+            L,
+            python_only=True,
+        ),
+        _k(
+            "ssl.context",
+            T.OBJECT,
+            None,
+            "A ready ssl.SSLContext to use for TLS connections; "
+            "when set, the other ssl.* keys are ignored.",
+            M,
+            _ssl_context,
+            python_only=True,
+        ),
         # ----- SASL
-        _k("sasl.mechanism", T.STRING, "GSSAPI", "SASL mechanism: PLAIN, SCRAM-SHA-256, "
-           "SCRAM-SHA-512 or OAUTHBEARER. GSSAPI (Kerberos, the Java default) is not "
-           "supported and is refused when SASL is used.", M, _SASL_MECHANISMS),
-        _k("sasl.jaas.config", T.PASSWORD, None, "A JAAS login entry as in Java, e.g. "
-           "'org.apache.kafka.common.security.plain.PlainLoginModule required "
-           "username=\"u\" password=\"p\";'; its username and password are used for PLAIN "
-           "and SCRAM.", M),
-        _k("sasl.username", T.STRING, None, "User name for PLAIN and SCRAM (instead of "
-           "sasl.jaas.config).", M, python_only=True),
-        _k("sasl.password", T.PASSWORD, None, "Password for PLAIN and SCRAM (instead of "
-           "sasl.jaas.config).", M, python_only=True),
-        _k("sasl.oauthbearer.token.provider", T.OBJECT, None, "For OAUTHBEARER: a callable "
-           "returning the access token (a str, or an object with a 'token' attribute), or an "
-           "object with a token() method.", M, _token_provider, python_only=True),
-        _k("sasl.oauthbearer.token.callback", T.OBJECT, None, "Another name for "
-           "sasl.oauthbearer.token.provider (the network layer reads this one; setting either "
-           "fills both).", L, _token_provider, python_only=True),
-        _k("sasl.oauthbearer.extensions", T.OBJECT, None, "For OAUTHBEARER: a mapping of SASL "
-           "extensions (KIP-342) sent with the token.", L, _str_mapping, python_only=True),
-        _k("sasl.scram.tokenauth", T.BOOLEAN, False, "For SCRAM: authenticate with a delegation "
-           "token (sends the tokenauth=true extension).", L, python_only=True),
-        _k("sasl.client.callback.handler.class", T.CLASS, None, "Java SASL client callback "
-           "handler. No effect in Python.", M, java_only=True),
-        _k("sasl.login.callback.handler.class", T.CLASS, None, "Java SASL login callback "
-           "handler. No effect in Python.", M, java_only=True),
-        _k("sasl.login.class", T.CLASS, None, "Java SASL login class. No effect in Python.", M,
-           java_only=True),
-        _k("sasl.kerberos.service.name", T.STRING, None, "Kerberos service name (GSSAPI is not "
-           "supported).", M, java_only=True),
-        _k("sasl.kerberos.kinit.cmd", T.STRING, "/usr/bin/kinit", "Kerberos kinit command "
-           "(GSSAPI is not supported).", L, java_only=True),
-        _k("sasl.kerberos.ticket.renew.window.factor", T.DOUBLE, 0.8, "Kerberos ticket renewal "
-           "point (GSSAPI is not supported).", L, java_only=True),
-        _k("sasl.kerberos.ticket.renew.jitter", T.DOUBLE, 0.05, "Kerberos renewal jitter "
-           "(GSSAPI is not supported).", L, java_only=True),
-        _k("sasl.kerberos.min.time.before.relogin", T.LONG, 60000, "Kerberos relogin interval "
-           "(GSSAPI is not supported).", L, java_only=True),
-        _k("sasl.login.refresh.window.factor", T.DOUBLE, 0.8, "Fraction of a credential's "
-           "lifetime after which it is refreshed (OAUTHBEARER).", L, _Range(0.5, 1.0)),
-        _k("sasl.login.refresh.window.jitter", T.DOUBLE, 0.05, "Random jitter added to the "
-           "refresh time, as a fraction of the lifetime (Java OAUTHBEARER login). No effect "
-           "here: the refresh comes after sasl.login.refresh.window.factor of the life.", L, _Range(0.0, 0.25), java_only=True),
-        _k("sasl.login.refresh.min.period.seconds", T.SHORT, 60, "Minimum wait between "
-           "credential refreshes (Java OAUTHBEARER login). No effect here.", L, _Range(0, 900), java_only=True),
-        _k("sasl.login.refresh.buffer.seconds", T.SHORT, 300, "Refresh a credential at least "
-           "this long before it expires (Java OAUTHBEARER login). No effect here.", L,
-           _Range(0, 3600), java_only=True),
-        _k("sasl.login.connect.timeout.ms", T.INT, None, "Connect timeout to an external token "
-           "provider (Java OAUTHBEARER login). No effect here.", L, java_only=True),
-        _k("sasl.login.read.timeout.ms", T.INT, None, "Read timeout of an external token "
-           "provider (Java OAUTHBEARER login). No effect here.", L, java_only=True),
-        _k("sasl.login.retry.backoff.max.ms", T.LONG, 10000, "Maximum wait between token "
-           "provider login attempts (Java OAUTHBEARER login).", L, java_only=True),
-        _k("sasl.login.retry.backoff.ms", T.LONG, 100, "Initial wait between token provider "
-           "login attempts (Java OAUTHBEARER login).", L, java_only=True),
-        _k("sasl.oauthbearer.scope.claim.name", T.STRING, "scope", "JWT claim holding the scope "
-           "(Java OAUTHBEARER login).", L, java_only=True),
-        _k("sasl.oauthbearer.sub.claim.name", T.STRING, "sub", "JWT claim holding the subject "
-           "(Java OAUTHBEARER login).", L, java_only=True),
-        _k("sasl.oauthbearer.token.endpoint.url", T.STRING, None, "OAuth token endpoint used by "
-           "Java's login handler. Not implemented; use sasl.oauthbearer.token.provider.", M,
-           java_only=True),
-        _k("sasl.oauthbearer.jwks.endpoint.url", T.STRING, None, "JWKS endpoint (broker-side "
-           "validation).", M, java_only=True),
-        _k("sasl.oauthbearer.jwks.endpoint.refresh.ms", T.LONG, 3600000, "JWKS refresh interval "
-           "(broker-side validation).", L, java_only=True),
-        _k("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", T.LONG, 10000, "JWKS retry "
-           "backoff maximum (broker-side validation).", L, java_only=True),
-        _k("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", T.LONG, 100, "JWKS retry backoff "
-           "(broker-side validation).", L, java_only=True),
-        _k("sasl.oauthbearer.clock.skew.seconds", T.INT, 30, "Allowed clock skew for JWT "
-           "validation.", L, java_only=True),
-        _k("sasl.oauthbearer.expected.audience", T.LIST, None, "Expected JWT audiences "
-           "(broker-side validation).", L, java_only=True),
-        _k("sasl.oauthbearer.expected.issuer", T.STRING, None, "Expected JWT issuer "
-           "(broker-side validation).", L, java_only=True),
+        _k(
+            "sasl.mechanism",
+            T.STRING,
+            "GSSAPI",
+            "SASL mechanism: PLAIN, SCRAM-SHA-256, "
+            "SCRAM-SHA-512 or OAUTHBEARER. GSSAPI (Kerberos, the Java default) is not "
+            "supported and is refused when SASL is used.",
+            M,
+            _SASL_MECHANISMS,
+        ),
+        _k(
+            "sasl.jaas.config",
+            T.PASSWORD,
+            None,
+            "A JAAS login entry as in Java, e.g. "
+            "'org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'username="u" password="p";\'; its username and password are used for PLAIN '
+            "and SCRAM.",
+            M,
+        ),
+        _k(
+            "sasl.username",
+            T.STRING,
+            None,
+            "User name for PLAIN and SCRAM (instead of sasl.jaas.config).",
+            M,
+            python_only=True,
+        ),
+        _k(
+            "sasl.password",
+            T.PASSWORD,
+            None,
+            "Password for PLAIN and SCRAM (instead of sasl.jaas.config).",
+            M,
+            python_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.token.provider",
+            T.OBJECT,
+            None,
+            "For OAUTHBEARER: a callable "
+            "returning the access token (a str, or an object with a 'token' attribute), or an "
+            "object with a token() method.",
+            M,
+            _token_provider,
+            python_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.token.callback",
+            T.OBJECT,
+            None,
+            "Another name for "
+            "sasl.oauthbearer.token.provider (the network layer reads this one; setting either "
+            "fills both).",
+            L,
+            _token_provider,
+            python_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.extensions",
+            T.OBJECT,
+            None,
+            "For OAUTHBEARER: a mapping of SASL extensions (KIP-342) sent with the token.",
+            L,
+            _str_mapping,
+            python_only=True,
+        ),
+        _k(
+            "sasl.scram.tokenauth",
+            T.BOOLEAN,
+            False,
+            "For SCRAM: authenticate with a delegation token (sends the tokenauth=true extension).",
+            L,
+            python_only=True,
+        ),
+        _k(
+            "sasl.client.callback.handler.class",
+            T.CLASS,
+            None,
+            "Java SASL client callback handler. No effect in Python.",
+            M,
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.callback.handler.class",
+            T.CLASS,
+            None,
+            "Java SASL login callback handler. No effect in Python.",
+            M,
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.class",
+            T.CLASS,
+            None,
+            "Java SASL login class. No effect in Python.",
+            M,
+            java_only=True,
+        ),
+        _k(
+            "sasl.kerberos.service.name",
+            T.STRING,
+            None,
+            "Kerberos service name (GSSAPI is not supported).",
+            M,
+            java_only=True,
+        ),
+        _k(
+            "sasl.kerberos.kinit.cmd",
+            T.STRING,
+            "/usr/bin/kinit",
+            "Kerberos kinit command (GSSAPI is not supported).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.kerberos.ticket.renew.window.factor",
+            T.DOUBLE,
+            0.8,
+            "Kerberos ticket renewal point (GSSAPI is not supported).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.kerberos.ticket.renew.jitter",
+            T.DOUBLE,
+            0.05,
+            "Kerberos renewal jitter (GSSAPI is not supported).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.kerberos.min.time.before.relogin",
+            T.LONG,
+            60000,
+            "Kerberos relogin interval (GSSAPI is not supported).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.refresh.window.factor",
+            T.DOUBLE,
+            0.8,
+            "Fraction of a credential's lifetime after which it is refreshed (OAUTHBEARER).",
+            L,
+            _Range(0.5, 1.0),
+        ),
+        _k(
+            "sasl.login.refresh.window.jitter",
+            T.DOUBLE,
+            0.05,
+            "Random jitter added to the "
+            "refresh time, as a fraction of the lifetime (Java OAUTHBEARER login). No effect "
+            "here: the refresh comes after sasl.login.refresh.window.factor of the life.",
+            L,
+            _Range(0.0, 0.25),
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.refresh.min.period.seconds",
+            T.SHORT,
+            60,
+            "Minimum wait between credential refreshes (Java OAUTHBEARER login). No effect here.",
+            L,
+            _Range(0, 900),
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.refresh.buffer.seconds",
+            T.SHORT,
+            300,
+            "Refresh a credential at least "
+            "this long before it expires (Java OAUTHBEARER login). No effect here.",
+            L,
+            _Range(0, 3600),
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.connect.timeout.ms",
+            T.INT,
+            None,
+            "Connect timeout to an external token "
+            "provider (Java OAUTHBEARER login). No effect here.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.read.timeout.ms",
+            T.INT,
+            None,
+            "Read timeout of an external token provider (Java OAUTHBEARER login). No effect here.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.retry.backoff.max.ms",
+            T.LONG,
+            10000,
+            "Maximum wait between token provider login attempts (Java OAUTHBEARER login).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.login.retry.backoff.ms",
+            T.LONG,
+            100,
+            "Initial wait between token provider login attempts (Java OAUTHBEARER login).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.scope.claim.name",
+            T.STRING,
+            "scope",
+            "JWT claim holding the scope (Java OAUTHBEARER login).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.sub.claim.name",
+            T.STRING,
+            "sub",
+            "JWT claim holding the subject (Java OAUTHBEARER login).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.token.endpoint.url",
+            T.STRING,
+            None,
+            "OAuth token endpoint used by "
+            "Java's login handler. Not implemented; use sasl.oauthbearer.token.provider.",
+            M,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.jwks.endpoint.url",
+            T.STRING,
+            None,
+            "JWKS endpoint (broker-side validation).",
+            M,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+            T.LONG,
+            3600000,
+            "JWKS refresh interval (broker-side validation).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+            T.LONG,
+            10000,
+            "JWKS retry backoff maximum (broker-side validation).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+            T.LONG,
+            100,
+            "JWKS retry backoff (broker-side validation).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.clock.skew.seconds",
+            T.INT,
+            30,
+            "Allowed clock skew for JWT validation.",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.expected.audience",
+            T.LIST,
+            None,
+            "Expected JWT audiences (broker-side validation).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "sasl.oauthbearer.expected.issuer",
+            T.STRING,
+            None,
+            "Expected JWT issuer (broker-side validation).",
+            L,
+            java_only=True,
+        ),
     ]
 
 
 def _consumer_keys() -> list[ConfigKey]:
     return _common_keys("consumer") + [
-        _k("group.id", T.STRING, None, "Name of the consumer group. Needed for subscribe() and "
-           "for committing offsets to Kafka.", H),
-        _k("group.instance.id", T.STRING, None, "Makes this consumer a static member of the "
-           "group under this id: a restart within session.timeout.ms does not trigger a "
-           "rebalance.", M, _group_instance_id),
-        _k("group.protocol", T.STRING, "classic", "Group protocol: classic (JoinGroup/SyncGroup) "
-           "or consumer (KIP-848 broker-side assignment).", H, _OneOf("classic", "consumer")),
-        _k("group.remote.assignor", T.STRING, None, "Broker-side assignor to ask for when "
-           "group.protocol is consumer; the broker picks one when unset.", M),
-        _k("session.timeout.ms", T.INT, 45000, "The group coordinator removes a member it has "
-           "not heard a heartbeat from for this long. Must lie within the broker's "
-           "group.min/max.session.timeout.ms.", H, _Range(1)),
-        _k("heartbeat.interval.ms", T.INT, 3000, "Time between heartbeats to the group "
-           "coordinator; keep it below a third of session.timeout.ms.", H, _Range(1)),
-        _k("max.poll.interval.ms", T.INT, 300000, "Longest allowed gap between two poll() calls "
-           "of a group member; past it the member leaves the group so its partitions move.", M,
-           _Range(1)),
-        _k("max.poll.records", T.INT, 500, "Most records one poll() returns. It does not change "
-           "how much is fetched.", M, _Range(1)),
-        _k("partition.assignment.strategy", T.LIST,
-           ("org.apache.kafka.clients.consumer.RangeAssignor",
-            "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"),
-           "Assignors this member supports, by preference: Java class names, short names "
-           "(range, roundrobin, sticky, cooperative-sticky), assignor objects or import paths.",
-           M, _ListOf(_assignor)),
-        _k("enable.auto.commit", T.BOOLEAN, True, "Commit consumed positions in the background "
-           "every auto.commit.interval.ms. Off by default when group.id is unset.", M),
-        _k("auto.commit.interval.ms", T.INT, 5000, "Interval between automatic offset commits.",
-           L, _NON_NEGATIVE),
-        _k("auto.offset.reset", T.STRING, "latest", "Where to start when there is no valid "
-           "committed offset: earliest, latest, or none (raise NoOffsetForPartitionError).", M,
-           _OneOf("latest", "earliest", "none")),
-        _k("fetch.min.bytes", T.INT, 1, "The broker waits for at least this many bytes (or "
-           "fetch.max.wait.ms) before answering a fetch.", H, _NON_NEGATIVE),
-        _k("fetch.max.bytes", T.INT, 52428800, "Most bytes a fetch response should carry "
-           "(a larger first batch is still returned so the consumer can progress).", M,
-           _NON_NEGATIVE),
-        _k("fetch.max.wait.ms", T.INT, 500, "Longest time the broker holds a fetch waiting for "
-           "fetch.min.bytes.", L, _NON_NEGATIVE),
-        _k("max.partition.fetch.bytes", T.INT, 1048576, "Most bytes returned per partition in "
-           "one fetch (a larger first batch is still returned).", H, _NON_NEGATIVE),
-        _k("isolation.level", T.STRING, "read_uncommitted", "read_committed hides records of "
-           "aborted and still-open transactions; read_uncommitted returns everything.", M,
-           _OneOf("read_uncommitted", "read_committed")),
+        _k(
+            "group.id",
+            T.STRING,
+            None,
+            "Name of the consumer group. Needed for subscribe() and "
+            "for committing offsets to Kafka.",
+            H,
+        ),
+        _k(
+            "group.instance.id",
+            T.STRING,
+            None,
+            "Makes this consumer a static member of the "
+            "group under this id: a restart within session.timeout.ms does not trigger a "
+            "rebalance.",
+            M,
+            _group_instance_id,
+        ),
+        _k(
+            "group.protocol",
+            T.STRING,
+            "classic",
+            "Group protocol: classic (JoinGroup/SyncGroup) "
+            "or consumer (KIP-848 broker-side assignment).",
+            H,
+            _OneOf("classic", "consumer"),
+        ),
+        _k(
+            "group.remote.assignor",
+            T.STRING,
+            None,
+            "Broker-side assignor to ask for when "
+            "group.protocol is consumer; the broker picks one when unset.",
+            M,
+        ),
+        _k(
+            "session.timeout.ms",
+            T.INT,
+            45000,
+            "The group coordinator removes a member it has "
+            "not heard a heartbeat from for this long. Must lie within the broker's "
+            "group.min/max.session.timeout.ms.",
+            H,
+            _Range(1),
+        ),
+        _k(
+            "heartbeat.interval.ms",
+            T.INT,
+            3000,
+            "Time between heartbeats to the group "
+            "coordinator; keep it below a third of session.timeout.ms.",
+            H,
+            _Range(1),
+        ),
+        _k(
+            "max.poll.interval.ms",
+            T.INT,
+            300000,
+            "Longest allowed gap between two poll() calls "
+            "of a group member; past it the member leaves the group so its partitions move.",
+            M,
+            _Range(1),
+        ),
+        _k(
+            "max.poll.records",
+            T.INT,
+            500,
+            "Most records one poll() returns. It does not change how much is fetched.",
+            M,
+            _Range(1),
+        ),
+        _k(
+            "partition.assignment.strategy",
+            T.LIST,
+            (
+                "org.apache.kafka.clients.consumer.RangeAssignor",
+                "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+            ),
+            "Assignors this member supports, by preference: Java class names, short names "
+            "(range, roundrobin, sticky, cooperative-sticky), assignor objects or import paths.",
+            M,
+            _ListOf(_assignor),
+        ),
+        _k(
+            "enable.auto.commit",
+            T.BOOLEAN,
+            True,
+            "Commit consumed positions in the background "
+            "every auto.commit.interval.ms. Off by default when group.id is unset.",
+            M,
+        ),
+        _k(
+            "auto.commit.interval.ms",
+            T.INT,
+            5000,
+            "Interval between automatic offset commits.",
+            L,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "auto.offset.reset",
+            T.STRING,
+            "latest",
+            "Where to start when there is no valid "
+            "committed offset: earliest, latest, or none (raise NoOffsetForPartitionError).",
+            M,
+            _OneOf("latest", "earliest", "none"),
+        ),
+        _k(
+            "fetch.min.bytes",
+            T.INT,
+            1,
+            "The broker waits for at least this many bytes (or "
+            "fetch.max.wait.ms) before answering a fetch.",
+            H,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "fetch.max.bytes",
+            T.INT,
+            52428800,
+            "Most bytes a fetch response should carry "
+            "(a larger first batch is still returned so the consumer can progress).",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "fetch.max.wait.ms",
+            T.INT,
+            500,
+            "Longest time the broker holds a fetch waiting for fetch.min.bytes.",
+            L,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "max.partition.fetch.bytes",
+            T.INT,
+            1048576,
+            "Most bytes returned per partition in "
+            "one fetch (a larger first batch is still returned).",
+            H,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "isolation.level",
+            T.STRING,
+            "read_uncommitted",
+            "read_committed hides records of "
+            "aborted and still-open transactions; read_uncommitted returns everything.",
+            M,
+            _OneOf("read_uncommitted", "read_committed"),
+        ),
         _k("check.crcs", T.BOOLEAN, True, "Verify the CRC of every record batch fetched.", L),
-        _k("key.deserializer", T.CLASS, None, "How record keys are decoded: a name (bytes, str, "
-           "int, long, short, float, double, uuid, json), a Java deserializer class name, a "
-           "callable, an object with deserialize(), a class, or an import path. Unset means "
-           "raw bytes (Java requires the key; here bytes is the default).", H,
-           _deserializer_spec),
-        _k("value.deserializer", T.CLASS, None, "How record values are decoded; same forms as "
-           "key.deserializer. Unset means raw bytes.", H, _deserializer_spec),
-        _k("key.deserializer.encoding", T.STRING, None, "Text encoding of the string key "
-           "deserializer (default UTF-8), as Java's StringDeserializer reads it.", L,
-           _encoding, python_only=True),
-        _k("value.deserializer.encoding", T.STRING, None, "Text encoding of the string value "
-           "deserializer (default UTF-8).", L, _encoding, python_only=True),
-        _k("deserializer.encoding", T.STRING, None, "Text encoding for both string "
-           "deserializers when the key/value specific key is unset.", L, _encoding,
-           python_only=True),
-        _k("default.api.timeout.ms", T.INT, 60000, "Timeout of blocking consumer calls that take "
-           "no explicit timeout (commit_sync, committed, position, ...).", M, _NON_NEGATIVE),
-        _k("allow.auto.create.topics", T.BOOLEAN, True, "Let the broker create a subscribed or "
-           "assigned topic that does not exist (if the broker allows it).", M),
-        _k("exclude.internal.topics", T.BOOLEAN, True, "Keep internal topics (__consumer_offsets) "
-           "out of pattern subscriptions.", M),
-        _k("interceptor.classes", T.LIST, (), "ConsumerInterceptor objects, classes or import "
-           "paths; each sees records before poll() returns them and offsets after commits.", L,
-           _ListOf(_interceptor)),
-        _k("internal.leave.group.on.close", T.BOOLEAN, True, "Send LeaveGroup on close() so the "
-           "group rebalances at once.", L, internal=True),
-        _k("internal.throw.on.fetch.stable.offset.unsupported", T.BOOLEAN, False, "Fail when the "
-           "broker cannot wait for stable offsets in OffsetFetch (KIP-447).", L, internal=True),
-        _k("enable.fetch.sessions", T.BOOLEAN, True, "Use incremental fetch sessions (KIP-227); "
-           "false sends a full fetch request every time.", L, python_only=True),
-        _k("internal.cooperative.rejoin.delay.ms", T.INT, 0, "Wait this long before the "
-           "follow-up rejoin of a cooperative rebalance (0: at once, as Java). Helps with brokers "
-           "that answer a pending SyncGroup only periodically.", L, _NON_NEGATIVE,
-           internal=True, python_only=True),
+        _k(
+            "key.deserializer",
+            T.CLASS,
+            None,
+            "How record keys are decoded: a name (bytes, str, "
+            "int, long, short, float, double, uuid, json), a Java deserializer class name, a "
+            "callable, an object with deserialize(), a class, or an import path. Unset means "
+            "raw bytes (Java requires the key; here bytes is the default).",
+            H,
+            _deserializer_spec,
+        ),
+        _k(
+            "value.deserializer",
+            T.CLASS,
+            None,
+            "How record values are decoded; same forms as key.deserializer. Unset means raw bytes.",
+            H,
+            _deserializer_spec,
+        ),
+        _k(
+            "key.deserializer.encoding",
+            T.STRING,
+            None,
+            "Text encoding of the string key "
+            "deserializer (default UTF-8), as Java's StringDeserializer reads it.",
+            L,
+            _encoding,
+            python_only=True,
+        ),
+        _k(
+            "value.deserializer.encoding",
+            T.STRING,
+            None,
+            "Text encoding of the string value deserializer (default UTF-8).",
+            L,
+            _encoding,
+            python_only=True,
+        ),
+        _k(
+            "deserializer.encoding",
+            T.STRING,
+            None,
+            "Text encoding for both string deserializers when the key/value specific key is unset.",
+            L,
+            _encoding,
+            python_only=True,
+        ),
+        _k(
+            "default.api.timeout.ms",
+            T.INT,
+            60000,
+            "Timeout of blocking consumer calls that take "
+            "no explicit timeout (commit_sync, committed, position, ...).",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "allow.auto.create.topics",
+            T.BOOLEAN,
+            True,
+            "Let the broker create a subscribed or "
+            "assigned topic that does not exist (if the broker allows it).",
+            M,
+        ),
+        _k(
+            "exclude.internal.topics",
+            T.BOOLEAN,
+            True,
+            "Keep internal topics (__consumer_offsets) out of pattern subscriptions.",
+            M,
+        ),
+        _k(
+            "interceptor.classes",
+            T.LIST,
+            (),
+            "ConsumerInterceptor objects, classes or import "
+            "paths; each sees records before poll() returns them and offsets after commits.",
+            L,
+            _ListOf(_interceptor),
+        ),
+        _k(
+            "internal.leave.group.on.close",
+            T.BOOLEAN,
+            True,
+            "Send LeaveGroup on close() so the group rebalances at once.",
+            L,
+            internal=True,
+        ),
+        _k(
+            "internal.throw.on.fetch.stable.offset.unsupported",
+            T.BOOLEAN,
+            False,
+            "Fail when the broker cannot wait for stable offsets in OffsetFetch (KIP-447).",
+            L,
+            internal=True,
+        ),
+        _k(
+            "enable.fetch.sessions",
+            T.BOOLEAN,
+            True,
+            "Use incremental fetch sessions (KIP-227); "
+            "false sends a full fetch request every time.",
+            L,
+            python_only=True,
+        ),
+        _k(
+            "internal.cooperative.rejoin.delay.ms",
+            T.INT,
+            0,
+            "Wait this long before the "
+            "follow-up rejoin of a cooperative rebalance (0: at once, as Java). Helps with brokers "
+            "that answer a pending SyncGroup only periodically.",
+            L,
+            _NON_NEGATIVE,
+            internal=True,
+            python_only=True,
+        ),
     ]
 
 
 def _producer_keys() -> list[ConfigKey]:
     return _common_keys("producer") + [
-        _k("acks", T.STRING, "all", "Acknowledgements the leader waits for: 0 (none), 1 (leader "
-           "only), all/-1 (all in-sync replicas). Ints are accepted too.", H, _ACKS),
-        _k("compression.type", T.STRING, "none", "Codec for record batches: none, gzip, snappy, "
-           "lz4 or zstd.", H, _OneOf("none", "gzip", "snappy", "lz4", "zstd")),
-        _k("batch.size", T.INT, 16384, "Target size in bytes of one partition's batch.", M,
-           _NON_NEGATIVE),
-        _k("linger.ms", T.LONG, 0, "How long send() may hold records to fill a batch before "
-           "sending it.", M, _NON_NEGATIVE),
-        _k("buffer.memory", T.LONG, 33554432, "Most bytes of records waiting to be sent; send() "
-           "blocks up to max.block.ms when it is full.", H, _NON_NEGATIVE),
-        _k("max.request.size", T.INT, 1048576, "Largest produce request (and record) in bytes.",
-           M, _NON_NEGATIVE),
-        _k("max.block.ms", T.LONG, 60000, "Longest time send() blocks for metadata or buffer "
-           "space.", M, _NON_NEGATIVE),
-        _k("delivery.timeout.ms", T.INT, 120000, "Upper bound on the time to report success or "
-           "failure of a send().", M, _NON_NEGATIVE),
-        _k("retries", T.INT, 2147483647, "How often a failed batch is resent (within "
-           "delivery.timeout.ms).", H, _NON_NEGATIVE),
-        _k("max.in.flight.requests.per.connection", T.INT, 5, "Unanswered requests allowed per "
-           "connection.", L, _Range(1)),
-        _k("enable.idempotence", T.BOOLEAN, True, "Give batches a producer id and sequence "
-           "numbers so the broker drops duplicates of retried sends.", L),
-        _k("transactional.id", T.STRING, None, "Transactions are not supported by this producer; "
-           "must stay unset.", L, _unsupported_when_set),
-        _k("transaction.timeout.ms", T.INT, 60000, "Transaction timeout (transactions are not "
-           "supported).", L, java_only=True),
-        _k("metadata.max.idle.ms", T.LONG, 300000, "Forget metadata of a topic not produced to "
-           "for this long.", L, _Range(5000)),
-        _k("partitioner.class", T.CLASS, None, "A callable (key_bytes, all_partitions, "
-           "available_partitions) -> partition, or an import path; unset uses the Java-compatible "
-           "murmur2 key hash and sticky partitions for null keys.", M),
-        _k("partitioner.ignore.keys", T.BOOLEAN, False, "Ignore keys when choosing partitions "
-           "(always sticky).", M),
-        _k("partitioner.adaptive.partitioning.enable", T.BOOLEAN, True, "Favour faster brokers "
-           "for null-key records (accepted; sticky partitioning is used).", L, java_only=True),
-        _k("partitioner.availability.timeout.ms", T.LONG, 0, "Adaptive partitioning timeout "
-           "(accepted; no effect).", L, java_only=True),
-        _k("key.serializer", T.CLASS, None, "How keys are encoded: bytes, str, int, long, short, "
-           "float, double, uuid, json, a Java serializer class name, a callable or an object "
-           "with serialize(). Unset means the key must already be bytes.", H, _serializer_spec),
-        _k("value.serializer", T.CLASS, None, "How values are encoded; same forms as "
-           "key.serializer.", H, _serializer_spec),
-        _k("key.serializer.encoding", T.STRING, None, "Text encoding of the string key "
-           "serializer (default UTF-8), as Java's StringSerializer reads it.", L, _encoding,
-           python_only=True),
-        _k("value.serializer.encoding", T.STRING, None, "Text encoding of the string value "
-           "serializer (default UTF-8).", L, _encoding, python_only=True),
-        _k("serializer.encoding", T.STRING, None, "Text encoding for both string serializers "
-           "when the key/value specific key is unset.", L, _encoding, python_only=True),
-        _k("interceptor.classes", T.LIST, (), "Producer interceptors (accepted; not called by "
-           "this producer).", L, java_only=True),
+        _k(
+            "acks",
+            T.STRING,
+            "all",
+            "Acknowledgements the leader waits for: 0 (none), 1 (leader "
+            "only), all/-1 (all in-sync replicas). Ints are accepted too.",
+            H,
+            _ACKS,
+        ),
+        _k(
+            "compression.type",
+            T.STRING,
+            "none",
+            "Codec for record batches: none, gzip, snappy, lz4 or zstd.",
+            H,
+            _OneOf("none", "gzip", "snappy", "lz4", "zstd"),
+        ),
+        _k(
+            "batch.size",
+            T.INT,
+            16384,
+            "Target size in bytes of one partition's batch.",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "linger.ms",
+            T.LONG,
+            0,
+            "How long send() may hold records to fill a batch before sending it.",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "buffer.memory",
+            T.LONG,
+            33554432,
+            "Most bytes of records waiting to be sent; send() "
+            "blocks up to max.block.ms when it is full.",
+            H,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "max.request.size",
+            T.INT,
+            1048576,
+            "Largest produce request (and record) in bytes.",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "max.block.ms",
+            T.LONG,
+            60000,
+            "Longest time send() blocks for metadata or buffer space.",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "delivery.timeout.ms",
+            T.INT,
+            120000,
+            "Upper bound on the time to report success or failure of a send().",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "retries",
+            T.INT,
+            2147483647,
+            "How often a failed batch is resent (within delivery.timeout.ms).",
+            H,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "max.in.flight.requests.per.connection",
+            T.INT,
+            5,
+            "Unanswered requests allowed per connection.",
+            L,
+            _Range(1),
+        ),
+        _k(
+            "enable.idempotence",
+            T.BOOLEAN,
+            True,
+            "Give batches a producer id and sequence "
+            "numbers so the broker drops duplicates of retried sends.",
+            L,
+        ),
+        _k(
+            "transactional.id",
+            T.STRING,
+            None,
+            "Transactions are not supported by this producer; must stay unset.",
+            L,
+            _unsupported_when_set,
+        ),
+        _k(
+            "transaction.timeout.ms",
+            T.INT,
+            60000,
+            "Transaction timeout (transactions are not supported).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "metadata.max.idle.ms",
+            T.LONG,
+            300000,
+            "Forget metadata of a topic not produced to for this long.",
+            L,
+            _Range(5000),
+        ),
+        _k(
+            "partitioner.class",
+            T.CLASS,
+            None,
+            "A callable (key_bytes, all_partitions, "
+            "available_partitions) -> partition, or an import path; unset uses the Java-compatible "
+            "murmur2 key hash and sticky partitions for null keys.",
+            M,
+        ),
+        _k(
+            "partitioner.ignore.keys",
+            T.BOOLEAN,
+            False,
+            "Ignore keys when choosing partitions (always sticky).",
+            M,
+        ),
+        _k(
+            "partitioner.adaptive.partitioning.enable",
+            T.BOOLEAN,
+            True,
+            "Favour faster brokers for null-key records (accepted; sticky partitioning is used).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "partitioner.availability.timeout.ms",
+            T.LONG,
+            0,
+            "Adaptive partitioning timeout (accepted; no effect).",
+            L,
+            java_only=True,
+        ),
+        _k(
+            "key.serializer",
+            T.CLASS,
+            None,
+            "How keys are encoded: bytes, str, int, long, short, "
+            "float, double, uuid, json, a Java serializer class name, a callable or an object "
+            "with serialize(). Unset means the key must already be bytes.",
+            H,
+            _serializer_spec,
+        ),
+        _k(
+            "value.serializer",
+            T.CLASS,
+            None,
+            "How values are encoded; same forms as key.serializer.",
+            H,
+            _serializer_spec,
+        ),
+        _k(
+            "key.serializer.encoding",
+            T.STRING,
+            None,
+            "Text encoding of the string key "
+            "serializer (default UTF-8), as Java's StringSerializer reads it.",
+            L,
+            _encoding,
+            python_only=True,
+        ),
+        _k(
+            "value.serializer.encoding",
+            T.STRING,
+            None,
+            "Text encoding of the string value serializer (default UTF-8).",
+            L,
+            _encoding,
+            python_only=True,
+        ),
+        _k(
+            "serializer.encoding",
+            T.STRING,
+            None,
+            "Text encoding for both string serializers when the key/value specific key is unset.",
+            L,
+            _encoding,
+            python_only=True,
+        ),
+        _k(
+            "interceptor.classes",
+            T.LIST,
+            (),
+            "Producer interceptors (accepted; not called by this producer).",
+            L,
+            java_only=True,
+        ),
     ]
 
 
 def _admin_keys() -> list[ConfigKey]:
     keys = _common_keys("admin")
     return [k for k in keys] + [
-        _k("default.api.timeout.ms", T.INT, 60000, "Timeout of admin calls that take no "
-           "explicit timeout.", M, _NON_NEGATIVE),
-        _k("retries", T.INT, 2147483647, "How often a failed admin request is retried (within "
-           "its timeout).", L, _NON_NEGATIVE),
+        _k(
+            "default.api.timeout.ms",
+            T.INT,
+            60000,
+            "Timeout of admin calls that take no explicit timeout.",
+            M,
+            _NON_NEGATIVE,
+        ),
+        _k(
+            "retries",
+            T.INT,
+            2147483647,
+            "How often a failed admin request is retried (within its timeout).",
+            L,
+            _NON_NEGATIVE,
+        ),
     ]
 
 
@@ -1171,12 +2050,17 @@ class AbstractConfig(Mapping[str, Any]):
     def _post_process(self) -> None:
         v = self._values
         # Java: setting reconnect.backoff.ms alone turns the exponential backoff off.
-        if "reconnect.backoff.ms" in self._originals and "reconnect.backoff.max.ms" not in self._originals:
+        if (
+            "reconnect.backoff.ms" in self._originals
+            and "reconnect.backoff.max.ms" not in self._originals
+        ):
             v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]
         if v["retry.backoff.ms"] > v["retry.backoff.max.ms"]:
             logger.warning(
                 "retry.backoff.ms (%s) is greater than retry.backoff.max.ms (%s); a constant "
-                "backoff of %s ms is used", v["retry.backoff.ms"], v["retry.backoff.max.ms"],
+                "backoff of %s ms is used",
+                v["retry.backoff.ms"],
+                v["retry.backoff.max.ms"],
                 v["retry.backoff.max.ms"],
             )
         self._check_security()
@@ -1189,16 +2073,21 @@ class AbstractConfig(Mapping[str, Any]):
     def _check_security(self) -> None:
         v = self._values
         protocol = v["security.protocol"]
-        provider, callback = v["sasl.oauthbearer.token.provider"], v["sasl.oauthbearer.token.callback"]
+        provider, callback = (
+            v["sasl.oauthbearer.token.provider"],
+            v["sasl.oauthbearer.token.callback"],
+        )
         if provider is not None and callback is not None and provider is not callback:
-            raise ConfigError("set sasl.oauthbearer.token.provider or sasl.oauthbearer.token."
-                              "callback, not both")
+            raise ConfigError(
+                "set sasl.oauthbearer.token.provider or sasl.oauthbearer.token.callback, not both"
+            )
         if provider is None and callback is not None:
             v["sasl.oauthbearer.token.provider"] = callback
         elif provider is not None and callback is None:
             # The network layer calls the callback; an object with token() exposes that method.
             v["sasl.oauthbearer.token.callback"] = (
-                provider if callable(provider) else provider.token)
+                provider if callable(provider) else provider.token
+            )
         if v["sasl.username"] is not None and v["sasl.password"] is None:
             raise ConfigError("sasl.username is set but sasl.password is not")
         if v["sasl.password"] is not None and v["sasl.username"] is None:
@@ -1206,8 +2095,11 @@ class AbstractConfig(Mapping[str, Any]):
         if v["sasl.jaas.config"] is not None:
             self.jaas_config()  # raises on a malformed entry
         for store in ("ssl.keystore", "ssl.truststore"):
-            if v[f"{store}.location"] is not None and self.is_set(f"{store}.type") and \
-                    v[f"{store}.type"] != "PEM":
+            if (
+                v[f"{store}.location"] is not None
+                and self.is_set(f"{store}.type")
+                and v[f"{store}.type"] != "PEM"
+            ):
                 raise ConfigError(
                     f"{store}.type={v[f'{store}.type']} cannot be read by this client; convert "
                     f"the store to PEM and set {store}.type=PEM"

@@ -59,8 +59,8 @@ def _check_partitions(partitions: Any, what: str) -> list[TopicPartition]:
     if partitions is None:
         raise ValueError(f"{what}: the partition collection must not be None")
     if isinstance(partitions, (str, bytes)) or (
-            isinstance(partitions, tuple) and len(partitions) == 2
-            and isinstance(partitions[0], str)):
+        isinstance(partitions, tuple) and len(partitions) == 2 and isinstance(partitions[0], str)
+    ):
         raise TypeError(f"{what}: expected a collection of TopicPartition, got {partitions!r}")
     out: list[TopicPartition] = []
     for tp in partitions:
@@ -85,8 +85,9 @@ class KafkaConsumer:
     Not thread-safe: only :meth:`wakeup` may be called from another thread.
     """
 
-    def __init__(self, configs: Mapping[str, Any] | None = None, *, _time: Time | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, configs: Mapping[str, Any] | None = None, *, _time: Time | None = None, **kwargs: Any
+    ) -> None:
         """Configure from Java keys in ``configs`` or snake_case ``kwargs`` and build the client
         (``_time`` replaces the clock in tests).
 
@@ -110,10 +111,12 @@ class KafkaConsumer:
         self._read_committed = cfg["isolation.level"] == "read_committed"
 
         # Everything that can reject the configuration comes before any socket is opened.
-        self._key_deserializer = resolve_deserializer(cfg["key.deserializer"], configs=cfg,
-                                                      is_key=True)
-        self._value_deserializer = resolve_deserializer(cfg["value.deserializer"], configs=cfg,
-                                                        is_key=False)
+        self._key_deserializer = resolve_deserializer(
+            cfg["key.deserializer"], configs=cfg, is_key=True
+        )
+        self._value_deserializer = resolve_deserializer(
+            cfg["value.deserializer"], configs=cfg, is_key=False
+        )
         self._interceptors = ConsumerInterceptors.from_config(cfg)
         self._subscriptions = SubscriptionState(OffsetResetStrategy.parse(cfg["auto.offset.reset"]))
         self._metadata = ConsumerMetadata(cfg, time=self._time)
@@ -124,18 +127,28 @@ class KafkaConsumer:
         self._client = ConsumerNetworkClient(self._net, self._metadata)
         try:
             self._fetcher = Fetcher(
-                self._client, self._metadata, self._subscriptions,
+                self._client,
+                self._metadata,
+                self._subscriptions,
                 FetchConfig.from_config(cfg, fetch_sessions=bool(cfg["enable.fetch.sessions"])),
                 time=self._time,
-                metrics=self._fetch_metrics, key_deserializer=self._key_deserializer,
-                value_deserializer=self._value_deserializer)
-            self._offset_fetcher = OffsetFetcher(self._client, self._metadata,
-                                                 self._subscriptions, cfg, time=self._time)
+                metrics=self._fetch_metrics,
+                key_deserializer=self._key_deserializer,
+                value_deserializer=self._value_deserializer,
+            )
+            self._offset_fetcher = OffsetFetcher(
+                self._client, self._metadata, self._subscriptions, cfg, time=self._time
+            )
             self._coordinator: ConsumerCoordinator | None = None
             if self._group_id is not None:
                 self._coordinator = ConsumerCoordinator(
-                    cfg, self._client, self._subscriptions, self._metadata, time=self._time,
-                    interceptors=self._interceptors)
+                    cfg,
+                    self._client,
+                    self._subscriptions,
+                    self._metadata,
+                    time=self._time,
+                    interceptors=self._interceptors,
+                )
         except BaseException:
             self._client.close()
             raise
@@ -153,7 +166,8 @@ class KafkaConsumer:
                     raise Errors.ConcurrentModificationError(
                         "KafkaConsumer is not safe for multi-threaded access: thread "
                         f"{threading.current_thread().name!r} called in while thread id "
-                        f"{self._owner} is using it")
+                        f"{self._owner} is using it"
+                    )
                 self._owner = me
             self._refcount += 1
 
@@ -170,15 +184,17 @@ class KafkaConsumer:
             raise Errors.IllegalStateError("This consumer has already been closed.")
 
     def _timer(self, timeout: Timeout, default_ms: int | None = None) -> Timer:
-        ms = to_timeout_ms(timeout, self._default_api_timeout_ms if default_ms is None
-                           else default_ms)
+        ms = to_timeout_ms(
+            timeout, self._default_api_timeout_ms if default_ms is None else default_ms
+        )
         return Timer(self._time, ms)
 
     def _require_group(self) -> ConsumerCoordinator:
         if self._coordinator is None:
             raise Errors.InvalidGroupIdError(
                 "To use the group management or offset commit APIs, you must provide a valid "
-                "group.id in the consumer configuration.")
+                "group.id in the consumer configuration."
+            )
         return self._coordinator
 
     # -- assignment and subscription -------------------------------------------------------
@@ -229,12 +245,16 @@ class KafkaConsumer:
         self._acquire_and_ensure_open()
         try:
             self._require_group()
-            if listener is not None and not any(callable(getattr(listener, m, None)) for m in (
-                    "on_partitions_revoked", "on_partitions_assigned")):
-                raise TypeError("listener must be a ConsumerRebalanceListener, got "
-                                f"{type(listener).__name__}")
+            if listener is not None and not any(
+                callable(getattr(listener, m, None))
+                for m in ("on_partitions_revoked", "on_partitions_assigned")
+            ):
+                raise TypeError(
+                    f"listener must be a ConsumerRebalanceListener, got {type(listener).__name__}"
+                )
             if listener is None:
                 from kafkaconsumer.listener import NoOpConsumerRebalanceListener
+
                 listener = NoOpConsumerRebalanceListener()
             if isinstance(topics, re.Pattern):
                 logger.info("subscribed to pattern: %r", topics.pattern)
@@ -243,8 +263,10 @@ class KafkaConsumer:
                 self._metadata.set_topics(None)
                 return
             if isinstance(topics, (str, bytes)):
-                raise TypeError("subscribe() takes a collection of topic names or a re.Pattern, "
-                                f"not a single {type(topics).__name__}")
+                raise TypeError(
+                    "subscribe() takes a collection of topic names or a re.Pattern, "
+                    f"not a single {type(topics).__name__}"
+                )
             names = list(topics)
             for t in names:
                 if not isinstance(t, str) or not t.strip():
@@ -292,8 +314,13 @@ class KafkaConsumer:
             records = self._interceptors.on_consume(records)
         return records
 
-    def poll_arrow(self, timeout_ms: Timeout = 0, max_records: int | None = None, *,
-                   include_headers: bool = False) -> Any:
+    def poll_arrow(
+        self,
+        timeout_ms: Timeout = 0,
+        max_records: int | None = None,
+        *,
+        include_headers: bool = False,
+    ) -> Any:
         """:meth:`poll`, with the records as one ``pyarrow.RecordBatch``.
 
         The columns are Spark's Kafka source schema (``kafkaconsumer.arrow.SCHEMA``; with
@@ -308,16 +335,19 @@ class KafkaConsumer:
 
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError(f"max_records must be a positive int, not {max_records!r}")
-        if (self._key_deserializer is not None or self._value_deserializer is not None
-                or self._interceptors):
+        if (
+            self._key_deserializer is not None
+            or self._value_deserializer is not None
+            or self._interceptors
+        ):
             raise Errors.IllegalStateError(
                 "poll_arrow() returns raw bytes and runs no interceptors: configure no "
-                "key.deserializer/value.deserializer/interceptor.classes, or use poll()")
+                "key.deserializer/value.deserializer/interceptor.classes, or use poll()"
+            )
         fetch = self._poll(timeout_ms, max_records, True)
         if fetch is None or not fetch.records:
             return arrow.empty_batch(include_headers)
-        parts = [recs.to_batch(include_headers) for recs in fetch.records.values()
-                 if len(recs)]
+        parts = [recs.to_batch(include_headers) for recs in fetch.records.values() if len(recs)]
         if not parts:
             return arrow.empty_batch(include_headers)
         return parts[0] if len(parts) == 1 else arrow.concat_batches(parts)
@@ -329,7 +359,8 @@ class KafkaConsumer:
         try:
             if self._subscriptions.has_no_subscription_or_user_assignment():
                 raise Errors.IllegalStateError(
-                    "Consumer is not subscribed to any topics or assigned any partitions")
+                    "Consumer is not subscribed to any topics or assigned any partitions"
+                )
             timer = Timer(self._time, ms)
             if self._coordinator is not None:
                 # KIP-983: revocations delayed by the application complete now.
@@ -353,8 +384,9 @@ class KafkaConsumer:
             self._consumer_metrics.record_poll_end()
             self._release()
 
-    def _next_offsets(self, records: Mapping[TopicPartition, Sequence[ConsumerRecord]]
-                      ) -> dict[TopicPartition, OffsetAndMetadata]:
+    def _next_offsets(
+        self, records: Mapping[TopicPartition, Sequence[ConsumerRecord]]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
         """Per partition returned, the position after its records with the epoch of the last
         one (Java 3.9 ``ConsumerRecords.nextOffsets``): what to commit once they are processed.
         """
@@ -383,19 +415,23 @@ class KafkaConsumer:
         self._cached_all_positions = self._subscriptions.has_all_fetch_positions()
         if self._cached_all_positions:
             return True
-        if (self._coordinator is not None
-                and not self._coordinator.refresh_committed_offsets_if_needed(timer)):
+        if (
+            self._coordinator is not None
+            and not self._coordinator.refresh_committed_offsets_if_needed(timer)
+        ):
             return False
         self._subscriptions.reset_initializing_positions()
         self._offset_fetcher.reset_positions_if_needed()
         return True
 
-    def _poll_for_fetches(self, timer: Timer, max_records: int | None = None,
-                          arrow: bool = False) -> Any:
+    def _poll_for_fetches(
+        self, timer: Timer, max_records: int | None = None, arrow: bool = False
+    ) -> Any:
         poll_ms = timer.remaining_ms
         if self._coordinator is not None:
-            poll_ms = min(poll_ms,
-                          max(0, self._coordinator.time_to_next_poll(timer.current_time_ms)))
+            poll_ms = min(
+                poll_ms, max(0, self._coordinator.time_to_next_poll(timer.current_time_ms))
+            )
         fetch = self._fetcher.collect_fetch(max_records, arrow)
         if not fetch.is_empty():
             return fetch
@@ -438,15 +474,20 @@ class KafkaConsumer:
                 self._metadata.update_last_seen_epoch_if_newer(tp, epoch)
             logger.info("seeking to offset %d for partition %s", offset, tp)
             self._subscriptions.seek_unvalidated(
-                tp, FetchPosition(offset, epoch, self._current_leader(tp)))
+                tp, FetchPosition(offset, epoch, self._current_leader(tp))
+            )
         finally:
             self._release()
 
     def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
 
-    def _reset_to(self, partitions: Collection[TopicPartition] | None,
-                  strategy: OffsetResetStrategy, what: str) -> None:
+    def _reset_to(
+        self,
+        partitions: Collection[TopicPartition] | None,
+        strategy: OffsetResetStrategy,
+        what: str,
+    ) -> None:
         self._acquire_and_ensure_open()
         try:
             if partitions is None:
@@ -483,7 +524,8 @@ class KafkaConsumer:
             tp = _check_partitions([partition], "position")[0]
             if not self._subscriptions.is_assigned(tp):
                 raise Errors.IllegalStateError(
-                    "You can only check the position for partitions assigned to this consumer.")
+                    "You can only check the position for partitions assigned to this consumer."
+                )
             timer = self._timer(timeout_ms)
             while True:
                 pos = self._subscriptions.valid_position(tp)
@@ -500,7 +542,8 @@ class KafkaConsumer:
                 timer.update()
             raise Errors.KafkaTimeoutError(
                 f"Timeout of {timer.timeout_ms}ms expired before the position for partition "
-                f"{tp} could be determined{self._last_error_note()}")
+                f"{tp} could be determined{self._last_error_note()}"
+            )
         finally:
             self._release()
 
@@ -534,8 +577,9 @@ class KafkaConsumer:
             self._release()
 
     # -- offsets API -----------------------------------------------------------------------
-    def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
-                          ) -> dict[TopicPartition, int]:
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
+    ) -> dict[TopicPartition, int]:
         """The first offset of each partition (one ListOffsets request per leader)."""
         self._acquire_and_ensure_open()
         try:
@@ -544,8 +588,9 @@ class KafkaConsumer:
         finally:
             self._release()
 
-    def end_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
-                    ) -> dict[TopicPartition, int]:
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
+    ) -> dict[TopicPartition, int]:
         """The end offset of each partition: the high watermark, or the last stable offset
         under ``read_committed``."""
         self._acquire_and_ensure_open()
@@ -555,16 +600,17 @@ class KafkaConsumer:
         finally:
             self._release()
 
-    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],
-                          timeout_ms: Timeout = None
-                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: Timeout = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """For each partition, the earliest offset whose timestamp is >= the given one
         (milliseconds since the epoch); None when no such record exists."""
         self._acquire_and_ensure_open()
         try:
             if timestamps is None or not isinstance(timestamps, Mapping):
-                raise TypeError("offsets_for_times takes a mapping of TopicPartition to "
-                                "timestamp (ms)")
+                raise TypeError(
+                    "offsets_for_times takes a mapping of TopicPartition to timestamp (ms)"
+                )
             tps = _check_partitions(list(timestamps), "offsets_for_times")
             query: dict[TopicPartition, int] = {}
             for tp in tps:
@@ -585,8 +631,9 @@ class KafkaConsumer:
             lag = self._subscriptions.partition_lag(tp, self._read_committed)
             if lag is None:
                 subs = self._subscriptions
-                if (subs.partition_end_offset(tp, self._read_committed) is None
-                        and not subs.partition_end_offset_requested(tp)):
+                if subs.partition_end_offset(
+                    tp, self._read_committed
+                ) is None and not subs.partition_end_offset_requested(tp):
                     logger.info("requesting the end offset of %s to compute lag", tp)
                     subs.request_partition_end_offset(tp)
                     self._offset_fetcher.request_end_offset_async(tp)
@@ -620,21 +667,26 @@ class KafkaConsumer:
         finally:
             self._release()
 
-    def _topic_metadata(self, topics: list[str] | None, timer: Timer
-                        ) -> dict[str, list[PartitionInfo]]:
+    def _topic_metadata(
+        self, topics: list[str] | None, timer: Timer
+    ) -> dict[str, list[PartitionInfo]]:
         import uuid
 
         from kafkaconsumer.protocol import ApiKey
+
         while True:
             node = self._client.least_loaded_node()
             if node is None:
                 self._client.poll(timeout_ms=min(timer.remaining_ms, self._retry_backoff_ms))
             else:
-                body = {"topics": None if topics is None else
-                        [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
-                        "allow_auto_topic_creation": False,
-                        "include_cluster_authorized_operations": False,
-                        "include_topic_authorized_operations": False}
+                body = {
+                    "topics": None
+                    if topics is None
+                    else [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
+                    "allow_auto_topic_creation": False,
+                    "include_cluster_authorized_operations": False,
+                    "include_topic_authorized_operations": False,
+                }
                 fut = self._client.send(node, ApiKey.METADATA, body)
                 while not fut.is_done and timer.not_expired():
                     self._client.poll(timeout_ms=timer.remaining_ms, future=fut)
@@ -650,7 +702,9 @@ class KafkaConsumer:
                             continue
                         if code == Errors.TopicAuthorizationFailedError.errno:
                             raise Errors.TopicAuthorizationFailedError(
-                                f"not authorized to describe topic {name}", unauthorized_topics={name})
+                                f"not authorized to describe topic {name}",
+                                unauthorized_topics={name},
+                            )
                         if code == Errors.InvalidTopicError.errno:
                             raise Errors.InvalidTopicError(f"invalid topic {name!r}")
                         if code != 0:
@@ -659,11 +713,17 @@ class KafkaConsumer:
                         parts = []
                         for p in t.get("partitions", ()):
                             epoch = p.get("leader_epoch", -1)
-                            parts.append(PartitionInfo(
-                                name, p["partition_index"], p.get("leader_id", -1),
-                                None if epoch is None or epoch < 0 else epoch,
-                                tuple(p.get("replica_nodes", ())), tuple(p.get("isr_nodes", ())),
-                                tuple(p.get("offline_replicas", ()))))
+                            parts.append(
+                                PartitionInfo(
+                                    name,
+                                    p["partition_index"],
+                                    p.get("leader_id", -1),
+                                    None if epoch is None or epoch < 0 else epoch,
+                                    tuple(p.get("replica_nodes", ())),
+                                    tuple(p.get("isr_nodes", ())),
+                                    tuple(p.get("offline_replicas", ())),
+                                )
+                            )
                         parts.sort(key=lambda pi: pi.partition)
                         out[name] = parts
                     if not retry:
@@ -675,7 +735,8 @@ class KafkaConsumer:
             if timer.is_expired():
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before fetching topic metadata"
-                    f"{self._last_error_note()}")
+                    f"{self._last_error_note()}"
+                )
             timer.sleep(min(self._retry_backoff_ms, timer.remaining_ms))
 
     def _last_error_note(self) -> str:
@@ -686,8 +747,9 @@ class KafkaConsumer:
         return f" (last error: {note})" if note else ""
 
     # -- group API (delegates to the coordinator) -------------------------------------------
-    def _offsets_arg(self, offsets: Mapping[TopicPartition, Any] | None
-                     ) -> dict[TopicPartition, OffsetAndMetadata]:
+    def _offsets_arg(
+        self, offsets: Mapping[TopicPartition, Any] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
         if offsets is None:
             return self._subscriptions.all_consumed()
         out: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -698,15 +760,17 @@ class KafkaConsumer:
             elif isinstance(om, int) and not isinstance(om, bool):
                 out[tp] = OffsetAndMetadata(om)
             else:
-                raise TypeError(f"commit offset for {tp} must be OffsetAndMetadata or int, "
-                                f"got {om!r}")
+                raise TypeError(
+                    f"commit offset for {tp} must be OffsetAndMetadata or int, got {om!r}"
+                )
             epoch = out[tp].leader_epoch
             if epoch is not None:
                 self._metadata.update_last_seen_epoch_if_newer(tp, epoch)
         return out
 
-    def commit_sync(self, offsets: Mapping[TopicPartition, Any] | None = None,
-                    timeout_ms: Timeout = None) -> None:
+    def commit_sync(
+        self, offsets: Mapping[TopicPartition, Any] | None = None, timeout_ms: Timeout = None
+    ) -> None:
         """Commit ``offsets`` (default: the current positions) and wait for the answer.
 
         Raises :class:`CommitFailedError` when the group has moved on and
@@ -720,12 +784,14 @@ class KafkaConsumer:
             if not coordinator.commit_offsets_sync(to_commit, timer):
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before successfully committing "
-                    f"offsets {to_commit}{self._last_error_note()}")
+                    f"offsets {to_commit}{self._last_error_note()}"
+                )
         finally:
             self._release()
 
-    def commit_async(self, offsets: Mapping[TopicPartition, Any] | None = None,
-                     callback: Any = None) -> None:
+    def commit_async(
+        self, offsets: Mapping[TopicPartition, Any] | None = None, callback: Any = None
+    ) -> None:
         """Commit ``offsets`` (default: the current positions) without waiting;
         ``callback(offsets, exception)`` runs in a later :meth:`poll` or commit call."""
         self._acquire_and_ensure_open()
@@ -735,8 +801,9 @@ class KafkaConsumer:
         finally:
             self._release()
 
-    def committed(self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
-                  ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    def committed(
+        self, partitions: Iterable[TopicPartition], timeout_ms: Timeout = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The last committed offsets of ``partitions`` (None for those with none)."""
         self._acquire_and_ensure_open()
         try:
@@ -748,7 +815,8 @@ class KafkaConsumer:
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before the last committed offset "
                     f"for partitions {sorted(map(str, tps))} could be determined"
-                    f"{self._last_error_note()}")
+                    f"{self._last_error_note()}"
+                )
             out: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in tps}
             for tp, om in result.items():
                 out[tp] = om
@@ -773,7 +841,8 @@ class KafkaConsumer:
         try:
             if self._coordinator is None:
                 raise Errors.IllegalStateError(
-                    "Tried to force a rebalance but consumer does not have a group.")
+                    "Tried to force a rebalance but consumer does not have a group."
+                )
             self._coordinator.enforce_rebalance(reason or "rebalance enforced by user")
         finally:
             self._release()
@@ -832,8 +901,14 @@ class KafkaConsumer:
             # listener may still commit in on_partitions_revoked while the group is left.
             self._closing = True
             timer = Timer(self._time, ms)
-            self._close_quietly("coordinator", lambda: self._coordinator.close(timer, leave_group)
-                                if self._coordinator is not None else None)
+            self._close_quietly(
+                "coordinator",
+                lambda: (
+                    self._coordinator.close(timer, leave_group)
+                    if self._coordinator is not None
+                    else None
+                ),
+            )
             timer.update()
             self._close_quietly("fetcher", lambda: self._fetcher.close(timer))
             self._close_quietly("interceptors", self._interceptors.close)
@@ -870,5 +945,7 @@ class KafkaConsumer:
             yield from records
 
     def __repr__(self) -> str:
-        return (f"KafkaConsumer(client_id={self._client_id!r}, group_id={self._group_id!r}, "
-                f"closed={self._closed})")
+        return (
+            f"KafkaConsumer(client_id={self._client_id!r}, group_id={self._group_id!r}, "
+            f"closed={self._closed})"
+        )

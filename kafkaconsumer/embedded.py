@@ -305,4 +305,3 @@ def _stop_all() -> None:
             broker.stop(timeout=5)
         except Exception:  # interpreter shutdown: best effort only
             pass
-

@@ -213,7 +213,6 @@ class RecordDeserializationError(KafkaError):
         )
 
 
-
 class SerializationError(KafkaError):
     """A serializer or deserializer could not convert a value (Java ``SerializationException``).
 
@@ -237,8 +236,6 @@ class UnknownErrorCodeError(BrokerResponseError):
     name = "UNKNOWN_ERROR_CODE"
     description = "The broker sent an error code this client does not know."
     retriable = True
-
-
 
 
 class LogTruncationError(OffsetOutOfRangeError):  # noqa: F405  (a generated class)
@@ -305,5 +302,7 @@ def raise_for_code(code: int, message: str | None = None, **context: Any) -> Non
         _raise(for_code(code), message, context)
 
 
-def _raise(cls: type[BrokerResponseError], message: str | None, context: dict[str, Any]) -> NoReturn:
+def _raise(
+    cls: type[BrokerResponseError], message: str | None, context: dict[str, Any]
+) -> NoReturn:
     raise cls(message, **context)

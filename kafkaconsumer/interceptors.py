@@ -60,9 +60,7 @@ def _instantiate(spec: Any, configs: Mapping[str, Any] | None) -> Any:
         if configs is not None and callable(configure):
             configure(configs)
     if not any(callable(getattr(spec, m, None)) for m in ("on_consume", "on_commit")):
-        raise ConfigError(
-            f"interceptor.classes: {spec!r} has neither on_consume() nor on_commit()"
-        )
+        raise ConfigError(f"interceptor.classes: {spec!r} has neither on_consume() nor on_commit()")
     return spec
 
 
@@ -74,8 +72,9 @@ class ConsumerInterceptors:
     Thread-safety: the chain itself is immutable; it calls interceptors on the caller's thread.
     """
 
-    def __init__(self, interceptors: Iterable[Any] = (), *,
-                 configs: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, interceptors: Iterable[Any] = (), *, configs: Mapping[str, Any] | None = None
+    ) -> None:
         """Chain ``interceptors`` in order; a class entry is instantiated and given
         ``configure(configs)``.
         """
@@ -109,8 +108,9 @@ class ConsumerInterceptors:
                 logger.warning("error in %r.on_consume; ignored", interceptor, exc_info=True)
                 continue
             if result is None:
-                logger.warning("%r.on_consume returned None; keeping the records it was given",
-                               interceptor)
+                logger.warning(
+                    "%r.on_consume returned None; keeping the records it was given", interceptor
+                )
                 continue
             records = result
         return records

@@ -87,11 +87,18 @@ class Cluster:
     Thread-safety: immutable after construction; safe to read from any thread.
     """
 
-    def __init__(self, brokers: Iterable[Node] = (), partitions: Iterable[PartitionInfo] = (),
-                 topic_ids: Mapping[str, uuid.UUID] | None = None, cluster_id: str | None = None,
-                 controller_id: int = -1, unauthorized_topics: Iterable[str] = (),
-                 invalid_topics: Iterable[str] = (), internal_topics: Iterable[str] = (),
-                 topics_without_partitions: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        brokers: Iterable[Node] = (),
+        partitions: Iterable[PartitionInfo] = (),
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
+        cluster_id: str | None = None,
+        controller_id: int = -1,
+        unauthorized_topics: Iterable[str] = (),
+        invalid_topics: Iterable[str] = (),
+        internal_topics: Iterable[str] = (),
+        topics_without_partitions: Iterable[str] = (),
+    ) -> None:
         """Build the snapshot from already-parsed parts (see :meth:`Metadata.update`)."""
         self._brokers = {b.node_id: b for b in brokers}
         self._partitions: dict[TopicPartition, PartitionInfo] = {}
@@ -166,8 +173,10 @@ class Cluster:
         return dict(self._topic_ids)
 
     def __repr__(self) -> str:
-        return (f"Cluster(id={self.cluster_id!r}, brokers={len(self._brokers)}, "
-                f"topics={len(self._by_topic)}, partitions={len(self._partitions)})")
+        return (
+            f"Cluster(id={self.cluster_id!r}, brokers={len(self._brokers)}, "
+            f"topics={len(self._by_topic)}, partitions={len(self._partitions)})"
+        )
 
 
 class Metadata:
@@ -187,7 +196,8 @@ class Metadata:
         self.metadata_max_age_ms = int(cfg.get("metadata.max.age.ms", 300000))
         self.retry_backoff_ms = int(cfg.get("retry.backoff.ms", 100))
         self._refresh_backoff = ExponentialBackoff(
-            self.retry_backoff_ms, 2.0, int(cfg.get("retry.backoff.max.ms", 1000)), 0.2)
+            self.retry_backoff_ms, 2.0, int(cfg.get("retry.backoff.max.ms", 1000)), 0.2
+        )
         # Refreshes in a row that failed or left something to retry; the wait before the next
         # one, drawn once per attempt (jitter included).
         self._attempts = 0
@@ -202,7 +212,7 @@ class Metadata:
         self._request_version = 0
         self._sent_request_version = 0
         self._need_full_update = True  # the first fetch happens at once
-        self._last_refresh_ms = 0      # any attempt, success or failure
+        self._last_refresh_ms = 0  # any attempt, success or failure
         self._last_success_ms = 0
         self._topics: set[str] = set()
         self._need_all_topics = False
@@ -244,8 +254,7 @@ class Metadata:
                 for t in new:
                     if not t:
                         raise ValueError("a topic name must not be empty")
-                changed = self._need_all_topics or bool(new - self._topics
-                                                        - self._cluster.topics())
+                changed = self._need_all_topics or bool(new - self._topics - self._cluster.topics())
                 self._need_all_topics = False
                 self._topics = new
             if changed:
@@ -316,8 +325,11 @@ class Metadata:
                 expire = 0
             else:
                 expire = max(0, self._last_success_ms + self.metadata_max_age_ms - now_ms)
-            backoff = max(0, self._last_refresh_ms + self._backoff_ms - now_ms) \
-                if self._last_refresh_ms else 0
+            backoff = (
+                max(0, self._last_refresh_ms + self._backoff_ms - now_ms)
+                if self._last_refresh_ms
+                else 0
+            )
             return max(expire, backoff)
 
     def build_request(self, version: int) -> dict[str, Any]:
@@ -332,10 +344,12 @@ class Metadata:
                 # which has no null and reads an empty list as all topics (the larger answer
                 # is accepted).
                 topics = [{"name": t, "topic_id": _ZERO_UUID} for t in names]
-            return {"topics": topics,
-                    "allow_auto_topic_creation": self.allow_auto_topic_creation,
-                    "include_cluster_authorized_operations": False,
-                    "include_topic_authorized_operations": False}
+            return {
+                "topics": topics,
+                "allow_auto_topic_creation": self.allow_auto_topic_creation,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            }
 
     def on_request_sent(self, now_ms: int) -> None:
         """Record that a refresh is in flight (resets the retry backoff clock)."""
@@ -359,12 +373,14 @@ class Metadata:
             self._attempts = 0
             self._backoff_ms = self.retry_backoff_ms
 
-    def _log_topic_errors_locked(self, errors: Mapping[str, BrokerResponseError],
-                                 codes: Mapping[str, int]) -> None:
+    def _log_topic_errors_locked(
+        self, errors: Mapping[str, BrokerResponseError], codes: Mapping[str, int]
+    ) -> None:
         logged = self._logged_topic_errors
         for name, err in errors.items():
-            text = ("does not exist (yet)" if codes[name] == _UNKNOWN_TOPIC_OR_PARTITION
-                    else str(err))
+            text = (
+                "does not exist (yet)" if codes[name] == _UNKNOWN_TOPIC_OR_PARTITION else str(err)
+            )
             if logged.get(name) != text:
                 logged[name] = text
                 logger.warning("metadata: topic %r %s", name, text)
@@ -378,8 +394,10 @@ class Metadata:
         """Install a new snapshot from a decoded Metadata response body."""
         with self._lock:
             now = self._clock.monotonic_ms() if now_ms is None else now_ms
-            brokers = [Node(int(b["node_id"]), str(b["host"]), int(b["port"]), b.get("rack"))
-                       for b in response.get("brokers") or []]
+            brokers = [
+                Node(int(b["node_id"]), str(b["host"]), int(b["port"]), b.get("rack"))
+                for b in response.get("brokers") or []
+            ]
             old = self._cluster
             partitions: list[PartitionInfo] = []
             topic_ids: dict[str, uuid.UUID] = {}
@@ -427,9 +445,17 @@ class Metadata:
                     partitions.append(info)
             # A response for fewer topics than all keeps nothing of the old snapshot: it was
             # asked for exactly the topics in use.
-            cluster = Cluster(brokers, partitions, topic_ids, response.get("cluster_id"),
-                              int(response.get("controller_id", -1)), unauthorized, invalid,
-                              internal, no_partitions)
+            cluster = Cluster(
+                brokers,
+                partitions,
+                topic_ids,
+                response.get("cluster_id"),
+                int(response.get("controller_id", -1)),
+                unauthorized,
+                invalid,
+                internal,
+                no_partitions,
+            )
             self._cluster = cluster
             self._topic_errors = errors
             self._update_version += 1
@@ -437,26 +463,38 @@ class Metadata:
             self._last_refresh_ms = now
             # A request made after this response's request was sent still needs its own
             # refresh (a topic added meanwhile is not in this response).
-            self._need_full_update = (retry_soon or self._need_full_update and
-                                      self._request_version > self._sent_request_version)
+            self._need_full_update = (
+                retry_soon
+                or self._need_full_update
+                and self._request_version > self._sent_request_version
+            )
             self._last_error = None
             self._next_attempt_locked(retry=retry_soon)
             self._log_topic_errors_locked(
                 {n: e for n, e in errors.items() if n not in unauthorized and n not in invalid},
-                codes)
+                codes,
+            )
             if unauthorized or invalid:
                 first = (unauthorized or invalid)[0]
                 self._fatal = errors[first]
         logger.debug("metadata updated: %r", cluster)
 
-    def _partition_info(self, topic: str, p: Mapping[str, Any], old: Cluster) -> PartitionInfo | None:
+    def _partition_info(
+        self, topic: str, p: Mapping[str, Any], old: Cluster
+    ) -> PartitionInfo | None:
         index = int(p["partition_index"])
         tp = TopicPartition(topic, index)
         epoch_raw = p.get("leader_epoch", -1)
         epoch = int(epoch_raw) if epoch_raw is not None and int(epoch_raw) >= 0 else None
-        info = PartitionInfo(topic, index, int(p.get("leader_id", -1)), epoch,
-                             tuple(p.get("replica_nodes") or ()), tuple(p.get("isr_nodes") or ()),
-                             tuple(p.get("offline_replicas") or ()))
+        info = PartitionInfo(
+            topic,
+            index,
+            int(p.get("leader_id", -1)),
+            epoch,
+            tuple(p.get("replica_nodes") or ()),
+            tuple(p.get("isr_nodes") or ()),
+            tuple(p.get("offline_replicas") or ()),
+        )
         known = self._last_seen_epochs.get(tp)
         if epoch is not None:
             if known is not None and epoch < known:
@@ -536,6 +574,9 @@ class ConsumerMetadata(Metadata):
 
         rx = re.compile(pattern) if isinstance(pattern, str) else pattern
         cluster = self.cluster
-        return {t for t in cluster.topics()
-                if rx.fullmatch(t)
-                and not (self.exclude_internal_topics and t in cluster.internal_topics)}
+        return {
+            t
+            for t in cluster.topics()
+            if rx.fullmatch(t)
+            and not (self.exclude_internal_topics and t in cluster.internal_topics)
+        }

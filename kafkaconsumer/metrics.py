@@ -61,8 +61,9 @@ class MetricName:
 
     __slots__ = ("name", "group", "description", "_tags", "_key")
 
-    def __init__(self, name: str, group: str, description: str = "",
-                 tags: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, group: str, description: str = "", tags: Mapping[str, str] | None = None
+    ) -> None:
         """Name a metric; ``tags`` is copied."""
         self.name = name
         self.group = group
@@ -388,8 +389,13 @@ class Metrics:
     Thread-safety: all methods may be called from any thread (one lock; statistics are cheap).
     """
 
-    def __init__(self, config: MetricConfig | None = None, *, time: Time = SYSTEM_TIME,
-                 reporters: Iterable[Any] = ()) -> None:
+    def __init__(
+        self,
+        config: MetricConfig | None = None,
+        *,
+        time: Time = SYSTEM_TIME,
+        reporters: Iterable[Any] = (),
+    ) -> None:
         """Create an empty registry; ``reporters`` are told of every metric added and removed."""
         self.config = config or MetricConfig()
         self.time = time
@@ -420,8 +426,9 @@ class Metrics:
         )
         return cls(metric_config, time=time, reporters=reporters)
 
-    def metric_name(self, name: str, group: str, description: str = "",
-                    tags: Mapping[str, str] | None = None) -> MetricName:
+    def metric_name(
+        self, name: str, group: str, description: str = "", tags: Mapping[str, str] | None = None
+    ) -> MetricName:
         """Build a :class:`MetricName`."""
         return MetricName(name, group, description, tags)
 
@@ -451,6 +458,7 @@ class Metrics:
 
     def add_gauge(self, metric_name: MetricName, read: Callable[[], float]) -> None:
         """Publish a metric computed on demand by ``read()`` (Java ``Gauge``/``Measurable``)."""
+
         def safe() -> float:
             try:
                 return float(read())
@@ -543,34 +551,31 @@ class FetchManagerMetrics:
         self._bytes.add(m("fetch-size-avg", g, "Average bytes fetched per request", t), Avg())
         self._bytes.add(m("fetch-size-max", g, "Most bytes fetched in one request", t), Max())
         self._bytes.add(m("bytes-consumed-rate", g, "Bytes consumed per second", t), Rate())
-        self._bytes.add(m("bytes-consumed-total", g, "Bytes consumed in total", t),
-                        CumulativeSum())
+        self._bytes.add(m("bytes-consumed-total", g, "Bytes consumed in total", t), CumulativeSum())
         self._records = metrics.sensor("records-fetched")
-        self._records.add(m("records-per-request-avg", g, "Average records per request", t),
-                          Avg())
-        self._records.add(m("records-consumed-rate", g, "Records consumed per second", t),
-                          Rate())
-        self._records.add(m("records-consumed-total", g, "Records consumed in total", t),
-                          CumulativeSum())
+        self._records.add(m("records-per-request-avg", g, "Average records per request", t), Avg())
+        self._records.add(m("records-consumed-rate", g, "Records consumed per second", t), Rate())
+        self._records.add(
+            m("records-consumed-total", g, "Records consumed in total", t), CumulativeSum()
+        )
         self._latency = metrics.sensor("fetch-latency")
-        self._latency.add(m("fetch-latency-avg", g, "Average fetch request latency (ms)", t),
-                          Avg())
-        self._latency.add(m("fetch-latency-max", g, "Largest fetch request latency (ms)", t),
-                          Max())
-        self._latency.add(m("fetch-rate", g, "Fetch requests per second", t),
-                          Rate(WindowedCount()))
+        self._latency.add(m("fetch-latency-avg", g, "Average fetch request latency (ms)", t), Avg())
+        self._latency.add(m("fetch-latency-max", g, "Largest fetch request latency (ms)", t), Max())
+        self._latency.add(m("fetch-rate", g, "Fetch requests per second", t), Rate(WindowedCount()))
         self._latency.add(m("fetch-total", g, "Fetch requests in total", t), CumulativeCount())
         self._lag = metrics.sensor("records-lag")
-        self._lag.add(m("records-lag-max", g, "Largest lag in records of any partition", t),
-                      Max())
+        self._lag.add(m("records-lag-max", g, "Largest lag in records of any partition", t), Max())
         self._lead = metrics.sensor("records-lead")
-        self._lead.add(m("records-lead-min", g, "Smallest lead in records of any partition", t),
-                       Min())
+        self._lead.add(
+            m("records-lead-min", g, "Smallest lead in records of any partition", t), Min()
+        )
         self._throttle = metrics.sensor("fetch-throttle-time")
-        self._throttle.add(m("fetch-throttle-time-avg", g, "Average broker throttle time (ms)",
-                             t), Avg())
-        self._throttle.add(m("fetch-throttle-time-max", g, "Largest broker throttle time (ms)",
-                             t), Max())
+        self._throttle.add(
+            m("fetch-throttle-time-avg", g, "Average broker throttle time (ms)", t), Avg()
+        )
+        self._throttle.add(
+            m("fetch-throttle-time-max", g, "Largest broker throttle time (ms)", t), Max()
+        )
         self._known_topics: set[str] = set()
         self._known_partitions: set[TopicPartition] = set()
         self._lock = threading.Lock()
@@ -628,21 +633,29 @@ class FetchManagerMetrics:
         tags = {"client-id": self.client_id, "topic": _topic_tag(topic)}
         m = self.metrics.metric_name
         b = self.metrics.sensor(f"topic.{topic}.bytes-fetched")
-        b.add(m("fetch-size-avg", g, "Average bytes fetched per request for the topic", tags),
-              Avg())
-        b.add(m("fetch-size-max", g, "Most bytes fetched in one request for the topic", tags),
-              Max())
-        b.add(m("bytes-consumed-rate", g, "Bytes consumed per second for the topic", tags),
-              Rate())
-        b.add(m("bytes-consumed-total", g, "Bytes consumed in total for the topic", tags),
-              CumulativeSum())
+        b.add(
+            m("fetch-size-avg", g, "Average bytes fetched per request for the topic", tags), Avg()
+        )
+        b.add(
+            m("fetch-size-max", g, "Most bytes fetched in one request for the topic", tags), Max()
+        )
+        b.add(m("bytes-consumed-rate", g, "Bytes consumed per second for the topic", tags), Rate())
+        b.add(
+            m("bytes-consumed-total", g, "Bytes consumed in total for the topic", tags),
+            CumulativeSum(),
+        )
         r = self.metrics.sensor(f"topic.{topic}.records-fetched")
-        r.add(m("records-per-request-avg", g, "Average records per request for the topic",
-                tags), Avg())
-        r.add(m("records-consumed-rate", g, "Records consumed per second for the topic", tags),
-              Rate())
-        r.add(m("records-consumed-total", g, "Records consumed in total for the topic", tags),
-              CumulativeSum())
+        r.add(
+            m("records-per-request-avg", g, "Average records per request for the topic", tags),
+            Avg(),
+        )
+        r.add(
+            m("records-consumed-rate", g, "Records consumed per second for the topic", tags), Rate()
+        )
+        r.add(
+            m("records-consumed-total", g, "Records consumed in total for the topic", tags),
+            CumulativeSum(),
+        )
 
     def _partition_sensors(self, tp: TopicPartition) -> None:
         with self._lock:
@@ -650,8 +663,11 @@ class FetchManagerMetrics:
                 return
             self._known_partitions.add(tp)
         g = self.GROUP
-        tags = {"client-id": self.client_id, "topic": _topic_tag(tp.topic),
-                "partition": str(tp.partition)}
+        tags = {
+            "client-id": self.client_id,
+            "topic": _topic_tag(tp.topic),
+            "partition": str(tp.partition),
+        }
         m = self.metrics.metric_name
         lag = self.metrics.sensor(f"{tp}.records-lag")
         lag.add(m("records-lag", g, "Latest lag of the partition", tags), Value())
@@ -675,9 +691,14 @@ class ConsumerCoordinatorMetrics:
 
     GROUP = "consumer-coordinator-metrics"
 
-    def __init__(self, metrics: Metrics, client_id: str, *,
-                 assigned_partitions: Callable[[], int] | None = None,
-                 last_heartbeat_ms: Callable[[], int | None] | None = None) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        client_id: str,
+        *,
+        assigned_partitions: Callable[[], int] | None = None,
+        last_heartbeat_ms: Callable[[], int | None] | None = None,
+    ) -> None:
         """Register the group's sensors and metrics in ``metrics`` for ``client_id``; the two
         callables, when given, are read by the ``assigned-partitions`` and
         ``last-heartbeat-seconds-ago`` gauges.
@@ -688,10 +709,24 @@ class ConsumerCoordinatorMetrics:
 
         def latency_sensor(sensor: str, prefix: str, what: str) -> Sensor:
             s = metrics.sensor(sensor)
-            s.add(m(f"{prefix}-latency-avg" if prefix == "commit" else f"{prefix}-time-avg", g,
-                    f"Average {what} time (ms)", t), Avg())
-            s.add(m(f"{prefix}-latency-max" if prefix == "commit" else f"{prefix}-time-max", g,
-                    f"Longest {what} time (ms)", t), Max())
+            s.add(
+                m(
+                    f"{prefix}-latency-avg" if prefix == "commit" else f"{prefix}-time-avg",
+                    g,
+                    f"Average {what} time (ms)",
+                    t,
+                ),
+                Avg(),
+            )
+            s.add(
+                m(
+                    f"{prefix}-latency-max" if prefix == "commit" else f"{prefix}-time-max",
+                    g,
+                    f"Longest {what} time (ms)",
+                    t,
+                ),
+                Max(),
+            )
             s.add(m(f"{prefix}-rate", g, f"{what} per second", t), Rate(WindowedCount()))
             s.add(m(f"{prefix}-total", g, f"{what} in total", t), CumulativeCount())
             return s
@@ -700,36 +735,54 @@ class ConsumerCoordinatorMetrics:
         self._join = latency_sensor("join-latency", "join", "group joins")
         self._sync = latency_sensor("sync-latency", "sync", "group syncs")
         self._heartbeat = metrics.sensor("heartbeat-latency")
-        self._heartbeat.add(m("heartbeat-response-time-max", g, "Longest heartbeat response "
-                              "time (ms)", t), Max())
-        self._heartbeat.add(m("heartbeat-rate", g, "Heartbeats per second", t),
-                            Rate(WindowedCount()))
+        self._heartbeat.add(
+            m("heartbeat-response-time-max", g, "Longest heartbeat response time (ms)", t), Max()
+        )
+        self._heartbeat.add(
+            m("heartbeat-rate", g, "Heartbeats per second", t), Rate(WindowedCount())
+        )
         self._heartbeat.add(m("heartbeat-total", g, "Heartbeats in total", t), CumulativeCount())
         self._rebalance = metrics.sensor("rebalance-latency")
         self._rebalance.add(m("rebalance-latency-avg", g, "Average rebalance time (ms)", t), Avg())
         self._rebalance.add(m("rebalance-latency-max", g, "Longest rebalance time (ms)", t), Max())
-        self._rebalance.add(m("rebalance-latency-total", g, "Time spent rebalancing (ms)", t),
-                            CumulativeSum())
+        self._rebalance.add(
+            m("rebalance-latency-total", g, "Time spent rebalancing (ms)", t), CumulativeSum()
+        )
         self._rebalance.add(m("rebalance-total", g, "Rebalances in total", t), CumulativeCount())
         self._failed = metrics.sensor("failed-rebalance")
-        self._failed.add(m("failed-rebalance-total", g, "Failed rebalances in total", t),
-                         CumulativeCount())
+        self._failed.add(
+            m("failed-rebalance-total", g, "Failed rebalances in total", t), CumulativeCount()
+        )
         self._last_rebalance_ms: int | None = None
         time = metrics.time
 
         def seconds_since(ms: int | None) -> float:
             return -1.0 if ms is None else (time.monotonic_ms() - ms) / 1000.0
 
-        metrics.add_gauge(m("last-rebalance-seconds-ago", g, "Seconds since the last "
-                            "rebalance (-1 before the first)", t),
-                          lambda: seconds_since(self._last_rebalance_ms))
+        metrics.add_gauge(
+            m(
+                "last-rebalance-seconds-ago",
+                g,
+                "Seconds since the last rebalance (-1 before the first)",
+                t,
+            ),
+            lambda: seconds_since(self._last_rebalance_ms),
+        )
         if last_heartbeat_ms is not None:
-            metrics.add_gauge(m("last-heartbeat-seconds-ago", g, "Seconds since the last "
-                                "heartbeat (-1 before the first)", t),
-                              lambda: seconds_since(last_heartbeat_ms()))
+            metrics.add_gauge(
+                m(
+                    "last-heartbeat-seconds-ago",
+                    g,
+                    "Seconds since the last heartbeat (-1 before the first)",
+                    t,
+                ),
+                lambda: seconds_since(last_heartbeat_ms()),
+            )
         if assigned_partitions is not None:
-            metrics.add_gauge(m("assigned-partitions", g, "Partitions currently assigned", t),
-                              lambda: float(assigned_partitions()))
+            metrics.add_gauge(
+                m("assigned-partitions", g, "Partitions currently assigned", t),
+                lambda: float(assigned_partitions()),
+            )
 
     def record_commit_latency(self, ms: float) -> None:
         """A commit round trip took ``ms``."""
@@ -773,27 +826,35 @@ class KafkaConsumerMetrics:
         g, t = self.GROUP, {"client-id": client_id}
         m = metrics.metric_name
         self._between = metrics.sensor("time-between-poll")
-        self._between.add(m("time-between-poll-avg", g, "Average time between polls (ms)", t),
-                          Avg())
-        self._between.add(m("time-between-poll-max", g, "Longest time between polls (ms)", t),
-                          Max())
+        self._between.add(
+            m("time-between-poll-avg", g, "Average time between polls (ms)", t), Avg()
+        )
+        self._between.add(
+            m("time-between-poll-max", g, "Longest time between polls (ms)", t), Max()
+        )
         self._idle = metrics.sensor("poll-idle-ratio-avg")
-        self._idle.add(m("poll-idle-ratio-avg", g, "Average share of time spent inside poll()",
-                         t), Avg())
+        self._idle.add(
+            m("poll-idle-ratio-avg", g, "Average share of time spent inside poll()", t), Avg()
+        )
         self._commit_sync = metrics.sensor("commit-sync-time-ns-total")
-        self._commit_sync.add(m("commit-sync-time-ns-total", g, "Time spent in commit_sync (ns)",
-                                t), CumulativeSum())
+        self._commit_sync.add(
+            m("commit-sync-time-ns-total", g, "Time spent in commit_sync (ns)", t), CumulativeSum()
+        )
         self._committed = metrics.sensor("committed-time-ns-total")
-        self._committed.add(m("committed-time-ns-total", g, "Time spent in committed (ns)", t),
-                            CumulativeSum())
+        self._committed.add(
+            m("committed-time-ns-total", g, "Time spent in committed (ns)", t), CumulativeSum()
+        )
         self._last_poll_ms: int | None = None
         self._poll_start_ms = 0
         self._time_since_last_poll_ms = 0
         time = metrics.time
         metrics.add_gauge(
             m("last-poll-seconds-ago", g, "Seconds since the last poll (-1 before the first)", t),
-            lambda: -1.0 if self._last_poll_ms is None
-            else (time.monotonic_ms() - self._last_poll_ms) / 1000.0,
+            lambda: (
+                -1.0
+                if self._last_poll_ms is None
+                else (time.monotonic_ms() - self._last_poll_ms) / 1000.0
+            ),
         )
 
     def record_poll_start(self, now_ms: int | None = None) -> None:

@@ -57,8 +57,13 @@ from kafkaconsumer.utils.timer import to_timeout_ms
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KafkaProducer", "RecordMetadata", "FutureRecordMetadata", "murmur2",
-           "default_partition"]
+__all__ = [
+    "KafkaProducer",
+    "RecordMetadata",
+    "FutureRecordMetadata",
+    "murmur2",
+    "default_partition",
+]
 
 _DUPLICATE_SEQUENCE_NUMBER = 46
 _OUT_OF_ORDER_SEQUENCE_NUMBER = 45
@@ -126,8 +131,9 @@ def _timeout_ms(timeout: float | timedelta | None, *, seconds: bool) -> int | No
     name = "timeout" if seconds else "timeout_ms"
     if seconds and not isinstance(timeout, timedelta):
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise TypeError(f"timeout must be a number of seconds or a timedelta, "
-                            f"got {type(timeout).__name__}")
+            raise TypeError(
+                f"timeout must be a number of seconds or a timedelta, got {type(timeout).__name__}"
+            )
         if not timeout >= 0:  # negative or NaN: name the value the caller gave
             raise ValueError(f"timeout must be >= 0, got {timeout!r}")
         timeout = float(timeout) * 1000.0
@@ -186,8 +192,9 @@ class FutureRecordMetadata:
     def get(self, timeout: float | timedelta | None = None) -> RecordMetadata:
         """Wait (driving the I/O) for the result; ``None`` waits up to ``delivery.timeout.ms``."""
         budget = _timeout_ms(timeout, seconds=True)
-        self._producer._wait_for(lambda: self._future.is_done, budget,
-                                 f"record for {self.topic}-{self.partition}")
+        self._producer._wait_for(
+            lambda: self._future.is_done, budget, f"record for {self.topic}-{self.partition}"
+        )
         if self._future.failed():
             exc = self._future.exception
             assert exc is not None
@@ -208,13 +215,24 @@ class FutureRecordMetadata:
 class _Batch:
     """Records for one partition, shipped together."""
 
-    __slots__ = ("tp", "records", "futures", "size", "created_ms", "attempts", "base_sequence",
-                 "retry_at_ms", "key_sizes", "value_sizes")
+    __slots__ = (
+        "tp",
+        "records",
+        "futures",
+        "size",
+        "created_ms",
+        "attempts",
+        "base_sequence",
+        "retry_at_ms",
+        "key_sizes",
+        "value_sizes",
+    )
 
     def __init__(self, tp: TopicPartition, now_ms: int) -> None:
         self.tp = tp
-        self.records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]],
-                                 int]] = []
+        self.records: list[
+            tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
+        ] = []
         self.futures: list[FutureRecordMetadata] = []
         self.key_sizes: list[int] = []
         self.value_sizes: list[int] = []
@@ -238,8 +256,9 @@ class KafkaProducer:
     other threads' ``send()``, ``flush()`` or ``close()``.
     """
 
-    def __init__(self, configs: Mapping[str, Any] | None = None, *, time: Time | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, configs: Mapping[str, Any] | None = None, *, time: Time | None = None, **kwargs: Any
+    ) -> None:
         """Configure from Java keys in ``configs`` or snake_case ``kwargs``; connections open on
         first use. ``time`` replaces the monotonic clock in tests.
         """
@@ -247,8 +266,9 @@ class KafkaProducer:
         cfg = self.config
         self._time = time or SYSTEM_TIME
         self._key_serializer = resolve_serializer(cfg["key.serializer"], configs=cfg, is_key=True)
-        self._value_serializer = resolve_serializer(cfg["value.serializer"], configs=cfg,
-                                                    is_key=False)
+        self._value_serializer = resolve_serializer(
+            cfg["value.serializer"], configs=cfg, is_key=False
+        )
         self._acks = -1 if cfg["acks"] == "all" else int(cfg["acks"])
         self._compression = cfg["compression.type"]
         self._batch_size = max(1, int(cfg["batch.size"]))
@@ -266,8 +286,10 @@ class KafkaProducer:
         if isinstance(partitioner, str):
             partitioner = resolve_object(partitioner, key="partitioner.class")
         if partitioner is not None and not callable(partitioner):
-            raise ConfigError("partitioner.class must be a callable "
-                              "(key_bytes, all_partitions, available_partitions) -> int")
+            raise ConfigError(
+                "partitioner.class must be a callable "
+                "(key_bytes, all_partitions, available_partitions) -> int"
+            )
         self._partitioner: Callable[..., int] | None = partitioner
         self._metadata = Metadata(cfg, time=self._time)
         self._network = NetworkClient(cfg, time=self._time, metadata=self._metadata)
@@ -288,13 +310,20 @@ class KafkaProducer:
         self._closed = False
         # Record futures decided under the lock, completed once it is released (_run_completions)
         # so that the user's callbacks never run under it.
-        self._completions: deque[tuple[FutureRecordMetadata, RecordMetadata | None,
-                                       BaseException | None]] = deque()
+        self._completions: deque[
+            tuple[FutureRecordMetadata, RecordMetadata | None, BaseException | None]
+        ] = deque()
 
     # ------------------------------------------------------------------ public API -----------
-    def send(self, topic: str, value: Any = None, key: Any = None,
-             headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
-             partition: int | None = None, timestamp_ms: int | None = None) -> FutureRecordMetadata:
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> FutureRecordMetadata:
         """Queue one record and return its :class:`FutureRecordMetadata`.
 
         Blocks up to ``max.block.ms`` for the topic's metadata or for buffer space. Raises at
@@ -317,12 +346,18 @@ class KafkaProducer:
         # The serializers and the partitioner are user code: they run without the lock.
         key_bytes = self._key_serializer.serialize(topic, key, hdrs)
         value_bytes = self._value_serializer.serialize(topic, value, hdrs)
-        size = (_RECORD_OVERHEAD + len(key_bytes or b"") + len(value_bytes or b"")
-                + sum(len(n) + len(v or b"") + 4 for n, v in hdrs))
+        size = (
+            _RECORD_OVERHEAD
+            + len(key_bytes or b"")
+            + len(value_bytes or b"")
+            + sum(len(n) + len(v or b"") + 4 for n, v in hdrs)
+        )
         if size + _BATCH_OVERHEAD > self._max_request_size:
             raise MessageTooLargeError(
                 f"the record is {size} bytes, more than max.request.size "
-                f"({self._max_request_size})", topic=topic)
+                f"({self._max_request_size})",
+                topic=topic,
+            )
         deadline = self._time.monotonic_ms() + self._max_block_ms
         num_partitions = self._wait_for_topic(topic, deadline)
         custom: int | None = None
@@ -334,7 +369,9 @@ class KafkaProducer:
                 if not 0 <= partition < num_partitions:
                     raise UnknownTopicOrPartitionError(
                         f"partition {partition} is not in [0, {num_partitions}) for {topic!r}",
-                        topic=topic, partition=partition)
+                        topic=topic,
+                        partition=partition,
+                    )
                 chosen = partition
             elif custom is not None:
                 chosen = custom
@@ -348,8 +385,12 @@ class KafkaProducer:
             ts = timestamp_ms if timestamp_ms is not None else self._time.wall_ms()
             queue = self._batches.setdefault(tp, deque())
             batch = queue[-1] if queue else None
-            if batch is None or batch.attempts > 0 or batch.size + size > self._batch_size \
-                    and batch.records:
+            if (
+                batch is None
+                or batch.attempts > 0
+                or batch.size + size > self._batch_size
+                and batch.records
+            ):
                 batch = _Batch(tp, now)
                 queue.append(batch)
                 if partition is None and key_bytes is None and len(queue) > 1:
@@ -446,8 +487,9 @@ class KafkaProducer:
 
         return not self._client.execute(unwritten)
 
-    def _wait_for(self, done: Callable[[], bool], budget_ms: float | None, what: str,
-                  flushing: bool = False) -> None:
+    def _wait_for(
+        self, done: Callable[[], bool], budget_ms: float | None, what: str, flushing: bool = False
+    ) -> None:
         if budget_ms is None:
             budget_ms = float(self._delivery_timeout_ms + self._request_timeout_ms)
         deadline = self._time.monotonic_ms() + budget_ms
@@ -518,7 +560,8 @@ class KafkaProducer:
             if remaining <= 0:
                 raise KafkaTimeoutError(
                     f"topic {topic!r} not present in metadata after {self._max_block_ms} ms"
-                    + (f" (last error: {err})" if err is not None else ""))
+                    + (f" (last error: {err})" if err is not None else "")
+                )
             self._metadata.request_update()
             self._poll(min(remaining, _POLL_SLICE_MS))
 
@@ -531,7 +574,8 @@ class KafkaProducer:
             remaining = deadline_ms - self._time.monotonic_ms()
             if remaining <= 0:
                 raise KafkaTimeoutError(
-                    f"no room for the record in buffer.memory within {self._max_block_ms} ms")
+                    f"no room for the record in buffer.memory within {self._max_block_ms} ms"
+                )
             self._poll(min(remaining, _POLL_SLICE_MS))
 
     # ------------------------------------------------------------------ partitioning ----------
@@ -543,8 +587,10 @@ class KafkaProducer:
         available = [p.partition for p in cluster.available_partitions_for_topic(topic)]
         chosen = int(self._partitioner(key, all_parts, available))
         if not 0 <= chosen < num_partitions:
-            raise ConfigError(f"partitioner.class returned {chosen} for {topic!r} with "
-                              f"{num_partitions} partitions")
+            raise ConfigError(
+                f"partitioner.class returned {chosen} for {topic!r} with "
+                f"{num_partitions} partitions"
+            )
         return chosen
 
     def _choose_partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
@@ -557,8 +603,9 @@ class KafkaProducer:
         return sticky
 
     def _next_sticky(self, topic: str, num_partitions: int, avoid: int | None = None) -> int:
-        available = [p.partition for p in
-                     self._metadata.cluster.available_partitions_for_topic(topic)]
+        available = [
+            p.partition for p in self._metadata.cluster.available_partitions_for_topic(topic)
+        ]
         candidates = available or list(range(num_partitions))
         if avoid is not None and len(candidates) > 1:
             candidates = [p for p in candidates if p != avoid]
@@ -580,9 +627,13 @@ class KafkaProducer:
             batch = queue[0]
             if batch.retry_at_ms > now_ms:
                 continue
-            ready = (flushing or batch.attempts > 0 or len(queue) > 1
-                     or batch.size >= self._batch_size
-                     or now_ms - batch.created_ms >= self._linger_ms)
+            ready = (
+                flushing
+                or batch.attempts > 0
+                or len(queue) > 1
+                or batch.size >= self._batch_size
+                or now_ms - batch.created_ms >= self._linger_ms
+            )
             if not ready:
                 continue
             leader = cluster.leader_for(tp)
@@ -605,14 +656,16 @@ class KafkaProducer:
                 batch.base_sequence = seq
                 self._sequences[batch.tp] = (seq + len(batch.records)) & 0x7FFFFFFF
             data = encode_batch(
-                batch.records, compression=self._compression,
+                batch.records,
+                compression=self._compression,
                 producer_id=self._producer_id if self._producer_id >= 0 else -1,
                 producer_epoch=self._producer_epoch if self._producer_id >= 0 else -1,
                 base_sequence=batch.base_sequence if self._producer_id >= 0 else -1,
             )
             request_size += len(data)
             topic_data.setdefault(batch.tp.topic, []).append(
-                {"index": batch.tp.partition, "records": data})
+                {"index": batch.tp.partition, "records": data}
+            )
             chosen.append(batch)
         for batch in chosen:
             queue = self._batches[batch.tp]
@@ -623,8 +676,7 @@ class KafkaProducer:
             "transactional_id": None,
             "acks": self._acks,
             "timeout_ms": self._request_timeout_ms,
-            "topic_data": [{"name": t, "partition_data": parts}
-                           for t, parts in topic_data.items()],
+            "topic_data": [{"name": t, "partition_data": parts} for t, parts in topic_data.items()],
         }
         fut = self._client.send(node, ApiKey.PRODUCE, body, expect_response=self._acks != 0)
         fut.add_callback(self._on_produce_response, chosen, now_ms)
@@ -645,13 +697,15 @@ class KafkaProducer:
                     continue
                 p = results.get(batch.tp)
                 if p is None:
-                    self._retry_or_fail(batch, KafkaError(
-                        f"the produce response had no result for {batch.tp}"), now)
+                    self._retry_or_fail(
+                        batch, KafkaError(f"the produce response had no result for {batch.tp}"), now
+                    )
                     continue
                 code = int(p.get("error_code", 0))
                 if code == 0:
-                    self._complete_batch(batch, int(p["base_offset"]),
-                                         int(p.get("log_append_time_ms", -1)))
+                    self._complete_batch(
+                        batch, int(p["base_offset"]), int(p.get("log_append_time_ms", -1))
+                    )
                     continue
                 if code == _DUPLICATE_SEQUENCE_NUMBER:
                     # The broker already has this batch (an earlier attempt was written).
@@ -659,8 +713,11 @@ class KafkaProducer:
                     continue
                 message = p.get("error_message") or None
                 err = for_code(code)(message, topic=batch.tp.topic, partition=batch.tp.partition)
-                if code in (_OUT_OF_ORDER_SEQUENCE_NUMBER, _UNKNOWN_PRODUCER_ID,
-                            _INVALID_PRODUCER_EPOCH):
+                if code in (
+                    _OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    _UNKNOWN_PRODUCER_ID,
+                    _INVALID_PRODUCER_EPOCH,
+                ):
                     # The producer id's state on the broker no longer matches ours: start over
                     # with a new id (later batches are renumbered when they are sent).
                     self._reset_producer_id()
@@ -684,13 +741,15 @@ class KafkaProducer:
         if retriable and not expired and batch.attempts <= self._retries and not self._closed:
             backoff = min(self._retry_backoff_ms * (2 ** max(0, batch.attempts - 1)), 1000)
             batch.retry_at_ms = now_ms + backoff
-            logger.debug("retrying batch for %s after %s (attempt %d)", batch.tp, exc,
-                         batch.attempts)
+            logger.debug(
+                "retrying batch for %s after %s (attempt %d)", batch.tp, exc, batch.attempts
+            )
             return
         if expired and retriable:
             exc = KafkaTimeoutError(
                 f"{len(batch.records)} record(s) for {batch.tp} expired after "
-                f"{now_ms - batch.created_ms} ms (delivery.timeout.ms); last error: {exc}")
+                f"{now_ms - batch.created_ms} ms (delivery.timeout.ms); last error: {exc}"
+            )
         self._fail_batch(batch, exc)
 
     def _remove_batch(self, batch: _Batch) -> None:
@@ -708,9 +767,20 @@ class KafkaProducer:
         for i, future in enumerate(batch.futures):
             ts = log_append_ms if log_append_ms >= 0 else batch.records[i][3]
             offset = base_offset + i if base_offset >= 0 else -1
-            self._completions.append((future, RecordMetadata(
-                batch.tp.topic, batch.tp.partition, offset, ts,
-                batch.key_sizes[i], batch.value_sizes[i]), None))
+            self._completions.append(
+                (
+                    future,
+                    RecordMetadata(
+                        batch.tp.topic,
+                        batch.tp.partition,
+                        offset,
+                        ts,
+                        batch.key_sizes[i],
+                        batch.value_sizes[i],
+                    ),
+                    None,
+                )
+            )
 
     def _fail_batch(self, batch: _Batch, exc: BaseException) -> None:
         self._remove_batch(batch)
@@ -724,9 +794,13 @@ class KafkaProducer:
                 if tp in self._in_flight and batch is queue[0]:
                     continue
                 if now_ms - batch.created_ms >= self._delivery_timeout_ms:
-                    self._fail_batch(batch, KafkaTimeoutError(
-                        f"{len(batch.records)} record(s) for {tp} expired after "
-                        f"{now_ms - batch.created_ms} ms (delivery.timeout.ms)"))
+                    self._fail_batch(
+                        batch,
+                        KafkaTimeoutError(
+                            f"{len(batch.records)} record(s) for {tp} expired after "
+                            f"{now_ms - batch.created_ms} ms (delivery.timeout.ms)"
+                        ),
+                    )
 
     # ------------------------------------------------------------------ idempotence -----------
     def _init_producer_id(self) -> bool:
@@ -747,8 +821,10 @@ class KafkaProducer:
                 return False
             # The network client fails the request after request.timeout.ms.
             self._pid_future = self._client.send(
-                node, ApiKey.INIT_PRODUCER_ID,
-                {"transactional_id": None, "transaction_timeout_ms": 60000})
+                node,
+                ApiKey.INIT_PRODUCER_ID,
+                {"transactional_id": None, "transaction_timeout_ms": 60000},
+            )
             return False
         if not fut.is_done:
             return False

@@ -117,8 +117,9 @@ class ByteArrayDeserializer(Deserializer):
         return None if data is None else bytes(data)
 
 
-def _encoding_from(configs: Mapping[str, Any], is_key: bool, kind: str = "deserializer"
-                   ) -> str | None:
+def _encoding_from(
+    configs: Mapping[str, Any], is_key: bool, kind: str = "deserializer"
+) -> str | None:
     """``key.<kind>.encoding`` / ``value.<kind>.encoding``, else ``<kind>.encoding`` (Java's
     StringDeserializer / StringSerializer rule)."""
     specific = configs.get(f"key.{kind}.encoding" if is_key else f"value.{kind}.encoding")
@@ -267,8 +268,7 @@ def _arity(fn: Callable[..., Any]) -> int:
     except (TypeError, ValueError):
         return 1  # builtins without a signature (e.g. bytes.decode) take the data alone
     positional = [
-        p for p in sig.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
     required = [p for p in positional if p.default is p.empty]
     if len(required) > 3:
@@ -301,14 +301,18 @@ class FunctionDeserializer(Deserializer):
         self.arity = _arity(fn)
         # One closure per arity, built once, keeps the per-record cost to a single extra call.
         if self.arity == 1:
+
             def call(topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
                 return None if data is None else fn(data)
         elif self.arity == 2:
+
             def call(topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
                 return None if data is None else fn(topic, data)
         else:
+
             def call(topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
                 return None if data is None else fn(topic, data, headers)
+
         self.deserialize = call  # type: ignore[method-assign]
 
     def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
@@ -500,21 +504,34 @@ class FunctionSerializer(Serializer):
 # --------------------------------------------------------------------------- resolution
 
 _IDENTITY_NAMES = {
-    "bytes", "bytearray", "byte_array", "bytearraydeserializer", "raw",
+    "bytes",
+    "bytearray",
+    "byte_array",
+    "bytearraydeserializer",
+    "raw",
     _JAVA_PKG + "ByteArrayDeserializer",
     _JAVA_PKG + "BytesDeserializer",
     _JAVA_PKG + "ByteBufferDeserializer",
 }
 
 _DESERIALIZERS: dict[str, type[Deserializer]] = {
-    "str": StringDeserializer, "string": StringDeserializer, "utf8": StringDeserializer,
+    "str": StringDeserializer,
+    "string": StringDeserializer,
+    "utf8": StringDeserializer,
     "utf-8": StringDeserializer,
-    "int": IntegerDeserializer, "integer": IntegerDeserializer, "int32": IntegerDeserializer,
-    "long": LongDeserializer, "int64": LongDeserializer,
-    "short": ShortDeserializer, "int16": ShortDeserializer,
-    "float": FloatDeserializer, "float32": FloatDeserializer,
-    "double": DoubleDeserializer, "float64": DoubleDeserializer,
-    "boolean": BooleanDeserializer, "bool": BooleanDeserializer,
+    "int": IntegerDeserializer,
+    "integer": IntegerDeserializer,
+    "int32": IntegerDeserializer,
+    "long": LongDeserializer,
+    "int64": LongDeserializer,
+    "short": ShortDeserializer,
+    "int16": ShortDeserializer,
+    "float": FloatDeserializer,
+    "float32": FloatDeserializer,
+    "double": DoubleDeserializer,
+    "float64": DoubleDeserializer,
+    "boolean": BooleanDeserializer,
+    "bool": BooleanDeserializer,
     "uuid": UUIDDeserializer,
     "json": JsonDeserializer,
     "void": VoidDeserializer,
@@ -530,21 +547,33 @@ _DESERIALIZERS: dict[str, type[Deserializer]] = {
 }
 
 _SERIALIZER_IDENTITY = {
-    "bytes", "bytearray", "byte_array", "raw",
+    "bytes",
+    "bytearray",
+    "byte_array",
+    "raw",
     _JAVA_PKG + "ByteArraySerializer",
     _JAVA_PKG + "BytesSerializer",
     _JAVA_PKG + "ByteBufferSerializer",
 }
 
 _SERIALIZERS: dict[str, type[Serializer]] = {
-    "str": StringSerializer, "string": StringSerializer, "utf8": StringSerializer,
+    "str": StringSerializer,
+    "string": StringSerializer,
+    "utf8": StringSerializer,
     "utf-8": StringSerializer,
-    "int": IntegerSerializer, "integer": IntegerSerializer, "int32": IntegerSerializer,
-    "long": LongSerializer, "int64": LongSerializer,
-    "short": ShortSerializer, "int16": ShortSerializer,
-    "float": FloatSerializer, "float32": FloatSerializer,
-    "double": DoubleSerializer, "float64": DoubleSerializer,
-    "boolean": BooleanSerializer, "bool": BooleanSerializer,
+    "int": IntegerSerializer,
+    "integer": IntegerSerializer,
+    "int32": IntegerSerializer,
+    "long": LongSerializer,
+    "int64": LongSerializer,
+    "short": ShortSerializer,
+    "int16": ShortSerializer,
+    "float": FloatSerializer,
+    "float32": FloatSerializer,
+    "double": DoubleSerializer,
+    "float64": DoubleSerializer,
+    "boolean": BooleanSerializer,
+    "bool": BooleanSerializer,
     "uuid": UUIDSerializer,
     "json": JsonSerializer,
     "void": VoidSerializer,
@@ -588,8 +617,11 @@ _IDENTITY = object()
 def _instantiate(obj: Any, method: str, configs: Mapping[str, Any] | None, is_key: bool) -> Any:
     if isinstance(obj, type):
         obj = obj()
-    if configs is not None and callable(getattr(obj, "configure", None)) and \
-            callable(getattr(obj, method, None)):
+    if (
+        configs is not None
+        and callable(getattr(obj, "configure", None))
+        and callable(getattr(obj, method, None))
+    ):
         obj.configure(configs, is_key)
     return obj
 
@@ -682,8 +714,9 @@ def validate_serializer_spec(spec: Any) -> None:
     _validate(spec, "serialize", _SERIALIZERS, _SERIALIZER_IDENTITY, "serializer")
 
 
-def _validate(spec: Any, method: str, table: Mapping[str, Any], identity: set[str],
-              what: str) -> None:
+def _validate(
+    spec: Any, method: str, table: Mapping[str, Any], identity: set[str], what: str
+) -> None:
     if spec is None:
         return
     if isinstance(spec, str):

@@ -51,8 +51,9 @@ class OffsetAndMetadata(_OffsetAndMetadataBase):
 
     __slots__ = ()
 
-    def __new__(cls, offset: int, metadata: str | None = "",
-                leader_epoch: int | None = None) -> OffsetAndMetadata:
+    def __new__(
+        cls, offset: int, metadata: str | None = "", leader_epoch: int | None = None
+    ) -> OffsetAndMetadata:
         if not isinstance(offset, int) or isinstance(offset, bool):
             raise TypeError(f"offset must be an int, got {offset!r}")
         if offset < 0:
@@ -76,8 +77,9 @@ class OffsetAndTimestamp(_OffsetAndTimestampBase):
 
     __slots__ = ()
 
-    def __new__(cls, offset: int, timestamp: int,
-                leader_epoch: int | None = None) -> OffsetAndTimestamp:
+    def __new__(
+        cls, offset: int, timestamp: int, leader_epoch: int | None = None
+    ) -> OffsetAndTimestamp:
         if offset < 0:
             raise ValueError(f"invalid negative offset {offset}")
         if timestamp < 0:
@@ -153,7 +155,9 @@ class ConsumerRecords:
         """The partitions that have records in this result."""
         return set(self._records)
 
-    def records(self, tp_or_topic: TopicPartition | str) -> Sequence[ConsumerRecord] | Iterator[ConsumerRecord]:
+    def records(
+        self, tp_or_topic: TopicPartition | str
+    ) -> Sequence[ConsumerRecord] | Iterator[ConsumerRecord]:
         """One partition's records (a list, empty when none), or, given a topic name, an
         iterator over all of that topic's records."""
         if isinstance(tp_or_topic, str):

@@ -99,8 +99,7 @@ def _say(config: pytest.Config, message: str) -> None:
 def _apache() -> Iterator[BrokerInfo]:
     # The secured listeners cost no extra process, so the session broker always has them.
     with apache_kafka.KafkaCluster(security=True) as cluster:
-        yield BrokerInfo(cluster.bootstrap_servers, "apache", cluster.version,
-                         {"cluster": cluster})
+        yield BrokerInfo(cluster.bootstrap_servers, "apache", cluster.version, {"cluster": cluster})
 
 
 def _docker() -> Iterator[BrokerInfo]:
@@ -128,7 +127,8 @@ def broker(request: pytest.FixtureRequest) -> Iterator[BrokerInfo]:
     if forced:
         if forced not in _KINDS:
             raise pytest.UsageError(
-                f"KAFKACONSUMER_TEST_BROKER={forced!r}: expected one of {', '.join(_KINDS)}")
+                f"KAFKACONSUMER_TEST_BROKER={forced!r}: expected one of {', '.join(_KINDS)}"
+            )
         yield from {"apache": _apache, "docker": _docker, "tansu": _tansu}[forced]()
         return
     external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -156,8 +156,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Give the tests that may start a Kafka cluster time for it."""
     for item in items:
         names = getattr(item, "fixturenames", ())
-        if any(name in names for name in _SLOW_FIXTURES) and \
-                item.get_closest_marker("timeout") is None:
+        if (
+            any(name in names for name in _SLOW_FIXTURES)
+            and item.get_closest_marker("timeout") is None
+        ):
             item.add_marker(pytest.mark.timeout(_SLOW_FIXTURE_TIMEOUT))
 
 
@@ -190,8 +192,10 @@ def kafka_cluster(
 def secure_kafka(request: pytest.FixtureRequest) -> Iterator[apache_kafka.Security]:
     """Secured listeners of an Apache Kafka broker (see the module docstring)."""
     _skip_unless_apache_possible()
-    if not os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or \
-            os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower() == "apache":
+    if (
+        not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+        or os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower() == "apache"
+    ):
         info: BrokerInfo = request.getfixturevalue("broker")
         cluster = info.extra.get("cluster")
         if isinstance(cluster, apache_kafka.KafkaCluster) and cluster.security is not None:

@@ -12,8 +12,12 @@ def unique_name(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def wait_for(condition: Callable[[], object], timeout: float = 10.0, interval: float = 0.02,
-             message: str = "condition") -> object:
+def wait_for(
+    condition: Callable[[], object],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    message: str = "condition",
+) -> object:
     """Poll ``condition`` until it returns a truthy value; fail the test after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while True:

@@ -82,8 +82,9 @@ def test_generated_module_matches_the_table() -> None:
     tool = Path(__file__).resolve().parent.parent / "tools" / "gen_errors.py"
     if not tool.exists():
         pytest.skip("not a source checkout (the tests run against an installed package)")
-    proc = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(tool), "--check"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -119,13 +120,25 @@ def test_topic_authorization_failure_names_its_topics_one_way() -> None:
 def test_everything_the_consumer_raises_is_exported() -> None:
     import kafkaconsumer
 
-    public = {name for name, value in vars(errors).items()
-              if isinstance(value, type) and issubclass(value, errors.KafkaError)}
+    public = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, errors.KafkaError)
+    }
     assert public <= set(errors.__all__)
-    for name in ("IllegalStateError", "InvalidGroupIdError", "LogTruncationError",
-                 "TopicAuthorizationFailedError", "GroupAuthorizationFailedError",
-                 "FencedInstanceIdError", "WakeupError", "CommitFailedError",
-                 "UnknownTopicOrPartitionError", "AuthorizationError", "AuthenticationError"):
+    for name in (
+        "IllegalStateError",
+        "InvalidGroupIdError",
+        "LogTruncationError",
+        "TopicAuthorizationFailedError",
+        "GroupAuthorizationFailedError",
+        "FencedInstanceIdError",
+        "WakeupError",
+        "CommitFailedError",
+        "UnknownTopicOrPartitionError",
+        "AuthorizationError",
+        "AuthenticationError",
+    ):
         assert name in errors.__all__
         assert getattr(kafkaconsumer, name) is getattr(errors, name)
         assert name in kafkaconsumer.__all__

@@ -28,7 +28,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kafkaconsumer"
 ROOT = PACKAGE.parent
 
 # Classes in these places must state their thread-safety.
-THREAD_SAFETY_PLACES = ("kafkaconsumer/internals/", "kafkaconsumer/network/", "kafkaconsumer/metadata.py")
+THREAD_SAFETY_PLACES = (
+    "kafkaconsumer/internals/",
+    "kafkaconsumer/network/",
+    "kafkaconsumer/metadata.py",
+)
 # The only library modules that may print (the command-line program).
 PRINT_ALLOWED_PREFIX = "kafkaconsumer/cli/"
 
@@ -202,8 +206,13 @@ def test_known_gap_is_still_open(item: str) -> None:
 
 
 # The layers below the engine: they must not import from it (docs/architecture.md).
-LOWER_LAYERS = ("kafkaconsumer/utils/", "kafkaconsumer/network/", "kafkaconsumer/protocol/",
-                "kafkaconsumer/record/", "kafkaconsumer/metadata.py")
+LOWER_LAYERS = (
+    "kafkaconsumer/utils/",
+    "kafkaconsumer/network/",
+    "kafkaconsumer/protocol/",
+    "kafkaconsumer/record/",
+    "kafkaconsumer/metadata.py",
+)
 
 
 def test_lower_layers_do_not_import_internals() -> None:

@@ -29,11 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafkaconsumer",
         description="Kafka from the command line: consume records, inspect and manage "
-                    "consumer groups and topics, or run a live demo on a local broker.",
-        epilog="Run 'kafkaconsumer COMMAND --help' for a command's options.")
+        "consumer groups and topics, or run a live demo on a local broker.",
+        epilog="Run 'kafkaconsumer COMMAND --help' for a command's options.",
+    )
     parser.add_argument("--version", action="version", version=f"kafkaconsumer {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="log the client's activity at DEBUG level on stderr")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log the client's activity at DEBUG level on stderr",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo.add_parser(sub)
     consume.add_parser(sub)
@@ -80,8 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except ImportError as exc:
-        return _fail(f"{exc}; install the missing package (pip install 'kafkaconsumer[dev]' "
-                     "has them all)", 1)
+        return _fail(
+            f"{exc}; install the missing package (pip install 'kafkaconsumer[dev]' has them all)", 1
+        )
 
 
 if __name__ == "__main__":

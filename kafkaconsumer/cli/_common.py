@@ -10,8 +10,15 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-__all__ = ["CommandError", "add_connection_args", "client_config", "read_properties",
-           "parse_property", "print_table", "print_json"]
+__all__ = [
+    "CommandError",
+    "add_connection_args",
+    "client_config",
+    "read_properties",
+    "parse_property",
+    "print_table",
+    "print_json",
+]
 
 #: The environment variable the commands read when ``--bootstrap-server`` is not given.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
@@ -24,16 +31,25 @@ class CommandError(Exception):
 def add_connection_args(parser: argparse.ArgumentParser) -> None:
     """Options every command that talks to a cluster has."""
     parser.add_argument(
-        "--bootstrap-server", metavar="HOST:PORT",
-        help=f"the cluster to connect to (comma-separated list; default: ${BOOTSTRAP_ENV})")
+        "--bootstrap-server",
+        metavar="HOST:PORT",
+        help=f"the cluster to connect to (comma-separated list; default: ${BOOTSTRAP_ENV})",
+    )
     parser.add_argument(
-        "--command-config", "--config-file", dest="config_file", metavar="FILE",
-        help="client settings in Java .properties format (security.protocol, sasl.*, ssl.*, "
-             "...)")
+        "--command-config",
+        "--config-file",
+        dest="config_file",
+        metavar="FILE",
+        help="client settings in Java .properties format (security.protocol, sasl.*, ssl.*, ...)",
+    )
     parser.add_argument(
-        "--property", action="append", default=[], metavar="KEY=VALUE",
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="a client configuration key (Java name, e.g. fetch.max.bytes=1048576); "
-             "repeatable; wins over --config-file")
+        "repeatable; wins over --config-file",
+    )
 
 
 def parse_property(text: str) -> tuple[str, str]:
@@ -66,7 +82,7 @@ def read_properties(path: str) -> dict[str, str]:
         if cut < 0:
             key, value = line, ""
         else:
-            key, value = line[:cut], line[cut + 1:]
+            key, value = line[:cut], line[cut + 1 :]
         out[key.strip()] = value.strip()
     return out
 
@@ -81,25 +97,32 @@ def client_config(args: argparse.Namespace) -> dict[str, Any]:
         key, value = parse_property(prop)
         config[key] = value
     bootstrap = getattr(args, "bootstrap_server", None) or (
-        None if "bootstrap.servers" in config else os.environ.get(BOOTSTRAP_ENV))
+        None if "bootstrap.servers" in config else os.environ.get(BOOTSTRAP_ENV)
+    )
     if bootstrap:
         config["bootstrap.servers"] = bootstrap
     if not config.get("bootstrap.servers"):
-        raise CommandError(f"no cluster given: pass --bootstrap-server HOST:PORT (or set "
-                           f"${BOOTSTRAP_ENV})")
+        raise CommandError(
+            f"no cluster given: pass --bootstrap-server HOST:PORT (or set ${BOOTSTRAP_ENV})"
+        )
     return config
 
 
-def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]],
-                out: TextIO | None = None) -> None:
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    out: TextIO | None = None,
+) -> None:
     """A table for people (rich); None cells print as ``-``."""
     from rich.console import Console
     from rich.table import Table
 
     stream = out or sys.stdout
     # A pipe gets plain text at a generous width rather than 80 columns of folded cells.
-    console = Console(file=stream, width=None if stream.isatty() else 200, highlight=False,
-                      soft_wrap=False)
+    console = Console(
+        file=stream, width=None if stream.isatty() else 200, highlight=False, soft_wrap=False
+    )
     if title:
         console.print(title, markup=False, soft_wrap=True)
     if not columns:

@@ -31,40 +31,69 @@ _TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 def add_parser(sub: Any) -> None:
     """Register the ``consume`` command."""
     p = sub.add_parser(
-        "consume", help="print records from topics (console consumer)",
-        description="Print records from one or more topics, one per line, as they arrive.")
+        "consume",
+        help="print records from topics (console consumer)",
+        description="Print records from one or more topics, one per line, as they arrive.",
+    )
     add_connection_args(p)
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--topic", action="append", metavar="TOPIC",
-                      help="topic to read (repeatable)")
-    what.add_argument("--pattern", metavar="REGEX",
-                      help="read every topic whose whole name matches this regular expression")
-    p.add_argument("--group", metavar="GROUP",
-                   help="consume as a member of this group and commit what was printed "
-                        "(default: no group, read every partition, commit nothing)")
-    p.add_argument("--from-beginning", action="store_true",
-                   help="start at the earliest offset when there is no committed one "
-                        "(default: only new records)")
-    p.add_argument("--partition", type=int, metavar="N",
-                   help="read only this partition of the one --topic")
-    p.add_argument("--offset", default=None, metavar="OFFSET",
-                   help="with --partition: earliest, latest or an offset number "
-                        "(default: latest, or earliest with --from-beginning)")
-    p.add_argument("--max-messages", type=int, metavar="N",
-                   help="stop after printing N records")
-    p.add_argument("--timeout-ms", type=int, metavar="MS",
-                   help="stop when no record arrived for this long (default: run until "
-                        "interrupted)")
-    p.add_argument("--format", choices=("text", "json", "raw"), default="text",
-                   help="text: tab-separated fields and the value; json: one object per "
-                        "line; raw: the value bytes unchanged, newline-terminated "
-                        "(default: text)")
+    what.add_argument(
+        "--topic", action="append", metavar="TOPIC", help="topic to read (repeatable)"
+    )
+    what.add_argument(
+        "--pattern",
+        metavar="REGEX",
+        help="read every topic whose whole name matches this regular expression",
+    )
+    p.add_argument(
+        "--group",
+        metavar="GROUP",
+        help="consume as a member of this group and commit what was printed "
+        "(default: no group, read every partition, commit nothing)",
+    )
+    p.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="start at the earliest offset when there is no committed one "
+        "(default: only new records)",
+    )
+    p.add_argument(
+        "--partition", type=int, metavar="N", help="read only this partition of the one --topic"
+    )
+    p.add_argument(
+        "--offset",
+        default=None,
+        metavar="OFFSET",
+        help="with --partition: earliest, latest or an offset number "
+        "(default: latest, or earliest with --from-beginning)",
+    )
+    p.add_argument("--max-messages", type=int, metavar="N", help="stop after printing N records")
+    p.add_argument(
+        "--timeout-ms",
+        type=int,
+        metavar="MS",
+        help="stop when no record arrived for this long (default: run until interrupted)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "raw"),
+        default="text",
+        help="text: tab-separated fields and the value; json: one object per "
+        "line; raw: the value bytes unchanged, newline-terminated "
+        "(default: text)",
+    )
     for field in ("key", "headers", "timestamp", "partition", "offset"):
-        p.add_argument(f"--print-{field}", action="store_true",
-                       help=f"include the record's {field} (text and json formats)")
-    p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
-                   help="read_committed hides records of aborted and open transactions "
-                        "(default: read_uncommitted)")
+        p.add_argument(
+            f"--print-{field}",
+            action="store_true",
+            help=f"include the record's {field} (text and json formats)",
+        )
+    p.add_argument(
+        "--isolation-level",
+        choices=("read_uncommitted", "read_committed"),
+        help="read_committed hides records of aborted and open transactions "
+        "(default: read_uncommitted)",
+    )
     p.set_defaults(run=run)
 
 
@@ -72,9 +101,15 @@ class RecordFormatter:
     """Turns a record into the bytes of one output line, as ``--format`` and the ``--print-*``
     options ask."""
 
-    def __init__(self, fmt: str, key: bool = False, headers: bool = False,
-                 timestamp: bool = False, partition: bool = False,
-                 offset: bool = False) -> None:
+    def __init__(
+        self,
+        fmt: str,
+        key: bool = False,
+        headers: bool = False,
+        timestamp: bool = False,
+        partition: bool = False,
+        offset: bool = False,
+    ) -> None:
         """Choose the format (text, json, raw) and the optional fields."""
         self.fmt = fmt
         self.key, self.headers, self.timestamp = key, headers, timestamp
@@ -100,8 +135,9 @@ class RecordFormatter:
             fields.append(f"Offset:{record.offset}")
         if self.headers:
             headers = record.headers
-            fields.append(",".join(f"{k}:{self._text(v)}" for k, v in headers)
-                          if headers else "NO_HEADERS")
+            fields.append(
+                ",".join(f"{k}:{self._text(v)}" for k, v in headers) if headers else "NO_HEADERS"
+            )
         if self.key:
             fields.append(self._text(record.key))
         fields.append(self._text(record.value))
@@ -173,8 +209,7 @@ def _check(args: argparse.Namespace) -> None:
         if not args.topic or len(args.topic) != 1:
             raise CommandError("--partition needs exactly one --topic")
         if args.group:
-            raise CommandError("--partition reads one partition without a group; "
-                               "leave out --group")
+            raise CommandError("--partition reads one partition without a group; leave out --group")
     if args.offset is not None and args.partition is None:
         raise CommandError("--offset needs --partition")
     if args.offset is not None and args.offset not in ("earliest", "latest"):
@@ -182,8 +217,9 @@ def _check(args: argparse.Namespace) -> None:
             if int(args.offset) < 0:
                 raise ValueError
         except ValueError:
-            raise CommandError(f"--offset must be earliest, latest or an offset >= 0, "
-                               f"got {args.offset!r}") from None
+            raise CommandError(
+                f"--offset must be earliest, latest or an offset >= 0, got {args.offset!r}"
+            ) from None
     if args.max_messages is not None and args.max_messages < 1:
         raise CommandError("--max-messages must be at least 1")
     if args.timeout_ms is not None and args.timeout_ms < 0:
@@ -203,8 +239,9 @@ def _assign(consumer: Any, args: argparse.Namespace) -> None:
         tps = [TopicPartition(args.topic[0], args.partition)]
         known = {p.partition for p in consumer.partitions_for(args.topic[0])}
         if args.partition not in known:
-            raise CommandError(f"topic {args.topic[0]!r} has no partition {args.partition} "
-                               f"(it has {len(known)})")
+            raise CommandError(
+                f"topic {args.topic[0]!r} has no partition {args.partition} (it has {len(known)})"
+            )
     else:
         if args.pattern is not None:
             regex = re.compile(args.pattern)
@@ -213,8 +250,7 @@ def _assign(consumer: Any, args: argparse.Namespace) -> None:
                 raise CommandError(f"no topic matches {args.pattern!r}")
         else:
             topics = args.topic
-        tps = [TopicPartition(t, p.partition) for t in topics
-               for p in consumer.partitions_for(t)]
+        tps = [TopicPartition(t, p.partition) for t in topics for p in consumer.partitions_for(t)]
     consumer.assign(tps)
     where = args.offset or ("earliest" if args.from_beginning else "latest")
     if where == "earliest":
@@ -233,8 +269,14 @@ def run(args: argparse.Namespace, out: BinaryIO | None = None) -> int:
 
     _check(args)
     stream = out or sys.stdout.buffer
-    formatter = RecordFormatter(args.format, args.print_key, args.print_headers,
-                                args.print_timestamp, args.print_partition, args.print_offset)
+    formatter = RecordFormatter(
+        args.format,
+        args.print_key,
+        args.print_headers,
+        args.print_timestamp,
+        args.print_partition,
+        args.print_offset,
+    )
     config = _consumer_config(args)
     consumer = KafkaConsumer(config)
     pipe = _PipeWatch(stream)
@@ -248,8 +290,11 @@ def run(args: argparse.Namespace, out: BinaryIO | None = None) -> int:
             raise KeyboardInterrupt
         interrupted.set()
 
-    previous = signal.signal(signal.SIGINT, on_sigint) \
-        if threading.current_thread() is threading.main_thread() else None
+    previous = (
+        signal.signal(signal.SIGINT, on_sigint)
+        if threading.current_thread() is threading.main_thread()
+        else None
+    )
     printed = 0
     to_commit: dict[TopicPartition, OffsetAndMetadata] = {}
     try:
@@ -260,8 +305,9 @@ def run(args: argparse.Namespace, out: BinaryIO | None = None) -> int:
         else:
             _assign(consumer, args)
         last_record = time.monotonic()
-        while (args.max_messages is None or printed < args.max_messages) and \
-                not interrupted.is_set():
+        while (
+            args.max_messages is None or printed < args.max_messages
+        ) and not interrupted.is_set():
             wait_ms = 1000
             if args.timeout_ms is not None:
                 left = args.timeout_ms - (time.monotonic() - last_record) * 1000
@@ -277,10 +323,14 @@ def run(args: argparse.Namespace, out: BinaryIO | None = None) -> int:
                 stream.write(formatter.format(record))
                 stream.flush()
                 printed += 1
-                to_commit[TopicPartition(record.topic, record.partition)] = \
-                    OffsetAndMetadata(record.offset + 1)
-                if args.max_messages is not None and printed >= args.max_messages or \
-                        interrupted.is_set():
+                to_commit[TopicPartition(record.topic, record.partition)] = OffsetAndMetadata(
+                    record.offset + 1
+                )
+                if (
+                    args.max_messages is not None
+                    and printed >= args.max_messages
+                    or interrupted.is_set()
+                ):
                     break
             if args.group and to_commit and records:
                 consumer.commit_async(dict(to_commit))

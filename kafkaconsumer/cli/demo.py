@@ -46,8 +46,9 @@ def _consumer_protocol_supported() -> bool:
     """Whether this client implements the KIP-848 consumer protocol (group.protocol=consumer)."""
     import importlib.util
 
-    return importlib.util.find_spec(
-        "kafkaconsumer.internals.consumer_membership_manager") is not None
+    return (
+        importlib.util.find_spec("kafkaconsumer.internals.consumer_membership_manager") is not None
+    )
 
 
 @dataclass
@@ -77,8 +78,9 @@ class _Rebalance:
 class _Demo:
     """The shared state of one demo run; member threads report into it under ``lock``."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, partitions: int,
-                 protocol: str, total: int) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, group: str, partitions: int, protocol: str, total: int
+    ) -> None:
         self.bootstrap, self.topic, self.group = bootstrap, topic, group
         self.partitions, self.protocol, self.total = partitions, protocol, total
         self.lock = threading.Lock()
@@ -134,8 +136,11 @@ class _Demo:
                 return False
             owners = [self.members[n] for n in running]
             owned = [tp for m in owners for tp in m.assignment]
-            return len(owned) == self.partitions and len(set(owned)) == self.partitions and \
-                (self.partitions < len(owners) or all(m.assignment for m in owners))
+            return (
+                len(owned) == self.partitions
+                and len(set(owned)) == self.partitions
+                and (self.partitions < len(owners) or all(m.assignment for m in owners))
+            )
 
     def consumed(self) -> int:
         with self.lock:
@@ -175,25 +180,35 @@ class _Member:
     # ConsumerRebalanceListener: every processed batch is committed already, so a revocation
     # only has to be shown.
     def on_partitions_revoked(self, revoked: Collection[Any]) -> None:
-        self.demo.set_assignment(self.name, set(self.consumer.assignment()) - set(revoked),
-                                 "rebalancing")
+        self.demo.set_assignment(
+            self.name, set(self.consumer.assignment()) - set(revoked), "rebalancing"
+        )
 
     def on_partitions_assigned(self, assigned: Collection[Any]) -> None:
         self.demo.set_assignment(self.name, self.consumer.assignment(), "running")
 
     def on_partitions_lost(self, lost: Collection[Any]) -> None:
-        self.demo.set_assignment(self.name, set(self.consumer.assignment()) - set(lost),
-                                 "rebalancing")
+        self.demo.set_assignment(
+            self.name, set(self.consumer.assignment()) - set(lost), "rebalancing"
+        )
 
 
 def _member(demo: _Demo, name: str) -> None:
     from kafkaconsumer.consumer import KafkaConsumer
 
-    consumer = KafkaConsumer({
-        "bootstrap.servers": demo.bootstrap, "group.id": demo.group, "client.id": name,
-        "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "session.timeout.ms": 3000, "heartbeat.interval.ms": 500, "max.poll.records": 500,
-        **PROTOCOLS[demo.protocol]})
+    consumer = KafkaConsumer(
+        {
+            "bootstrap.servers": demo.bootstrap,
+            "group.id": demo.group,
+            "client.id": name,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 3000,
+            "heartbeat.interval.ms": 500,
+            "max.poll.records": 500,
+            **PROTOCOLS[demo.protocol],
+        }
+    )
     member = _Member(demo, name, consumer)
     try:
         demo.set_assignment(name, (), "joining")
@@ -213,26 +228,40 @@ def _member(demo: _Demo, name: str) -> None:
 def _produce(demo: _Demo, rate: float) -> None:
     from kafkaconsumer.producer import KafkaProducer
 
-    producer = KafkaProducer({"bootstrap.servers": demo.bootstrap, "acks": "all",
-                              "linger.ms": 5, "compression.type": "lz4"})
+    producer = KafkaProducer(
+        {
+            "bootstrap.servers": demo.bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "compression.type": "lz4",
+        }
+    )
     items = ("book", "lamp", "chair", "kettle", "plant", "bicycle", "scarf")
     try:
         started = time.monotonic()
         for seq in range(demo.total):
             # Paced, so that records keep arriving while the group changes, and held back
             # while the group is slower than the pace (a broker with slow rebalances).
-            while seq >= demo.total * (demo.phase + 1) // (_CHANGES + 1) and \
-                    time.monotonic() < demo.deadline:
+            while (
+                seq >= demo.total * (demo.phase + 1) // (_CHANGES + 1)
+                and time.monotonic() < demo.deadline
+            ):
                 time.sleep(0.05)
                 started += 0.05
             ahead = seq / rate - (time.monotonic() - started)
             if ahead > 0.01:
                 time.sleep(ahead)
             customer = f"c-{seq % 500:03d}"
-            event = {"seq": seq, "order": f"o-{seq:06d}", "customer": customer,
-                     "item": items[seq % len(items)], "cents": 100 + (seq * 37) % 9900}
-            future = producer.send(demo.topic, key=customer.encode(),
-                                   value=json.dumps(event).encode())
+            event = {
+                "seq": seq,
+                "order": f"o-{seq:06d}",
+                "customer": customer,
+                "item": items[seq % len(items)],
+                "cents": 100 + (seq * 37) % 9900,
+            }
+            future = producer.send(
+                demo.topic, key=customer.encode(), value=json.dumps(event).encode()
+            )
             future.add_callback(lambda _md: _count_produced(demo))
         producer.flush(timeout_ms=60_000)
     except Exception as exc:  # noqa: BLE001 - reported in the summary
@@ -253,17 +282,26 @@ def _view(demo: _Demo, events: list[str]) -> Any:
 
     now = time.monotonic()
     with demo.lock:
-        table = Table(title=f"group {demo.group} on topic {demo.topic} ({demo.protocol}) - "
-                            f"produced {demo.produced:,}/{demo.total:,}, consumed "
-                            f"{len(demo.seen):,}, duplicates {demo.duplicates}, rebalances "
-                            f"{len(demo.rebalances)}", title_justify="left")
+        table = Table(
+            title=f"group {demo.group} on topic {demo.topic} ({demo.protocol}) - "
+            f"produced {demo.produced:,}/{demo.total:,}, consumed "
+            f"{len(demo.seen):,}, duplicates {demo.duplicates}, rebalances "
+            f"{len(demo.rebalances)}",
+            title_justify="left",
+        )
         for col in ("member", "status", "records", "rate/s", "lag", "partitions"):
-            table.add_column(col, justify="right" if col in ("records", "rate/s", "lag")
-                             else "left")
+            table.add_column(
+                col, justify="right" if col in ("records", "rate/s", "lag") else "left"
+            )
         for m in demo.members.values():
-            table.add_row(m.name, m.error or m.status, f"{m.records:,}",
-                          f"{m.rate(now):,.0f}", f"{m.lag:,}",
-                          ",".join(str(tp.partition) for tp in m.assignment) or "-")
+            table.add_row(
+                m.name,
+                m.error or m.status,
+                f"{m.records:,}",
+                f"{m.rate(now):,.0f}",
+                f"{m.lag:,}",
+                ",".join(str(tp.partition) for tp in m.assignment) or "-",
+            )
     return Group(table, Text("\n".join(events[-6:])))
 
 
@@ -272,9 +310,15 @@ def _say(out: TextIO, text: str = "") -> None:
     out.flush()
 
 
-def run_demo(bootstrap_servers: str | None = None, records: int = 10_000,
-             partitions: int = 6, protocol: str = "cooperative", timeout_s: float = 75.0,
-             out: TextIO = sys.stdout, live: bool | None = None) -> int:
+def run_demo(
+    bootstrap_servers: str | None = None,
+    records: int = 10_000,
+    partitions: int = 6,
+    protocol: str = "cooperative",
+    timeout_s: float = 75.0,
+    out: TextIO = sys.stdout,
+    live: bool | None = None,
+) -> int:
     """Run the demo (see the module docstring); returns 0 when every record was consumed
     exactly once, 1 otherwise. ``live`` forces the live view on or off (default: on for a
     terminal)."""
@@ -285,9 +329,11 @@ def run_demo(bootstrap_servers: str | None = None, records: int = 10_000,
     if protocol not in PROTOCOLS:
         raise CommandError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     if protocol == "consumer" and not _consumer_protocol_supported():
-        raise CommandError("--protocol consumer needs the KIP-848 consumer protocol, which "
-                           "this version of the client does not implement yet; use eager or "
-                           "cooperative")
+        raise CommandError(
+            "--protocol consumer needs the KIP-848 consumer protocol, which "
+            "this version of the client does not implement yet; use eager or "
+            "cooperative"
+        )
     if records < 1 or partitions < 1:
         raise CommandError("--records and --partitions must be at least 1")
     with ExitStack() as stack:
@@ -301,17 +347,29 @@ def run_demo(bootstrap_servers: str | None = None, records: int = 10_000,
 
             with KafkaAdminClient({"bootstrap.servers": bootstrap_servers}) as admin:
                 if not admin.supports(ApiKey.CONSUMER_GROUP_HEARTBEAT, timeout_ms=30_000):
-                    raise CommandError("--protocol consumer needs a broker with the KIP-848 "
-                                       "consumer group protocol (Apache Kafka 4.0 or newer); "
-                                       "this one does not offer it")
-        _say(out, "record decoder: " + ("compiled (Cython)" if USING_EXTENSION else
-                                        "pure Python (slower; see the RuntimeWarning above)"))
+                    raise CommandError(
+                        "--protocol consumer needs a broker with the KIP-848 "
+                        "consumer group protocol (Apache Kafka 4.0 or newer); "
+                        "this one does not offer it"
+                    )
+        _say(
+            out,
+            "record decoder: "
+            + (
+                "compiled (Cython)"
+                if USING_EXTENSION
+                else "pure Python (slower; see the RuntimeWarning above)"
+            ),
+        )
         topic = f"demo-orders-{uuid.uuid4().hex[:8]}"
         group = f"demo-group-{uuid.uuid4().hex[:8]}"
         with KafkaAdminClient({"bootstrap.servers": bootstrap_servers}) as admin:
             admin.create_topics({topic: partitions}, timeout_ms=30_000)
-        _say(out, f"created topic {topic} with {partitions} partitions; group {group}, "
-                  f"{protocol} rebalancing, 3 members")
+        _say(
+            out,
+            f"created topic {topic} with {partitions} partitions; group {group}, "
+            f"{protocol} rebalancing, 3 members",
+        )
         demo = _Demo(bootstrap_servers, topic, group, partitions, protocol, records)
         return _run(demo, records, timeout_s, out, live if live is not None else out.isatty())
 
@@ -331,8 +389,7 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
         with demo.lock:
             demo.expected.add(name)
         demo.stop[name].clear()
-        threads[name] = threading.Thread(target=_member, args=(demo, name), name=name,
-                                         daemon=True)
+        threads[name] = threading.Thread(target=_member, args=(demo, name), name=name, daemon=True)
         threads[name].start()
 
     def settle(cause: str) -> None:
@@ -352,8 +409,9 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
             demo.phase += 1
 
     # About 15 s of records, so that every membership change happens while they flow.
-    producer = threading.Thread(target=_produce, args=(demo, max(records / 15.0, 1.0)),
-                                name="producer", daemon=True)
+    producer = threading.Thread(
+        target=_produce, args=(demo, max(records / 15.0, 1.0)), name="producer", daemon=True
+    )
 
     def pause(seconds: float) -> None:
         """Let the group work a while between changes (records keep flowing)."""
@@ -382,8 +440,11 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
         settle("member-2 rejoined")
         producer.join(timeout=max(0.0, deadline - time.monotonic()))
         while demo.consumed() < demo.produced or demo.produced < records:
-            if time.monotonic() > deadline or demo.produce_error or \
-                    (not producer.is_alive() and demo.consumed() >= demo.produced):
+            if (
+                time.monotonic() > deadline
+                or demo.produce_error
+                or (not producer.is_alive() and demo.consumed() >= demo.produced)
+            ):
                 break
             time.sleep(0.05)
         for name in _MEMBERS:
@@ -397,8 +458,7 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
         from rich.console import Console
         from rich.live import Live
 
-        with Live(_view(demo, events), console=Console(file=out),
-                  refresh_per_second=4) as view:
+        with Live(_view(demo, events), console=Console(file=out), refresh_per_second=4) as view:
             while runner.is_alive():
                 runner.join(timeout=0.25)
                 view.update(_view(demo, events))
@@ -411,57 +471,101 @@ def _summary(demo: _Demo, records: int, out: TextIO) -> int:
         consumed = len(demo.seen)
         lost = records - len(demo.sequences & set(range(records)))
         _say(out, "")
-        _say(out, f"summary: produced {demo.produced:,} of {records:,} records, consumed "
-                  f"{consumed:,} distinct records, duplicates = {demo.duplicates}, "
-                  f"lost = {lost}")
+        _say(
+            out,
+            f"summary: produced {demo.produced:,} of {records:,} records, consumed "
+            f"{consumed:,} distinct records, duplicates = {demo.duplicates}, "
+            f"lost = {lost}",
+        )
         for m in demo.members.values():
-            _say(out, f"  {m.name}: {m.records:,} records" + (f" ({m.error})" if m.error
-                                                              else ""))
+            _say(out, f"  {m.name}: {m.records:,} records" + (f" ({m.error})" if m.error else ""))
         for r in demo.rebalances:
             took = f"{r.ended - r.started:.2f} s" if r.ended is not None else "did not settle"
             _say(out, f"  rebalance after {r.cause}: {took}")
         if demo.first_record is not None and demo.last_record is not None:
             span = max(demo.last_record - demo.first_record, 1e-3)
-            _say(out, f"  throughput: {consumed / span:,.0f} records/s over {span:.1f} s "
-                      "(paced by the producer; benchmarks/ measures the client's speed)")
+            _say(
+                out,
+                f"  throughput: {consumed / span:,.0f} records/s over {span:.1f} s "
+                "(paced by the producer; benchmarks/ measures the client's speed)",
+            )
         if demo.produce_error:
             _say(out, f"  producer failed: {demo.produce_error}")
         errors = [m.error for m in demo.members.values() if m.error]
-        ok = (lost == 0 and demo.duplicates == 0 and consumed == records
-              and not demo.produce_error and not errors)
-    _say(out, "OK: every record arrived exactly once" if ok else
-         "FAILED: records were lost or read twice")
+        ok = (
+            lost == 0
+            and demo.duplicates == 0
+            and consumed == records
+            and not demo.produce_error
+            and not errors
+        )
+    _say(
+        out,
+        "OK: every record arrived exactly once"
+        if ok
+        else "FAILED: records were lost or read twice",
+    )
     return 0 if ok else 1
 
 
 def add_parser(sub: Any) -> None:
     """Register the ``demo`` command."""
     p = sub.add_parser(
-        "demo", help="a live consumer-group demo on a local (embedded) broker",
+        "demo",
+        help="a live consumer-group demo on a local (embedded) broker",
         description="Start a local broker (or use --bootstrap-server), produce a stream of "
-                    "sample events and consume them with a group of three members that join "
-                    "and leave, with a live view and a summary. Exits 1 if any record was "
-                    "lost or read twice.")
-    p.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_server",
-                   metavar="HOST:PORT",
-                   help="use this cluster instead of starting the embedded broker")
-    p.add_argument("--protocol", choices=tuple(PROTOCOLS), default="cooperative",
-                   help="how the group rebalances: eager (range), cooperative "
-                        "(cooperative-sticky) or consumer (KIP-848; where the client and "
-                        "broker support it) (default: cooperative)")
-    p.add_argument("--records", type=int, default=10_000, metavar="N",
-                   help="how many events to produce, over about 15 seconds (default: 10000)")
-    p.add_argument("--partitions", type=int, default=6, metavar="N",
-                   help="partitions of the demo topic (default: 6)")
-    p.add_argument("--timeout", type=float, default=75.0, metavar="SECONDS",
-                   help="give up after this long (default: 75)")
-    p.add_argument("--no-live", action="store_true",
-                   help="print events line by line instead of the live view")
+        "sample events and consume them with a group of three members that join "
+        "and leave, with a live view and a summary. Exits 1 if any record was "
+        "lost or read twice.",
+    )
+    p.add_argument(
+        "--bootstrap-server",
+        "--bootstrap-servers",
+        dest="bootstrap_server",
+        metavar="HOST:PORT",
+        help="use this cluster instead of starting the embedded broker",
+    )
+    p.add_argument(
+        "--protocol",
+        choices=tuple(PROTOCOLS),
+        default="cooperative",
+        help="how the group rebalances: eager (range), cooperative "
+        "(cooperative-sticky) or consumer (KIP-848; where the client and "
+        "broker support it) (default: cooperative)",
+    )
+    p.add_argument(
+        "--records",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="how many events to produce, over about 15 seconds (default: 10000)",
+    )
+    p.add_argument(
+        "--partitions",
+        type=int,
+        default=6,
+        metavar="N",
+        help="partitions of the demo topic (default: 6)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=75.0,
+        metavar="SECONDS",
+        help="give up after this long (default: 75)",
+    )
+    p.add_argument(
+        "--no-live", action="store_true", help="print events line by line instead of the live view"
+    )
     p.set_defaults(run=_run_command)
 
 
 def _run_command(args: Any) -> int:
-    return run_demo(args.bootstrap_server, args.records, args.partitions, args.protocol,
-                    args.timeout, live=False if args.no_live else None)
-
-
+    return run_demo(
+        args.bootstrap_server,
+        args.records,
+        args.partitions,
+        args.protocol,
+        args.timeout,
+        live=False if args.no_live else None,
+    )

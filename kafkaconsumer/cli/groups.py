@@ -19,17 +19,21 @@ __all__ = ["add_parser", "parse_duration_ms", "parse_datetime_ms"]
 
 _DURATION = re.compile(
     r"^(?P<sign>-)?P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?"
-    r"(?:(?P<s>\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE)
+    r"(?:(?P<s>\d+(?:\.\d+)?)S)?)?$",
+    re.IGNORECASE,
+)
 
 
 def parse_duration_ms(text: str) -> int:
     """An ISO-8601 duration (``PnDTnHnMnS``, as Java's ``--by-duration``) in milliseconds."""
     m = _DURATION.match(text.strip())
     if not m or text.strip().upper() in ("P", "PT", "-P", "-PT") or text.strip().endswith("T"):
-        raise CommandError(f"--by-duration expects an ISO-8601 duration such as PT10M or "
-                           f"P1DT2H, got {text!r}")
-    ms = ((int(m["d"] or 0) * 24 + int(m["h"] or 0)) * 60 + int(m["m"] or 0)) * 60_000 + \
-        int(float(m["s"] or 0) * 1000)
+        raise CommandError(
+            f"--by-duration expects an ISO-8601 duration such as PT10M or P1DT2H, got {text!r}"
+        )
+    ms = ((int(m["d"] or 0) * 24 + int(m["h"] or 0)) * 60 + int(m["m"] or 0)) * 60_000 + int(
+        float(m["s"] or 0) * 1000
+    )
     return -ms if m["sign"] else ms
 
 
@@ -42,8 +46,10 @@ def parse_datetime_ms(text: str) -> int:
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
-        raise CommandError(f"--to-datetime expects an ISO-8601 date-time such as "
-                           f"2024-05-01T12:00:00Z, got {text!r}") from None
+        raise CommandError(
+            f"--to-datetime expects an ISO-8601 date-time such as "
+            f"2024-05-01T12:00:00Z, got {text!r}"
+        ) from None
     if when.tzinfo is None:
         when = when.astimezone()
     return int(when.timestamp() * 1000)
@@ -53,84 +59,138 @@ def _common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     add_connection_args(p)
     if json_flag:
         p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.add_argument("--timeout-ms", type=int, default=15_000, metavar="MS",
-                   help="give up when the cluster has not answered within this time "
-                        "(default: 15000)")
+    p.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=15_000,
+        metavar="MS",
+        help="give up when the cluster has not answered within this time (default: 15000)",
+    )
 
 
 def add_parser(sub: Any) -> None:
     """Register the ``groups`` command and its subcommands."""
-    p = sub.add_parser("groups", help="list, describe, reset and delete consumer groups",
-                       description="Inspect and manage consumer groups.")
+    p = sub.add_parser(
+        "groups",
+        help="list, describe, reset and delete consumer groups",
+        description="Inspect and manage consumer groups.",
+    )
     gsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    lst = gsub.add_parser("list", help="every group with its type and state",
-                          description="List every group the cluster knows, with its type "
-                                      "(classic or consumer), protocol type and state.")
+    lst = gsub.add_parser(
+        "list",
+        help="every group with its type and state",
+        description="List every group the cluster knows, with its type "
+        "(classic or consumer), protocol type and state.",
+    )
     _common(lst)
     lst.set_defaults(run=_list)
 
     desc = gsub.add_parser(
-        "describe", help="state, protocol, members and their assignments",
+        "describe",
+        help="state, protocol, members and their assignments",
         description="Describe groups: state, type, protocol or assignor, and each member "
-                    "with its assigned partitions (classic and consumer-protocol groups), "
-                    "then the committed offset, end offset and lag of each partition.")
+        "with its assigned partitions (classic and consumer-protocol groups), "
+        "then the committed offset, end offset and lag of each partition.",
+    )
     _common(desc)
-    desc.add_argument("--group", action="append", required=True, metavar="GROUP",
-                      help="group to describe (repeatable)")
+    desc.add_argument(
+        "--group",
+        action="append",
+        required=True,
+        metavar="GROUP",
+        help="group to describe (repeatable)",
+    )
     desc.set_defaults(run=_describe)
 
     lag = gsub.add_parser(
-        "lag", help="committed offset, end offset and lag per partition",
+        "lag",
+        help="committed offset, end offset and lag per partition",
         description="Show, for each partition the group has committed or is assigned, the "
-                    "committed offset, the end offset (high watermark) and the lag.")
+        "committed offset, the end offset (high watermark) and the lag.",
+    )
     _common(lag)
     lag.add_argument("--group", required=True, metavar="GROUP", help="the group")
     lag.set_defaults(run=_lag)
 
     reset = gsub.add_parser(
-        "reset-offsets", help="move a group's committed offsets (dry run by default)",
+        "reset-offsets",
+        help="move a group's committed offsets (dry run by default)",
         description="Compute new committed offsets for an inactive group and, with "
-                    "--execute, commit them. Without --execute nothing changes.")
+        "--execute, commit them. Without --execute nothing changes.",
+    )
     _common(reset)
     reset.add_argument("--group", required=True, metavar="GROUP", help="the group")
     scope = reset.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P...]",
-                       help="a topic, or some of its partitions (repeatable)")
-    scope.add_argument("--all-topics", action="store_true",
-                       help="every partition the group has a committed offset for")
+    scope.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC[:P,P...]",
+        help="a topic, or some of its partitions (repeatable)",
+    )
+    scope.add_argument(
+        "--all-topics",
+        action="store_true",
+        help="every partition the group has a committed offset for",
+    )
     to = reset.add_mutually_exclusive_group(required=True)
     to.add_argument("--to-earliest", action="store_true", help="the earliest offset")
     to.add_argument("--to-latest", action="store_true", help="the end offset")
-    to.add_argument("--to-offset", type=int, metavar="N",
-                    help="this offset (kept within the earliest and end offsets)")
-    to.add_argument("--to-datetime", metavar="ISO-8601",
-                    help="the first offset at or after this time, e.g. 2024-05-01T12:00:00Z")
-    to.add_argument("--by-duration", metavar="PnDTnHnMnS",
-                    help="the first offset at or after this long ago, e.g. PT30M")
-    to.add_argument("--shift-by", type=int, metavar="N",
-                    help="move the committed offset by N (negative: back)")
+    to.add_argument(
+        "--to-offset",
+        type=int,
+        metavar="N",
+        help="this offset (kept within the earliest and end offsets)",
+    )
+    to.add_argument(
+        "--to-datetime",
+        metavar="ISO-8601",
+        help="the first offset at or after this time, e.g. 2024-05-01T12:00:00Z",
+    )
+    to.add_argument(
+        "--by-duration",
+        metavar="PnDTnHnMnS",
+        help="the first offset at or after this long ago, e.g. PT30M",
+    )
+    to.add_argument(
+        "--shift-by", type=int, metavar="N", help="move the committed offset by N (negative: back)"
+    )
     mode = reset.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true",
-                      help="only show the new offsets (the default)")
+    mode.add_argument(
+        "--dry-run", action="store_true", help="only show the new offsets (the default)"
+    )
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
     reset.set_defaults(run=_reset)
 
-    delete = gsub.add_parser("delete", help="delete inactive groups and their offsets",
-                             description="Delete groups that have no members, with their "
-                                         "committed offsets.")
+    delete = gsub.add_parser(
+        "delete",
+        help="delete inactive groups and their offsets",
+        description="Delete groups that have no members, with their committed offsets.",
+    )
     _common(delete, json_flag=False)
-    delete.add_argument("--group", action="append", required=True, metavar="GROUP",
-                        help="group to delete (repeatable)")
+    delete.add_argument(
+        "--group",
+        action="append",
+        required=True,
+        metavar="GROUP",
+        help="group to delete (repeatable)",
+    )
     delete.set_defaults(run=_delete)
 
     doff = gsub.add_parser(
-        "delete-offsets", help="delete a group's committed offsets for some partitions",
-        description="Delete a group's committed offsets for topics it no longer consumes.")
+        "delete-offsets",
+        help="delete a group's committed offsets for some partitions",
+        description="Delete a group's committed offsets for topics it no longer consumes.",
+    )
     _common(doff, json_flag=False)
     doff.add_argument("--group", required=True, metavar="GROUP", help="the group")
-    doff.add_argument("--topic", action="append", required=True, metavar="TOPIC[:P,P...]",
-                      help="a topic, or some of its partitions (repeatable)")
+    doff.add_argument(
+        "--topic",
+        action="append",
+        required=True,
+        metavar="TOPIC[:P,P...]",
+        help="a topic, or some of its partitions (repeatable)",
+    )
     doff.set_defaults(run=_delete_offsets)
 
 
@@ -155,8 +215,7 @@ def _topic_partitions(admin: Any, specs: list[str]) -> list[Any]:
             try:
                 out.extend(TopicPartition(topic, int(p)) for p in parts.split(",") if p)
             except ValueError:
-                raise CommandError(f"--topic expects TOPIC or TOPIC:P,P..., got {spec!r}") \
-                    from None
+                raise CommandError(f"--topic expects TOPIC or TOPIC:P,P..., got {spec!r}") from None
         else:
             whole.append(spec)
     if whole:
@@ -169,11 +228,23 @@ def _list(args: argparse.Namespace) -> int:
     with _admin(args) as admin:
         groups = admin.list_groups()
     if args.json:
-        print_json([{"group": g.group_id, "type": g.type, "protocol_type": g.protocol_type,
-                     "state": g.state} for g in groups])
+        print_json(
+            [
+                {
+                    "group": g.group_id,
+                    "type": g.type,
+                    "protocol_type": g.protocol_type,
+                    "state": g.state,
+                }
+                for g in groups
+            ]
+        )
     else:
-        print_table(None, ["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"],
-                    [(g.group_id, g.type, g.protocol_type or None, g.state) for g in groups])
+        print_table(
+            None,
+            ["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"],
+            [(g.group_id, g.type, g.protocol_type or None, g.state) for g in groups],
+        )
     return 0
 
 
@@ -183,26 +254,45 @@ def _lag_rows(admin: Any, group: str, extra: Any = ()) -> list[dict[str, Any]]:
 
     committed = admin.list_consumer_group_offsets(group)
     tps = sorted(set(committed) | set(extra))
-    ends = {tp: r.offset for tp, r in admin.list_offsets({tp: LATEST for tp in tps}).items()} \
-        if tps else {}
+    ends = (
+        {tp: r.offset for tp, r in admin.list_offsets({tp: LATEST for tp in tps}).items()}
+        if tps
+        else {}
+    )
     rows = []
     for tp in tps:
         om = committed.get(tp)
         end = ends.get(tp)
-        rows.append({"topic": tp.topic, "partition": tp.partition,
-                     "committed_offset": om.offset if om else None, "end_offset": end,
-                     "lag": end - om.offset if om is not None and end is not None else None})
+        rows.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "committed_offset": om.offset if om else None,
+                "end_offset": end,
+                "lag": end - om.offset if om is not None and end is not None else None,
+            }
+        )
     return rows
 
 
 def _print_lag(group: str, rows: list[dict[str, Any]], owner: dict[Any, str]) -> None:
     from kafkaconsumer.structs import TopicPartition
 
-    print_table(f"Group {group}: committed offsets and lag",
-                ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER"],
-                [(r["topic"], r["partition"], r["committed_offset"], r["end_offset"], r["lag"],
-                  owner.get(TopicPartition(r["topic"], r["partition"])))
-                 for r in rows])
+    print_table(
+        f"Group {group}: committed offsets and lag",
+        ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER"],
+        [
+            (
+                r["topic"],
+                r["partition"],
+                r["committed_offset"],
+                r["end_offset"],
+                r["lag"],
+                owner.get(TopicPartition(r["topic"], r["partition"])),
+            )
+            for r in rows
+        ],
+    )
 
 
 def _describe(args: argparse.Namespace) -> int:
@@ -211,22 +301,37 @@ def _describe(args: argparse.Namespace) -> int:
         lags = {}
         for g in described.values():
             assigned = [tp for m in g.members for tp in m.assignment]
-            lags[g.group_id] = _lag_rows(admin, g.group_id, assigned) \
-                if g.state != "Dead" else []
+            lags[g.group_id] = _lag_rows(admin, g.group_id, assigned) if g.state != "Dead" else []
     if args.json:
-        print_json([{
-            "group": g.group_id, "type": g.type, "state": g.state,
-            "protocol_type": g.protocol_type, "protocol": g.protocol,
-            "group_epoch": g.group_epoch, "coordinator": g.coordinator,
-            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                         "client_id": m.client_id, "host": m.host,
-                         "member_epoch": m.member_epoch,
-                         "assignment": [[tp.topic, tp.partition] for tp in m.assignment],
-                         "target_assignment": [[tp.topic, tp.partition]
-                                               for tp in m.target_assignment]}
-                        for m in g.members],
-            "offsets": lags[g.group_id],
-        } for g in described.values()])
+        print_json(
+            [
+                {
+                    "group": g.group_id,
+                    "type": g.type,
+                    "state": g.state,
+                    "protocol_type": g.protocol_type,
+                    "protocol": g.protocol,
+                    "group_epoch": g.group_epoch,
+                    "coordinator": g.coordinator,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "group_instance_id": m.group_instance_id,
+                            "client_id": m.client_id,
+                            "host": m.host,
+                            "member_epoch": m.member_epoch,
+                            "assignment": [[tp.topic, tp.partition] for tp in m.assignment],
+                            "target_assignment": [
+                                [tp.topic, tp.partition] for tp in m.target_assignment
+                            ],
+                        }
+                        for m in g.members
+                    ],
+                    "offsets": lags[g.group_id],
+                }
+                for g in described.values()
+            ]
+        )
         return 0
     for g in described.values():
         if g.state == "Dead":
@@ -238,8 +343,17 @@ def _describe(args: argparse.Namespace) -> int:
             f"Group: {g.group_id}  Type: {g.type}  State: {g.state}  "
             f"{what}: {g.protocol or '-'}  Coordinator: {g.coordinator}{epoch}",
             ["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"],
-            [(m.member_id, m.group_instance_id, m.client_id, m.host,
-              _partitions_text(m.assignment)) for m in g.members])
+            [
+                (
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.host,
+                    _partitions_text(m.assignment),
+                )
+                for m in g.members
+            ],
+        )
         owner = {tp: m.member_id for m in g.members for tp in m.assignment}
         _print_lag(g.group_id, lags[g.group_id], owner)
     return 0
@@ -249,8 +363,9 @@ def _partitions_text(tps: Any) -> str:
     by_topic: dict[str, list[int]] = {}
     for tp in tps:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return " ".join(f"{t}:{','.join(map(str, sorted(p)))}" for t, p in sorted(by_topic.items())) \
-        or "-"
+    return (
+        " ".join(f"{t}:{','.join(map(str, sorted(p)))}" for t, p in sorted(by_topic.items())) or "-"
+    )
 
 
 def _lag(args: argparse.Namespace) -> int:
@@ -261,8 +376,14 @@ def _lag(args: argparse.Namespace) -> int:
         assigned = [tp for m in described.members for tp in m.assignment]
         rows = _lag_rows(admin, args.group, assigned)
     if args.json:
-        print_json({"group": args.group, "state": described.state, "partitions": rows,
-                    "total_lag": sum(r["lag"] or 0 for r in rows)})
+        print_json(
+            {
+                "group": args.group,
+                "state": described.state,
+                "partitions": rows,
+                "total_lag": sum(r["lag"] or 0 for r in rows),
+            }
+        )
     else:
         owner = {tp: m.member_id for m in described.members for tp in m.assignment}
         _print_lag(args.group, rows, owner)
@@ -285,13 +406,16 @@ def _reset(args: argparse.Namespace) -> int:
         if state not in ("Empty", "Dead"):
             raise CommandError(
                 f"offsets of group {args.group!r} can only be reset while it has no members, "
-                f"but it is {state}; stop its consumers first")
+                f"but it is {state}; stop its consumers first"
+            )
         committed = admin.list_consumer_group_offsets(args.group)
         if args.all_topics:
             tps = sorted(committed)
             if not tps:
-                raise CommandError(f"group {args.group!r} has no committed offsets; name the "
-                                   "partitions with --topic")
+                raise CommandError(
+                    f"group {args.group!r} has no committed offsets; name the "
+                    "partitions with --topic"
+                )
         else:
             tps = _topic_partitions(admin, args.topic)
         low = {tp: r.offset for tp, r in admin.list_offsets({tp: EARLIEST for tp in tps}).items()}
@@ -307,8 +431,9 @@ def _reset(args: argparse.Namespace) -> int:
             for tp in tps:
                 om = committed.get(tp)
                 if om is None:
-                    raise CommandError(f"{tp.topic}:{tp.partition} has no committed offset "
-                                       "to shift")
+                    raise CommandError(
+                        f"{tp.topic}:{tp.partition} has no committed offset to shift"
+                    )
                 target[tp] = om.offset + args.shift_by
         else:
             assert when_ms is not None
@@ -319,19 +444,31 @@ def _reset(args: argparse.Namespace) -> int:
         target = {tp: min(max(off, low[tp]), high[tp]) for tp, off in target.items()}
         if args.execute:
             admin.alter_consumer_group_offsets(
-                args.group, {tp: OffsetAndMetadata(off) for tp, off in target.items()})
-    rows = [{"topic": tp.topic, "partition": tp.partition,
-             "previous_offset": committed[tp].offset if tp in committed else None,
-             "new_offset": off} for tp, off in sorted(target.items())]
+                args.group, {tp: OffsetAndMetadata(off) for tp, off in target.items()}
+            )
+    rows = [
+        {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "previous_offset": committed[tp].offset if tp in committed else None,
+            "new_offset": off,
+        }
+        for tp, off in sorted(target.items())
+    ]
     if args.json:
         print_json({"group": args.group, "executed": bool(args.execute), "partitions": rows})
     else:
-        title = (f"Group {args.group}: new offsets committed" if args.execute else
-                 f"Group {args.group}: new offsets (dry run, nothing changed; --execute "
-                 "commits them)")
-        print_table(title, ["TOPIC", "PARTITION", "PREVIOUS-OFFSET", "NEW-OFFSET"],
-                    [(r["topic"], r["partition"], r["previous_offset"], r["new_offset"])
-                     for r in rows])
+        title = (
+            f"Group {args.group}: new offsets committed"
+            if args.execute
+            else f"Group {args.group}: new offsets (dry run, nothing changed; --execute "
+            "commits them)"
+        )
+        print_table(
+            title,
+            ["TOPIC", "PARTITION", "PREVIOUS-OFFSET", "NEW-OFFSET"],
+            [(r["topic"], r["partition"], r["previous_offset"], r["new_offset"]) for r in rows],
+        )
     return 0
 
 
@@ -347,6 +484,5 @@ def _delete_offsets(args: argparse.Namespace) -> int:
     with _admin(args) as admin:
         tps = _topic_partitions(admin, args.topic)
         admin.delete_consumer_group_offsets(args.group, tps)
-    print(f"Deleted the committed offsets of group {args.group} for "
-          f"{_partitions_text(tps)}")
+    print(f"Deleted the committed offsets of group {args.group} for {_partitions_text(tps)}")
     return 0

@@ -98,8 +98,10 @@ class Generation:
         return bool(self.member_id)
 
     def __str__(self) -> str:
-        return (f"Generation(generation_id={self.generation_id}, member_id={self.member_id!r}, "
-                f"protocol={self.protocol_name!r})")
+        return (
+            f"Generation(generation_id={self.generation_id}, member_id={self.member_id!r}, "
+            f"protocol={self.protocol_name!r})"
+        )
 
 
 #: "Not in any generation": the generation id and member id a fresh member sends.
@@ -149,16 +151,23 @@ class GroupRebalanceConfig:
         if self.group_instance_id is not None:
             if not isinstance(self.group_instance_id, str) or not self.group_instance_id:
                 raise Errors.ConfigError("group.instance.id must be a non-empty string or None")
-        for name in ("session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
-                     "retry_backoff_ms", "request_timeout_ms"):
+        for name in (
+            "session_timeout_ms",
+            "rebalance_timeout_ms",
+            "heartbeat_interval_ms",
+            "retry_backoff_ms",
+            "request_timeout_ms",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise Errors.ConfigError(f"{name.replace('_', '.')} must be a non-negative int, "
-                                         f"got {value!r}")
+                raise Errors.ConfigError(
+                    f"{name.replace('_', '.')} must be a non-negative int, got {value!r}"
+                )
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise Errors.ConfigError(
                 f"heartbeat.interval.ms ({self.heartbeat_interval_ms}) must be lower than "
-                f"session.timeout.ms ({self.session_timeout_ms})")
+                f"session.timeout.ms ({self.session_timeout_ms})"
+            )
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> GroupRebalanceConfig:
@@ -201,8 +210,14 @@ class AbstractCoordinator:
     may run on either thread and take the coordinator lock themselves.
     """
 
-    def __init__(self, rebalance_config: GroupRebalanceConfig, client: Any, *,
-                 time: Time | None = None, heartbeat: Any = None) -> None:
+    def __init__(
+        self,
+        rebalance_config: GroupRebalanceConfig,
+        client: Any,
+        *,
+        time: Time | None = None,
+        heartbeat: Any = None,
+    ) -> None:
         """Set up an unjoined member over ``client`` (a ConsumerNetworkClient).
 
         ``heartbeat`` replaces the three-timer :class:`Heartbeat` (tests pass one on a fake
@@ -228,8 +243,9 @@ class AbstractCoordinator:
         cap = rebalance_config.retry_backoff_max_ms
         # KIP-580: retry.backoff.ms doubling up to retry.backoff.max.ms, 20% jitter; a
         # retry.backoff.ms above the cap means a constant backoff of the cap, as in Java.
-        self.retry_backoff = ExponentialBackoff(min(rebalance_config.retry_backoff_ms, cap), 2.0,
-                                                cap, 0.2)
+        self.retry_backoff = ExponentialBackoff(
+            min(rebalance_config.retry_backoff_ms, cap), 2.0, cap, 0.2
+        )
         # Consecutive failed coordinator lookups and join rounds (guarded by the lock).
         self._lookup_attempts = 0
         self._join_attempts = 0
@@ -251,13 +267,15 @@ class AbstractCoordinator:
         """Called before (re)joining; False means "not ready yet, call me again later"."""
         raise NotImplementedError
 
-    def on_leader_elected(self, leader_id: str, protocol: str, members: list[dict[str, Any]],
-                          skip_assignment: bool) -> dict[str, bytes]:
+    def on_leader_elected(
+        self, leader_id: str, protocol: str, members: list[dict[str, Any]], skip_assignment: bool
+    ) -> dict[str, bytes]:
         """As leader: compute every member's assignment bytes from the members' metadata."""
         raise NotImplementedError
 
-    def on_join_complete(self, generation_id: int, member_id: str, protocol: str | None,
-                         assignment: bytes) -> None:
+    def on_join_complete(
+        self, generation_id: int, member_id: str, protocol: str | None, assignment: bytes
+    ) -> None:
         """A rebalance finished with ``assignment`` (this member's SyncGroup bytes)."""
         raise NotImplementedError
 
@@ -269,12 +287,14 @@ class AbstractCoordinator:
         from kafkaconsumer.internals.heartbeat import Heartbeat
 
         cfg = self.rebalance_config
-        return Heartbeat(session_timeout_ms=cfg.session_timeout_ms,
-                         heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-                         max_poll_interval_ms=cfg.rebalance_timeout_ms,
-                         retry_backoff_ms=cfg.retry_backoff_ms,
-                         retry_backoff_max_ms=cfg.retry_backoff_max_ms,
-                         time=self.time)
+        return Heartbeat(
+            session_timeout_ms=cfg.session_timeout_ms,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            max_poll_interval_ms=cfg.rebalance_timeout_ms,
+            retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=cfg.retry_backoff_max_ms,
+            time=self.time,
+        )
 
     # --------------------------------------------------------------------- coordinator lookup
     def coordinator_unknown(self) -> bool:
@@ -294,9 +314,13 @@ class AbstractCoordinator:
         """Forget the coordinator so that the next operation rediscovers it."""
         with self._lock:
             if self.coordinator is not None:
-                logger.info("group %s: coordinator %s is unavailable or invalid (%s), "
-                            "rediscovery will be attempted", self.rebalance_config.group_id,
-                            self.coordinator, cause)
+                logger.info(
+                    "group %s: coordinator %s is unavailable or invalid (%s), "
+                    "rediscovery will be attempted",
+                    self.rebalance_config.group_id,
+                    self.coordinator,
+                    cause,
+                )
                 old = self.coordinator
                 # Forget it first: callbacks of in-flight requests may re-enter here.
                 self.coordinator = None
@@ -306,8 +330,11 @@ class AbstractCoordinator:
             elif self._last_time_of_connection_ms >= 0:
                 gone = self.time.monotonic_ms() - self._last_time_of_connection_ms
                 if gone > self.rebalance_config.rebalance_timeout_ms:
-                    logger.warning("group %s: disconnected from the group coordinator for %d ms",
-                                   self.rebalance_config.group_id, gone)
+                    logger.warning(
+                        "group %s: disconnected from the group coordinator for %d ms",
+                        self.rebalance_config.group_id,
+                        gone,
+                    )
 
     def lookup_coordinator(self) -> Future[None]:
         """Start (or return the running) FindCoordinator request."""
@@ -316,8 +343,11 @@ class AbstractCoordinator:
                 node = self.client.least_loaded_node()
                 if node is None:
                     logger.debug("no broker available to send FindCoordinator")
-                    return Future().failure(Errors.NodeNotReadyError(
-                        "no broker available to find the group coordinator"))
+                    return Future().failure(
+                        Errors.NodeNotReadyError(
+                            "no broker available to find the group coordinator"
+                        )
+                    )
                 self.find_coordinator_future = self._send_find_coordinator_request(node)
             return self.find_coordinator_future
 
@@ -366,8 +396,9 @@ class AbstractCoordinator:
         with self._lock:
             self._lookup_attempts = self._lookup_attempts + 1 if failed else 0
 
-    def _handle_find_coordinator_response(self, response: dict[str, Any],
-                                          result: Future[None]) -> None:
+    def _handle_find_coordinator_response(
+        self, response: dict[str, Any], result: Future[None]
+    ) -> None:
         coordinators = response.get("coordinators") or []
         if coordinators:
             entry = coordinators[0]
@@ -384,14 +415,22 @@ class AbstractCoordinator:
                 # one connection's requests in order, so a JoinGroup it holds for the whole
                 # rebalance would otherwise stall the fetches of partitions this member keeps.
                 self.coordinator = coordinator_node_id(node_id)
-                logger.info("group %s: discovered group coordinator %s (%s:%s)",
-                            self.rebalance_config.group_id, node_id, host, port)
+                logger.info(
+                    "group %s: discovered group coordinator %s (%s:%s)",
+                    self.rebalance_config.group_id,
+                    node_id,
+                    host,
+                    port,
+                )
                 self._client_try_connect(self.coordinator)
                 self.heartbeat.reset_session_timeout()
             result.success(None)
         elif code == Errors.GroupAuthorizationFailedError.errno:
-            result.failure(Errors.GroupAuthorizationFailedError(
-                f"not authorized to access group {self.rebalance_config.group_id}"))
+            result.failure(
+                Errors.GroupAuthorizationFailedError(
+                    f"not authorized to access group {self.rebalance_config.group_id}"
+                )
+            )
         else:
             logger.debug("group coordinator lookup failed: %s", entry.get("error_message"))
             result.failure(_error_for(code, entry.get("error_message")))
@@ -470,8 +509,11 @@ class AbstractCoordinator:
     def request_rejoin(self, reason: str, full_reason: str | None = None) -> None:
         """Ask to rejoin at the next poll; ``reason`` is also sent to the coordinator."""
         with self._lock:
-            logger.info("group %s: request joining group due to: %s",
-                        self.rebalance_config.group_id, full_reason or reason)
+            logger.info(
+                "group %s: request joining group due to: %s",
+                self.rebalance_config.group_id,
+                full_reason or reason,
+            )
             self.rejoin_reason = reason
             self.rejoin_needed = True
 
@@ -533,16 +575,19 @@ class AbstractCoordinator:
                     state = self.state
                     self._join_attempts = 0
                 if not self._has_generation_reset(gen) and state is MemberState.STABLE:
-                    self.on_join_complete(gen.generation_id, gen.member_id, gen.protocol_name,
-                                          future.value)
+                    self.on_join_complete(
+                        gen.generation_id, gen.member_id, gen.protocol_name, future.value
+                    )
                     # Reset only after the callback returns, so a woken-up callback is retried.
                     self._reset_join_group_future()
                     with self._lock:
                         self.needs_join_prepare = True
                 else:
-                    reason = (f"rebalance failed since the generation/state was modified by the "
-                              f"heartbeat thread to {gen}/{state.value} before the rebalance "
-                              f"callback ran")
+                    reason = (
+                        f"rebalance failed since the generation/state was modified by the "
+                        f"heartbeat thread to {gen}/{state.value} before the rebalance "
+                        f"callback ran"
+                    )
                     self._reset_state_and_rejoin(reason, True)
                     self._reset_join_group_future()
             else:
@@ -550,11 +595,19 @@ class AbstractCoordinator:
                 assert exc is not None
                 self._reset_join_group_future()
                 if not isinstance(exc, Errors.MemberIdRequiredError):
-                    self.request_rejoin(f"rebalance failed due to {type(exc).__name__}",
-                                        f"rebalance failed due to '{exc}' ({type(exc).__name__})")
-                if isinstance(exc, (Errors.UnknownMemberIdError, Errors.IllegalGenerationError,
-                                    Errors.RebalanceInProgressError,
-                                    Errors.MemberIdRequiredError)):
+                    self.request_rejoin(
+                        f"rebalance failed due to {type(exc).__name__}",
+                        f"rebalance failed due to '{exc}' ({type(exc).__name__})",
+                    )
+                if isinstance(
+                    exc,
+                    (
+                        Errors.UnknownMemberIdError,
+                        Errors.IllegalGenerationError,
+                        Errors.RebalanceInProgressError,
+                        Errors.MemberIdRequiredError,
+                    ),
+                ):
                     continue
                 if not getattr(exc, "retriable", False):
                     raise exc
@@ -593,8 +646,9 @@ class AbstractCoordinator:
             if not step_ready and timer.is_expired():
                 return False
 
-    def _run_leader_step(self, leader_step: Future[dict[str, Any]], future: Future[bytes],
-                         timer: Timer) -> bool:
+    def _run_leader_step(
+        self, leader_step: Future[dict[str, Any]], future: Future[bytes], timer: Timer
+    ) -> bool:
         """As leader: compute the assignment and send SyncGroup; False to come back later."""
         response = leader_step.value
         with self._lock:
@@ -603,8 +657,9 @@ class AbstractCoordinator:
             if self._leader_deadline_ms is None:
                 # The group waits for our SyncGroup at most the rebalance timeout; do not spend
                 # more than a request timeout of it waiting for metadata.
-                self._leader_deadline_ms = (self.time.monotonic_ms()
-                                            + self.rebalance_config.request_timeout_ms)
+                self._leader_deadline_ms = (
+                    self.time.monotonic_ms() + self.rebalance_config.request_timeout_ms
+                )
             deadline = self._leader_deadline_ms
         if not self.prepare_leader_assignment(response, timer, deadline):
             return False
@@ -613,11 +668,14 @@ class AbstractCoordinator:
                 return True
             self._leader_step = None
             self._leader_deadline_ms = None
-            current = (self.state is MemberState.COMPLETING_REBALANCE
-                       and self.generation.generation_id == int(response["generation_id"]))
+            current = (
+                self.state is MemberState.COMPLETING_REBALANCE
+                and self.generation.generation_id == int(response["generation_id"])
+            )
         if not current:
-            future.fail_if_pending(UnjoinedGroupError(
-                "the generation changed before the leader's assignment was sent"))
+            future.fail_if_pending(
+                UnjoinedGroupError("the generation changed before the leader's assignment was sent")
+            )
             return True
         sync = self._on_leader_elected_sync(response)
         # Not Future.chain: the heartbeat thread may already have failed the join future (see
@@ -626,8 +684,9 @@ class AbstractCoordinator:
         sync.add_errback(future.fail_if_pending)
         return True
 
-    def prepare_leader_assignment(self, response: dict[str, Any], timer: Timer,
-                                  deadline_ms: int) -> bool:
+    def prepare_leader_assignment(
+        self, response: dict[str, Any], timer: Timer, deadline_ms: int
+    ) -> bool:
         """Hook for the leader before it assigns (metadata of the members' topics).
 
         Runs on the user's thread without the lock; may wait for up to ``timer``. False means
@@ -657,14 +716,19 @@ class AbstractCoordinator:
     def _send_join_group_request(self) -> Future[bytes]:
         node = self.check_and_get_coordinator()
         if node is None:
-            return Future().failure(Errors.CoordinatorNotAvailableError(
-                "the group coordinator is not available"))
+            return Future().failure(
+                Errors.CoordinatorNotAvailableError("the group coordinator is not available")
+            )
         cfg = self.rebalance_config
         with self._lock:
             gen = self.generation
             reason = self.rejoin_reason
-        logger.info("group %s: (re-)joining group (member id %r, reason: %s)", cfg.group_id,
-                    gen.member_id, reason or "initial join")
+        logger.info(
+            "group %s: (re-)joining group (member id %r, reason: %s)",
+            cfg.group_id,
+            gen.member_id,
+            reason or "initial join",
+        )
         body = {
             "group_id": cfg.group_id,
             "session_timeout_ms": cfg.session_timeout_ms,
@@ -672,25 +736,36 @@ class AbstractCoordinator:
             "member_id": gen.member_id,
             "group_instance_id": cfg.group_instance_id,
             "protocol_type": self.protocol_type(),
-            "protocols": [{"name": name, "metadata": meta} for name, meta in self.protocol_metadata()],
+            "protocols": [
+                {"name": name, "metadata": meta} for name, meta in self.protocol_metadata()
+            ],
             "reason": _truncate_reason(reason),
         }
         # The coordinator may hold a JoinGroup for the whole rebalance timeout.
-        timeout = max(cfg.request_timeout_ms, cfg.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+        timeout = max(
+            cfg.request_timeout_ms, cfg.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS
+        )
         request = self._send(node, _JOIN_GROUP, body, timeout_ms=timeout)
         return self._compose(request, gen, self._handle_join_group_response)
 
-    def _handle_join_group_response(self, response: dict[str, Any], sent: Generation,
-                                    future: Future[bytes]) -> None:
+    def _handle_join_group_response(
+        self, response: dict[str, Any], sent: Generation, future: Future[bytes]
+    ) -> None:
         code = int(response.get("error_code", 0) or 0)
         group = self.rebalance_config.group_id
         if code == 0:
             ptype = response.get("protocol_type")
             if ptype is not None and ptype != "" and ptype != self.protocol_type():
-                logger.error("JoinGroup failed: inconsistent protocol type %r, expected %r",
-                             ptype, self.protocol_type())
-                future.failure(Errors.InconsistentGroupProtocolError(
-                    f"protocol type {ptype!r} does not match {self.protocol_type()!r}"))
+                logger.error(
+                    "JoinGroup failed: inconsistent protocol type %r, expected %r",
+                    ptype,
+                    self.protocol_type(),
+                )
+                future.failure(
+                    Errors.InconsistentGroupProtocolError(
+                        f"protocol type {ptype!r} does not match {self.protocol_type()!r}"
+                    )
+                )
                 return
             with self._lock:
                 if self.state is not MemberState.PREPARING_REBALANCE:
@@ -701,9 +776,11 @@ class AbstractCoordinator:
                 # Heartbeats go on while we wait for SyncGroup (a slow leader).
                 if self.heartbeat_thread is not None:
                     self.heartbeat_thread.enable()
-                self.generation = Generation(int(response["generation_id"]),
-                                             str(response["member_id"]),
-                                             response.get("protocol_name"))
+                self.generation = Generation(
+                    int(response["generation_id"]),
+                    str(response["member_id"]),
+                    response.get("protocol_name"),
+                )
                 logger.info("group %s: successfully joined group with %s", group, self.generation)
                 is_leader = response.get("leader") == response.get("member_id")
                 leader_step = self._leader_step
@@ -730,37 +807,55 @@ class AbstractCoordinator:
             future.failure(Errors.UnknownMemberIdError())
         elif code in (Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno):
             self.mark_coordinator_unknown(f"error response {Errors.for_code(code).name}")
-            logger.info("JoinGroup failed with %s; marking coordinator unknown",
-                        Errors.for_code(code).name)
+            logger.info(
+                "JoinGroup failed with %s; marking coordinator unknown", Errors.for_code(code).name
+            )
             future.failure(_error_for(code))
         elif code == Errors.FencedInstanceIdError.errno:
-            logger.error("JoinGroup failed: group.instance.id %r was fenced by another instance",
-                         self.rebalance_config.group_instance_id)
-            future.failure(Errors.FencedInstanceIdError(
-                f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by another "
-                f"consumer of group {group}"))
-        elif code in (Errors.InconsistentGroupProtocolError.errno,
-                      Errors.InvalidSessionTimeoutError.errno, Errors.InvalidGroupIdError.errno,
-                      Errors.GroupAuthorizationFailedError.errno,
-                      Errors.GroupMaxSizeReachedError.errno):
+            logger.error(
+                "JoinGroup failed: group.instance.id %r was fenced by another instance",
+                self.rebalance_config.group_instance_id,
+            )
+            future.failure(
+                Errors.FencedInstanceIdError(
+                    f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by another "
+                    f"consumer of group {group}"
+                )
+            )
+        elif code in (
+            Errors.InconsistentGroupProtocolError.errno,
+            Errors.InvalidSessionTimeoutError.errno,
+            Errors.InvalidGroupIdError.errno,
+            Errors.GroupAuthorizationFailedError.errno,
+            Errors.GroupMaxSizeReachedError.errno,
+        ):
             logger.error("JoinGroup failed with fatal error %s", Errors.for_code(code).name)
             if code == Errors.GroupMaxSizeReachedError.errno:
-                future.failure(Errors.GroupMaxSizeReachedError(
-                    f"consumer group {group} already has the configured maximum number of members"))
+                future.failure(
+                    Errors.GroupMaxSizeReachedError(
+                        f"consumer group {group} already has the configured maximum number of members"
+                    )
+                )
             elif code == Errors.InvalidSessionTimeoutError.errno:
-                future.failure(Errors.InvalidSessionTimeoutError(
-                    f"session.timeout.ms={self.rebalance_config.session_timeout_ms} is outside the "
-                    f"broker's group.min.session.timeout.ms..group.max.session.timeout.ms range"))
+                future.failure(
+                    Errors.InvalidSessionTimeoutError(
+                        f"session.timeout.ms={self.rebalance_config.session_timeout_ms} is outside the "
+                        f"broker's group.min.session.timeout.ms..group.max.session.timeout.ms range"
+                    )
+                )
             else:
                 future.failure(_error_for(code))
         elif code == Errors.UnsupportedVersionError.errno:
-            logger.error("JoinGroup failed with UNSUPPORTED_VERSION; unset group.instance.id "
-                         "and retry to see if that resolves it")
+            logger.error(
+                "JoinGroup failed with UNSUPPORTED_VERSION; unset group.instance.id "
+                "and retry to see if that resolves it"
+            )
             future.failure(Errors.UnsupportedVersionError())
         elif code == Errors.MemberIdRequiredError.errno:
             member_id = str(response.get("member_id") or "")
-            logger.debug("JoinGroup answered MEMBER_ID_REQUIRED; rejoining with member id %s",
-                         member_id)
+            logger.debug(
+                "JoinGroup answered MEMBER_ID_REQUIRED; rejoining with member id %s", member_id
+            )
             with self._lock:
                 self.generation = Generation(NO_GENERATION.generation_id, member_id, None)
             self.request_rejoin(f"need to re-join with the given member-id: {member_id}")
@@ -770,25 +865,32 @@ class AbstractCoordinator:
             future.failure(Errors.RebalanceInProgressError())
         else:
             logger.error("JoinGroup failed with unexpected error %s", Errors.for_code(code).name)
-            future.failure(Errors.KafkaError(
-                f"unexpected error in JoinGroup response: {Errors.for_code(code).name}"))
+            future.failure(
+                Errors.KafkaError(
+                    f"unexpected error in JoinGroup response: {Errors.for_code(code).name}"
+                )
+            )
 
     def _on_leader_elected_sync(self, response: dict[str, Any]) -> Future[bytes]:
         try:
-            assignments = self.on_leader_elected(str(response.get("leader")),
-                                                 str(response.get("protocol_name")),
-                                                 list(response.get("members") or []),
-                                                 bool(response.get("skip_assignment", False)))
+            assignments = self.on_leader_elected(
+                str(response.get("leader")),
+                str(response.get("protocol_name")),
+                list(response.get("members") or []),
+                bool(response.get("skip_assignment", False)),
+            )
         except Exception as exc:
             return Future().failure(exc)
         return self._send_sync_group_request(
-            [{"member_id": member, "assignment": data} for member, data in assignments.items()])
+            [{"member_id": member, "assignment": data} for member, data in assignments.items()]
+        )
 
     def _send_sync_group_request(self, assignments: list[dict[str, Any]]) -> Future[bytes]:
         node = self.check_and_get_coordinator()
         if node is None:
-            return Future().failure(Errors.CoordinatorNotAvailableError(
-                "the group coordinator is not available"))
+            return Future().failure(
+                Errors.CoordinatorNotAvailableError("the group coordinator is not available")
+            )
         with self._lock:
             gen = self.generation
         body = {
@@ -800,43 +902,59 @@ class AbstractCoordinator:
             "protocol_name": gen.protocol_name,
             "assignments": assignments,
         }
-        return self._compose(self._send(node, _SYNC_GROUP, body), gen,
-                             self._handle_sync_group_response)
+        return self._compose(
+            self._send(node, _SYNC_GROUP, body), gen, self._handle_sync_group_response
+        )
 
     def _has_generation_reset(self, gen: Generation) -> bool:
         # ILLEGAL_GENERATION keeps the member id, so look at the generation id and protocol only.
         return gen.generation_id == NO_GENERATION.generation_id and gen.protocol_name is None
 
-    def _handle_sync_group_response(self, response: dict[str, Any], sent: Generation,
-                                    future: Future[bytes]) -> None:
+    def _handle_sync_group_response(
+        self, response: dict[str, Any], sent: Generation, future: Future[bytes]
+    ) -> None:
         code = int(response.get("error_code", 0) or 0)
         if code == 0:
             ptype = response.get("protocol_type")
             if ptype is not None and ptype != "" and ptype != self.protocol_type():
-                future.failure(Errors.InconsistentGroupProtocolError(
-                    f"protocol type {ptype!r} does not match {self.protocol_type()!r}"))
+                future.failure(
+                    Errors.InconsistentGroupProtocolError(
+                        f"protocol type {ptype!r} does not match {self.protocol_type()!r}"
+                    )
+                )
                 return
             with self._lock:
-                if (not self._has_generation_reset(self.generation)
-                        and self.state is MemberState.COMPLETING_REBALANCE
-                        and self.generation == sent):
+                if (
+                    not self._has_generation_reset(self.generation)
+                    and self.state is MemberState.COMPLETING_REBALANCE
+                    and self.generation == sent
+                ):
                     pname = response.get("protocol_name")
                     if pname and pname != self.generation.protocol_name:
-                        future.failure(Errors.InconsistentGroupProtocolError(
-                            f"protocol name {pname!r} does not match "
-                            f"{self.generation.protocol_name!r}"))
+                        future.failure(
+                            Errors.InconsistentGroupProtocolError(
+                                f"protocol name {pname!r} does not match "
+                                f"{self.generation.protocol_name!r}"
+                            )
+                        )
                         return
-                    logger.info("group %s: successfully synced group in %s",
-                                self.rebalance_config.group_id, self.generation)
+                    logger.info(
+                        "group %s: successfully synced group in %s",
+                        self.rebalance_config.group_id,
+                        self.generation,
+                    )
                     self.state = MemberState.STABLE
                     self.rejoin_reason = ""
                     self.rejoin_needed = False
                     assignment = response.get("assignment")
                     result = bytes(assignment) if assignment is not None else b""
                 else:
-                    logger.info("generation was reset by the heartbeat thread to %s (state %s) "
-                                "before the SyncGroup answer; retrying the rebalance",
-                                self.generation, self.state.value)
+                    logger.info(
+                        "generation was reset by the heartbeat thread to %s (state %s) "
+                        "before the SyncGroup answer; retrying the rebalance",
+                        self.generation,
+                        self.state.value,
+                    )
                     result = None
             if result is None:
                 # ILLEGAL_GENERATION makes the join loop retry at once.
@@ -845,32 +963,45 @@ class AbstractCoordinator:
                 future.success(result)
             return
         if code == Errors.GroupAuthorizationFailedError.errno:
-            future.failure(Errors.GroupAuthorizationFailedError(
-                f"not authorized to access group {self.rebalance_config.group_id}"))
+            future.failure(
+                Errors.GroupAuthorizationFailedError(
+                    f"not authorized to access group {self.rebalance_config.group_id}"
+                )
+            )
         elif code == Errors.RebalanceInProgressError.errno:
             logger.info("SyncGroup failed: the group began another rebalance; sent %s", sent)
             future.failure(Errors.RebalanceInProgressError())
         elif code == Errors.FencedInstanceIdError.errno:
-            logger.error("SyncGroup failed: group.instance.id %r was fenced",
-                         self.rebalance_config.group_instance_id)
-            future.failure(Errors.FencedInstanceIdError(
-                f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by another "
-                f"consumer of group {self.rebalance_config.group_id}"))
+            logger.error(
+                "SyncGroup failed: group.instance.id %r was fenced",
+                self.rebalance_config.group_instance_id,
+            )
+            future.failure(
+                Errors.FencedInstanceIdError(
+                    f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by another "
+                    f"consumer of group {self.rebalance_config.group_id}"
+                )
+            )
         elif code in (Errors.UnknownMemberIdError.errno, Errors.IllegalGenerationError.errno):
             logger.info("SyncGroup failed with %s; sent %s", Errors.for_code(code).name, sent)
             if self._generation_unchanged(sent):
                 # ILLEGAL_GENERATION keeps the member id: it may still be valid.
                 self._reset_state_on_response_error(
-                    "SyncGroup", code, code != Errors.IllegalGenerationError.errno)
+                    "SyncGroup", code, code != Errors.IllegalGenerationError.errno
+                )
             future.failure(_error_for(code))
         elif code in (Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno):
-            logger.info("SyncGroup failed with %s; marking coordinator unknown",
-                        Errors.for_code(code).name)
+            logger.info(
+                "SyncGroup failed with %s; marking coordinator unknown", Errors.for_code(code).name
+            )
             self.mark_coordinator_unknown(f"error response {Errors.for_code(code).name}")
             future.failure(_error_for(code))
         else:
-            future.failure(Errors.KafkaError(
-                f"unexpected error in SyncGroup response: {Errors.for_code(code).name}"))
+            future.failure(
+                Errors.KafkaError(
+                    f"unexpected error in SyncGroup response: {Errors.for_code(code).name}"
+                )
+            )
         if code != Errors.GroupAuthorizationFailedError.errno:
             self.request_rejoin(f"SyncGroup failed with {Errors.for_code(code).name}")
 
@@ -888,8 +1019,7 @@ class AbstractCoordinator:
     def rebalance_in_progress(self) -> bool:
         """True while a JoinGroup or SyncGroup is outstanding."""
         with self._lock:
-            return self.state in (MemberState.PREPARING_REBALANCE,
-                                  MemberState.COMPLETING_REBALANCE)
+            return self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
 
     def member_id(self) -> str:
         """Our member id ("" before the first join)."""
@@ -902,16 +1032,20 @@ class AbstractCoordinator:
 
     def _reset_state_and_generation(self, reason: str, reset_member_id: bool) -> None:
         with self._lock:
-            logger.info("group %s: resetting generation%s due to: %s",
-                        self.rebalance_config.group_id,
-                        " and member id" if reset_member_id else "", reason)
+            logger.info(
+                "group %s: resetting generation%s due to: %s",
+                self.rebalance_config.group_id,
+                " and member id" if reset_member_id else "",
+                reason,
+            )
             self.state = MemberState.UNJOINED
             if reset_member_id:
                 self.generation = NO_GENERATION
             else:
                 # Keep the member id so the next join does not wait for the old one to expire.
-                self.generation = Generation(NO_GENERATION.generation_id,
-                                             self.generation.member_id, None)
+                self.generation = Generation(
+                    NO_GENERATION.generation_id, self.generation.member_id, None
+                )
 
     def _reset_state_and_rejoin(self, reason: str, reset_member_id: bool) -> None:
         with self._lock:
@@ -921,7 +1055,8 @@ class AbstractCoordinator:
 
     def _reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
         self._reset_state_and_rejoin(
-            f"encountered {Errors.for_code(code).name} from {api} response", reset_member_id)
+            f"encountered {Errors.for_code(code).name} from {api} response", reset_member_id
+        )
 
     def reset_generation_on_leave_group(self) -> None:
         """Forget generation and member id after leaving; the next poll joins afresh."""
@@ -955,8 +1090,9 @@ class AbstractCoordinator:
         with self._lock:
             gen = self.generation
         if node is None:
-            return Future().failure(Errors.CoordinatorNotAvailableError(
-                "the group coordinator is not available"))
+            return Future().failure(
+                Errors.CoordinatorNotAvailableError("the group coordinator is not available")
+            )
         logger.debug("sending Heartbeat for %s to coordinator %s", gen, node)
         body = {
             "group_id": self.rebalance_config.group_id,
@@ -964,17 +1100,20 @@ class AbstractCoordinator:
             "member_id": gen.member_id,
             "group_instance_id": self.rebalance_config.group_instance_id,
         }
-        return self._compose(self._send(node, _HEARTBEAT, body), gen,
-                             self._handle_heartbeat_response)
+        return self._compose(
+            self._send(node, _HEARTBEAT, body), gen, self._handle_heartbeat_response
+        )
 
-    def _handle_heartbeat_response(self, response: dict[str, Any], sent: Generation,
-                                   future: Future[None]) -> None:
+    def _handle_heartbeat_response(
+        self, response: dict[str, Any], sent: Generation, future: Future[None]
+    ) -> None:
         code = int(response.get("error_code", 0) or 0)
         if code == 0:
             future.success(None)
         elif code in (Errors.CoordinatorNotAvailableError.errno, Errors.NotCoordinatorError.errno):
-            logger.info("heartbeat failed: coordinator %s is not available or not valid",
-                        self.coordinator)
+            logger.info(
+                "heartbeat failed: coordinator %s is not available or not valid", self.coordinator
+            )
             self.mark_coordinator_unknown(f"error response {Errors.for_code(code).name}")
             future.failure(_error_for(code))
         elif code == Errors.RebalanceInProgressError.errno:
@@ -982,45 +1121,74 @@ class AbstractCoordinator:
                 if self.state is MemberState.STABLE:
                     self.request_rejoin("group is already rebalancing")
                     future.failure(Errors.RebalanceInProgressError())
-                elif (self.state is MemberState.COMPLETING_REBALANCE
-                      and self.generation == sent and self.join_future is not None
-                      and not self.join_future.is_done):
+                elif (
+                    self.state is MemberState.COMPLETING_REBALANCE
+                    and self.generation == sent
+                    and self.join_future is not None
+                    and not self.join_future.is_done
+                ):
                     # A new rebalance began while our SyncGroup for this generation is pending,
                     # so that SyncGroup can only fail (Kafka answers it REBALANCE_IN_PROGRESS;
                     # some brokers never answer it). Give up on it and rejoin now.
-                    logger.info("group %s: a new rebalance began while waiting for SyncGroup of "
-                                "%s; rejoining", self.rebalance_config.group_id, sent)
+                    logger.info(
+                        "group %s: a new rebalance began while waiting for SyncGroup of "
+                        "%s; rejoining",
+                        self.rebalance_config.group_id,
+                        sent,
+                    )
                     self.request_rejoin("group is already rebalancing")
-                    self.join_future.fail_if_pending(Errors.RebalanceInProgressError(
-                        "the group began a new rebalance before SyncGroup completed"))
+                    self.join_future.fail_if_pending(
+                        Errors.RebalanceInProgressError(
+                            "the group began a new rebalance before SyncGroup completed"
+                        )
+                    )
                     future.success(None)
                 else:
-                    logger.debug("ignoring REBALANCE_IN_PROGRESS heartbeat answer in state %s",
-                                 self.state.value)
+                    logger.debug(
+                        "ignoring REBALANCE_IN_PROGRESS heartbeat answer in state %s",
+                        self.state.value,
+                    )
                     future.success(None)
-        elif code in (Errors.IllegalGenerationError.errno, Errors.UnknownMemberIdError.errno,
-                      Errors.FencedInstanceIdError.errno):
+        elif code in (
+            Errors.IllegalGenerationError.errno,
+            Errors.UnknownMemberIdError.errno,
+            Errors.FencedInstanceIdError.errno,
+        ):
             if self._generation_unchanged(sent):
-                logger.info("heartbeat with %s failed with %s; resetting generation", sent,
-                            Errors.for_code(code).name)
+                logger.info(
+                    "heartbeat with %s failed with %s; resetting generation",
+                    sent,
+                    Errors.for_code(code).name,
+                )
                 self._reset_state_on_response_error(
-                    "Heartbeat", code, code != Errors.IllegalGenerationError.errno)
+                    "Heartbeat", code, code != Errors.IllegalGenerationError.errno
+                )
                 if code == Errors.FencedInstanceIdError.errno:
-                    future.failure(Errors.FencedInstanceIdError(
-                        f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by "
-                        f"another consumer of group {self.rebalance_config.group_id}"))
+                    future.failure(
+                        Errors.FencedInstanceIdError(
+                            f"group.instance.id {self.rebalance_config.group_instance_id!r} is used by "
+                            f"another consumer of group {self.rebalance_config.group_id}"
+                        )
+                    )
                 else:
                     future.failure(_error_for(code))
             else:
-                logger.info("ignoring %s for a heartbeat of stale %s", Errors.for_code(code).name,
-                            sent)
+                logger.info(
+                    "ignoring %s for a heartbeat of stale %s", Errors.for_code(code).name, sent
+                )
                 future.success(None)
         elif code == Errors.GroupAuthorizationFailedError.errno:
-            future.failure(Errors.GroupAuthorizationFailedError(
-                f"not authorized to access group {self.rebalance_config.group_id}"))
+            future.failure(
+                Errors.GroupAuthorizationFailedError(
+                    f"not authorized to access group {self.rebalance_config.group_id}"
+                )
+            )
         else:
-            future.failure(Errors.KafkaError(
-                f"unexpected error in heartbeat response: {Errors.for_code(code).name}"))
+            future.failure(
+                Errors.KafkaError(
+                    f"unexpected error in heartbeat response: {Errors.for_code(code).name}"
+                )
+            )
 
     def handle_poll_timeout_expiry(self) -> None:
         """The user did not call poll() within max.poll.interval.ms: leave the group."""
@@ -1029,8 +1197,10 @@ class AbstractCoordinator:
             "was longer than max.poll.interval.ms (%d ms), which usually means the poll loop "
             "spends too long processing records. Raise max.poll.interval.ms or lower "
             "max.poll.records (fewer records per poll). The member leaves the group now and "
-            "rejoins at its next poll().", self.rebalance_config.group_id,
-            self.rebalance_config.rebalance_timeout_ms)
+            "rejoins at its next poll().",
+            self.rebalance_config.group_id,
+            self.rebalance_config.rebalance_timeout_ms,
+        )
         self.maybe_leave_group("consumer poll timeout has expired.")
 
     # ------------------------------------------------------------------------------- leaving
@@ -1046,25 +1216,39 @@ class AbstractCoordinator:
         future: Future[None] | None = None
         with self._lock:
             leaving_allowed = self.is_dynamic_member() or force_static
-            if (leaving_allowed and not self.coordinator_unknown()
-                    and self.state is not MemberState.UNJOINED
-                    and self.generation.has_member_id()):
+            if (
+                leaving_allowed
+                and not self.coordinator_unknown()
+                and self.state is not MemberState.UNJOINED
+                and self.generation.has_member_id()
+            ):
                 node = self.coordinator
                 assert node is not None
                 gen = self.generation
-                logger.info("group %s: member %s sending LeaveGroup to coordinator %s due to %s",
-                            self.rebalance_config.group_id, gen.member_id, node, reason)
-                member = {"member_id": gen.member_id,
-                          "group_instance_id": self.rebalance_config.group_instance_id,
-                          "reason": _truncate_reason(reason)}
+                logger.info(
+                    "group %s: member %s sending LeaveGroup to coordinator %s due to %s",
+                    self.rebalance_config.group_id,
+                    gen.member_id,
+                    node,
+                    reason,
+                )
+                member = {
+                    "member_id": gen.member_id,
+                    "group_instance_id": self.rebalance_config.group_instance_id,
+                    "reason": _truncate_reason(reason),
+                }
                 version = self._api_version(node, _LEAVE_GROUP)
                 body: dict[str, Any] = {"group_id": self.rebalance_config.group_id}
                 if version is not None and version < 3:
                     body["member_id"] = gen.member_id
                 else:
                     body["members"] = [member]
-                request = self._send(node, _LEAVE_GROUP, body,
-                                     **({"version": version} if version is not None else {}))
+                request = self._send(
+                    node,
+                    _LEAVE_GROUP,
+                    body,
+                    **({"version": version} if version is not None else {}),
+                )
                 future = self._compose(request, gen, self._handle_leave_group_response)
             self.reset_generation_on_leave_group()
         if future is not None:
@@ -1072,24 +1256,28 @@ class AbstractCoordinator:
             self._client_poll_no_wakeup()
         return future
 
-    def _handle_leave_group_response(self, response: dict[str, Any], sent: Generation,
-                                     future: Future[None]) -> None:
+    def _handle_leave_group_response(
+        self, response: dict[str, Any], sent: Generation, future: Future[None]
+    ) -> None:
         code = int(response.get("error_code", 0) or 0)
         if code == 0:
             members = response.get("members") or []
             member_codes = [int(m.get("error_code", 0) or 0) for m in members]
             bad = [c for c in member_codes if c]
             if bad:
-                logger.warning("LeaveGroup for %s failed with %s", sent,
-                               Errors.for_code(bad[0]).name)
+                logger.warning(
+                    "LeaveGroup for %s failed with %s", sent, Errors.for_code(bad[0]).name
+                )
                 future.failure(_error_for(bad[0]))
                 return
             logger.debug("LeaveGroup for %s succeeded", sent)
             future.success(None)
         else:
             logger.warning("LeaveGroup for %s failed with %s", sent, Errors.for_code(code).name)
-            if code in (Errors.CoordinatorNotAvailableError.errno,
-                        Errors.NotCoordinatorError.errno):
+            if code in (
+                Errors.CoordinatorNotAvailableError.errno,
+                Errors.NotCoordinatorError.errno,
+            ):
                 self.mark_coordinator_unknown(f"error response {Errors.for_code(code).name}")
             future.failure(_error_for(code))
 
@@ -1107,7 +1295,9 @@ class AbstractCoordinator:
         finally:
             with self._lock:
                 self._closed = True
-            leave = self.rebalance_config.leave_group_on_close if leave_group is None else leave_group
+            leave = (
+                self.rebalance_config.leave_group_on_close if leave_group is None else leave_group
+            )
             should_leave = leave and (self.is_dynamic_member() or leave_group is True)
             try:
                 if should_leave:
@@ -1116,8 +1306,9 @@ class AbstractCoordinator:
             finally:
                 future = None
                 if should_leave:
-                    future = self.maybe_leave_group("the consumer is being closed",
-                                                    force_static=leave_group is True)
+                    future = self.maybe_leave_group(
+                        "the consumer is being closed", force_static=leave_group is True
+                    )
                 self._await_pending_requests(timer, future)
 
     def _await_pending_requests(self, timer: Timer, future: Future[Any] | None) -> None:
@@ -1129,14 +1320,24 @@ class AbstractCoordinator:
             timer.update()
 
     # -------------------------------------------------------------------- network plumbing
-    def _send(self, node: int, api_key: int, body: dict[str, Any], *,
-              timeout_ms: int | None = None, version: int | None = None) -> Future[Any]:
-        future: Future[Any] = self.client.send(node, api_key, body, version,
-                                               timeout_ms=timeout_ms)
+    def _send(
+        self,
+        node: int,
+        api_key: int,
+        body: dict[str, Any],
+        *,
+        timeout_ms: int | None = None,
+        version: int | None = None,
+    ) -> Future[Any]:
+        future: Future[Any] = self.client.send(node, api_key, body, version, timeout_ms=timeout_ms)
         return future
 
-    def _compose(self, request: Future[Any], gen: Generation,
-                 handler: Callable[[dict[str, Any], Generation, Future[Any]], None]) -> Future[Any]:
+    def _compose(
+        self,
+        request: Future[Any],
+        gen: Generation,
+        handler: Callable[[dict[str, Any], Generation, Future[Any]], None],
+    ) -> Future[Any]:
         """Adapt a raw response future through ``handler`` (Java ``CoordinatorResponseHandler``)."""
         result: Future[Any] = Future()
 
@@ -1151,8 +1352,9 @@ class AbstractCoordinator:
         def on_failure(exc: BaseException) -> None:
             # A broken connection, or a request timeout (which also closes the connection),
             # means the coordinator must be looked up again (Java: DisconnectException).
-            if isinstance(exc, (Errors.KafkaConnectionError, Errors.KafkaTimeoutError,
-                                ConnectionError)):
+            if isinstance(
+                exc, (Errors.KafkaConnectionError, Errors.KafkaTimeoutError, ConnectionError)
+            ):
                 self.mark_coordinator_unknown(f"request failed: {exc}", is_disconnected=True)
             if not result.is_done:
                 result.failure(exc)
@@ -1272,12 +1474,15 @@ class HeartbeatThread(threading.Thread):
                     elif c.heartbeat.session_timeout_expired(now):
                         # No successful heartbeat for a whole session: suspect the coordinator.
                         c.mark_coordinator_unknown(
-                            "session timed out without receiving a heartbeat response")
+                            "session timed out without receiving a heartbeat response"
+                        )
                     elif c.heartbeat.poll_timeout_expired(now):
                         c.handle_poll_timeout_expiry()
                     elif not c.heartbeat.should_heartbeat(now):
-                        wait_ms = min(c.rebalance_config.retry_backoff_ms,
-                                      max(1, int(c.heartbeat.time_to_next_heartbeat(now))))
+                        wait_ms = min(
+                            c.rebalance_config.retry_backoff_ms,
+                            max(1, int(c.heartbeat.time_to_next_heartbeat(now))),
+                        )
                         c._lock.wait(wait_ms / 1000.0)
                     else:
                         c.heartbeat.sent_heartbeat(now)
@@ -1309,9 +1514,14 @@ class HeartbeatThread(threading.Thread):
             if isinstance(exc, Errors.RebalanceInProgressError):
                 # Heartbeats continue during a rebalance to keep the session alive until we rejoin.
                 c.heartbeat.received_heartbeat()
-            elif isinstance(exc, (Errors.FencedInstanceIdError,
-                                  Errors.GroupAuthorizationFailedError,
-                                  Errors.AuthenticationError)):
+            elif isinstance(
+                exc,
+                (
+                    Errors.FencedInstanceIdError,
+                    Errors.GroupAuthorizationFailedError,
+                    Errors.AuthenticationError,
+                ),
+            ):
                 logger.error("heartbeat failed fatally: %s", exc)
                 self.failure = exc
             else:

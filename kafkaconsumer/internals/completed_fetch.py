@@ -32,13 +32,28 @@ class CompletedFetch:
     thread that calls ``poll()``.
     """
 
-    __slots__ = ("tp", "partition_data", "fetch_offset", "node", "next_fetch_offset",
-                 "last_epoch", "initialized", "is_consumed", "records", "_pos",
-                 "_end_offset", "_pending_error", "size_in_bytes", "records_total",
-                 "metrics_recorded", "_end_hint")
+    __slots__ = (
+        "tp",
+        "partition_data",
+        "fetch_offset",
+        "node",
+        "next_fetch_offset",
+        "last_epoch",
+        "initialized",
+        "is_consumed",
+        "records",
+        "_pos",
+        "_end_offset",
+        "_pending_error",
+        "size_in_bytes",
+        "records_total",
+        "metrics_recorded",
+        "_end_hint",
+    )
 
-    def __init__(self, tp: TopicPartition, partition_data: dict[str, Any], fetch_offset: int,
-                 node: int) -> None:
+    def __init__(
+        self, tp: TopicPartition, partition_data: dict[str, Any], fetch_offset: int, node: int
+    ) -> None:
         """Wrap ``partition_data`` of ``tp`` from a fetch sent at ``fetch_offset`` to broker
         ``node``; nothing is decoded yet.
         """
@@ -109,7 +124,7 @@ class CompletedFetch:
     def convert_remaining(self, convert: Any) -> None:
         """Replace the records not yet handed out by ``convert(those records)`` (an
         application switching between ``poll()`` and ``poll_arrow()`` mid-partition)."""
-        self.records = convert(self.records[self._pos:])
+        self.records = convert(self.records[self._pos :])
         self._pos = 0
 
     def drain(self) -> None:
@@ -118,8 +133,9 @@ class CompletedFetch:
         self.records = []
         self._pending_error = None
 
-    def fetch_records(self, max_records: int, key_deserializer: Any = None,
-                      value_deserializer: Any = None) -> list[Any]:
+    def fetch_records(
+        self, max_records: int, key_deserializer: Any = None, value_deserializer: Any = None
+    ) -> list[Any]:
         """Hand out up to ``max_records`` records and advance ``next_fetch_offset``.
 
         With deserializers, a failure on the first record raises
@@ -164,6 +180,7 @@ class CompletedFetch:
                     rec.value = value_des.deserialize(topic, rec.value, rec.headers)
             except Exception as exc:  # noqa: BLE001 - any user deserializer failure
                 self._pending_error = RecordDeserializationError(
-                    self.tp.topic, self.tp.partition, rec.offset, is_key, exc)
+                    self.tp.topic, self.tp.partition, rec.offset, is_key, exc
+                )
                 return i
         return len(chunk)

@@ -87,8 +87,11 @@ logger = logging.getLogger(__name__)
 __all__ = ["ConsumerCoordinator", "OffsetCommitCallback"]
 
 #: Keys that only one group protocol reads (Java warns when they are set for the other one).
-_CLASSIC_ONLY_KEYS = ("partition.assignment.strategy", "session.timeout.ms",
-                      "heartbeat.interval.ms")
+_CLASSIC_ONLY_KEYS = (
+    "partition.assignment.strategy",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+)
 _CONSUMER_ONLY_KEYS = ("group.remote.assignor",)
 _warned_keys: set[tuple[str, str]] = set()
 
@@ -106,15 +109,22 @@ def _warn_keys_of_other_protocol(config: Mapping[str, Any], protocol: str) -> No
     for key in keys:
         if _is_set(config, key) and (protocol, key) not in _warned_keys:
             _warned_keys.add((protocol, key))
-            logger.warning("%s is set but has no effect with group.protocol=%s (it only applies "
-                           "to group.protocol=%s)", key, protocol,
-                           "classic" if protocol == "consumer" else "consumer")
+            logger.warning(
+                "%s is set but has no effect with group.protocol=%s (it only applies "
+                "to group.protocol=%s)",
+                key,
+                protocol,
+                "classic" if protocol == "consumer" else "consumer",
+            )
+
 
 _OFFSET_COMMIT = 8
 _OFFSET_FETCH = 9
 
 #: ``callback(offsets, exception_or_None)``, as Java's ``OffsetCommitCallback.onComplete``.
-OffsetCommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], Any]
+OffsetCommitCallback = Callable[
+    [Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], Any
+]
 
 _COOPERATIVE_STICKY = "cooperative-sticky"
 #: How often a consumer that keeps fetching during a rebalance checks on the JoinGroup/SyncGroup.
@@ -126,7 +136,8 @@ _COMMIT_FAILED_MESSAGE = (
     "partitions to another member. This usually means the time between two calls to poll() was "
     "longer than max.poll.interval.ms, so this consumer was removed from the group. Raise "
     "max.poll.interval.ms, or return fewer records per poll() with max.poll.records, so that "
-    "each batch is processed in time.")
+    "each batch is processed in time."
+)
 
 
 class ConsumerCoordinator(AbstractCoordinator):
@@ -142,17 +153,26 @@ class ConsumerCoordinator(AbstractCoordinator):
     on the user's thread outside every lock.
     """
 
-    def __init__(self, config: Mapping[str, Any], client: Any, subscriptions: SubscriptionState,
-                 metadata: Any, *, time: Time | None = None,
-                 assignors: list[ConsumerPartitionAssignor] | None = None,
-                 heartbeat: Any = None, interceptors: Any = None) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        client: Any,
+        subscriptions: SubscriptionState,
+        metadata: Any,
+        *,
+        time: Time | None = None,
+        assignors: list[ConsumerPartitionAssignor] | None = None,
+        heartbeat: Any = None,
+        interceptors: Any = None,
+    ) -> None:
         """Build the coordinator from the consumer's config (Java keys).
 
         ``assignors`` overrides ``partition.assignment.strategy``; ``interceptors`` receive
         ``on_commit`` after successful commits (on the user's thread, no lock held); ``heartbeat`` replaces the timers (tests).
         """
-        super().__init__(GroupRebalanceConfig.from_config(config), client, time=time,
-                         heartbeat=heartbeat)
+        super().__init__(
+            GroupRebalanceConfig.from_config(config), client, time=time, heartbeat=heartbeat
+        )
         self.config = config
         self.group_protocol = str(_cfg(config, "group.protocol", "classic")).lower()
         self.membership: ConsumerMembershipManager | None = None
@@ -163,38 +183,49 @@ class ConsumerCoordinator(AbstractCoordinator):
                 group_instance_id=self.rebalance_config.group_instance_id,
                 rack_id=self.rebalance_config.client_rack,
                 rebalance_timeout_ms=self.rebalance_config.rebalance_timeout_ms,
-                server_assignor=_cfg(config, "group.remote.assignor", None) or None)
+                server_assignor=_cfg(config, "group.remote.assignor", None) or None,
+            )
         _warn_keys_of_other_protocol(config, self.group_protocol)
         self.subscriptions = subscriptions
         self.metadata = metadata
         self.interceptors = interceptors
         if assignors is None:
-            strategy = _cfg(config, "partition.assignment.strategy",
-                            ["range", "cooperative-sticky"])
+            strategy = _cfg(
+                config, "partition.assignment.strategy", ["range", "cooperative-sticky"]
+            )
             try:
                 assignors = resolve_assignors(strategy)
             except (TypeError, ValueError) as exc:
                 raise Errors.ConfigError(f"partition.assignment.strategy: {exc}") from None
         if not assignors:
-            raise Errors.ConfigError("partition.assignment.strategy must name at least one assignor")
+            raise Errors.ConfigError(
+                "partition.assignment.strategy must name at least one assignor"
+            )
         self.assignors: list[ConsumerPartitionAssignor] = list(assignors)
         try:
             self.protocol: RebalanceProtocol = common_protocol(self.assignors)
         except ValueError:
             raise Errors.ConfigError(
                 "the assignors in partition.assignment.strategy "
-                f"{[a.name for a in self.assignors]} share no rebalance protocol") from None
+                f"{[a.name for a in self.assignors]} share no rebalance protocol"
+            ) from None
         self.auto_commit_enabled = bool(_cfg(config, "enable.auto.commit", True))
         self.auto_commit_interval_ms = int(_cfg(config, "auto.commit.interval.ms", 5000))
         self.next_auto_commit_timer = self.time.timer(self.auto_commit_interval_ms)
-        self.require_stable = str(_cfg(config, "isolation.level", "read_uncommitted")
-                                  ).lower() == "read_committed"
+        self.require_stable = (
+            str(_cfg(config, "isolation.level", "read_uncommitted")).lower() == "read_committed"
+        )
         self.throw_on_fetch_stable_offset_unsupported = bool(
-            _cfg(config, "internal.throw.on.fetch.stable.offset.unsupported", False))
+            _cfg(config, "internal.throw.on.fetch.stable.offset.unsupported", False)
+        )
         # Async commit completions, delivered in order on the user's thread.
         self.completed_offset_commits: collections.deque[
-            tuple[OffsetCommitCallback | None, dict[TopicPartition, OffsetAndMetadata],
-                  BaseException | None]] = collections.deque()
+            tuple[
+                OffsetCommitCallback | None,
+                dict[TopicPartition, OffsetAndMetadata],
+                BaseException | None,
+            ]
+        ] = collections.deque()
         self._in_flight_async_commits: list[Future[Any]] = []
         self.pending_async_commits = 0
         self.async_commit_fenced = False
@@ -206,10 +237,12 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._metadata_seen: tuple[int, re.Pattern[str] | None, frozenset[str]] | None = None
         self.join_prepare_timer: Timer | None = None
         self.auto_commit_offset_request_future: Future[Any] | None = None
-        self._pending_committed_offset_request: tuple[frozenset[TopicPartition], Generation | None,
-                                                      Future[Any]] | None = None
-        self._group_metadata = ConsumerGroupMetadata(self.rebalance_config.group_id, -1, "",
-                                                     self.rebalance_config.group_instance_id)
+        self._pending_committed_offset_request: (
+            tuple[frozenset[TopicPartition], Generation | None, Future[Any]] | None
+        ) = None
+        self._group_metadata = ConsumerGroupMetadata(
+            self.rebalance_config.group_id, -1, "", self.rebalance_config.group_instance_id
+        )
         # Set when the coordinator fenced this static member (another instance joined with
         # the same group.instance.id), so that a later failed commit names that cause.
         self._fenced_by_instance = False
@@ -217,7 +250,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         # a follower's pending SyncGroup only periodically; rejoining at once can then make
         # that SyncGroup fail and cost the group another round.
         self.cooperative_rejoin_delay_ms = int(
-            _cfg(config, "internal.cooperative.rejoin.delay.ms", 0))
+            _cfg(config, "internal.cooperative.rejoin.delay.ms", 0)
+        )
         self._follow_up_rejoin_at: int | None = None
         self.revocations = RevocationTracker()
         self.kip983_enabled = False
@@ -241,9 +275,13 @@ class ConsumerCoordinator(AbstractCoordinator):
         gen = self.generation_snapshot()
         out = []
         for assignor in self.assignors:
-            sub = Subscription(topics=topics, user_data=assignor.subscription_user_data(set(joined)),
-                               owned_partitions=owned, generation_id=gen.generation_id,
-                               rack_id=self.rebalance_config.client_rack)
+            sub = Subscription(
+                topics=topics,
+                user_data=assignor.subscription_user_data(set(joined)),
+                owned_partitions=owned,
+                generation_id=gen.generation_id,
+                rack_id=self.rebalance_config.client_rack,
+            )
             out.append((assignor.name, encode_subscription(sub)))
         return out
 
@@ -271,15 +309,22 @@ class ConsumerCoordinator(AbstractCoordinator):
         pattern and the topics watched) changed since the last call.
         """
         version = self.metadata.update_version
-        pattern = (self.subscriptions.subscribed_pattern
-                   if self.subscriptions.has_pattern_subscription() else None)
+        pattern = (
+            self.subscriptions.subscribed_pattern
+            if self.subscriptions.has_pattern_subscription()
+            else None
+        )
         if (version, pattern, self.subscriptions.metadata_topics()) == self._metadata_seen:
             return
         if pattern is not None:
             matched = self.metadata.matching_topics(pattern)
             if self.subscriptions.subscribe_from_pattern(matched):
-                logger.info("group %s: pattern %s now matches %s", self.rebalance_config.group_id,
-                            pattern.pattern, sorted(matched))
+                logger.info(
+                    "group %s: pattern %s now matches %s",
+                    self.rebalance_config.group_id,
+                    pattern.pattern,
+                    sorted(matched),
+                )
         self._update_metadata_snapshot()
         self._metadata_seen = (version, pattern, self.subscriptions.metadata_topics())
 
@@ -295,17 +340,24 @@ class ConsumerCoordinator(AbstractCoordinator):
         """Also rejoin when the leader's metadata snapshot or our subscription changed."""
         if not self.subscriptions.has_auto_assigned_partitions():
             return False
-        if self.assignment_snapshot is not None and self.assignment_snapshot != self.metadata_snapshot:
+        if (
+            self.assignment_snapshot is not None
+            and self.assignment_snapshot != self.metadata_snapshot
+        ):
             self.request_rejoin_if_necessary(
                 "cached metadata has changed",
-                f"cached metadata changed from {self.assignment_snapshot} to {self.metadata_snapshot}")
+                f"cached metadata changed from {self.assignment_snapshot} to {self.metadata_snapshot}",
+            )
             return True
-        if self.joined_subscription is not None \
-                and self.joined_subscription != self.subscriptions.subscription():
+        if (
+            self.joined_subscription is not None
+            and self.joined_subscription != self.subscriptions.subscription()
+        ):
             self.request_rejoin_if_necessary(
                 "subscription has changed",
                 f"subscription changed from {sorted(self.joined_subscription)} to "
-                f"{sorted(self.subscriptions.subscription())}")
+                f"{sorted(self.subscriptions.subscription())}",
+            )
             return True
         return super().rejoin_needed_or_pending()
 
@@ -346,12 +398,16 @@ class ConsumerCoordinator(AbstractCoordinator):
         return True
 
     def _refresh_metadata_before_join(self, timer: Timer) -> None:
-        if self.metadata.time_to_next_update(timer.current_time_ms) > 0 \
-                and not self.metadata.update_requested():
+        if (
+            self.metadata.time_to_next_update(timer.current_time_ms) > 0
+            and not self.metadata.update_requested()
+        ):
             self.metadata.request_update()
         if timer.remaining_ms > 0:
             try:
-                self.client.await_metadata_update(min(timer.remaining_ms, self.rebalance_config.request_timeout_ms))
+                self.client.await_metadata_update(
+                    min(timer.remaining_ms, self.rebalance_config.request_timeout_ms)
+                )
             except Errors.KafkaTimeoutError:
                 pass
             timer.update()
@@ -366,13 +422,15 @@ class ConsumerCoordinator(AbstractCoordinator):
         rebalancing = False
         if join is not None and join.is_done:
             wait = 0
-        elif join is not None or (self.subscriptions.has_auto_assigned_partitions()
-                                  and self.rejoin_needed_or_pending()):
+        elif join is not None or (
+            self.subscriptions.has_auto_assigned_partitions() and self.rejoin_needed_or_pending()
+        ):
             # A rebalance is under way: come back soon to take its next step.
             rebalancing = True
             wait = min(wait, _JOIN_ATTENTION_MS)
-        coordinator_unknown = (self.subscriptions.has_auto_assigned_partitions()
-                               and self.coordinator_unknown())
+        coordinator_unknown = (
+            self.subscriptions.has_auto_assigned_partitions() and self.coordinator_unknown()
+        )
         if coordinator_unknown:
             # The lookup is retried after its backoff; nothing else would wake us then.
             wait = min(wait, self.lookup_backoff_ms())
@@ -390,11 +448,13 @@ class ConsumerCoordinator(AbstractCoordinator):
         """Ask for a rebalance at the next poll (Java ``enforceRebalance``)."""
         if not self.subscriptions.has_auto_assigned_partitions():
             raise Errors.IllegalStateError(
-                "Tried to force a rebalance but consumer does not have a group.")
+                "Tried to force a rebalance but consumer does not have a group."
+            )
         if self.membership is not None:
             # As Java: the broker decides when to rebalance under the consumer protocol.
-            logger.warning("enforce_rebalance() is not supported with group.protocol=consumer; "
-                           "ignored")
+            logger.warning(
+                "enforce_rebalance() is not supported with group.protocol=consumer; ignored"
+            )
             return
         self.request_rejoin(reason or _DEFAULT_REASON)
 
@@ -409,8 +469,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         with self._lock:
             super()._reset_state_and_generation(reason, reset_member_id)
             self._group_metadata = ConsumerGroupMetadata(
-                self.rebalance_config.group_id, self.generation.generation_id,
-                self.generation.member_id, self.rebalance_config.group_instance_id)
+                self.rebalance_config.group_id,
+                self.generation.generation_id,
+                self.generation.member_id,
+                self.rebalance_config.group_instance_id,
+            )
 
     def _reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
         if code == Errors.FencedInstanceIdError.errno:
@@ -424,7 +487,8 @@ class ConsumerCoordinator(AbstractCoordinator):
                 "Commit cannot be completed since this consumer was fenced: another consumer "
                 f"joined group {self.rebalance_config.group_id!r} with the same "
                 f"group.instance.id {self.rebalance_config.group_instance_id!r} and took over "
-                "its partitions. Give every instance its own group.instance.id.")
+                "its partitions. Give every instance its own group.instance.id."
+            )
         return Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE)
 
     # ======================================================================== listeners
@@ -440,8 +504,12 @@ class ConsumerCoordinator(AbstractCoordinator):
             return None
         if method != "on_partitions_assigned" and not tps:
             return None
-        logger.info("group %s: calling %s with %s", self.rebalance_config.group_id, method,
-                    [str(tp) for tp in tps])
+        logger.info(
+            "group %s: calling %s with %s",
+            self.rebalance_config.group_id,
+            method,
+            [str(tp) for tp in tps],
+        )
         try:
             getattr(listener, method)(tps)
         except (Errors.WakeupError, Errors.InterruptError) as exc:
@@ -451,11 +519,15 @@ class ConsumerCoordinator(AbstractCoordinator):
             return exc
         return None
 
-    def invoke_partitions_assigned(self, partitions: Iterable[TopicPartition]) -> BaseException | None:
+    def invoke_partitions_assigned(
+        self, partitions: Iterable[TopicPartition]
+    ) -> BaseException | None:
         """Run ``on_partitions_assigned``; its exception is returned, not raised."""
         return self._invoke("on_partitions_assigned", partitions)
 
-    def invoke_partitions_revoked(self, partitions: Iterable[TopicPartition]) -> BaseException | None:
+    def invoke_partitions_revoked(
+        self, partitions: Iterable[TopicPartition]
+    ) -> BaseException | None:
         """Run ``on_partitions_revoked``; its exception is returned, not raised."""
         return self._invoke("on_partitions_revoked", partitions)
 
@@ -466,12 +538,17 @@ class ConsumerCoordinator(AbstractCoordinator):
     # ===================================================================== join prepare
     def on_join_prepare(self, timer: Timer, generation_id: int, member_id: str) -> bool:
         """Before (re)joining: auto-commit, then revoke (eager) or drop unsubscribed topics."""
-        logger.debug("executing on_join_prepare with generation %s and member id %s",
-                     generation_id, member_id)
+        logger.debug(
+            "executing on_join_prepare with generation %s and member id %s",
+            generation_id,
+            member_id,
+        )
         if self.auto_commit_enabled and self.auto_commit_offset_request_future is None:
             if self.join_prepare_timer is None:
                 # Bounded by the rebalance timeout: the group waits at most that long for us.
-                self.join_prepare_timer = self.time.timer(self.rebalance_config.rebalance_timeout_ms)
+                self.join_prepare_timer = self.time.timer(
+                    self.rebalance_config.rebalance_timeout_ms
+                )
             if self.protocol is RebalanceProtocol.EAGER:
                 # Stop returning records that the commit below would not cover.
                 self.subscriptions.mark_pending_revocation(self.subscriptions.assigned_partitions())
@@ -487,11 +564,17 @@ class ConsumerCoordinator(AbstractCoordinator):
                 # Wait for the commit in a later poll; heartbeats keep us in the group.
                 return False
             if not future.is_done:
-                logger.warning("group %s: auto-commit before rebalance did not finish within the "
-                               "rebalance timeout; continuing", self.rebalance_config.group_id)
+                logger.warning(
+                    "group %s: auto-commit before rebalance did not finish within the "
+                    "rebalance timeout; continuing",
+                    self.rebalance_config.group_id,
+                )
             elif future.failed():
-                logger.warning("group %s: auto-commit before rebalance failed: %s",
-                               self.rebalance_config.group_id, future.exception)
+                logger.warning(
+                    "group %s: auto-commit before rebalance failed: %s",
+                    self.rebalance_config.group_id,
+                    future.exception,
+                )
             self.invoke_completed_offset_commit_callbacks()
 
         exc: BaseException | None = None
@@ -501,8 +584,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         if generation_id == NO_GENERATION.generation_id or member_id == NO_GENERATION.member_id:
             # The heartbeat thread reset the generation: others may own these partitions now.
             if assigned:
-                logger.info("group %s: giving up partitions %s as lost: generation was reset",
-                            self.rebalance_config.group_id, sorted(assigned))
+                logger.info(
+                    "group %s: giving up partitions %s as lost: generation was reset",
+                    self.rebalance_config.group_id,
+                    sorted(assigned),
+                )
                 exc = self.invoke_partitions_lost(assigned)
                 self.subscriptions.assign_from_subscribed(())
         elif self.protocol is RebalanceProtocol.EAGER:
@@ -527,9 +613,9 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     # ==================================================================== leader assign
     @staticmethod
-    def _partition_racks(cluster: Any, topics: Iterable[str],
-                         subscriptions: Mapping[str, Subscription]
-                         ) -> dict[TopicPartition, set[str]] | None:
+    def _partition_racks(
+        cluster: Any, topics: Iterable[str], subscriptions: Mapping[str, Subscription]
+    ) -> dict[TopicPartition, set[str]] | None:
         """The racks of each partition's replicas, for rack-aware assignment (KIP-881).
 
         None when no member has a rack (``client.rack``) or no broker has one: the assignors
@@ -540,19 +626,24 @@ class ConsumerCoordinator(AbstractCoordinator):
         racks: dict[TopicPartition, set[str]] = {}
         for topic in topics:
             for info in cluster.partitions_for_topic(topic) or ():
-                names = {node.rack for node in (cluster.broker(r) for r in info.replicas)
-                         if node is not None and node.rack}
+                names = {
+                    node.rack
+                    for node in (cluster.broker(r) for r in info.replicas)
+                    if node is not None and node.rack
+                }
                 if names:
                     racks[TopicPartition(topic, info.partition)] = names
         return racks or None
 
-    def on_leader_elected(self, leader_id: str, protocol: str, members: list[dict[str, Any]],
-                          skip_assignment: bool) -> dict[str, bytes]:
+    def on_leader_elected(
+        self, leader_id: str, protocol: str, members: list[dict[str, Any]], skip_assignment: bool
+    ) -> dict[str, bytes]:
         """Run the negotiated assignor over all members' subscriptions."""
         assignor = self.lookup_assignor(protocol)
         if assignor is None:
             raise Errors.IllegalStateError(
-                f"coordinator selected invalid assignment protocol: {protocol}")
+                f"coordinator selected invalid assignment protocol: {protocol}"
+            )
         subscriptions: dict[str, Subscription] = {}
         all_topics: set[str] = set()
         for member in members:
@@ -564,37 +655,52 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.update_group_subscription(all_topics)
         self.is_leader = True
         if skip_assignment:
-            logger.info("group %s: skipped assignment for a returning static leader; keeping the "
-                        "existing assignment", self.rebalance_config.group_id)
+            logger.info(
+                "group %s: skipped assignment for a returning static leader; keeping the "
+                "existing assignment",
+                self.rebalance_config.group_id,
+            )
             self.assignment_snapshot = dict(self.metadata_snapshot)
             return {}
         cluster = self.metadata.cluster
         partitions = {t: self._partition_count(cluster, t) for t in sorted(all_topics)}
         partitions = {t: n for t, n in partitions.items() if n > 0}
-        logger.debug("performing assignment with %s over %s for members %s", assignor.name,
-                     partitions, sorted(subscriptions))
-        assignments = assignor.assign(partitions, subscriptions,
-                                      self._partition_racks(cluster, partitions, subscriptions))
+        logger.debug(
+            "performing assignment with %s over %s for members %s",
+            assignor.name,
+            partitions,
+            sorted(subscriptions),
+        )
+        assignments = assignor.assign(
+            partitions, subscriptions, self._partition_racks(cluster, partitions, subscriptions)
+        )
         if self.protocol is RebalanceProtocol.COOPERATIVE and assignor.name != _COOPERATIVE_STICKY:
             validate_cooperative_assignment(assignments, subscriptions)
         assigned_topics = {tp.topic for a in assignments.values() for tp in a.partitions}
         not_assigned = all_topics - assigned_topics
         if not_assigned:
-            logger.info("subscribed topics not assigned to any member (no metadata or no "
-                        "partitions yet): %s", sorted(not_assigned))
+            logger.info(
+                "subscribed topics not assigned to any member (no metadata or no "
+                "partitions yet): %s",
+                sorted(not_assigned),
+            )
         extra = assigned_topics - all_topics
         if extra:
             logger.warning("the assignor assigned topics nobody subscribed to: %s", sorted(extra))
             all_topics |= extra
             self.update_group_subscription(all_topics)
         self.assignment_snapshot = dict(self.metadata_snapshot)
-        logger.info("group %s: finished assignment for generation %s: %s",
-                    self.rebalance_config.group_id, self.generation_snapshot().generation_id,
-                    {m: [str(tp) for tp in a.partitions] for m, a in assignments.items()})
+        logger.info(
+            "group %s: finished assignment for generation %s: %s",
+            self.rebalance_config.group_id,
+            self.generation_snapshot().generation_id,
+            {m: [str(tp) for tp in a.partitions] for m, a in assignments.items()},
+        )
         return {m: encode_assignment(a) for m, a in assignments.items()}
 
-    def prepare_leader_assignment(self, response: dict[str, Any], timer: Timer,
-                                  deadline_ms: int) -> bool:
+    def prepare_leader_assignment(
+        self, response: dict[str, Any], timer: Timer, deadline_ms: int
+    ) -> bool:
         """Wait (bounded by ``timer``) for one metadata refresh when the leader lacks topics.
 
         As Java's ``ensureFreshMetadata`` before assigning: one refresh that covers the group's
@@ -631,18 +737,23 @@ class ConsumerCoordinator(AbstractCoordinator):
         return False
 
     # ===================================================================== join complete
-    def on_join_complete(self, generation_id: int, member_id: str, protocol: str | None,
-                         assignment: bytes) -> None:
+    def on_join_complete(
+        self, generation_id: int, member_id: str, protocol: str | None, assignment: bytes
+    ) -> None:
         """Apply the new assignment and call the listener (user thread, no lock held)."""
         if not self.is_leader:
             self.assignment_snapshot = None
         assignor = self.lookup_assignor(protocol)
         if assignor is None:
             raise Errors.IllegalStateError(
-                f"coordinator selected invalid assignment protocol: {protocol}")
-        self._group_metadata = ConsumerGroupMetadata(self.rebalance_config.group_id, generation_id,
-                                                     member_id,
-                                                     self.rebalance_config.group_instance_id)
+                f"coordinator selected invalid assignment protocol: {protocol}"
+            )
+        self._group_metadata = ConsumerGroupMetadata(
+            self.rebalance_config.group_id,
+            generation_id,
+            member_id,
+            self.rebalance_config.group_instance_id,
+        )
         self._fenced_by_instance = False
         owned = set(self.subscriptions.assigned_partitions())
         decoded = decode_assignment(assignment)
@@ -651,7 +762,8 @@ class ConsumerCoordinator(AbstractCoordinator):
             self.request_rejoin(
                 "received assignment does not match subscription",
                 f"received assignment {sorted(assigned)} does not match the current subscription "
-                f"{sorted(self.subscriptions.subscription())}; it likely changed since we joined")
+                f"{sorted(self.subscriptions.subscription())}; it likely changed since we joined",
+            )
             return
         first_exc: BaseException | None = None
         added = assigned - owned
@@ -677,8 +789,11 @@ class ConsumerCoordinator(AbstractCoordinator):
             self.subscriptions.assign_from_subscribed(sorted(assigned | revoked))
             self.subscriptions.mark_pending_revocation(revoked)
             self.revocations.request_revoke(revoked)
-            logger.info("group %s: partitions %s will be revoked at the next poll",
-                        self.rebalance_config.group_id, sorted(revoked))
+            logger.info(
+                "group %s: partitions %s will be revoked at the next poll",
+                self.rebalance_config.group_id,
+                sorted(revoked),
+            )
         else:
             self.subscriptions.assign_from_subscribed(sorted(assigned))
         assign_exc = self.invoke_partitions_assigned(added)
@@ -693,7 +808,9 @@ class ConsumerCoordinator(AbstractCoordinator):
         added = {tp.topic for tp in assigned if tp.topic not in joined}
         if added:
             # The leader saw matching topics before we did: follow its decision.
-            if self.subscriptions.subscribe_from_pattern(set(self.subscriptions.subscription()) | added):
+            if self.subscriptions.subscribe_from_pattern(
+                set(self.subscriptions.subscription()) | added
+            ):
                 self.metadata.request_update()
             self.joined_subscription = frozenset(joined | added)
 
@@ -701,11 +818,17 @@ class ConsumerCoordinator(AbstractCoordinator):
         """After revoking, rejoin so the partitions reach their new owner (KIP-429)."""
         if self.cooperative_rejoin_delay_ms > 0:
             self._follow_up_rejoin_at = self.time.monotonic_ms() + self.cooperative_rejoin_delay_ms
-            logger.info("group %s: revoked %s; re-joining in %d ms", self.rebalance_config.group_id,
-                        [str(tp) for tp in sorted(revoked)], self.cooperative_rejoin_delay_ms)
+            logger.info(
+                "group %s: revoked %s; re-joining in %d ms",
+                self.rebalance_config.group_id,
+                [str(tp) for tp in sorted(revoked)],
+                self.cooperative_rejoin_delay_ms,
+            )
             return
-        self.request_rejoin("need to revoke partitions and re-join",
-                            f"need to revoke partitions {sorted(revoked)} and re-join")
+        self.request_rejoin(
+            "need to revoke partitions and re-join",
+            f"need to revoke partitions {sorted(revoked)} and re-join",
+        )
 
     def _maybe_start_follow_up_rejoin(self, now_ms: int) -> None:
         due = self._follow_up_rejoin_at
@@ -726,8 +849,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         if self.membership is not None:
             with self._lock:
                 in_group = self.membership.state.in_group()
-            exc = (self.invoke_partitions_revoked(due) if in_group
-                   else self.invoke_partitions_lost(due))
+            exc = (
+                self.invoke_partitions_revoked(due)
+                if in_group
+                else self.invoke_partitions_lost(due)
+            )
             remaining = set(self.subscriptions.assigned_partitions()) - due
             self.subscriptions.assign_from_subscribed(sorted(remaining))
             if exc is not None:
@@ -771,15 +897,21 @@ class ConsumerCoordinator(AbstractCoordinator):
             with self._lock:
                 in_group = self.membership.state.in_group()
             if self.subscriptions.has_auto_assigned_partitions() and dropped:
-                exc = (self.invoke_partitions_revoked(dropped) if in_group
-                       else self.invoke_partitions_lost(dropped))
+                exc = (
+                    self.invoke_partitions_revoked(dropped)
+                    if in_group
+                    else self.invoke_partitions_lost(dropped)
+                )
                 self.subscriptions.assign_from_subscribed(())
                 if exc is not None:
                     raise exc
             return
         if self.subscriptions.has_auto_assigned_partitions() and dropped:
-            if (gen.generation_id == NO_GENERATION.generation_id
-                    or gen.member_id == NO_GENERATION.member_id or self.rebalance_in_progress()):
+            if (
+                gen.generation_id == NO_GENERATION.generation_id
+                or gen.member_id == NO_GENERATION.member_id
+                or self.rebalance_in_progress()
+            ):
                 exc = self.invoke_partitions_lost(dropped)
             else:
                 exc = self.invoke_partitions_revoked(dropped)
@@ -816,7 +948,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         # heartbeat thread: both are touched only under the coordinator lock, the list in place.
         with self._lock:
             self._in_flight_async_commits[:] = [
-                f for f in self._in_flight_async_commits if not f.is_done]
+                f for f in self._in_flight_async_commits if not f.is_done
+            ]
             return bool(self._in_flight_async_commits) or self.pending_async_commits > 0
 
     def _first_in_flight(self) -> Future[Any] | None:
@@ -836,7 +969,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         if self.async_commit_fenced:
             raise Errors.FencedInstanceIdError(
                 f"an async commit was fenced: group.instance.id "
-                f"{self.rebalance_config.group_instance_id!r} is used by another consumer")
+                f"{self.rebalance_config.group_instance_id!r} is used by another consumer"
+            )
         while True:
             with self._lock:
                 if not self.completed_offset_commits:
@@ -853,15 +987,20 @@ class ConsumerCoordinator(AbstractCoordinator):
         if self.async_commit_fenced:
             raise Errors.FencedInstanceIdError(
                 f"an async commit was fenced: group.instance.id "
-                f"{self.rebalance_config.group_instance_id!r} is used by another consumer")
+                f"{self.rebalance_config.group_instance_id!r} is used by another consumer"
+            )
 
-    def _log_commit_error(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
-                          exc: BaseException | None) -> None:
+    def _log_commit_error(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], exc: BaseException | None
+    ) -> None:
         if exc is not None:
             logger.error("offset commit of %s failed: %s", dict(offsets), exc)
 
-    def commit_offsets_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
-                             callback: OffsetCommitCallback | None = None) -> None:
+    def commit_offsets_async(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
+        callback: OffsetCommitCallback | None = None,
+    ) -> None:
         """Commit without waiting; ``callback(offsets, exc)`` runs in a later poll or commit."""
         self.invoke_completed_offset_commit_callbacks()
         offsets = dict(offsets) if offsets else {}
@@ -886,7 +1025,8 @@ class ConsumerCoordinator(AbstractCoordinator):
 
             def on_lookup_failed(exc: BaseException) -> None:
                 err = Errors.RetriableCommitFailedError(
-                    f"offset commit failed with a retriable exception: {exc}")
+                    f"offset commit failed with a retriable exception: {exc}"
+                )
                 err.__cause__ = exc
                 with self._lock:
                     self.completed_offset_commits.append((callback, offsets, err))
@@ -896,8 +1036,11 @@ class ConsumerCoordinator(AbstractCoordinator):
             lookup.add_errback(on_lookup_failed)
         self._client_poll_no_wakeup()
 
-    def _do_commit_offsets_async(self, offsets: dict[TopicPartition, OffsetAndMetadata],
-                                 callback: OffsetCommitCallback | None) -> Future[Any]:
+    def _do_commit_offsets_async(
+        self,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: OffsetCommitCallback | None,
+    ) -> Future[Any]:
         future = self._send_offset_commit_request(offsets)
         with self._lock:
             self._in_flight_async_commits.append(future)
@@ -913,7 +1056,8 @@ class ConsumerCoordinator(AbstractCoordinator):
             err: BaseException = exc
             if getattr(exc, "retriable", False):
                 err = Errors.RetriableCommitFailedError(
-                    f"offset commit failed with a retriable exception: {exc}")
+                    f"offset commit failed with a retriable exception: {exc}"
+                )
                 err.__cause__ = exc
             with self._lock:
                 self.completed_offset_commits.append((callback, offsets, err))
@@ -932,8 +1076,9 @@ class ConsumerCoordinator(AbstractCoordinator):
             except Exception:
                 logger.warning("interceptor on_commit failed", exc_info=True)
 
-    def commit_offsets_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
-                            timer: Timer) -> bool:
+    def commit_offsets_sync(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None, timer: Timer
+    ) -> bool:
         """Commit and wait, retrying retriable errors within ``timer``; False on timeout.
 
         Raises CommitFailedError (the group moved on), RebalanceInProgressError (finish the
@@ -977,27 +1122,31 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.invoke_completed_offset_commit_callbacks()
         return not self._pending_async()
 
-    def _send_offset_commit_request(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
-                                    ) -> Future[Any]:
+    def _send_offset_commit_request(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> Future[Any]:
         if not offsets:
             done: Future[Any] = Future()
             return done.success(None)
         node = self.check_and_get_coordinator()
         if node is None:
-            return Future().failure(Errors.CoordinatorNotAvailableError(
-                "the group coordinator is not available"))
+            return Future().failure(
+                Errors.CoordinatorNotAvailableError("the group coordinator is not available")
+            )
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, om in offsets.items():
             if not isinstance(om, OffsetAndMetadata):
                 om = OffsetAndMetadata(*om) if isinstance(om, tuple) else OffsetAndMetadata(int(om))
             if om.offset < 0:
                 return Future().failure(ValueError(f"invalid offset {om.offset} for {tp}"))
-            by_topic.setdefault(tp.topic, []).append({
-                "partition_index": tp.partition,
-                "committed_offset": om.offset,
-                "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
-                "committed_metadata": om.metadata,
-            })
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": om.offset,
+                    "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                    "committed_metadata": om.metadata,
+                }
+            )
         gen: Generation | None
         instance_id: str | None
         if self.subscriptions.has_auto_assigned_partitions():
@@ -1006,10 +1155,13 @@ class ConsumerCoordinator(AbstractCoordinator):
             if gen is None:
                 # Not part of an active generation: the user must rejoin through poll().
                 if self.rebalance_in_progress():
-                    return Future().failure(Errors.RebalanceInProgressError(
-                        "Offset commit cannot be completed since the consumer is undergoing a "
-                        "rebalance for auto partition assignment. Complete the rebalance by "
-                        "calling poll() and then retry the commit."))
+                    return Future().failure(
+                        Errors.RebalanceInProgressError(
+                            "Offset commit cannot be completed since the consumer is undergoing a "
+                            "rebalance for auto partition assignment. Complete the rebalance by "
+                            "calling poll() and then retry the commit."
+                        )
+                    )
                 return Future().failure(self._commit_failed())
         else:
             gen = NO_GENERATION
@@ -1022,13 +1174,15 @@ class ConsumerCoordinator(AbstractCoordinator):
             "retention_time_ms": -1,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
-        logger.debug("sending OffsetCommit for %s with %s", {str(k): v for k, v in offsets.items()},
-                     gen)
+        logger.debug(
+            "sending OffsetCommit for %s with %s", {str(k): v for k, v in offsets.items()}, gen
+        )
         request = self._send(node, _OFFSET_COMMIT, body)
         return self._compose(request, gen, self._handle_offset_commit_response)
 
-    def _handle_offset_commit_response(self, response: dict[str, Any], sent: Generation,
-                                       future: Future[Any]) -> None:
+    def _handle_offset_commit_response(
+        self, response: dict[str, Any], sent: Generation, future: Future[Any]
+    ) -> None:
         unauthorized: set[str] = set()
         for topic in response.get("topics") or []:
             name = topic.get("name")
@@ -1040,41 +1194,60 @@ class ConsumerCoordinator(AbstractCoordinator):
                 err_name = Errors.for_code(code).name
                 logger.debug("OffsetCommit of %s failed with %s", tp, err_name)
                 if code == Errors.GroupAuthorizationFailedError.errno:
-                    future.failure(Errors.GroupAuthorizationFailedError(
-                        f"not authorized to access group {self.rebalance_config.group_id}"))
+                    future.failure(
+                        Errors.GroupAuthorizationFailedError(
+                            f"not authorized to access group {self.rebalance_config.group_id}"
+                        )
+                    )
                     return
                 if code == Errors.TopicAuthorizationFailedError.errno:
                     unauthorized.add(tp.topic)
                     continue
-                if code in (Errors.OffsetMetadataTooLargeError.errno,
-                            Errors.InvalidCommitOffsetSizeError.errno):
+                if code in (
+                    Errors.OffsetMetadataTooLargeError.errno,
+                    Errors.InvalidCommitOffsetSizeError.errno,
+                ):
                     future.failure(_error_for(code, f"offset commit of {tp} failed"))
                     return
-                if code in (Errors.CoordinatorLoadInProgressError.errno,
-                            Errors.UnknownTopicOrPartitionError.errno):
+                if code in (
+                    Errors.CoordinatorLoadInProgressError.errno,
+                    Errors.UnknownTopicOrPartitionError.errno,
+                ):
                     future.failure(_error_for(code, f"offset commit of {tp} failed"))
                     return
-                if code in (Errors.CoordinatorNotAvailableError.errno,
-                            Errors.NotCoordinatorError.errno, Errors.RequestTimedOutError.errno):
+                if code in (
+                    Errors.CoordinatorNotAvailableError.errno,
+                    Errors.NotCoordinatorError.errno,
+                    Errors.RequestTimedOutError.errno,
+                ):
                     self.mark_coordinator_unknown(f"error response {err_name}")
                     future.failure(_error_for(code, f"offset commit of {tp} failed"))
                     return
                 if code == Errors.FencedInstanceIdError.errno:
-                    logger.info("OffsetCommit with %s failed: group.instance.id %r fenced", sent,
-                                self.rebalance_config.group_instance_id)
+                    logger.info(
+                        "OffsetCommit with %s failed: group.instance.id %r fenced",
+                        sent,
+                        self.rebalance_config.group_instance_id,
+                    )
                     self._fenced_by_instance = True
                     with self._lock:
                         unchanged = self.generation == sent
                         preparing = self.state is MemberState.PREPARING_REBALANCE
                     if unchanged:
-                        future.failure(Errors.FencedInstanceIdError(
-                            f"group.instance.id {self.rebalance_config.group_instance_id!r} is "
-                            f"used by another consumer"))
+                        future.failure(
+                            Errors.FencedInstanceIdError(
+                                f"group.instance.id {self.rebalance_config.group_instance_id!r} is "
+                                f"used by another consumer"
+                            )
+                        )
                     elif preparing:
-                        future.failure(Errors.RebalanceInProgressError(
-                            "Offset commit cannot be completed: the member's old generation was "
-                            "fenced by its group instance id; it has probably joined a newer "
-                            "generation already. Call poll() and retry."))
+                        future.failure(
+                            Errors.RebalanceInProgressError(
+                                "Offset commit cannot be completed: the member's old generation was "
+                                "fenced by its group instance id; it has probably joined a newer "
+                                "generation already. Call poll() and retry."
+                            )
+                        )
                     else:
                         future.failure(self._commit_failed())
                     return
@@ -1083,19 +1256,25 @@ class ConsumerCoordinator(AbstractCoordinator):
                     # built. While still in the group, retry with the new epoch (a sync commit
                     # does); once out of it, the group has moved on.
                     if self.generation_if_stable() is not None:
-                        future.failure(Errors.RetriableCommitFailedError(
-                            f"offset commit of {tp} carried a stale member epoch "
-                            f"({sent.generation_id}); retry with the current one"))
+                        future.failure(
+                            Errors.RetriableCommitFailedError(
+                                f"offset commit of {tp} carried a stale member epoch "
+                                f"({sent.generation_id}); retry with the current one"
+                            )
+                        )
                     else:
                         future.failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
                     return
                 if code == Errors.RebalanceInProgressError.errno:
                     # Only possible between JoinGroup and SyncGroup: rejoin, keep the generation.
                     self.request_rejoin("offset commit failed since group is already rebalancing")
-                    future.failure(Errors.RebalanceInProgressError(
-                        "Offset commit cannot be completed since the consumer group is executing "
-                        "a rebalance at the moment. Complete the rebalance by calling poll() and "
-                        "then retry the commit."))
+                    future.failure(
+                        Errors.RebalanceInProgressError(
+                            "Offset commit cannot be completed since the consumer group is executing "
+                            "a rebalance at the moment. Complete the rebalance by calling poll() and "
+                            "then retry the commit."
+                        )
+                    )
                     return
                 if code in (Errors.UnknownMemberIdError.errno, Errors.IllegalGenerationError.errno):
                     logger.info("OffsetCommit with %s failed with %s", sent, err_name)
@@ -1103,22 +1282,30 @@ class ConsumerCoordinator(AbstractCoordinator):
                         unchanged = self.generation == sent
                         preparing = self.state is MemberState.PREPARING_REBALANCE
                     if not unchanged and preparing:
-                        future.failure(Errors.RebalanceInProgressError(
-                            "Offset commit cannot be completed since the member's generation is "
-                            "already stale: it is taking part in a newer rebalance. Complete it "
-                            "by calling poll() and then retry the commit."))
+                        future.failure(
+                            Errors.RebalanceInProgressError(
+                                "Offset commit cannot be completed since the member's generation is "
+                                "already stale: it is taking part in a newer rebalance. Complete it "
+                                "by calling poll() and then retry the commit."
+                            )
+                        )
                     else:
                         self._reset_state_on_response_error(
-                            "OffsetCommit", code, code != Errors.IllegalGenerationError.errno)
+                            "OffsetCommit", code, code != Errors.IllegalGenerationError.errno
+                        )
                         future.failure(self._commit_failed())
                     return
-                future.failure(Errors.KafkaError(f"unexpected error in offset commit of {tp}: "
-                                                 f"{err_name}"))
+                future.failure(
+                    Errors.KafkaError(f"unexpected error in offset commit of {tp}: {err_name}")
+                )
                 return
         if unauthorized:
-            future.failure(Errors.TopicAuthorizationFailedError(
-                f"not authorized to commit to topics {sorted(unauthorized)}",
-                unauthorized_topics=unauthorized))
+            future.failure(
+                Errors.TopicAuthorizationFailedError(
+                    f"not authorized to commit to topics {sorted(unauthorized)}",
+                    unauthorized_topics=unauthorized,
+                )
+            )
             return
         future.success(None)
 
@@ -1135,17 +1322,23 @@ class ConsumerCoordinator(AbstractCoordinator):
             return None
         return self._do_commit_offsets_async(offsets, self._auto_commit_callback)
 
-    def _auto_commit_callback(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
-                              exc: BaseException | None) -> None:
+    def _auto_commit_callback(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], exc: BaseException | None
+    ) -> None:
         if exc is None:
-            logger.debug("auto-commit of %s succeeded", {str(k): v.offset for k, v in offsets.items()})
+            logger.debug(
+                "auto-commit of %s succeeded", {str(k): v.offset for k, v in offsets.items()}
+            )
             return
         if getattr(exc, "retriable", False):
             logger.debug("auto-commit of offsets failed (will retry): %s", exc)
             self.next_auto_commit_timer.update_and_reset(self.rebalance_config.retry_backoff_ms)
         else:
-            logger.warning("auto-commit of offsets %s failed: %s",
-                           {str(k): v.offset for k, v in offsets.items()}, exc)
+            logger.warning(
+                "auto-commit of offsets %s failed: %s",
+                {str(k): v.offset for k, v in offsets.items()},
+                exc,
+            )
 
     def maybe_auto_commit_offsets_async(self, now_ms: int) -> None:
         """Auto-commit when ``auto.commit.interval.ms`` has passed (called by poll)."""
@@ -1162,19 +1355,25 @@ class ConsumerCoordinator(AbstractCoordinator):
             return
         offsets = self.subscriptions.all_consumed()
         try:
-            logger.debug("sending synchronous auto-commit of %s",
-                         {str(k): v.offset for k, v in offsets.items()})
+            logger.debug(
+                "sending synchronous auto-commit of %s",
+                {str(k): v.offset for k, v in offsets.items()},
+            )
             if not self.commit_offsets_sync(offsets, timer):
                 logger.debug("auto-commit of %s timed out before completion", offsets)
         except (Errors.WakeupError, Errors.InterruptError):
             raise
         except Exception as exc:
-            logger.warning("synchronous auto-commit of offsets %s failed: %s",
-                           {str(k): v.offset for k, v in offsets.items()}, exc)
+            logger.warning(
+                "synchronous auto-commit of offsets %s failed: %s",
+                {str(k): v.offset for k, v in offsets.items()},
+                exc,
+            )
 
     # ================================================================= committed offsets
-    def fetch_committed_offsets(self, partitions: Iterable[TopicPartition], timer: Timer
-                                ) -> dict[TopicPartition, OffsetAndMetadata | None] | None:
+    def fetch_committed_offsets(
+        self, partitions: Iterable[TopicPartition], timer: Timer
+    ) -> dict[TopicPartition, OffsetAndMetadata | None] | None:
         """The committed offset of each partition (None value: nothing committed).
 
         Returns None when ``timer`` expired first. Retriable errors (coordinator moves,
@@ -1218,8 +1417,9 @@ class ConsumerCoordinator(AbstractCoordinator):
     def _send_offset_fetch_request(self, partitions: frozenset[TopicPartition]) -> Future[Any]:
         node = self.check_and_get_coordinator()
         if node is None:
-            return Future().failure(Errors.CoordinatorNotAvailableError(
-                "the group coordinator is not available"))
+            return Future().failure(
+                Errors.CoordinatorNotAvailableError("the group coordinator is not available")
+            )
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -1236,17 +1436,24 @@ class ConsumerCoordinator(AbstractCoordinator):
             body["topics"] = topics
         if self.require_stable and version < 7:
             if self.throw_on_fetch_stable_offset_unsupported:
-                return Future().failure(Errors.UnsupportedVersionError(
-                    "the broker cannot wait for stable offsets (OffsetFetch v7+)"))
-            logger.warning("the broker does not support waiting for stable offsets under "
-                           "read_committed; committed offsets may include pending transactions")
+                return Future().failure(
+                    Errors.UnsupportedVersionError(
+                        "the broker cannot wait for stable offsets (OffsetFetch v7+)"
+                    )
+                )
+            logger.warning(
+                "the broker does not support waiting for stable offsets under "
+                "read_committed; committed offsets may include pending transactions"
+            )
         logger.debug("fetching committed offsets for %s", [str(tp) for tp in sorted(partitions)])
         request = self._send(node, _OFFSET_FETCH, body, version=version)
-        return self._compose(request, self.generation_snapshot(),
-                             self._handle_offset_fetch_response)
+        return self._compose(
+            request, self.generation_snapshot(), self._handle_offset_fetch_response
+        )
 
-    def _handle_offset_fetch_response(self, response: dict[str, Any], sent: Generation,
-                                      future: Future[Any]) -> None:
+    def _handle_offset_fetch_response(
+        self, response: dict[str, Any], sent: Generation, future: Future[Any]
+    ) -> None:
         groups = response.get("groups") or []
         if groups:
             group = groups[0]
@@ -1260,15 +1467,22 @@ class ConsumerCoordinator(AbstractCoordinator):
             logger.debug("OffsetFetch failed with %s", name)
             if top_code == Errors.CoordinatorLoadInProgressError.errno:
                 future.failure(Errors.CoordinatorLoadInProgressError())
-            elif top_code in (Errors.NotCoordinatorError.errno,
-                              Errors.CoordinatorNotAvailableError.errno):
+            elif top_code in (
+                Errors.NotCoordinatorError.errno,
+                Errors.CoordinatorNotAvailableError.errno,
+            ):
                 self.mark_coordinator_unknown(f"error response {name}")
                 future.failure(_error_for(top_code))
             elif top_code == Errors.GroupAuthorizationFailedError.errno:
-                future.failure(Errors.GroupAuthorizationFailedError(
-                    f"not authorized to access group {self.rebalance_config.group_id}"))
+                future.failure(
+                    Errors.GroupAuthorizationFailedError(
+                        f"not authorized to access group {self.rebalance_config.group_id}"
+                    )
+                )
             else:
-                future.failure(Errors.KafkaError(f"unexpected error in OffsetFetch response: {name}"))
+                future.failure(
+                    Errors.KafkaError(f"unexpected error in OffsetFetch response: {name}")
+                )
             return
         offsets: dict[TopicPartition, OffsetAndMetadata | None] = {}
         unauthorized: set[str] = set()
@@ -1281,8 +1495,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 if code:
                     name = Errors.for_code(code).name
                     if code == Errors.UnknownTopicOrPartitionError.errno:
-                        future.failure(Errors.KafkaError(
-                            f"topic or partition {tp} does not exist"))
+                        future.failure(Errors.KafkaError(f"topic or partition {tp} does not exist"))
                         return
                     if code == Errors.TopicAuthorizationFailedError.errno:
                         unauthorized.add(tname)
@@ -1290,26 +1503,40 @@ class ConsumerCoordinator(AbstractCoordinator):
                     if code == Errors.UnstableOffsetCommitError.errno:
                         unstable.add(tp)
                         continue
-                    future.failure(Errors.KafkaError(
-                        f"unexpected error in OffsetFetch response for {tp}: {name}"))
+                    future.failure(
+                        Errors.KafkaError(
+                            f"unexpected error in OffsetFetch response for {tp}: {name}"
+                        )
+                    )
                     return
                 offset = int(part.get("committed_offset", -1))
                 if offset >= 0:
                     epoch = part.get("committed_leader_epoch", -1)
-                    offsets[tp] = OffsetAndMetadata(offset, part.get("metadata") or "",
-                                                    None if epoch is None or epoch < 0 else int(epoch))
+                    offsets[tp] = OffsetAndMetadata(
+                        offset,
+                        part.get("metadata") or "",
+                        None if epoch is None or epoch < 0 else int(epoch),
+                    )
                 else:
                     logger.debug("found no committed offset for %s", tp)
                     offsets[tp] = None
         if unauthorized:
-            future.failure(Errors.TopicAuthorizationFailedError(
-                f"not authorized to read offsets of topics {sorted(unauthorized)}",
-                unauthorized_topics=unauthorized))
+            future.failure(
+                Errors.TopicAuthorizationFailedError(
+                    f"not authorized to read offsets of topics {sorted(unauthorized)}",
+                    unauthorized_topics=unauthorized,
+                )
+            )
         elif unstable:
-            logger.info("offsets of %s are not stable yet (pending transactional commit); "
-                        "retrying", [str(tp) for tp in sorted(unstable)])
-            future.failure(Errors.UnstableOffsetCommitError(
-                f"there are unstable offsets for {[str(tp) for tp in sorted(unstable)]}"))
+            logger.info(
+                "offsets of %s are not stable yet (pending transactional commit); retrying",
+                [str(tp) for tp in sorted(unstable)],
+            )
+            future.failure(
+                Errors.UnstableOffsetCommitError(
+                    f"there are unstable offsets for {[str(tp) for tp in sorted(unstable)]}"
+                )
+            )
         else:
             future.success(offsets)
 
@@ -1330,10 +1557,12 @@ class ConsumerCoordinator(AbstractCoordinator):
             if self.subscriptions.is_assigned(tp):
                 cluster = self.metadata.cluster
                 leader = LeaderAndEpoch(cluster.leader_for(tp), cluster.leader_epoch(tp))
-                self.subscriptions.seek_unvalidated(tp, FetchPosition(om.offset, om.leader_epoch,
-                                                                      leader))
-                logger.info("setting offset for partition %s to the committed offset %s", tp,
-                            om.offset)
+                self.subscriptions.seek_unvalidated(
+                    tp, FetchPosition(om.offset, om.leader_epoch, leader)
+                )
+                logger.info(
+                    "setting offset for partition %s to the committed offset %s", tp, om.offset
+                )
         return True
 
     # ============================================= consumer group protocol (KIP-848)
@@ -1355,9 +1584,11 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def on_new_target(self) -> None:
         """Heartbeat thread (lock held): a new target or a fencing awaits the user's thread."""
-        logger.debug("group %s: membership needs the user's thread (state %s)",
-                     self.rebalance_config.group_id,
-                     self.membership.state.value if self.membership is not None else "-")
+        logger.debug(
+            "group %s: membership needs the user's thread (state %s)",
+            self.rebalance_config.group_id,
+            self.membership.state.value if self.membership is not None else "-",
+        )
 
     def _start_heartbeat_manager_if_needed(self) -> ConsumerHeartbeatRequestManager:
         with self._lock:
@@ -1394,8 +1625,11 @@ class ConsumerCoordinator(AbstractCoordinator):
             if state in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.LEAVING):
                 m.transition_to_joining()
                 manager.request_heartbeat()
-            elif (m.sent is not None and m.sent.subscribed_topic_names is not None
-                  and tuple(self.heartbeat_subscription()[0] or ()) != m.sent.subscribed_topic_names):
+            elif (
+                m.sent is not None
+                and m.sent.subscribed_topic_names is not None
+                and tuple(self.heartbeat_subscription()[0] or ()) != m.sent.subscribed_topic_names
+            ):
                 # Tell the broker about the new subscription now, not at the next interval.
                 manager.request_heartbeat()
         if state in (ConsumerMemberState.FENCED, ConsumerMemberState.STALE):
@@ -1404,8 +1638,9 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.maybe_auto_commit_offsets_async(timer.current_time_ms)
         return True
 
-    def _release_lost_and_rejoin(self, m: ConsumerMembershipManager,
-                                 manager: ConsumerHeartbeatRequestManager) -> None:
+    def _release_lost_and_rejoin(
+        self, m: ConsumerMembershipManager, manager: ConsumerHeartbeatRequestManager
+    ) -> None:
         """Fenced or stale: others may own our partitions now; give them up as lost, rejoin."""
         lost = set(self.subscriptions.assigned_partitions())
         self.revocations.clear()
@@ -1426,8 +1661,9 @@ class ConsumerCoordinator(AbstractCoordinator):
                 out.setdefault(tid, set()).add(tp.partition)
         return {tid: frozenset(parts) for tid, parts in out.items()}
 
-    def _maybe_reconcile(self, m: ConsumerMembershipManager,
-                         manager: ConsumerHeartbeatRequestManager) -> None:
+    def _maybe_reconcile(
+        self, m: ConsumerMembershipManager, manager: ConsumerHeartbeatRequestManager
+    ) -> None:
         """Move towards the broker's target: revoke (commit, listener), assign, acknowledge.
 
         Runs on the user's thread in poll(), outside every lock. Topics of the target whose
@@ -1443,8 +1679,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         names = {tid: cluster.topic_name(tid) for tid in target}
         resolved, unresolved = resolve(target, {t: n for t, n in names.items() if n is not None})
         if unresolved:
-            logger.debug("group %s: assignment names topic ids %s not in the metadata yet",
-                         self.rebalance_config.group_id, sorted(map(str, unresolved)))
+            logger.debug(
+                "group %s: assignment names topic ids %s not in the metadata yet",
+                self.rebalance_config.group_id,
+                sorted(map(str, unresolved)),
+            )
             self.metadata.request_update()
         owned = set(self.subscriptions.assigned_partitions())
         pending_revoke = self.revocations.to_be_revoked() if self.kip983_enabled else set()
@@ -1457,8 +1696,11 @@ class ConsumerCoordinator(AbstractCoordinator):
             if new:
                 self.subscriptions.mark_pending_revocation(new)
                 self.revocations.request_revoke(new)
-                logger.info("group %s: partitions %s will be revoked at the next poll",
-                            self.rebalance_config.group_id, sorted(new))
+                logger.info(
+                    "group %s: partitions %s will be revoked at the next poll",
+                    self.rebalance_config.group_id,
+                    sorted(new),
+                )
             return
         first_exc: BaseException | None = None
         if revoked:
@@ -1466,7 +1708,8 @@ class ConsumerCoordinator(AbstractCoordinator):
             self.subscriptions.mark_pending_revocation(revoked)
             if self.auto_commit_enabled:
                 self.maybe_auto_commit_offsets_sync(
-                    self.time.timer(self.rebalance_config.request_timeout_ms))
+                    self.time.timer(self.rebalance_config.request_timeout_ms)
+                )
             first_exc = self.invoke_partitions_revoked(revoked)
             self.subscriptions.assign_from_subscribed(sorted(owned - revoked))
         new_owned = (owned - revoked) | added
@@ -1482,18 +1725,26 @@ class ConsumerCoordinator(AbstractCoordinator):
         with self._lock:
             m.complete_reconciliation(owned_ids)
             self._group_metadata = ConsumerGroupMetadata(
-                self.rebalance_config.group_id, m.member_epoch, m.member_id,
-                self.rebalance_config.group_instance_id)
+                self.rebalance_config.group_id,
+                m.member_epoch,
+                m.member_id,
+                self.rebalance_config.group_instance_id,
+            )
             manager.request_heartbeat()
-        logger.info("group %s: reconciled assignment at epoch %d: %s (added %s, revoked %s)",
-                    self.rebalance_config.group_id, m.member_epoch,
-                    sorted(map(str, new_owned)), sorted(map(str, added)),
-                    sorted(map(str, revoked)))
+        logger.info(
+            "group %s: reconciled assignment at epoch %d: %s (added %s, revoked %s)",
+            self.rebalance_config.group_id,
+            m.member_epoch,
+            sorted(map(str, new_owned)),
+            sorted(map(str, added)),
+            sorted(map(str, revoked)),
+        )
         if first_exc is not None:
             raise first_exc
 
-    def _time_to_next_poll_consumer_protocol(self, now_ms: int,
-                                             m: ConsumerMembershipManager) -> int:
+    def _time_to_next_poll_consumer_protocol(
+        self, now_ms: int, m: ConsumerMembershipManager
+    ) -> int:
         with self._lock:
             state = m.state
         if not self.subscriptions.has_auto_assigned_partitions():
@@ -1541,15 +1792,23 @@ class ConsumerCoordinator(AbstractCoordinator):
             return super().maybe_leave_group(reason, force_static)
         future: Future[None] | None = None
         with self._lock:
-            active = m.state not in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.FATAL,
-                                     ConsumerMemberState.STALE)
+            active = m.state not in (
+                ConsumerMemberState.UNSUBSCRIBED,
+                ConsumerMemberState.FATAL,
+                ConsumerMemberState.STALE,
+            )
             node = self.check_and_get_coordinator()
             if active and node is not None:
                 epoch = m.transition_to_leaving()
                 if force_static:
                     epoch = -1
-                logger.info("group %s: member %s leaving the group (epoch %d) due to %s",
-                            self.rebalance_config.group_id, m.member_id, epoch, reason)
+                logger.info(
+                    "group %s: member %s leaving the group (epoch %d) due to %s",
+                    self.rebalance_config.group_id,
+                    m.member_id,
+                    epoch,
+                    reason,
+                )
                 request = self._send(node, CONSUMER_GROUP_HEARTBEAT, m.build_leave_heartbeat(epoch))
                 left: Future[None] = Future()
 
@@ -1587,6 +1846,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 self.on_leave_prepare()
         finally:
             if leave_group is not False:
-                future = self.maybe_leave_group("the consumer is being closed",
-                                                force_static=leave_group is True)
+                future = self.maybe_leave_group(
+                    "the consumer is being closed", force_static=leave_group is True
+                )
             self._await_pending_requests(timer, future)

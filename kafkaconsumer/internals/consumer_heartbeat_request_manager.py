@@ -61,7 +61,8 @@ def protocol_not_supported(broker: str) -> Errors.UnsupportedVersionError:
         f"group.protocol=consumer needs a broker that supports ConsumerGroupHeartbeat (API 68): "
         f"Apache Kafka 4.0 or later (3.7-3.9 only with the new group coordinator enabled). "
         f"{broker} does not advertise it, so it is an older version or has the consumer "
-        f"protocol disabled; use group.protocol=classic with it.")
+        f"protocol disabled; use group.protocol=classic with it."
+    )
 
 
 class ConsumerHeartbeatRequestManager(threading.Thread):
@@ -73,8 +74,9 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
     survives) are read and cleared by the user's thread under the lock.
     """
 
-    def __init__(self, coordinator: ConsumerCoordinator,
-                 membership: ConsumerMembershipManager) -> None:
+    def __init__(
+        self, coordinator: ConsumerCoordinator, membership: ConsumerMembershipManager
+    ) -> None:
         """Create the (daemon) thread of ``coordinator``'s ``membership``; call ``start()``."""
         name = "kafkaconsumer-heartbeat-thread | " + coordinator.rebalance_config.group_id
         super().__init__(name=name, daemon=True)
@@ -85,8 +87,9 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
         self._in_flight = False
         self._next_at = 0
         self._attempts = 0
-        self._poll_deadline = coordinator.time.monotonic_ms() + \
-            coordinator.rebalance_config.rebalance_timeout_ms
+        self._poll_deadline = (
+            coordinator.time.monotonic_ms() + coordinator.rebalance_config.rebalance_timeout_ms
+        )
 
     # ------------------------------------------------------------------- user's thread
     def poll(self, now_ms: int) -> None:
@@ -147,7 +150,10 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                 "poll() was longer than max.poll.interval.ms (%d ms), which usually means the "
                 "poll loop spends too long processing records. Raise max.poll.interval.ms or "
                 "lower max.poll.records. The member leaves the group now and rejoins at its next "
-                "poll().", cfg.group_id, cfg.rebalance_timeout_ms)
+                "poll().",
+                cfg.group_id,
+                cfg.rebalance_timeout_ms,
+            )
             epoch = m.transition_to_leaving()
             self._send_leave(epoch)
             m.transition_to_stale()
@@ -184,8 +190,12 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
         if node is None:
             return None
         body = self._m.build_leave_heartbeat(epoch)
-        logger.info("group %s: member %s leaving the group (epoch %d)", c.rebalance_config.group_id,
-                    self._m.member_id, epoch)
+        logger.info(
+            "group %s: member %s leaving the group (epoch %d)",
+            c.rebalance_config.group_id,
+            self._m.member_id,
+            epoch,
+        )
         return c._send(node, CONSUMER_GROUP_HEARTBEAT, body)
 
     def _backoff(self, now: int) -> None:
@@ -200,8 +210,9 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
             now = c.time.monotonic_ms()
             if isinstance(exc, Errors.UnsupportedVersionError):
                 self._m.transition_to_fatal(protocol_not_supported(c.broker_description()))
-            elif isinstance(exc, (Errors.KafkaConnectionError, Errors.KafkaTimeoutError,
-                                  ConnectionError)):
+            elif isinstance(
+                exc, (Errors.KafkaConnectionError, Errors.KafkaTimeoutError, ConnectionError)
+            ):
                 c.mark_coordinator_unknown(f"heartbeat failed: {exc}", is_disconnected=True)
                 self._next_at = 0
             elif getattr(exc, "retriable", False):
@@ -236,29 +247,45 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                 return
             m.on_heartbeat_failure()
             name = Errors.for_code(code).name
-            if m.state in (ConsumerMemberState.LEAVING, ConsumerMemberState.UNSUBSCRIBED,
-                           ConsumerMemberState.STALE):
-                logger.debug("group %s: ignoring %s for a heartbeat sent before leaving", group, name)
+            if m.state in (
+                ConsumerMemberState.LEAVING,
+                ConsumerMemberState.UNSUBSCRIBED,
+                ConsumerMemberState.STALE,
+            ):
+                logger.debug(
+                    "group %s: ignoring %s for a heartbeat sent before leaving", group, name
+                )
                 return
-            if code in (Errors.NotCoordinatorError.errno, Errors.CoordinatorNotAvailableError.errno):
-                logger.info("group %s: heartbeat failed with %s; rediscovering the coordinator",
-                            group, name)
+            if code in (
+                Errors.NotCoordinatorError.errno,
+                Errors.CoordinatorNotAvailableError.errno,
+            ):
+                logger.info(
+                    "group %s: heartbeat failed with %s; rediscovering the coordinator", group, name
+                )
                 c.mark_coordinator_unknown(f"error response {name}")
                 self._next_at = 0
             elif code == Errors.CoordinatorLoadInProgressError.errno:
-                logger.info("group %s: coordinator is loading; heartbeat retried after a backoff",
-                            group)
+                logger.info(
+                    "group %s: coordinator is loading; heartbeat retried after a backoff", group
+                )
                 self._backoff(now)
             elif code in (Errors.FencedMemberEpochError.errno, Errors.UnknownMemberIdError.errno):
-                logger.info("group %s: heartbeat failed with %s for member %s epoch %d", group,
-                            name, m.member_id, m.member_epoch)
+                logger.info(
+                    "group %s: heartbeat failed with %s for member %s epoch %d",
+                    group,
+                    name,
+                    m.member_id,
+                    m.member_epoch,
+                )
                 m.transition_to_fenced()
                 self._next_at = 0
                 c.on_new_target()
             elif code == Errors.TopicAuthorizationFailedError.errno:
                 logger.error("group %s: heartbeat failed with %s: %s", group, name, message)
                 self.error = Errors.TopicAuthorizationFailedError(
-                    message or f"not authorized to read a topic subscribed by group {group}")
+                    message or f"not authorized to read a topic subscribed by group {group}"
+                )
                 self._backoff(now)
             elif code == Errors.UnsupportedVersionError.errno:
                 err = protocol_not_supported(c.broker_description())
@@ -268,22 +295,30 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                 m.transition_to_fatal(err)
             elif code in _FATAL:
                 err2: BaseException = Errors.for_code(code)(
-                    message or f"ConsumerGroupHeartbeat failed with {name}")
+                    message or f"ConsumerGroupHeartbeat failed with {name}"
+                )
                 if code == Errors.GroupAuthorizationFailedError.errno:
                     err2 = Errors.GroupAuthorizationFailedError(
-                        f"not authorized to access group {group}")
+                        f"not authorized to access group {group}"
+                    )
                 elif code == Errors.InvalidRegularExpressionError.errno:
                     err2 = Errors.InvalidRegularExpressionError(
-                        f"the broker rejected the subscription pattern: {message}")
-                logger.error("group %s: heartbeat failed with fatal error %s: %s", group, name,
-                             message)
+                        f"the broker rejected the subscription pattern: {message}"
+                    )
+                logger.error(
+                    "group %s: heartbeat failed with fatal error %s: %s", group, name, message
+                )
                 m.transition_to_fatal(err2)
             else:
                 err3 = Errors.for_code(code)(message or name)
                 if getattr(err3, "retriable", False):
                     self._backoff(now)
                 else:
-                    logger.error("group %s: heartbeat failed with unexpected error %s: %s",
-                                 group, name, message)
+                    logger.error(
+                        "group %s: heartbeat failed with unexpected error %s: %s",
+                        group,
+                        name,
+                        message,
+                    )
                     m.transition_to_fatal(err3)
             c._lock.notify_all()

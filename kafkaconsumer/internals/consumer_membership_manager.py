@@ -70,8 +70,11 @@ class ConsumerMemberState(enum.Enum):
 
     def in_group(self) -> bool:
         """True while the member holds a valid epoch (commits may carry it)."""
-        return self in (ConsumerMemberState.RECONCILING, ConsumerMemberState.ACKNOWLEDGING,
-                        ConsumerMemberState.STABLE)
+        return self in (
+            ConsumerMemberState.RECONCILING,
+            ConsumerMemberState.ACKNOWLEDGING,
+            ConsumerMemberState.STABLE,
+        )
 
 
 def new_member_id() -> str:
@@ -102,9 +105,15 @@ class ConsumerMembershipManager:
     (the heartbeat thread builds requests and handles answers, the user's thread reconciles).
     """
 
-    def __init__(self, group_id: str, *, group_instance_id: str | None,
-                 rack_id: str | None, rebalance_timeout_ms: int,
-                 server_assignor: str | None) -> None:
+    def __init__(
+        self,
+        group_id: str,
+        *,
+        group_instance_id: str | None,
+        rack_id: str | None,
+        rebalance_timeout_ms: int,
+        server_assignor: str | None,
+    ) -> None:
         """An unsubscribed member with an id of its own (kept for the consumer's lifetime)."""
         self.group_id = group_id
         self.group_instance_id = group_instance_id
@@ -136,11 +145,20 @@ class ConsumerMembershipManager:
 
     def transition_to_fenced(self) -> None:
         """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: the user's thread releases everything as lost."""
-        if self.state in (ConsumerMemberState.LEAVING, ConsumerMemberState.UNSUBSCRIBED,
-                          ConsumerMemberState.FATAL, ConsumerMemberState.STALE):
+        if self.state in (
+            ConsumerMemberState.LEAVING,
+            ConsumerMemberState.UNSUBSCRIBED,
+            ConsumerMemberState.FATAL,
+            ConsumerMemberState.STALE,
+        ):
             return
-        logger.info("group %s: member %s fenced at epoch %d; releasing its partitions as lost and "
-                    "rejoining", self.group_id, self.member_id, self.member_epoch)
+        logger.info(
+            "group %s: member %s fenced at epoch %d; releasing its partitions as lost and "
+            "rejoining",
+            self.group_id,
+            self.member_id,
+            self.member_epoch,
+        )
         self.state = ConsumerMemberState.FENCED
         self.sent = None
 
@@ -182,15 +200,18 @@ class ConsumerMembershipManager:
 
     def sends_heartbeats(self) -> bool:
         """True in the states where the heartbeat thread keeps the membership alive."""
-        return self.state in (ConsumerMemberState.JOINING, ConsumerMemberState.RECONCILING,
-                              ConsumerMemberState.ACKNOWLEDGING, ConsumerMemberState.STABLE)
+        return self.state in (
+            ConsumerMemberState.JOINING,
+            ConsumerMemberState.RECONCILING,
+            ConsumerMemberState.ACKNOWLEDGING,
+            ConsumerMemberState.STABLE,
+        )
 
     def owned_set(self) -> frozenset[tuple[uuid.UUID, int]]:
         """The owned partitions as ``(topic id, partition)`` pairs."""
         return frozenset((tid, p) for tid, parts in self.current.items() for p in parts)
 
-    def build_heartbeat(self, topics: Iterable[str] | None, regex: str | None
-                        ) -> dict[str, Any]:
+    def build_heartbeat(self, topics: Iterable[str] | None, regex: str | None) -> dict[str, Any]:
         """The next heartbeat body: full after joining or an error, else only what changed.
 
         ``topics``: the subscribed names (None with a broker-side regex); ``regex``: the
@@ -205,14 +226,25 @@ class ConsumerMembershipManager:
             "member_id": self.member_id,
             "member_epoch": self.member_epoch,
         }
-        new = HeartbeatFields(self.group_instance_id, self.rack_id, self.rebalance_timeout_ms,
-                              names, regex, self.server_assignor, owned)
+        new = HeartbeatFields(
+            self.group_instance_id,
+            self.rack_id,
+            self.rebalance_timeout_ms,
+            names,
+            regex,
+            self.server_assignor,
+            owned,
+        )
         if full or sent is None:
-            body.update(instance_id=self.group_instance_id, rack_id=self.rack_id,
-                        rebalance_timeout_ms=self.rebalance_timeout_ms,
-                        subscribed_topic_names=list(names) if names is not None else None,
-                        subscribed_topic_regex=regex, server_assignor=self.server_assignor,
-                        topic_partitions=_owned_body(self.current))
+            body.update(
+                instance_id=self.group_instance_id,
+                rack_id=self.rack_id,
+                rebalance_timeout_ms=self.rebalance_timeout_ms,
+                subscribed_topic_names=list(names) if names is not None else None,
+                subscribed_topic_regex=regex,
+                server_assignor=self.server_assignor,
+                topic_partitions=_owned_body(self.current),
+            )
             if names is None and regex is None:
                 body["subscribed_topic_names"] = []
         else:
@@ -236,16 +268,25 @@ class ConsumerMembershipManager:
 
     def build_leave_heartbeat(self, epoch: int) -> dict[str, Any]:
         """The leave heartbeat (epoch -1, or -2 for a static member)."""
-        return {"group_id": self.group_id, "member_id": self.member_id, "member_epoch": epoch,
-                "instance_id": self.group_instance_id}
+        return {
+            "group_id": self.group_id,
+            "member_id": self.member_id,
+            "member_epoch": epoch,
+            "instance_id": self.group_instance_id,
+        }
 
     def on_heartbeat_success(self, response: Mapping[str, Any]) -> bool:
         """Apply an answer; True when a new target assignment needs reconciling."""
-        if self.state not in (ConsumerMemberState.JOINING, ConsumerMemberState.RECONCILING,
-                              ConsumerMemberState.ACKNOWLEDGING, ConsumerMemberState.STABLE):
+        if self.state not in (
+            ConsumerMemberState.JOINING,
+            ConsumerMemberState.RECONCILING,
+            ConsumerMemberState.ACKNOWLEDGING,
+            ConsumerMemberState.STABLE,
+        ):
             # Answered after the member left, was fenced or went stale: nothing to apply.
-            logger.debug("group %s: ignoring a heartbeat answer in state %s", self.group_id,
-                         self.state.value)
+            logger.debug(
+                "group %s: ignoring a heartbeat answer in state %s", self.group_id, self.state.value
+            )
             return False
         member_id = response.get("member_id")
         if member_id:
@@ -283,17 +324,23 @@ class ConsumerMembershipManager:
 
     def reconciliation_pending(self) -> bool:
         """True when the user's thread has a target to apply."""
-        return (self.state is ConsumerMemberState.RECONCILING and self.target is not None
-                and self.target != self.current)
+        return (
+            self.state is ConsumerMemberState.RECONCILING
+            and self.target is not None
+            and self.target != self.current
+        )
 
 
 def _owned_body(current: Mapping[uuid.UUID, frozenset[int]]) -> list[dict[str, Any]]:
-    return [{"topic_id": tid, "partitions": sorted(parts)}
-            for tid, parts in sorted(current.items(), key=lambda kv: str(kv[0]))]
+    return [
+        {"topic_id": tid, "partitions": sorted(parts)}
+        for tid, parts in sorted(current.items(), key=lambda kv: str(kv[0]))
+    ]
 
 
-def resolve(assignment: Mapping[uuid.UUID, frozenset[int]], names: Mapping[uuid.UUID, str]
-            ) -> tuple[set[TopicPartition], dict[uuid.UUID, frozenset[int]]]:
+def resolve(
+    assignment: Mapping[uuid.UUID, frozenset[int]], names: Mapping[uuid.UUID, str]
+) -> tuple[set[TopicPartition], dict[uuid.UUID, frozenset[int]]]:
     """Split a target by topic id into partitions whose topic name is known, and the rest."""
     resolved: set[TopicPartition] = set()
     unresolved: dict[uuid.UUID, frozenset[int]] = {}

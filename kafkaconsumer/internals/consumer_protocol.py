@@ -68,7 +68,11 @@ def _tp_tuple(partitions: Iterable[TopicPartition], what: str) -> tuple[TopicPar
         if not isinstance(tp, tuple) or len(tp) != 2:
             raise TypeError(f"{what} must hold TopicPartition(topic, partition), got {tp!r}")
         topic, partition = tp
-        if not isinstance(topic, str) or not isinstance(partition, int) or isinstance(partition, bool):
+        if (
+            not isinstance(topic, str)
+            or not isinstance(partition, int)
+            or isinstance(partition, bool)
+        ):
             raise TypeError(f"{what} must hold TopicPartition(str, int), got {tp!r}")
         out.append(tp if isinstance(tp, TopicPartition) else TopicPartition(topic, partition))
     return tuple(out)
@@ -111,8 +115,9 @@ class Subscription:
                 raise TypeError(f"topic names must be str, got {t!r}")
         object.__setattr__(self, "topics", topics_t)
         object.__setattr__(self, "user_data", _check_user_data(self.user_data))
-        object.__setattr__(self, "owned_partitions",
-                           _tp_tuple(self.owned_partitions, "owned_partitions"))
+        object.__setattr__(
+            self, "owned_partitions", _tp_tuple(self.owned_partitions, "owned_partitions")
+        )
         if not isinstance(self.generation_id, int) or isinstance(self.generation_id, bool):
             raise TypeError(f"generation_id must be int, got {self.generation_id!r}")
         if self.rack_id is not None and not isinstance(self.rack_id, str):
@@ -135,6 +140,7 @@ class Assignment:
 
 
 # -- encoding -----------------------------------------------------------------------------------
+
 
 def _put_string(out: bytearray, s: str) -> None:
     raw = s.encode("utf-8")
@@ -187,7 +193,9 @@ def _check_version(version: int, max_version: int, what: str) -> None:
         raise ValueError(f"{what} version must be in 0..{max_version}, got {version}")
 
 
-def encode_subscription(subscription: Subscription, version: int = SUBSCRIPTION_MAX_VERSION) -> bytes:
+def encode_subscription(
+    subscription: Subscription, version: int = SUBSCRIPTION_MAX_VERSION
+) -> bytes:
     """Encode ``subscription`` at ``version`` (0..3); fields the version lacks are dropped."""
     if not isinstance(subscription, Subscription):
         raise TypeError(f"expected Subscription, got {type(subscription).__name__}")
@@ -219,6 +227,7 @@ def encode_assignment(assignment: Assignment, version: int = ASSIGNMENT_MAX_VERS
 
 # -- decoding -----------------------------------------------------------------------------------
 
+
 class _Reader:
     """Bounds-checked big-endian reader; every failure is a KafkaProtocolError.
 
@@ -238,7 +247,8 @@ class _Reader:
         if n < 0 or self._pos + n > len(self._buf):
             raise KafkaProtocolError(
                 f"{self._what}: truncated while reading {field_name} "
-                f"(need {n} bytes at offset {self._pos}, have {len(self._buf) - self._pos})")
+                f"(need {n} bytes at offset {self._pos}, have {len(self._buf) - self._pos})"
+            )
 
     def remaining(self) -> int:
         return len(self._buf) - self._pos
@@ -262,7 +272,7 @@ class _Reader:
         if n < 0:
             raise KafkaProtocolError(f"{self._what}: invalid length {n} for {field_name}")
         self._need(n, field_name)
-        raw = bytes(self._buf[self._pos:self._pos + n])
+        raw = bytes(self._buf[self._pos : self._pos + n])
         self._pos += n
         return raw
 
@@ -288,12 +298,15 @@ class _Reader:
         n = self.int32(field_name)
         if n < 0:
             # -1 is a null array; none of our arrays is nullable.
-            raise KafkaProtocolError(f"{self._what}: non-nullable array {field_name} has length {n}")
+            raise KafkaProtocolError(
+                f"{self._what}: non-nullable array {field_name} has length {n}"
+            )
         # Refuse counts the remaining bytes cannot hold, before allocating anything.
         if n * min_element_size > self.remaining():
             raise KafkaProtocolError(
                 f"{self._what}: array {field_name} claims {n} elements but only "
-                f"{self.remaining()} bytes remain")
+                f"{self.remaining()} bytes remain"
+            )
         return n
 
     def topic_partitions(self, field_name: str) -> list[TopicPartition]:
@@ -329,8 +342,13 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
         generation_id = r.int32("generation_id")
     if v >= 3:
         rack_id = r.nullable_string("rack_id")
-    return Subscription(topics=tuple(topics), user_data=user_data, owned_partitions=tuple(owned),
-                        generation_id=generation_id, rack_id=rack_id)
+    return Subscription(
+        topics=tuple(topics),
+        user_data=user_data,
+        owned_partitions=tuple(owned),
+        generation_id=generation_id,
+        rack_id=rack_id,
+    )
 
 
 def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:

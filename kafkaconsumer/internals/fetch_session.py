@@ -17,8 +17,16 @@ from kafkaconsumer.structs import TopicPartition
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FetchMetadata", "PartitionData", "FetchRequestData", "FetchSessionHandler",
-           "INVALID_SESSION_ID", "INITIAL_EPOCH", "FINAL_EPOCH", "ZERO_UUID"]
+__all__ = [
+    "FetchMetadata",
+    "PartitionData",
+    "FetchRequestData",
+    "FetchSessionHandler",
+    "INVALID_SESSION_ID",
+    "INITIAL_EPOCH",
+    "FINAL_EPOCH",
+    "ZERO_UUID",
+]
 
 #: Session id 0 means "no session".
 INVALID_SESSION_ID = 0
@@ -83,14 +91,26 @@ class FetchRequestData:
     Thread-safety: immutable after construction.
     """
 
-    __slots__ = ("to_send", "to_forget", "to_replace", "forgotten_topic_ids",
-                 "session_partitions", "metadata", "can_use_topic_ids")
+    __slots__ = (
+        "to_send",
+        "to_forget",
+        "to_replace",
+        "forgotten_topic_ids",
+        "session_partitions",
+        "metadata",
+        "can_use_topic_ids",
+    )
 
-    def __init__(self, to_send: dict[TopicPartition, PartitionData],
-                 to_forget: list[TopicPartition], to_replace: list[TopicPartition],
-                 session_partitions: dict[TopicPartition, PartitionData],
-                 metadata: FetchMetadata, can_use_topic_ids: bool,
-                 forgotten_topic_ids: dict[TopicPartition, uuid.UUID] | None = None) -> None:
+    def __init__(
+        self,
+        to_send: dict[TopicPartition, PartitionData],
+        to_forget: list[TopicPartition],
+        to_replace: list[TopicPartition],
+        session_partitions: dict[TopicPartition, PartitionData],
+        metadata: FetchMetadata,
+        can_use_topic_ids: bool,
+        forgotten_topic_ids: dict[TopicPartition, uuid.UUID] | None = None,
+    ) -> None:
         """Hold the parts of one fetch request as computed by the session builder."""
         #: Partitions to list in ``topics`` (all of them for a full request).
         self.to_send = to_send
@@ -113,9 +133,11 @@ class FetchRequestData:
         return self.metadata.is_full
 
     def __repr__(self) -> str:
-        return (f"FetchRequestData(metadata={self.metadata}, send={len(self.to_send)}, "
-                f"forget={len(self.to_forget)}, replace={len(self.to_replace)}, "
-                f"session={len(self.session_partitions)})")
+        return (
+            f"FetchRequestData(metadata={self.metadata}, send={len(self.to_send)}, "
+            f"forget={len(self.to_forget)}, replace={len(self.to_replace)}, "
+            f"session={len(self.session_partitions)})"
+        )
 
 
 class FetchSessionHandler:
@@ -158,8 +180,9 @@ class FetchSessionHandler:
             can_use_ids = all(d.topic_id != ZERO_UUID for d in nxt.values())
             if h.next_metadata.is_full:
                 h.session_partitions = nxt
-                h.session_topic_names = {d.topic_id: tp.topic for tp, d in nxt.items()
-                                         if d.topic_id != ZERO_UUID}
+                h.session_topic_names = {
+                    d.topic_id: tp.topic for tp, d in nxt.items() if d.topic_id != ZERO_UUID
+                }
                 self._next = {}
                 return FetchRequestData(dict(nxt), [], [], nxt, h.next_metadata, can_use_ids)
 
@@ -176,8 +199,11 @@ class FetchSessionHandler:
                     to_forget.append(tp)
                     forgotten_ids[tp] = prev.topic_id
                 elif want != prev:
-                    if (prev.topic_id != want.topic_id and prev.topic_id != ZERO_UUID
-                            and want.topic_id != ZERO_UUID):
+                    if (
+                        prev.topic_id != want.topic_id
+                        and prev.topic_id != ZERO_UUID
+                        and want.topic_id != ZERO_UUID
+                    ):
                         # Topic recreated under a new id: the broker must drop the old one.
                         to_replace.append(tp)
                         forgotten_ids[tp] = prev.topic_id
@@ -191,13 +217,18 @@ class FetchSessionHandler:
             can_use_ids = all(d.topic_id != ZERO_UUID for d in session.values())
             if can_use_ids:
                 h.session_topic_names = {d.topic_id: tp.topic for tp, d in session.items()}
-            return FetchRequestData(to_send, to_forget, to_replace, session, h.next_metadata,
-                                    can_use_ids, forgotten_ids)
+            return FetchRequestData(
+                to_send, to_forget, to_replace, session, h.next_metadata, can_use_ids, forgotten_ids
+            )
 
     # -- responses -----------------------------------------------------------------------
-    def handle_response(self, error_code: int, session_id: int,
-                        response_partitions: Iterable[TopicPartition], throttle_time_ms: int = 0
-                        ) -> bool:
+    def handle_response(
+        self,
+        error_code: int,
+        session_id: int,
+        response_partitions: Iterable[TopicPartition],
+        throttle_time_ms: int = 0,
+    ) -> bool:
         """Advance the session after a response; False when the response must be ignored.
 
         ``response_partitions`` are the partitions the response carried.
@@ -207,12 +238,19 @@ class FetchSessionHandler:
             return error_code == 0
         if error_code != 0:
             if error_code == 70:  # FETCH_SESSION_ID_NOT_FOUND
-                logger.info("node %s: fetch session %d not found; starting a new session",
-                            self.node, self.next_metadata.session_id)
+                logger.info(
+                    "node %s: fetch session %d not found; starting a new session",
+                    self.node,
+                    self.next_metadata.session_id,
+                )
                 self.next_metadata = _INITIAL
             else:
-                logger.info("node %s: fetch session %d failed with error %d; next fetch is full",
-                            self.node, self.next_metadata.session_id, error_code)
+                logger.info(
+                    "node %s: fetch session %d failed with error %d; next fetch is full",
+                    self.node,
+                    self.next_metadata.session_id,
+                    error_code,
+                )
                 self.next_metadata = self.next_metadata.next_close_existing_attempt_new()
             return False
         got = set(response_partitions)
@@ -224,9 +262,13 @@ class FetchSessionHandler:
             extra = got - self.session_partitions.keys()
             omitted = self.session_partitions.keys() - got
             if extra or omitted:
-                logger.info("node %s: full fetch response does not match the request "
-                            "(extra=%s omitted=%s); starting a new session", self.node,
-                            sorted(extra), sorted(omitted))
+                logger.info(
+                    "node %s: full fetch response does not match the request "
+                    "(extra=%s omitted=%s); starting a new session",
+                    self.node,
+                    sorted(extra),
+                    sorted(omitted),
+                )
                 self.next_metadata = _INITIAL
                 return False
             if session_id == INVALID_SESSION_ID:
@@ -238,14 +280,19 @@ class FetchSessionHandler:
             return True
         extra = got - self.session_partitions.keys()
         if extra:
-            logger.info("node %s: incremental fetch response names partitions outside session "
-                        "%d: %s; closing it", self.node, self.next_metadata.session_id,
-                        sorted(extra))
+            logger.info(
+                "node %s: incremental fetch response names partitions outside session "
+                "%d: %s; closing it",
+                self.node,
+                self.next_metadata.session_id,
+                sorted(extra),
+            )
             self.next_metadata = self.next_metadata.next_close_existing_attempt_new()
             return False
         if session_id == INVALID_SESSION_ID:
-            logger.debug("node %s: broker closed fetch session %d", self.node,
-                         self.next_metadata.session_id)
+            logger.debug(
+                "node %s: broker closed fetch session %d", self.node, self.next_metadata.session_id
+            )
             self.next_metadata = _INITIAL
         else:
             self.next_metadata = self.next_metadata.next_incremental()
@@ -253,8 +300,12 @@ class FetchSessionHandler:
 
     def handle_error(self, exc: BaseException) -> None:
         """The request failed (connection lost, timeout): the next request is full."""
-        logger.info("node %s: fetch in session %d failed (%s); next fetch is full", self.node,
-                    self.next_metadata.session_id, exc)
+        logger.info(
+            "node %s: fetch in session %d failed (%s); next fetch is full",
+            self.node,
+            self.next_metadata.session_id,
+            exc,
+        )
         if self.enabled:
             self.next_metadata = self.next_metadata.next_close_existing_attempt_new()
 

@@ -65,17 +65,19 @@ _UNKNOWN_LEADER_EPOCH = Errors.UnknownLeaderEpochError.errno
 _UNKNOWN_SERVER_ERROR = Errors.UnknownServerError.errno
 _FETCH_SESSION_TOPIC_ID_ERROR = Errors.FetchSessionTopicIdError.errno
 # Errors after which the leader (or replica) we fetched from is no longer the one to ask.
-_REFRESH_METADATA = frozenset({
-    Errors.NotLeaderOrFollowerError.errno,
-    Errors.ReplicaNotAvailableError.errno,
-    Errors.FencedLeaderEpochError.errno,
-    Errors.OffsetNotAvailableError.errno,
-    Errors.KafkaStorageError.errno,
-    Errors.LeaderNotAvailableError.errno,
-    Errors.UnknownTopicIdError.errno,
-    Errors.InconsistentTopicIdError.errno,
-    _UNKNOWN_TOPIC_OR_PARTITION,
-})
+_REFRESH_METADATA = frozenset(
+    {
+        Errors.NotLeaderOrFollowerError.errno,
+        Errors.ReplicaNotAvailableError.errno,
+        Errors.FencedLeaderEpochError.errno,
+        Errors.OffsetNotAvailableError.errno,
+        Errors.KafkaStorageError.errno,
+        Errors.LeaderNotAvailableError.errno,
+        Errors.UnknownTopicIdError.errno,
+        Errors.InconsistentTopicIdError.errno,
+        _UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
 
 
 class FetchConfig(NamedTuple):
@@ -165,17 +167,27 @@ class Fetcher:
     user code (deserializers) while holding that lock.
     """
 
-    def __init__(self, client: Any, metadata: Any, subscriptions: SubscriptionState,
-                 config: FetchConfig | Mapping[str, Any], *, time: Time | None = None,
-                 metrics: Any = None, key_deserializer: Any = None,
-                 value_deserializer: Any = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        metadata: Any,
+        subscriptions: SubscriptionState,
+        config: FetchConfig | Mapping[str, Any],
+        *,
+        time: Time | None = None,
+        metrics: Any = None,
+        key_deserializer: Any = None,
+        value_deserializer: Any = None,
+    ) -> None:
         """Fetch through ``client`` for the partitions of ``subscriptions``, using ``metadata``
         for leaders; ``config`` is a :class:`FetchConfig` or the consumer configuration.
         """
         self._client = client
         self._metadata = metadata
         self._subscriptions = subscriptions
-        self._config = config if isinstance(config, FetchConfig) else FetchConfig.from_config(config)
+        self._config = (
+            config if isinstance(config, FetchConfig) else FetchConfig.from_config(config)
+        )
         self._time = time if time is not None else SYSTEM_TIME
         self._metrics = metrics
         self._key_deserializer = key_deserializer
@@ -210,14 +222,19 @@ class Fetcher:
     def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
 
-    def _select_read_replica(self, tp: TopicPartition, leader: int, now_ms: int,
-                             unavailable: dict[int, bool]) -> int:
+    def _select_read_replica(
+        self, tp: TopicPartition, leader: int, now_ms: int, unavailable: dict[int, bool]
+    ) -> int:
         replica = self._subscriptions.preferred_read_replica(tp, now_ms)
         if replica is None:
             return leader
         if self._is_unavailable(replica, unavailable):
-            logger.debug("preferred read replica %s of %s is unavailable; using leader %s",
-                         replica, tp, leader)
+            logger.debug(
+                "preferred read replica %s of %s is unavailable; using leader %s",
+                replica,
+                tp,
+                leader,
+            )
             self._subscriptions.clear_preferred_read_replica(tp)
             return leader
         return replica
@@ -305,7 +322,8 @@ class Fetcher:
         buffered = self._buffered_partitions()
         subs = self._subscriptions
         if len(buffered) >= subs.num_assigned_partitions() and (
-                self._pending_nodes or not buffered):
+            self._pending_nodes or not buffered
+        ):
             # The common case while records flow: everything assigned still has data waiting,
             # and a fetch is in flight (prefetching is considered when it returns).
             return []
@@ -331,8 +349,9 @@ class Fetcher:
                     self._metadata.request_update()
                     continue
                 # Positions set by seek() carry no leader yet; adopt the current one.
-                subs.maybe_validate_position_for_current_leader(tp, current,
-                                                                supports_validation=False)
+                subs.maybe_validate_position_for_current_leader(
+                    tp, current, supports_validation=False
+                )
                 position = state.position
                 if position is None:
                     continue
@@ -356,8 +375,17 @@ class Fetcher:
             if hw is None or offset < hw:
                 lagging.add(node)
             epoch = position.current_leader.epoch
-            builder.add(tp, PartitionData(self._topic_id(tp.topic), offset, -1,
-                                          fetch_size, -1 if epoch is None else epoch, -1))
+            builder.add(
+                tp,
+                PartitionData(
+                    self._topic_id(tp.topic),
+                    offset,
+                    -1,
+                    fetch_size,
+                    -1 if epoch is None else epoch,
+                    -1,
+                ),
+            )
         targets = []
         busy_nodes: set[int] | None = None
         for node, builder in builders.items():
@@ -381,8 +409,9 @@ class Fetcher:
         them would keep every caught-up partition of their node from being fetched meanwhile.
         """
         subs = self._subscriptions
-        nodes = {cf.node for cf in self._completed
-                 if not cf.is_consumed and not subs.is_paused(cf.tp)}
+        nodes = {
+            cf.node for cf in self._completed if not cf.is_consumed and not subs.is_paused(cf.tp)
+        }
         nil = self._next_in_line
         if nil is not None and not nil.is_consumed and not subs.is_paused(nil.tp):
             nodes.add(nil.node)
@@ -412,14 +441,16 @@ class Fetcher:
             if parts is None:
                 parts = by_topic[tp.topic] = []
                 topics.append({"topic": tp.topic, "topic_id": pd.topic_id, "partitions": parts})
-            parts.append({
-                "partition": tp.partition,
-                "current_leader_epoch": pd.current_leader_epoch,
-                "fetch_offset": pd.fetch_offset,
-                "last_fetched_epoch": pd.last_fetched_epoch,
-                "log_start_offset": pd.log_start_offset,
-                "partition_max_bytes": pd.max_bytes,
-            })
+            parts.append(
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": pd.current_leader_epoch,
+                    "fetch_offset": pd.fetch_offset,
+                    "last_fetched_epoch": pd.last_fetched_epoch,
+                    "log_start_offset": pd.log_start_offset,
+                    "partition_max_bytes": pd.max_bytes,
+                }
+            )
         forgotten: list[dict[str, Any]] = []
         if data.to_forget or data.to_replace:
             # Forgotten under the id the session had (a recreated topic: the old id).
@@ -458,8 +489,9 @@ class Fetcher:
                 self._pending_nodes.add(target.node)
                 start = self._time.monotonic_ms()
                 try:
-                    future = self._client.send(target.node, ApiKey.FETCH, body,
-                                               version=target.version)
+                    future = self._client.send(
+                        target.node, ApiKey.FETCH, body, version=target.version
+                    )
                 except Exception as exc:  # noqa: BLE001 - treat like a failed request
                     self._pending_nodes.discard(target.node)
                     self._session(target.node).handle_error(exc)
@@ -468,33 +500,36 @@ class Fetcher:
                 future.add_callback(self._make_success_handler(target, start))
                 future.add_errback(self._make_failure_handler(target))
                 sent += 1
-                logger.debug("sent %s fetch to node %s (v%s) for %d partitions",
-                             "full" if target.data.is_full else "incremental", target.node,
-                             target.version, len(target.data.to_send))
+                logger.debug(
+                    "sent %s fetch to node %s (v%s) for %d partitions",
+                    "full" if target.data.is_full else "incremental",
+                    target.node,
+                    target.version,
+                    len(target.data.to_send),
+                )
             return sent
 
-    def _make_success_handler(self, target: _FetchTarget, start_ms: int
-                              ) -> Callable[[Any], None]:
+    def _make_success_handler(self, target: _FetchTarget, start_ms: int) -> Callable[[Any], None]:
         def on_success(response: Any) -> None:
             try:
                 self._handle_fetch_response(target, response, start_ms)
             except Exception as exc:  # noqa: BLE001 - a callback must not break the network poll
                 # A bug here must not pass for an empty fetch: the session restarts full and
                 # the user's next poll() raises it.
-                logger.exception("failed to handle the fetch response from node %s",
-                                 target.node)
+                logger.exception("failed to handle the fetch response from node %s", target.node)
                 with self._lock:
                     handler = self._sessions.get(target.node)
                     if handler is not None:
                         handler.handle_error(exc)
                     if self._response_error is None:
                         self._response_error = Errors.KafkaError(
-                            f"handling the fetch response from node {target.node} failed: "
-                            f"{exc!r}")
+                            f"handling the fetch response from node {target.node} failed: {exc!r}"
+                        )
                         self._response_error.__cause__ = exc
             finally:
                 with self._lock:
                     self._pending_nodes.discard(target.node)
+
         return on_success
 
     def _make_failure_handler(self, target: _FetchTarget) -> Callable[[BaseException], None]:
@@ -508,13 +543,16 @@ class Fetcher:
             for tp in target.data.session_partitions:
                 self._subscriptions.clear_preferred_read_replica(tp)
             if getattr(exc, "invalid_metadata", False) or isinstance(
-                    exc, (Errors.KafkaConnectionError, Errors.NodeNotReadyError)):
+                exc, (Errors.KafkaConnectionError, Errors.NodeNotReadyError)
+            ):
                 self._metadata.request_update()
             logger.debug("fetch to node %s failed: %r", target.node, exc)
+
         return on_failure
 
-    def _handle_fetch_response(self, target: _FetchTarget, response: Mapping[str, Any],
-                               start_ms: int) -> None:
+    def _handle_fetch_response(
+        self, target: _FetchTarget, response: Mapping[str, Any], start_ms: int
+    ) -> None:
         data = target.data
         session_parts = data.session_partitions
         resolved: list[tuple[TopicPartition, dict[str, Any]]] = []
@@ -539,8 +577,11 @@ class Fetcher:
                 for part in topic_resp.get("partitions", ()):
                     resolved.append((TopicPartition(name, part["partition_index"]), part))
             if handler is not None and not handler.handle_response(
-                    response.get("error_code", 0), response.get("session_id", 0),
-                    (tp for tp, _ in resolved), response.get("throttle_time_ms", 0)):
+                response.get("error_code", 0),
+                response.get("session_id", 0),
+                (tp for tp, _ in resolved),
+                response.get("throttle_time_ms", 0),
+            ):
                 if response.get("error_code", 0) == _FETCH_SESSION_TOPIC_ID_ERROR:
                     self._metadata.request_update()
                 return
@@ -642,8 +683,9 @@ class Fetcher:
         if self._completed and self._completed[0] is cf:
             self._completed.popleft()
 
-    def _fetch_records(self, cf: CompletedFetch, max_records: int, fetch: Fetch,
-                       arrow: bool = False) -> int:
+    def _fetch_records(
+        self, cf: CompletedFetch, max_records: int, fetch: Fetch, arrow: bool = False
+    ) -> int:
         tp = cf.tp
         subs = self._subscriptions
         if not subs.is_assigned(tp):
@@ -661,13 +703,18 @@ class Fetcher:
                     if not isinstance(cf.records, list):
                         # Decoded for poll_arrow(); poll() wants ConsumerRecords.
                         cf.convert_remaining(lambda rest: rest.to_records(ConsumerRecord))
-                    records = cf.fetch_records(max_records, self._key_deserializer,
-                                               self._value_deserializer)
+                    records = cf.fetch_records(
+                        max_records, self._key_deserializer, self._value_deserializer
+                    )
                 if cf.next_fetch_offset > position.offset:
-                    subs.set_position(tp, FetchPosition(
-                        cf.next_fetch_offset,
-                        cf.last_epoch if cf.last_epoch is not None else position.offset_epoch,
-                        position.current_leader))
+                    subs.set_position(
+                        tp,
+                        FetchPosition(
+                            cf.next_fetch_offset,
+                            cf.last_epoch if cf.last_epoch is not None else position.offset_epoch,
+                            position.current_leader,
+                        ),
+                    )
                     fetch.position_advanced = True
                 if records:
                     fetch.add(tp, records)
@@ -677,8 +724,12 @@ class Fetcher:
                     # Fairness: the partition goes to the back of the next fetch's order.
                     subs.move_partition_to_end(tp)
                 return len(records)
-            logger.debug("ignoring fetched records of %s at offset %d: position is %d", tp,
-                         cf.next_fetch_offset, position.offset)
+            logger.debug(
+                "ignoring fetched records of %s at offset %d: position is %d",
+                tp,
+                cf.next_fetch_offset,
+                position.offset,
+            )
         cf.drain()
         return 0
 
@@ -691,6 +742,7 @@ class Fetcher:
             def to_arrow(rest: list[Any]) -> Any:
                 batch, epochs = arrow_mod.records_to_arrow(rest, cf.tp.topic, cf.tp.partition)
                 return arrow_mod.ArrowRecords([batch], [epochs])
+
             cf.convert_remaining(to_arrow)
         return cf.fetch_records(max_records)
 
@@ -724,8 +776,9 @@ class Fetcher:
         subs = self._subscriptions
         if error == _NONE:
             if self._is_stale(cf):
-                logger.debug("discarding stale fetch response for %s at offset %d", tp,
-                             cf.fetch_offset)
+                logger.debug(
+                    "discarding stale fetch response for %s at offset %d", tp, cf.fetch_offset
+                )
                 cf.drain()
                 return None
             raw = part.get("records")
@@ -734,18 +787,26 @@ class Fetcher:
                 from kafkaconsumer import arrow as arrow_mod
 
                 decoded = arrow_mod.decode_fetched_arrow(
-                    raw, tp.topic, tp.partition, cf.fetch_offset,
+                    raw,
+                    tp.topic,
+                    tp.partition,
+                    cf.fetch_offset,
                     check_crcs=self._config.check_crcs,
                     read_committed=self._config.read_committed,
-                    aborted_transactions=aborted)
+                    aborted_transactions=aborted,
+                )
                 records: Any = arrow_mod.ArrowRecords.from_result(decoded)
                 next_offset = decoded.next_offset
             else:
                 result = decode_fetched_records(
-                    raw, tp.topic, tp.partition, cf.fetch_offset,
+                    raw,
+                    tp.topic,
+                    tp.partition,
+                    cf.fetch_offset,
                     check_crcs=self._config.check_crcs,
                     read_committed=self._config.read_committed,
-                    aborted_transactions=aborted)
+                    aborted_transactions=aborted,
+                )
                 records, next_offset = result.records, result.next_offset
             hw = part.get("high_watermark", -1)
             if hw is not None and hw >= 0:
@@ -765,46 +826,56 @@ class Fetcher:
             return cf
         cf.drain()
         if error in _REFRESH_METADATA:
-            logger.debug("fetch of %s failed with %s; refreshing metadata", tp,
-                         Errors.for_code(error).name)
+            logger.debug(
+                "fetch of %s failed with %s; refreshing metadata", tp, Errors.for_code(error).name
+            )
             subs.clear_preferred_read_replica(tp)
             self._metadata.request_update()
         elif error == _OFFSET_OUT_OF_RANGE:
             cleared = subs.clear_preferred_read_replica(tp)
             if cleared is not None:
-                logger.debug("out of range on read replica %d for %s; back to the leader",
-                             cleared, tp)
+                logger.debug(
+                    "out of range on read replica %d for %s; back to the leader", cleared, tp
+                )
                 return None
             if self._is_stale(cf):
                 logger.debug("discarding stale out-of-range response for %s", tp)
             elif subs.has_default_offset_reset_policy():
-                logger.info("fetch offset %d is out of range for %s; resetting offset",
-                            cf.fetch_offset, tp)
+                logger.info(
+                    "fetch offset %d is out of range for %s; resetting offset", cf.fetch_offset, tp
+                )
                 subs.request_offset_reset(tp)
             else:
                 logger.info("fetch offset %d is out of range for %s", cf.fetch_offset, tp)
                 raise Errors.OffsetOutOfRangeError(
                     f"fetch position {cf.fetch_offset} is out of range for partition {tp}",
-                    partitions={tp: cf.fetch_offset})
+                    partitions={tp: cf.fetch_offset},
+                )
         elif error == _TOPIC_AUTHORIZATION_FAILED:
             raise Errors.TopicAuthorizationFailedError(
-                f"not authorized to read topic {tp.topic}", unauthorized_topics={tp.topic})
+                f"not authorized to read topic {tp.topic}", unauthorized_topics={tp.topic}
+            )
         elif error == _UNKNOWN_LEADER_EPOCH:
             logger.debug("unknown leader epoch fetching %s; retrying", tp)
         elif error == _UNKNOWN_SERVER_ERROR:
             logger.warning("unknown server error fetching %s at offset %d", tp, cf.fetch_offset)
         elif error == _CORRUPT_MESSAGE:
             raise Errors.CorruptRecordError(
-                "the broker reported a corrupt message", topic=tp.topic, partition=tp.partition,
-                offset=cf.fetch_offset)
+                "the broker reported a corrupt message",
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=cf.fetch_offset,
+            )
         else:
-            raise Errors.for_code(error)(f"unexpected error fetching {tp} at offset "
-                                         f"{cf.fetch_offset}")
+            raise Errors.for_code(error)(
+                f"unexpected error fetching {tp} at offset {cf.fetch_offset}"
+            )
         return None
 
     # -- housekeeping --------------------------------------------------------------------
-    def clear_buffered_data_for_unassigned_partitions(self, assigned: Iterable[TopicPartition]
-                                                      ) -> None:
+    def clear_buffered_data_for_unassigned_partitions(
+        self, assigned: Iterable[TopicPartition]
+    ) -> None:
         """Drop buffered data of partitions no longer in ``assigned``."""
         keep = set(assigned)
         with self._lock:
@@ -829,10 +900,18 @@ class Fetcher:
         for node, meta in closers:
             if meta is None:
                 continue
-            body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0,
-                    "max_bytes": self._config.max_bytes, "isolation_level": self._isolation,
-                    "session_id": meta.session_id, "session_epoch": meta.epoch, "topics": [],
-                    "forgotten_topics_data": [], "rack_id": self._config.client_rack}
+            body = {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 0,
+                "max_bytes": self._config.max_bytes,
+                "isolation_level": self._isolation,
+                "session_id": meta.session_id,
+                "session_epoch": meta.epoch,
+                "topics": [],
+                "forgotten_topics_data": [],
+                "rack_id": self._config.client_rack,
+            }
             try:
                 futures.append(self._client.send(node, ApiKey.FETCH, body))
             except Exception:  # noqa: BLE001 - closing sessions is best effort

@@ -42,9 +42,16 @@ class Heartbeat:
     one internal lock makes every method atomic.
     """
 
-    def __init__(self, *, session_timeout_ms: int, heartbeat_interval_ms: int,
-                 max_poll_interval_ms: int, retry_backoff_ms: int = 100,
-                 retry_backoff_max_ms: int | None = None, time: Time | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        session_timeout_ms: int,
+        heartbeat_interval_ms: int,
+        max_poll_interval_ms: int,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int | None = None,
+        time: Time | None = None,
+    ) -> None:
         """Set the three timers from the group settings (ms); ``time`` defaults to the system clock.
 
         ``retry_backoff_max_ms`` (None: same as ``retry_backoff_ms``) caps the backoff after
@@ -55,8 +62,11 @@ class Heartbeat:
         self.session_timeout_ms = _positive_ms("session_timeout_ms", session_timeout_ms)
         self.heartbeat_interval_ms = _positive_ms("heartbeat_interval_ms", heartbeat_interval_ms)
         self.max_poll_interval_ms = _positive_ms("max_poll_interval_ms", max_poll_interval_ms)
-        if not isinstance(retry_backoff_ms, int) or isinstance(retry_backoff_ms, bool) \
-                or retry_backoff_ms < 0:
+        if (
+            not isinstance(retry_backoff_ms, int)
+            or isinstance(retry_backoff_ms, bool)
+            or retry_backoff_ms < 0
+        ):
             raise ValueError(f"retry_backoff_ms must be an int >= 0, got {retry_backoff_ms!r}")
         self.retry_backoff_ms = retry_backoff_ms
         cap = retry_backoff_ms if retry_backoff_max_ms is None else retry_backoff_max_ms
@@ -68,7 +78,8 @@ class Heartbeat:
             # Java refuses this too: the session would expire between two heartbeats.
             raise ValueError(
                 f"heartbeat.interval.ms ({heartbeat_interval_ms}) must be lower than "
-                f"session.timeout.ms ({session_timeout_ms})")
+                f"session.timeout.ms ({session_timeout_ms})"
+            )
         self._time = time if time is not None else SYSTEM_TIME
         self._lock = threading.RLock()
         self._heartbeat_timer = Timer(self._time, heartbeat_interval_ms)
@@ -179,6 +190,8 @@ class Heartbeat:
             return self._poll_timer.current_time_ms
 
     def __repr__(self) -> str:
-        return (f"Heartbeat(session_timeout_ms={self.session_timeout_ms}, "
-                f"heartbeat_interval_ms={self.heartbeat_interval_ms}, "
-                f"max_poll_interval_ms={self.max_poll_interval_ms})")
+        return (
+            f"Heartbeat(session_timeout_ms={self.session_timeout_ms}, "
+            f"heartbeat_interval_ms={self.heartbeat_interval_ms}, "
+            f"max_poll_interval_ms={self.max_poll_interval_ms})"
+        )

@@ -48,12 +48,18 @@ _READ_COMMITTED = 1
 # OffsetForLeaderEpoch must be v3+ for a consumer to validate positions (KIP-320).
 _MIN_VALIDATION_VERSION = 3
 
-_RETRIABLE_LIST_OFFSETS = frozenset({
-    Errors.NotLeaderOrFollowerError.errno, Errors.ReplicaNotAvailableError.errno,
-    Errors.KafkaStorageError.errno, Errors.OffsetNotAvailableError.errno,
-    Errors.LeaderNotAvailableError.errno, Errors.FencedLeaderEpochError.errno,
-    Errors.UnknownLeaderEpochError.errno, Errors.UnknownTopicOrPartitionError.errno,
-})
+_RETRIABLE_LIST_OFFSETS = frozenset(
+    {
+        Errors.NotLeaderOrFollowerError.errno,
+        Errors.ReplicaNotAvailableError.errno,
+        Errors.KafkaStorageError.errno,
+        Errors.OffsetNotAvailableError.errno,
+        Errors.LeaderNotAvailableError.errno,
+        Errors.FencedLeaderEpochError.errno,
+        Errors.UnknownLeaderEpochError.errno,
+        Errors.UnknownTopicOrPartitionError.errno,
+    }
+)
 
 
 def _strategy_timestamp(strategy: OffsetResetStrategy) -> int:
@@ -83,8 +89,15 @@ class OffsetFetcher:
     SubscriptionState is itself thread-safe.
     """
 
-    def __init__(self, client: Any, metadata: Any, subscriptions: SubscriptionState,
-                 config: Mapping[str, Any], *, time: Time | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        metadata: Any,
+        subscriptions: SubscriptionState,
+        config: Mapping[str, Any],
+        *,
+        time: Time | None = None,
+    ) -> None:
         """Look offsets up through ``client`` for ``subscriptions``, using ``metadata`` for leaders."""
         self._client = client
         self._metadata = metadata
@@ -93,11 +106,16 @@ class OffsetFetcher:
         self._request_timeout_ms = int(config.get("request.timeout.ms", 30000))
         # KIP-580: each consecutive failure of a partition's reset or validation (and each
         # round of a blocking lookup) waits longer, from retry.backoff.ms up to its max.
-        self._backoff = ExponentialBackoff(int(config.get("retry.backoff.ms", 100)), 2.0,
-                                           int(config.get("retry.backoff.max.ms", 1000)), 0.2)
+        self._backoff = ExponentialBackoff(
+            int(config.get("retry.backoff.ms", 100)),
+            2.0,
+            int(config.get("retry.backoff.max.ms", 1000)),
+            0.2,
+        )
         self._failures: dict[TopicPartition, int] = {}
-        self._isolation = (_READ_COMMITTED if config.get("isolation.level") == "read_committed"
-                           else 0)
+        self._isolation = (
+            _READ_COMMITTED if config.get("isolation.level") == "read_committed" else 0
+        )
         self._lock = threading.Lock()
         self._cached_reset_error: BaseException | None = None
         self._cached_validation_error: BaseException | None = None
@@ -158,9 +176,10 @@ class OffsetFetcher:
             return version >= _MIN_VALIDATION_VERSION
         return not self._lacks_api(node, ApiKey.OFFSET_FOR_LEADER_EPOCH)
 
-    def _group_by_leader(self, timestamps: Mapping[TopicPartition, int],
-                         ) -> tuple[dict[int, dict[TopicPartition, tuple[int, int]]],
-                                    set[TopicPartition]]:
+    def _group_by_leader(
+        self,
+        timestamps: Mapping[TopicPartition, int],
+    ) -> tuple[dict[int, dict[TopicPartition, tuple[int, int]]], set[TopicPartition]]:
         """Split ``timestamps`` per leader node; also return partitions with no leader."""
         by_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
         no_leader: set[TopicPartition] = set()
@@ -170,23 +189,38 @@ class OffsetFetcher:
                 no_leader.add(tp)
                 continue
             by_node.setdefault(leader.leader, {})[tp] = (
-                ts, -1 if leader.epoch is None else leader.epoch)
+                ts,
+                -1 if leader.epoch is None else leader.epoch,
+            )
         if no_leader:
             self._metadata.request_update()
         return by_node, no_leader
 
-    def _list_offsets_body(self, partitions: Mapping[TopicPartition, tuple[int, int]]
-                           ) -> dict[str, Any]:
+    def _list_offsets_body(
+        self, partitions: Mapping[TopicPartition, tuple[int, int]]
+    ) -> dict[str, Any]:
         topics: dict[str, list[dict[str, Any]]] = {}
         for tp, (ts, epoch) in partitions.items():
-            topics.setdefault(tp.topic, []).append({
-                "partition_index": tp.partition, "current_leader_epoch": epoch,
-                "timestamp": ts, "max_num_offsets": 1})
-        return {"replica_id": -1, "isolation_level": self._isolation,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "current_leader_epoch": epoch,
+                    "timestamp": ts,
+                    "max_num_offsets": 1,
+                }
+            )
+        return {
+            "replica_id": -1,
+            "isolation_level": self._isolation,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+        }
 
-    def _parse_list_offsets(self, response: Mapping[str, Any],
-                            asked: Iterable[TopicPartition], result: _ListOffsetResult) -> None:
+    def _parse_list_offsets(
+        self,
+        response: Mapping[str, Any],
+        asked: Iterable[TopicPartition],
+        result: _ListOffsetResult,
+    ) -> None:
         asked_set = set(asked)
         unauthorized: set[str] = set()
         for topic in response.get("topics", ()):
@@ -203,11 +237,17 @@ class OffsetFetcher:
                     if old:
                         offset = old[0]
                     epoch = part.get("leader_epoch", -1)
-                    result.fetched[tp] = (offset, part.get("timestamp", -1),
-                                          None if epoch is None or epoch < 0 else epoch)
+                    result.fetched[tp] = (
+                        offset,
+                        part.get("timestamp", -1),
+                        None if epoch is None or epoch < 0 else epoch,
+                    )
                 elif code in _RETRIABLE_LIST_OFFSETS:
-                    logger.debug("ListOffsets for %s failed with %s; will retry", tp,
-                                 Errors.for_code(code).name)
+                    logger.debug(
+                        "ListOffsets for %s failed with %s; will retry",
+                        tp,
+                        Errors.for_code(code).name,
+                    )
                     self._metadata.request_update()
                     result.to_retry.add(tp)
                 elif code == Errors.UnsupportedForMessageFormatError.errno:
@@ -216,19 +256,24 @@ class OffsetFetcher:
                 elif code == Errors.TopicAuthorizationFailedError.errno:
                     unauthorized.add(tp.topic)
                 else:
-                    logger.warning("ListOffsets for %s failed with %s; will retry", tp,
-                                   Errors.for_code(code).name)
+                    logger.warning(
+                        "ListOffsets for %s failed with %s; will retry",
+                        tp,
+                        Errors.for_code(code).name,
+                    )
                     result.to_retry.add(tp)
         # Partitions the broker left out of its answer are retried too.
         result.to_retry.update(asked_set)
         if unauthorized:
             raise Errors.TopicAuthorizationFailedError(
                 f"not authorized to list offsets of topics {sorted(unauthorized)}",
-                unauthorized_topics=unauthorized)
+                unauthorized_topics=unauthorized,
+            )
 
     # -- blocking lookups ----------------------------------------------------------------
-    def offsets_by_times(self, timestamps: Mapping[TopicPartition, int], timer: Timer
-                         ) -> dict[TopicPartition, tuple[int, int, int | None]]:
+    def offsets_by_times(
+        self, timestamps: Mapping[TopicPartition, int], timer: Timer
+    ) -> dict[TopicPartition, tuple[int, int, int | None]]:
         """Look up ``(offset, timestamp, leader_epoch)`` for each partition, blocking.
 
         Raises :class:`KafkaTimeoutError` when ``timer`` expires first.
@@ -247,8 +292,9 @@ class OffsetFetcher:
             pending: list[tuple[Any, dict[TopicPartition, tuple[int, int]]]] = []
             for node, parts in by_node.items():
                 try:
-                    fut = self._client.send(node, ApiKey.LIST_OFFSETS,
-                                            self._list_offsets_body(parts))
+                    fut = self._client.send(
+                        node, ApiKey.LIST_OFFSETS, self._list_offsets_body(parts)
+                    )
                 except Errors.KafkaError as exc:
                     logger.debug("could not send ListOffsets to node %s: %s", node, exc)
                     result.to_retry.update(parts)
@@ -269,7 +315,8 @@ class OffsetFetcher:
                     logger.debug("ListOffsets failed (%s); will retry", failure)
                     result.to_retry.update(parts)
                     if getattr(failure, "invalid_metadata", False) or isinstance(
-                            failure, Errors.KafkaConnectionError):
+                        failure, Errors.KafkaConnectionError
+                    ):
                         self._metadata.request_update()
                 else:
                     self._parse_list_offsets(fut.value, parts, result)
@@ -282,7 +329,8 @@ class OffsetFetcher:
             if timer.is_expired():
                 raise Errors.KafkaTimeoutError(
                     f"failed to get offsets by times in {timer.elapsed_ms} ms "
-                    f"(partitions without an answer: {sorted(str(tp) for tp in remaining)})")
+                    f"(partitions without an answer: {sorted(str(tp) for tp in remaining)})"
+                )
             # Give metadata a chance to move the leaders before retrying.
             self._await_metadata(timer)
             timer.sleep(min(self._backoff.backoff(attempt), timer.remaining_ms))
@@ -298,20 +346,23 @@ class OffsetFetcher:
             pass
         timer.update()
 
-    def beginning_offsets(self, partitions: Iterable[TopicPartition], timer: Timer
-                          ) -> dict[TopicPartition, int]:
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timer: Timer
+    ) -> dict[TopicPartition, int]:
         """The log start offset of each partition."""
         res = self.offsets_by_times({tp: EARLIEST_TIMESTAMP for tp in partitions}, timer)
         return {tp: v[0] for tp, v in res.items()}
 
-    def end_offsets(self, partitions: Iterable[TopicPartition], timer: Timer
-                    ) -> dict[TopicPartition, int]:
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], timer: Timer
+    ) -> dict[TopicPartition, int]:
         """The end offset of each partition (LSO under read_committed, else high watermark)."""
         res = self.offsets_by_times({tp: LATEST_TIMESTAMP for tp in partitions}, timer)
         return {tp: v[0] for tp, v in res.items()}
 
-    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timer: Timer
-                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timer: Timer
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """The earliest offset whose timestamp is >= the given one (None when there is none)."""
         for tp, ts in timestamps.items():
             if ts < 0:
@@ -322,8 +373,12 @@ class OffsetFetcher:
             offset, ts, epoch = res[tp]
             if offset >= 0 and ts < 0:
                 # A correct broker always returns the matched record's timestamp.
-                logger.warning("broker answered the timestamp lookup of %s with offset %d but "
-                               "no timestamp; treating it as not found", tp, offset)
+                logger.warning(
+                    "broker answered the timestamp lookup of %s with offset %d but "
+                    "no timestamp; treating it as not found",
+                    tp,
+                    offset,
+                )
             out[tp] = None if offset < 0 or ts < 0 else OffsetAndTimestamp(offset, ts, epoch)
         return out
 
@@ -351,6 +406,7 @@ class OffsetFetcher:
                         self._subscriptions.update_last_stable_offset(p, offset)
                     else:
                         self._subscriptions.update_high_watermark(p, offset)
+
             fut.add_callback(on_success)
 
     # -- asynchronous resets -------------------------------------------------------------
@@ -391,8 +447,11 @@ class OffsetFetcher:
             fut.add_callback(self._reset_success(parts, strategies))
             fut.add_errback(self._reset_failure(parts))
 
-    def _reset_success(self, parts: dict[TopicPartition, tuple[int, int]],
-                       strategies: dict[TopicPartition, OffsetResetStrategy]) -> Any:
+    def _reset_success(
+        self,
+        parts: dict[TopicPartition, tuple[int, int]],
+        strategies: dict[TopicPartition, OffsetResetStrategy],
+    ) -> Any:
         def on_success(response: Any) -> None:
             result = _ListOffsetResult()
             try:
@@ -411,10 +470,12 @@ class OffsetFetcher:
                     self._retry_later([tp], now)
                     continue
                 position = FetchPosition(offset, epoch, self._leader(tp))
-                logger.info("resetting offset for %s to position %d (%s)", tp, offset,
-                            strategies[tp].value)
+                logger.info(
+                    "resetting offset for %s to position %d (%s)", tp, offset, strategies[tp].value
+                )
                 self._subscriptions.maybe_seek_unvalidated(tp, position, strategies[tp])
                 self._succeeded(tp)
+
         return on_success
 
     def _reset_failure(self, parts: dict[TopicPartition, tuple[int, int]]) -> Any:
@@ -427,6 +488,7 @@ class OffsetFetcher:
                     if self._cached_reset_error is None:
                         self._cached_reset_error = exc
             logger.debug("reset ListOffsets failed for %s: %r", sorted(map(str, parts)), exc)
+
         return on_failure
 
     # -- validation ----------------------------------------------------------------------
@@ -461,13 +523,19 @@ class OffsetFetcher:
             subs.set_next_allowed_retry(positions, now + self._request_timeout_ms)
             topics: dict[str, list[dict[str, Any]]] = {}
             for tp, pos in positions.items():
-                topics.setdefault(tp.topic, []).append({
-                    "partition": tp.partition,
-                    "current_leader_epoch": (-1 if pos.current_leader.epoch is None
-                                             else pos.current_leader.epoch),
-                    "leader_epoch": pos.offset_epoch})
-            body = {"replica_id": -1,
-                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+                topics.setdefault(tp.topic, []).append(
+                    {
+                        "partition": tp.partition,
+                        "current_leader_epoch": (
+                            -1 if pos.current_leader.epoch is None else pos.current_leader.epoch
+                        ),
+                        "leader_epoch": pos.offset_epoch,
+                    }
+                )
+            body = {
+                "replica_id": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            }
             try:
                 fut = self._client.send(node, ApiKey.OFFSET_FOR_LEADER_EPOCH, body)
             except Errors.KafkaError as exc:
@@ -513,29 +581,44 @@ class OffsetFetcher:
                     if code == 0:
                         self._succeeded(tp)
                         trunc = subs.maybe_complete_validation(
-                            tp, pos, EpochEndOffset(part.get("leader_epoch", -1),
-                                                    part.get("end_offset", -1)))
+                            tp,
+                            pos,
+                            EpochEndOffset(
+                                part.get("leader_epoch", -1), part.get("end_offset", -1)
+                            ),
+                        )
                         if trunc is not None:
                             truncations.append(trunc)
                     elif code == Errors.TopicAuthorizationFailedError.errno:
                         with self._lock:
                             self._cached_validation_error = Errors.TopicAuthorizationFailedError(
-                                f"not authorized to read topic {tp.topic}", unauthorized_topics={tp.topic})
+                                f"not authorized to read topic {tp.topic}",
+                                unauthorized_topics={tp.topic},
+                            )
                     else:
-                        logger.debug("OffsetForLeaderEpoch for %s failed with %s; retrying", tp,
-                                     Errors.for_code(code).name)
+                        logger.debug(
+                            "OffsetForLeaderEpoch for %s failed with %s; retrying",
+                            tp,
+                            Errors.for_code(code).name,
+                        )
                         self._retry_later([tp], now)
                         self._metadata.request_update()
             missing = set(positions) - answered
             if missing:
                 self._retry_later(missing, now)
             if truncations:
-                divergent = {t.topic_partition: t.divergent_offset for t in truncations
-                             if t.divergent_offset is not None}
+                divergent = {
+                    t.topic_partition: t.divergent_offset
+                    for t in truncations
+                    if t.divergent_offset is not None
+                }
                 with self._lock:
                     self._cached_validation_error = LogTruncationError(
                         "truncation detected for partitions "
-                        f"{sorted(str(t.topic_partition) for t in truncations)}", divergent)
+                        f"{sorted(str(t.topic_partition) for t in truncations)}",
+                        divergent,
+                    )
+
         return on_success
 
     def _validation_failure(self, positions: dict[TopicPartition, FetchPosition]) -> Any:
@@ -552,4 +635,5 @@ class OffsetFetcher:
                 return
             self._metadata.request_update()
             logger.debug("OffsetForLeaderEpoch failed: %r", exc)
+
         return on_failure

@@ -23,9 +23,18 @@ from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "SubscriptionType", "OffsetResetStrategy", "FetchStates", "LeaderAndEpoch", "FetchPosition",
-    "EpochEndOffset", "LogTruncation", "TopicPartitionState", "SubscriptionState",
-    "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "current_leader",
+    "SubscriptionType",
+    "OffsetResetStrategy",
+    "FetchStates",
+    "LeaderAndEpoch",
+    "FetchPosition",
+    "EpochEndOffset",
+    "LogTruncation",
+    "TopicPartitionState",
+    "SubscriptionState",
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_EPOCH_OFFSET",
+    "current_leader",
 ]
 
 #: Sentinels used by OffsetForLeaderEpoch responses when the broker knows no such epoch.
@@ -94,13 +103,16 @@ class FetchStates(enum.Enum):
 
 
 _VALID_TRANSITIONS: dict[FetchStates, frozenset[FetchStates]] = {
-    FetchStates.INITIALIZING: frozenset({FetchStates.FETCHING, FetchStates.AWAIT_RESET,
-                                         FetchStates.AWAIT_VALIDATION}),
-    FetchStates.FETCHING: frozenset({FetchStates.FETCHING, FetchStates.AWAIT_RESET,
-                                     FetchStates.AWAIT_VALIDATION}),
+    FetchStates.INITIALIZING: frozenset(
+        {FetchStates.FETCHING, FetchStates.AWAIT_RESET, FetchStates.AWAIT_VALIDATION}
+    ),
+    FetchStates.FETCHING: frozenset(
+        {FetchStates.FETCHING, FetchStates.AWAIT_RESET, FetchStates.AWAIT_VALIDATION}
+    ),
     FetchStates.AWAIT_RESET: frozenset({FetchStates.FETCHING, FetchStates.AWAIT_RESET}),
-    FetchStates.AWAIT_VALIDATION: frozenset({FetchStates.FETCHING, FetchStates.AWAIT_RESET,
-                                             FetchStates.AWAIT_VALIDATION}),
+    FetchStates.AWAIT_VALIDATION: frozenset(
+        {FetchStates.FETCHING, FetchStates.AWAIT_RESET, FetchStates.AWAIT_VALIDATION}
+    ),
 }
 
 
@@ -173,10 +185,20 @@ class TopicPartitionState:
     Thread-safety: guarded by the owning :class:`SubscriptionState` lock; never shared alone.
     """
 
-    __slots__ = ("fetch_state", "position", "high_watermark", "log_start_offset",
-                 "last_stable_offset", "paused", "pending_revocation", "reset_strategy",
-                 "next_retry_time_ms", "preferred_read_replica",
-                 "preferred_read_replica_expire_ms", "end_offset_requested")
+    __slots__ = (
+        "fetch_state",
+        "position",
+        "high_watermark",
+        "log_start_offset",
+        "last_stable_offset",
+        "paused",
+        "pending_revocation",
+        "reset_strategy",
+        "next_retry_time_ms",
+        "preferred_read_replica",
+        "preferred_read_replica_expire_ms",
+        "end_offset_requested",
+    )
 
     #: The number of the latest transition of any partition's fetch state (see _TRANSITIONS).
     last_transition: ClassVar[int] = 0
@@ -196,8 +218,12 @@ class TopicPartitionState:
         self.preferred_read_replica_expire_ms: int | None = None
         self.end_offset_requested = False
 
-    def _transition(self, new_state: FetchStates, position: FetchPosition | None = None,
-                    on_transition: Callable[[], None] | None = None) -> bool:
+    def _transition(
+        self,
+        new_state: FetchStates,
+        position: FetchPosition | None = None,
+        on_transition: Callable[[], None] | None = None,
+    ) -> bool:
         # Invalid transitions are ignored (as Java does), e.g. AWAIT_RESET -> AWAIT_VALIDATION
         # when a metadata update races a pending reset.
         if new_state not in _VALID_TRANSITIONS[self.fetch_state]:
@@ -238,22 +264,29 @@ class TopicPartitionState:
     @property
     def is_fetchable(self) -> bool:
         """Fetch only positioned, unpaused partitions that are not about to be revoked."""
-        return (not self.paused and not self.pending_revocation
-                and self.fetch_state is FetchStates.FETCHING)
+        return (
+            not self.paused
+            and not self.pending_revocation
+            and self.fetch_state is FetchStates.FETCHING
+        )
 
     # -- transitions ---------------------------------------------------------------------
     def reset(self, strategy: OffsetResetStrategy) -> None:
         """Enter AWAIT_RESET with ``strategy``."""
+
         def apply() -> None:
             self.reset_strategy = strategy
             self.next_retry_time_ms = None
+
         self._transition(FetchStates.AWAIT_RESET, on_transition=apply)
 
     def seek_validated(self, position: FetchPosition) -> None:
         """Take ``position`` as valid and start fetching from it."""
+
         def apply() -> None:
             self.reset_strategy = None
             self.next_retry_time_ms = None
+
         self._transition(FetchStates.FETCHING, position, apply)
 
     def seek_unvalidated(self, position: FetchPosition) -> None:
@@ -263,8 +296,10 @@ class TopicPartitionState:
 
     def _validate_position(self, position: FetchPosition) -> None:
         if position.offset_epoch is not None and position.current_leader.epoch is not None:
+
             def clear_retry() -> None:
                 self.next_retry_time_ms = None
+
             self._transition(FetchStates.AWAIT_VALIDATION, position, clear_retry)
         else:
             # Without an epoch there is nothing to validate against.
@@ -320,8 +355,9 @@ class SubscriptionState:
     rebalance listener is only stored.
     """
 
-    def __init__(self, default_reset_strategy: OffsetResetStrategy | str = OffsetResetStrategy.LATEST
-                 ) -> None:
+    def __init__(
+        self, default_reset_strategy: OffsetResetStrategy | str = OffsetResetStrategy.LATEST
+    ) -> None:
         """Start unsubscribed; ``default_reset_strategy`` applies to partitions without a position."""
         self._lock = threading.RLock()
         self._subscription_type = SubscriptionType.NONE
@@ -336,7 +372,9 @@ class SubscriptionState:
         # (transition number, assignment dict) when every partition was FETCHING / when none
         # awaited validation; see _TRANSITIONS.
         self._all_fetching_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = None
-        self._none_validating_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = None
+        self._none_validating_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = (
+            None
+        )
 
     # -- subscription --------------------------------------------------------------------
     def _set_subscription_type(self, kind: SubscriptionType) -> None:
@@ -364,8 +402,10 @@ class SubscriptionState:
         """Set the topics a pattern currently matches; True when they changed."""
         with self._lock:
             if self._subscription_type is not SubscriptionType.AUTO_PATTERN:
-                raise IllegalStateError("attempt to subscribe from pattern while subscription "
-                                        f"type is {self._subscription_type.value}")
+                raise IllegalStateError(
+                    "attempt to subscribe from pattern while subscription "
+                    f"type is {self._subscription_type.value}"
+                )
             return self._change_subscription(frozenset(topics))
 
     def _change_subscription(self, topics: frozenset[str]) -> bool:
@@ -443,8 +483,10 @@ class SubscriptionState:
 
     def has_auto_assigned_partitions(self) -> bool:
         """True when the group assigns partitions (AUTO_TOPICS or AUTO_PATTERN)."""
-        return self._subscription_type in (SubscriptionType.AUTO_TOPICS,
-                                           SubscriptionType.AUTO_PATTERN)
+        return self._subscription_type in (
+            SubscriptionType.AUTO_TOPICS,
+            SubscriptionType.AUTO_PATTERN,
+        )
 
     def is_user_assigned(self) -> bool:
         """True for USER_ASSIGNED."""
@@ -461,7 +503,9 @@ class SubscriptionState:
         return self._assignment_id
 
     # -- assignment ----------------------------------------------------------------------
-    def _ordered_states(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, TopicPartitionState]:
+    def _ordered_states(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, TopicPartitionState]:
         # Keep a topic's partitions adjacent (as Java's PartitionStates) and reuse the state of
         # partitions that stay, so their position and paused flag survive.
         grouped: dict[str, list[TopicPartition]] = {}
@@ -492,8 +536,9 @@ class SubscriptionState:
         """Install the group's assignment (keeping state of partitions that stay)."""
         with self._lock:
             if not self.has_auto_assigned_partitions():
-                raise IllegalStateError("attempt to dynamically assign partitions while manual "
-                                        "assignment is in use")
+                raise IllegalStateError(
+                    "attempt to dynamically assign partitions while manual assignment is in use"
+                )
             self._assignment_id += 1
             self._assignment = self._ordered_states(partitions)
 
@@ -503,12 +548,18 @@ class SubscriptionState:
             for tp in partitions:
                 if self._subscribed_pattern is not None:
                     if self._subscribed_pattern.fullmatch(tp.topic) is None:
-                        logger.info("assigned partition %s does not match subscribed pattern %s",
-                                    tp, self._subscribed_pattern.pattern)
+                        logger.info(
+                            "assigned partition %s does not match subscribed pattern %s",
+                            tp,
+                            self._subscribed_pattern.pattern,
+                        )
                         return False
                 elif tp.topic not in self._subscription:
-                    logger.info("assigned partition %s is not in the subscription %s", tp,
-                                sorted(self._subscription))
+                    logger.info(
+                        "assigned partition %s is not in the subscription %s",
+                        tp,
+                        sorted(self._subscription),
+                    )
                     return False
             return True
 
@@ -533,7 +584,9 @@ class SubscriptionState:
     def _assigned_state(self, tp: TopicPartition) -> TopicPartitionState:
         state = self._assignment.get(tp)
         if state is None:
-            raise IllegalStateError(f"No current assignment for partition {tp.topic}-{tp.partition}")
+            raise IllegalStateError(
+                f"No current assignment for partition {tp.topic}-{tp.partition}"
+            )
         return state
 
     def assigned_state_or_none(self, tp: TopicPartition) -> TopicPartitionState | None:
@@ -547,20 +600,28 @@ class SubscriptionState:
             if state is not None:
                 self._assignment[tp] = state
 
-    def fetchable_partitions(self, is_available: Callable[[TopicPartition], bool] | None = None
-                             ) -> list[TopicPartition]:
+    def fetchable_partitions(
+        self, is_available: Callable[[TopicPartition], bool] | None = None
+    ) -> list[TopicPartition]:
         """Partitions to fetch now, in fetch order, filtered by ``is_available``."""
         with self._lock:
-            return [tp for tp, st in self._assignment.items()
-                    if st.is_fetchable and (is_available is None or is_available(tp))]
+            return [
+                tp
+                for tp, st in self._assignment.items()
+                if st.is_fetchable and (is_available is None or is_available(tp))
+            ]
 
-    def fetchable_states(self, exclude: Collection[TopicPartition] = ()
-                         ) -> list[tuple[TopicPartition, TopicPartitionState]]:
+    def fetchable_states(
+        self, exclude: Collection[TopicPartition] = ()
+    ) -> list[tuple[TopicPartition, TopicPartitionState]]:
         """``(partition, state)`` of every fetchable partition not in ``exclude``, in fetch
         order (the fetcher's hot path: one lock, no per-partition lookups)."""
         with self._lock:
-            return [(tp, st) for tp, st in self._assignment.items()
-                    if st.is_fetchable and tp not in exclude]
+            return [
+                (tp, st)
+                for tp, st in self._assignment.items()
+                if st.is_fetchable and tp not in exclude
+            ]
 
     # -- positions -----------------------------------------------------------------------
     def seek(self, tp: TopicPartition, offset: int) -> None:
@@ -577,8 +638,9 @@ class SubscriptionState:
         with self._lock:
             self._assigned_state(tp).seek_unvalidated(position)
 
-    def maybe_seek_unvalidated(self, tp: TopicPartition, position: FetchPosition,
-                               requested: OffsetResetStrategy) -> None:
+    def maybe_seek_unvalidated(
+        self, tp: TopicPartition, position: FetchPosition, requested: OffsetResetStrategy
+    ) -> None:
         """Apply a reset result unless the partition moved on (re-seek, revoke, other reset)."""
         with self._lock:
             state = self._assignment.get(tp)
@@ -587,8 +649,12 @@ class SubscriptionState:
             elif not state.awaiting_reset:
                 logger.debug("skipping reset of %s: no longer awaiting reset", tp)
             elif state.reset_strategy is not requested:
-                logger.debug("skipping reset of %s: strategy changed from %s to %s", tp,
-                             requested, state.reset_strategy)
+                logger.debug(
+                    "skipping reset of %s: strategy changed from %s to %s",
+                    tp,
+                    requested,
+                    state.reset_strategy,
+                )
             else:
                 state.seek_unvalidated(position)
 
@@ -614,10 +680,14 @@ class SubscriptionState:
             state = self._assignment.get(tp)
             return state is not None and state.has_valid_position
 
-    def _unchanged_since(self, mark: tuple[int, dict[TopicPartition, TopicPartitionState]] | None
-                         ) -> bool:
-        return (mark is not None and mark[0] == TopicPartitionState.last_transition
-                and mark[1] is self._assignment)
+    def _unchanged_since(
+        self, mark: tuple[int, dict[TopicPartition, TopicPartitionState]] | None
+    ) -> bool:
+        return (
+            mark is not None
+            and mark[0] == TopicPartitionState.last_transition
+            and mark[1] is self._assignment
+        )
 
     def has_all_fetch_positions(self) -> bool:
         """True when every assigned partition has a valid position."""
@@ -639,9 +709,9 @@ class SubscriptionState:
                     out[tp] = OffsetAndMetadata(st.position.offset, "", st.position.offset_epoch)
             return out
 
-    def maybe_validate_position_for_current_leader(self, tp: TopicPartition,
-                                                   leader: LeaderAndEpoch,
-                                                   supports_validation: bool = True) -> bool:
+    def maybe_validate_position_for_current_leader(
+        self, tp: TopicPartition, leader: LeaderAndEpoch, supports_validation: bool = True
+    ) -> bool:
         """Point ``tp`` at ``leader``; True when the position now awaits validation.
 
         ``supports_validation`` False (the leader lacks OffsetForLeaderEpoch v3+) moves the
@@ -654,8 +724,9 @@ class SubscriptionState:
                 return False
             return state.maybe_validate_position(leader)
 
-    def maybe_complete_validation(self, tp: TopicPartition, request_position: FetchPosition,
-                                  epoch_end_offset: EpochEndOffset) -> LogTruncation | None:
+    def maybe_complete_validation(
+        self, tp: TopicPartition, request_position: FetchPosition, epoch_end_offset: EpochEndOffset
+    ) -> LogTruncation | None:
         """Apply an OffsetForLeaderEpoch answer; a LogTruncation when no reset policy applies."""
         with self._lock:
             state = self._assignment.get(tp)
@@ -664,34 +735,62 @@ class SubscriptionState:
                 return None
             current = state.position
             if current != request_position:
-                logger.debug("skipping validation of %s: position moved from %s to %s", tp,
-                             request_position, current)
+                logger.debug(
+                    "skipping validation of %s: position moved from %s to %s",
+                    tp,
+                    request_position,
+                    current,
+                )
                 return None
             assert current is not None
-            if (epoch_end_offset.end_offset == UNDEFINED_EPOCH_OFFSET
-                    or epoch_end_offset.leader_epoch == UNDEFINED_EPOCH):
+            if (
+                epoch_end_offset.end_offset == UNDEFINED_EPOCH_OFFSET
+                or epoch_end_offset.leader_epoch == UNDEFINED_EPOCH
+            ):
                 if self.has_default_offset_reset_policy():
-                    logger.info("leader has no epoch at or before %s for %s; resetting offset",
-                                current.offset_epoch, tp)
+                    logger.info(
+                        "leader has no epoch at or before %s for %s; resetting offset",
+                        current.offset_epoch,
+                        tp,
+                    )
                     state.reset(self._default_reset_strategy)
                     return None
-                logger.info("leader has no epoch at or before %s for %s and no reset policy",
-                            current.offset_epoch, tp)
+                logger.info(
+                    "leader has no epoch at or before %s for %s and no reset policy",
+                    current.offset_epoch,
+                    tp,
+                )
                 return LogTruncation(tp, request_position, None)
             if epoch_end_offset.end_offset < current.offset:
                 if self.has_default_offset_reset_policy():
-                    new_pos = FetchPosition(epoch_end_offset.end_offset,
-                                            epoch_end_offset.leader_epoch, current.current_leader)
-                    logger.info("truncation detected for %s at offset %d; resetting to the first "
-                                "offset known to diverge, %d", tp, current.offset,
-                                epoch_end_offset.end_offset)
+                    new_pos = FetchPosition(
+                        epoch_end_offset.end_offset,
+                        epoch_end_offset.leader_epoch,
+                        current.current_leader,
+                    )
+                    logger.info(
+                        "truncation detected for %s at offset %d; resetting to the first "
+                        "offset known to diverge, %d",
+                        tp,
+                        current.offset,
+                        epoch_end_offset.end_offset,
+                    )
                     state.seek_validated(new_pos)
                     return None
-                logger.warning("truncation detected for %s at offset %d (leader end offset %d) "
-                               "and no reset policy is set", tp, current.offset,
-                               epoch_end_offset.end_offset)
-                return LogTruncation(tp, request_position, OffsetAndMetadata(
-                    epoch_end_offset.end_offset, "", epoch_end_offset.leader_epoch))
+                logger.warning(
+                    "truncation detected for %s at offset %d (leader end offset %d) "
+                    "and no reset policy is set",
+                    tp,
+                    current.offset,
+                    epoch_end_offset.end_offset,
+                )
+                return LogTruncation(
+                    tp,
+                    request_position,
+                    OffsetAndMetadata(
+                        epoch_end_offset.end_offset, "", epoch_end_offset.leader_epoch
+                    ),
+                )
             state.complete_validation()
             return None
 
@@ -715,8 +814,11 @@ class SubscriptionState:
         """True unless ``auto.offset.reset`` is ``none``."""
         return self._default_reset_strategy is not OffsetResetStrategy.NONE
 
-    def request_offset_reset(self, partitions: TopicPartition | Iterable[TopicPartition],
-                             strategy: OffsetResetStrategy | None = None) -> None:
+    def request_offset_reset(
+        self,
+        partitions: TopicPartition | Iterable[TopicPartition],
+        strategy: OffsetResetStrategy | None = None,
+    ) -> None:
         """Ask for ``partitions`` to be reset (default strategy when ``strategy`` is None)."""
         tps = [partitions] if isinstance(partitions, TopicPartition) else list(partitions)
         with self._lock:
@@ -737,11 +839,15 @@ class SubscriptionState:
     def initializing_partitions(self) -> list[TopicPartition]:
         """Partitions with neither a position nor a pending reset."""
         with self._lock:
-            return [tp for tp, st in self._assignment.items()
-                    if st.fetch_state is FetchStates.INITIALIZING]
+            return [
+                tp
+                for tp, st in self._assignment.items()
+                if st.fetch_state is FetchStates.INITIALIZING
+            ]
 
-    def reset_initializing_positions(self, include: Callable[[TopicPartition], bool] | None = None
-                                     ) -> None:
+    def reset_initializing_positions(
+        self, include: Callable[[TopicPartition], bool] | None = None
+    ) -> None:
         """Request the default reset for INITIALIZING partitions.
 
         Raises :class:`NoOffsetForPartitionError` naming them when the policy is ``none``.
@@ -763,8 +869,11 @@ class SubscriptionState:
     def partitions_needing_reset(self, now_ms: int) -> list[TopicPartition]:
         """AWAIT_RESET partitions not in retry backoff."""
         with self._lock:
-            return [tp for tp, st in self._assignment.items()
-                    if st.awaiting_reset and not st.awaiting_retry_backoff(now_ms)]
+            return [
+                tp
+                for tp, st in self._assignment.items()
+                if st.awaiting_reset and not st.awaiting_retry_backoff(now_ms)
+            ]
 
     def partitions_needing_validation(self, now_ms: int) -> list[TopicPartition]:
         """AWAIT_VALIDATION partitions not in retry backoff."""
@@ -891,8 +1000,9 @@ class SubscriptionState:
                 return None
             return state.preferred_read_replica
 
-    def update_preferred_read_replica(self, tp: TopicPartition, replica_id: int,
-                                      expire_ms: int) -> None:
+    def update_preferred_read_replica(
+        self, tp: TopicPartition, replica_id: int, expire_ms: int
+    ) -> None:
         """Fetch ``tp`` from ``replica_id`` until ``expire_ms``."""
         with self._lock:
             state = self._assignment.get(tp)
@@ -917,6 +1027,8 @@ class SubscriptionState:
             return dict(self._assignment)
 
     def __repr__(self) -> str:
-        return (f"SubscriptionState(type={self._subscription_type.value}, "
-                f"subscription={sorted(self._subscription)}, "
-                f"assigned={len(self._assignment)})")
+        return (
+            f"SubscriptionState(type={self._subscription_type.value}, "
+            f"subscription={sorted(self._subscription)}, "
+            f"assigned={len(self._assignment)})"
+        )

@@ -48,9 +48,15 @@ from kafkaconsumer.utils.clock import SYSTEM_TIME
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NetworkClient", "parse_bootstrap_servers", "resolve_bootstrap_servers", "DEFAULTS",
-           "Clock",
-           "COORDINATOR_NODE_ID_BASE", "coordinator_node_id"]
+__all__ = [
+    "NetworkClient",
+    "parse_bootstrap_servers",
+    "resolve_bootstrap_servers",
+    "DEFAULTS",
+    "Clock",
+    "COORDINATOR_NODE_ID_BASE",
+    "coordinator_node_id",
+]
 
 #: Node ids ``COORDINATOR_NODE_ID_BASE - broker id`` name a broker's group coordinator
 #: connection (Java: ``Integer.MAX_VALUE - node.id()`` in ``AbstractCoordinator``).
@@ -64,6 +70,7 @@ def coordinator_node_id(broker_id: int) -> int:
     to it travel on a socket of their own.
     """
     return COORDINATOR_NODE_ID_BASE - int(broker_id)
+
 
 #: Java defaults of the keys this layer reads (the consumer config fills them normally).
 DEFAULTS: dict[str, Any] = {
@@ -119,7 +126,7 @@ def parse_bootstrap_servers(value: Any) -> list[tuple[str, int]]:
             continue
         for scheme in ("PLAINTEXT://", "SSL://", "SASL_PLAINTEXT://", "SASL_SSL://"):
             if entry.upper().startswith(scheme):
-                entry = entry[len(scheme):]
+                entry = entry[len(scheme) :]
         if entry.startswith("["):
             host, sep, rest = entry[1:].partition("]")
             port_s = rest[1:] if rest.startswith(":") else ""
@@ -133,8 +140,9 @@ def parse_bootstrap_servers(value: Any) -> list[tuple[str, int]]:
     return result
 
 
-def resolve_bootstrap_servers(addresses: list[tuple[str, int]], dns_lookup: str
-                              ) -> list[tuple[str, int]]:
+def resolve_bootstrap_servers(
+    addresses: list[tuple[str, int]], dns_lookup: str
+) -> list[tuple[str, int]]:
     """Check that ``bootstrap.servers`` resolve, as Java's client does when it is built.
 
     A name that does not resolve is dropped with a WARNING; when none is left a
@@ -148,8 +156,9 @@ def resolve_bootstrap_servers(addresses: list[tuple[str, int]], dns_lookup: str
         try:
             infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
         except OSError as exc:
-            logger.warning("bootstrap.servers: cannot resolve %s:%s (%s); skipping it",
-                           host, port, exc)
+            logger.warning(
+                "bootstrap.servers: cannot resolve %s:%s (%s); skipping it", host, port, exc
+            )
             failures.append(f"{host}:{port} ({exc})")
             continue
         if dns_lookup != "resolve_canonical_bootstrap_servers_only":
@@ -164,8 +173,9 @@ def resolve_bootstrap_servers(addresses: list[tuple[str, int]], dns_lookup: str
             if (name, port) not in out:
                 out.append((name, port))
     if not out:
-        raise ConfigError("no resolvable bootstrap urls given in bootstrap.servers: "
-                          + ", ".join(failures))
+        raise ConfigError(
+            "no resolvable bootstrap urls given in bootstrap.servers: " + ", ".join(failures)
+        )
     return out
 
 
@@ -180,8 +190,16 @@ class _NodeState:
     Thread-safety: owned by the client thread.
     """
 
-    __slots__ = ("failures", "backoff_until_ms", "last_error", "auth_error", "attempts",
-                 "warned_ms", "warned_text", "suppressed")
+    __slots__ = (
+        "failures",
+        "backoff_until_ms",
+        "last_error",
+        "auth_error",
+        "attempts",
+        "warned_ms",
+        "warned_text",
+        "suppressed",
+    )
 
     def __init__(self) -> None:
         self.failures = 0
@@ -203,8 +221,13 @@ class NetworkClient:
     thread.
     """
 
-    def __init__(self, config: Mapping[str, Any], *, time: Clock | None = None,
-                 metadata: Metadata | None = None) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        time: Clock | None = None,
+        metadata: Metadata | None = None,
+    ) -> None:
         """Set up the selector and the bootstrap pseudo nodes from ``config``; no connection is
         made yet. ``time`` has ``monotonic_ms()``; ``metadata``, when given, is kept fresh by
         :meth:`poll`.
@@ -215,15 +238,20 @@ class NetworkClient:
         self._clock: Clock = time or SYSTEM_TIME
         protocol = str(merged["security.protocol"]).upper()
         if protocol not in _PROTOCOLS:
-            raise ConfigError(f"security.protocol {merged['security.protocol']!r} is not one of "
-                              f"{', '.join(_PROTOCOLS)}")
+            raise ConfigError(
+                f"security.protocol {merged['security.protocol']!r} is not one of "
+                f"{', '.join(_PROTOCOLS)}"
+            )
         self._protocol = protocol
         lookup = str(merged["client.dns.lookup"])
         if lookup not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"):
-            raise ConfigError(f"client.dns.lookup {lookup!r} is not one of use_all_dns_ips, "
-                              "resolve_canonical_bootstrap_servers_only")
+            raise ConfigError(
+                f"client.dns.lookup {lookup!r} is not one of use_all_dns_ips, "
+                "resolve_canonical_bootstrap_servers_only"
+            )
         self._bootstrap = resolve_bootstrap_servers(
-            parse_bootstrap_servers(merged["bootstrap.servers"]), lookup)
+            parse_bootstrap_servers(merged["bootstrap.servers"]), lookup
+        )
         self._ssl_context: ssl.SSLContext | None = None
         if protocol in ("SSL", "SASL_SSL"):
             self._ssl_context = build_ssl_context(merged)
@@ -231,29 +259,38 @@ class NetworkClient:
         if protocol.startswith("SASL"):
             mech = str(merged["sasl.mechanism"]).upper()
             if mech == "OAUTHBEARER":
-                cb = (merged.get("sasl.oauthbearer.token.callback")
-                      or merged.get("sasl.oauthbearer.token.provider"))
+                cb = merged.get("sasl.oauthbearer.token.callback") or merged.get(
+                    "sasl.oauthbearer.token.provider"
+                )
                 if cb is None:
-                    raise ConfigError("sasl.mechanism OAUTHBEARER needs "
-                                      "sasl.oauthbearer.token.callback")
+                    raise ConfigError(
+                        "sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.token.callback"
+                    )
                 self._token_cache = OAuthTokenCache(
-                    cb, float(merged["sasl.login.refresh.window.factor"]),
+                    cb,
+                    float(merged["sasl.login.refresh.window.factor"]),
                     retry_backoff_ms=int(merged["sasl.login.retry.backoff.ms"]),
-                    retry_backoff_max_ms=int(merged["sasl.login.retry.backoff.max.ms"]))
+                    retry_backoff_max_ms=int(merged["sasl.login.retry.backoff.max.ms"]),
+                )
             elif mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
-                raise ConfigError(f"sasl.mechanism {mech!r} is not supported (PLAIN, "
-                                  "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)")
+                raise ConfigError(
+                    f"sasl.mechanism {mech!r} is not supported (PLAIN, "
+                    "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)"
+                )
         self._reconnect_backoff_ms = int(merged["reconnect.backoff.ms"])
-        self._reconnect_backoff_max_ms = max(self._reconnect_backoff_ms,
-                                             int(merged["reconnect.backoff.max.ms"]))
+        self._reconnect_backoff_max_ms = max(
+            self._reconnect_backoff_ms, int(merged["reconnect.backoff.max.ms"])
+        )
         self._setup_timeout_ms = int(merged["socket.connection.setup.timeout.ms"])
-        self._setup_timeout_max_ms = max(self._setup_timeout_ms,
-                                         int(merged["socket.connection.setup.timeout.max.ms"]))
+        self._setup_timeout_max_ms = max(
+            self._setup_timeout_ms, int(merged["socket.connection.setup.timeout.max.ms"])
+        )
         self._idle_ms = int(merged["connections.max.idle.ms"])
         strategy = str(merged["metadata.recovery.strategy"]).lower()
         if strategy not in ("none", "rebootstrap"):
-            raise ConfigError(f"metadata.recovery.strategy {strategy!r} is not 'none' or "
-                              "'rebootstrap'")
+            raise ConfigError(
+                f"metadata.recovery.strategy {strategy!r} is not 'none' or 'rebootstrap'"
+            )
         self._rebootstrap = strategy == "rebootstrap"
         self._request_timeout_ms = int(merged["request.timeout.ms"])
         if self._request_timeout_ms <= 0:
@@ -427,22 +464,34 @@ class NetworkClient:
         st.attempts += 1
         address = self.node_address(node_id)
         if address is None:
-            self._on_connect_failed(node_id, KafkaConnectionError(
-                f"cannot connect to node {node_id}: it is not in the cluster metadata"), now,
-                was_ready=False)
+            self._on_connect_failed(
+                node_id,
+                KafkaConnectionError(
+                    f"cannot connect to node {node_id}: it is not in the cluster metadata"
+                ),
+                now,
+                was_ready=False,
+            )
             return
         host, port = address
         if conn is None or (conn.host, conn.port) != (host, port):
             conn = BrokerConnection(
-                node_id, host, port, self.config, now_ms=self.now_ms,
-                next_correlation_id=self._next_correlation_id, ssl_context=self._ssl_context,
-                token_cache=self._token_cache)
+                node_id,
+                host,
+                port,
+                self.config,
+                now_ms=self.now_ms,
+                next_correlation_id=self._next_correlation_id,
+                ssl_context=self._ssl_context,
+                token_cache=self._token_cache,
+            )
             self._conns[node_id] = conn
         setup_timeout = self._setup_timeout_ms * (2 ** min(st.failures, 16))
-        setup_timeout = int(min(setup_timeout, self._setup_timeout_max_ms)
-                            * (1 + self._random.uniform(-_JITTER, _JITTER)))
-        logger.debug("node %s: connecting to %s:%s (attempt %d)", node_id, host, port,
-                     st.attempts)
+        setup_timeout = int(
+            min(setup_timeout, self._setup_timeout_max_ms)
+            * (1 + self._random.uniform(-_JITTER, _JITTER))
+        )
+        logger.debug("node %s: connecting to %s:%s (attempt %d)", node_id, host, port, st.attempts)
         try:
             conn.connect(setup_timeout)
         except KafkaError as exc:
@@ -457,8 +506,7 @@ class NetworkClient:
             cid = next(self._cid)
         return cid
 
-    def _handle_connection_change(self, node_id: int, conn: BrokerConnection,
-                                  now_ms: int) -> None:
+    def _handle_connection_change(self, node_id: int, conn: BrokerConnection, now_ms: int) -> None:
         """Bookkeeping after I/O: readiness resets the backoff, a close starts one."""
         if conn.disconnect_pending:
             conn.disconnect_pending = False
@@ -471,8 +519,9 @@ class NetworkClient:
         else:
             self._sync_registration(node_id, conn)
 
-    def _on_disconnected(self, node_id: int, conn: BrokerConnection, error: KafkaError | None,
-                         now_ms: int) -> None:
+    def _on_disconnected(
+        self, node_id: int, conn: BrokerConnection, error: KafkaError | None, now_ms: int
+    ) -> None:
         self._unregister(node_id)
         st = self._state(node_id)
         if conn.quiet_close:
@@ -489,8 +538,9 @@ class NetworkClient:
         conn.ready_since_ms = 0
         self._on_connect_failed(node_id, error, now_ms, was_ready=was_ready)
 
-    def _on_connect_failed(self, node_id: int, error: KafkaError | None, now_ms: int, *,
-                           was_ready: bool) -> None:
+    def _on_connect_failed(
+        self, node_id: int, error: KafkaError | None, now_ms: int, *, was_ready: bool
+    ) -> None:
         """Record a broken connection or a failed attempt: error, metadata refresh, backoff."""
         st = self._state(node_id)
         st.last_error = error
@@ -516,23 +566,25 @@ class NetworkClient:
         if not was_ready and error is not None and not isinstance(error, AuthenticationError):
             # Authentication failures are logged at ERROR where they happen.
             self._warn_failure(node_id, st, error, now_ms)
-        logger.debug("node %s: disconnected (%s); reconnect backoff %d ms", node_id, error,
-                     backoff)
+        logger.debug("node %s: disconnected (%s); reconnect backoff %d ms", node_id, error, backoff)
 
-    def _warn_failure(self, node_id: int, st: _NodeState, error: KafkaError, now_ms: int
-                      ) -> None:
+    def _warn_failure(self, node_id: int, st: _NodeState, error: KafkaError, now_ms: int) -> None:
         """A WARNING per node with the cause: the first failure, a new cause, and otherwise
         at most once per :data:`_WARN_INTERVAL_MS` (reconnects come every second)."""
         text = str(error)
-        if (st.warned_ms is not None and text == st.warned_text
-                and now_ms - st.warned_ms < _WARN_INTERVAL_MS):
+        if (
+            st.warned_ms is not None
+            and text == st.warned_text
+            and now_ms - st.warned_ms < _WARN_INTERVAL_MS
+        ):
             st.suppressed += 1
             return
         address = self.node_address(node_id)
         where = f"{address[0]}:{address[1]}" if address is not None else "unknown address"
         name = "bootstrap server" if node_id < 0 else "node"
-        more = (f" ({st.suppressed} more such failures since the last warning)"
-                if st.suppressed else "")
+        more = (
+            f" ({st.suppressed} more such failures since the last warning)" if st.suppressed else ""
+        )
         logger.warning("connection to %s %s (%s) failed: %s%s", name, node_id, where, text, more)
         st.warned_ms = now_ms
         st.warned_text = text
@@ -581,8 +633,16 @@ class NetworkClient:
                 pass
 
     # ------------------------------------------------------------------ send / poll ---------
-    def send(self, node_id: int, api_key: int, body: Mapping[str, Any], version: int | None = None,
-             *, timeout_ms: int | None = None, expect_response: bool = True) -> Future[Any]:
+    def send(
+        self,
+        node_id: int,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+        expect_response: bool = True,
+    ) -> Future[Any]:
         """Send a request to a ready node; returns its future.
 
         The future fails with :class:`NodeNotReadyError` when the node is not ready (check
@@ -597,8 +657,9 @@ class NetworkClient:
         if conn is None or not conn.can_send(now):
             return Future().failure(NodeNotReadyError(f"node {node_id} is not ready"))
         try:
-            fut = conn.send(api_key, body, version, timeout_ms=timeout_ms,
-                            expect_response=expect_response)
+            fut = conn.send(
+                api_key, body, version, timeout_ms=timeout_ms, expect_response=expect_response
+            )
         except KafkaError as exc:
             # The request was never queued (the encoder wraps every failure of a bad body in
             # KafkaProtocolError before anything is written), so the connection is intact:
@@ -684,8 +745,9 @@ class NetworkClient:
                 if reason is not None:
                     logger.debug("node %s: closing the connection: %s", node_id, reason)
                     conn.quiet_close = True
-                    conn.close(KafkaConnectionError(f"connection to node {node_id} closed: "
-                                                    f"{reason}"))
+                    conn.close(
+                        KafkaConnectionError(f"connection to node {node_id} closed: {reason}")
+                    )
             self._handle_connection_change(node_id, conn, now)
         self._maybe_update_metadata(now)
 
@@ -726,8 +788,9 @@ class NetworkClient:
             # (metadata.recovery.strategy=rebootstrap), as the brokers may have moved.
             found = self._least_loaded([n for n, _, _ in self.bootstrap_nodes], now)
             if found is not None:
-                logger.info("no broker of the cluster metadata is reachable; trying "
-                            "bootstrap.servers again")
+                logger.info(
+                    "no broker of the cluster metadata is reachable; trying bootstrap.servers again"
+                )
         return found
 
     def _least_loaded(self, nodes: list[int], now: int) -> int | None:
@@ -785,8 +848,9 @@ class NetworkClient:
         if self.ready(node, now_ms):
             version = self.api_version(node, ApiKey.METADATA)
             if version is None:
-                md.failed_update(now_ms, UnsupportedVersionError(
-                    f"node {node} does not support Metadata"))
+                md.failed_update(
+                    now_ms, UnsupportedVersionError(f"node {node} does not support Metadata")
+                )
                 return md.time_to_next_update(now_ms)
             body = md.build_request(version)
             fut = self.send(node, ApiKey.METADATA, body, version)
@@ -853,4 +917,3 @@ class NetworkClient:
     def selector_fd_count(self) -> int:
         """How many sockets the selector watches (the wake-up socket included)."""
         return len(self._selector.get_map())
-

@@ -55,8 +55,14 @@ from kafkaconsumer.protocol import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ConnectionState", "BrokerConnection", "InFlightRequest", "CLIENT_SOFTWARE_NAME",
-           "CLIENT_SOFTWARE_VERSION", "describe_foreign_peer"]
+__all__ = [
+    "ConnectionState",
+    "BrokerConnection",
+    "InFlightRequest",
+    "CLIENT_SOFTWARE_NAME",
+    "CLIENT_SOFTWARE_VERSION",
+    "describe_foreign_peer",
+]
 
 CLIENT_SOFTWARE_NAME = "kafkaconsumer-python"
 CLIENT_SOFTWARE_VERSION = __version__
@@ -91,11 +97,17 @@ def describe_foreign_peer(head: bytes) -> str | None:
         detail = ""
         if head[0] == 0x15 and len(head) >= 7:
             detail = f" ({_TLS_ALERTS.get(head[6], f'alert {head[6]}')})"
-        return (f"it answered with a TLS {kind} record{detail}, so it expects TLS "
-                "(security.protocol SSL or SASL_SSL)")
-    for prefix, name in ((b"HTTP/", "an HTTP server"), (b"SSH-", "an SSH server"),
-                         (b"220 ", "an SMTP or FTP server"), (b"+OK", "a POP3 server"),
-                         (b"-ERR", "a Redis server")):
+        return (
+            f"it answered with a TLS {kind} record{detail}, so it expects TLS "
+            "(security.protocol SSL or SASL_SSL)"
+        )
+    for prefix, name in (
+        (b"HTTP/", "an HTTP server"),
+        (b"SSH-", "an SSH server"),
+        (b"220 ", "an SMTP or FTP server"),
+        (b"+OK", "a POP3 server"),
+        (b"-ERR", "a Redis server"),
+    ):
         if head.startswith(prefix):
             line = head.split(b"\r", 1)[0].split(b"\n", 1)[0][:60]
             text = line.decode("ascii", "replace")
@@ -103,11 +115,22 @@ def describe_foreign_peer(head: bytes) -> str | None:
     return None
 
 
-_TLS_CONTENT_TYPES = {0x14: "change_cipher_spec", 0x15: "alert", 0x16: "handshake",
-                      0x17: "application_data"}
-_TLS_ALERTS = {10: "unexpected_message", 40: "handshake_failure", 42: "bad_certificate",
-               47: "illegal_parameter", 50: "decode_error", 70: "protocol_version",
-               80: "internal_error", 112: "unrecognized_name"}
+_TLS_CONTENT_TYPES = {
+    0x14: "change_cipher_spec",
+    0x15: "alert",
+    0x16: "handshake",
+    0x17: "application_data",
+}
+_TLS_ALERTS = {
+    10: "unexpected_message",
+    40: "handshake_failure",
+    42: "bad_certificate",
+    47: "illegal_parameter",
+    50: "decode_error",
+    70: "protocol_version",
+    80: "internal_error",
+    112: "unrecognized_name",
+}
 
 
 class ConnectionState(enum.Enum):
@@ -130,11 +153,25 @@ class InFlightRequest:
     Thread-safety: owned by one connection; not shared.
     """
 
-    __slots__ = ("correlation_id", "api_key", "api_version", "future", "deadline_ms",
-                 "send_ms", "timeout_ms")
+    __slots__ = (
+        "correlation_id",
+        "api_key",
+        "api_version",
+        "future",
+        "deadline_ms",
+        "send_ms",
+        "timeout_ms",
+    )
 
-    def __init__(self, correlation_id: int, api_key: int, api_version: int, future: Future[Any],
-                 send_ms: int, timeout_ms: int) -> None:
+    def __init__(
+        self,
+        correlation_id: int,
+        api_key: int,
+        api_version: int,
+        future: Future[Any],
+        send_ms: int,
+        timeout_ms: int,
+    ) -> None:
         """Describe a request sent at ``send_ms`` that expires ``timeout_ms`` later; ``future``
         completes with its decoded response.
         """
@@ -160,10 +197,18 @@ class BrokerConnection:
     Thread-safety: not thread-safe; only the thread that owns the NetworkClient touches it.
     """
 
-    def __init__(self, node_id: int, host: str, port: int, config: Mapping[str, Any], *,
-                 now_ms: Callable[[], int], next_correlation_id: Callable[[], int],
-                 ssl_context: ssl.SSLContext | None = None,
-                 token_cache: OAuthTokenCache | None = None) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        config: Mapping[str, Any],
+        *,
+        now_ms: Callable[[], int],
+        next_correlation_id: Callable[[], int],
+        ssl_context: ssl.SSLContext | None = None,
+        token_cache: OAuthTokenCache | None = None,
+    ) -> None:
         """Describe a connection to broker ``node_id`` at ``host:port``; nothing is opened until
         the owner calls :meth:`connect`.
         """
@@ -185,8 +230,10 @@ class BrokerConnection:
         self._max_in_flight = max(1, int(config.get("max.in.flight.requests.per.connection", 100)))
         self._rcvbuf = int(config.get("receive.buffer.bytes", 65536))
         self._sndbuf = int(config.get("send.buffer.bytes", 131072))
-        largest_fetch = max(int(config.get("fetch.max.bytes", 0) or 0),
-                            int(config.get("max.partition.fetch.bytes", 0) or 0))
+        largest_fetch = max(
+            int(config.get("fetch.max.bytes", 0) or 0),
+            int(config.get("max.partition.fetch.bytes", 0) or 0),
+        )
         self._max_frame = max(_MIN_RECEIVE_LIMIT, 2 * largest_fetch)
 
         self.state = ConnectionState.DISCONNECTED
@@ -247,9 +294,12 @@ class BrokerConnection:
     def can_send(self, now_ms: int) -> bool:
         """Ready, below the in-flight bound, not throttled by the broker, and not about to
         end its SASL session (then it drains and the client reconnects)."""
-        return (self.state is ConnectionState.READY and len(self.in_flight) < self._max_in_flight
-                and now_ms >= self.throttle_until_ms
-                and not (self.reauth_at_ms and now_ms >= self.reauth_at_ms))
+        return (
+            self.state is ConnectionState.READY
+            and len(self.in_flight) < self._max_in_flight
+            and now_ms >= self.throttle_until_ms
+            and not (self.reauth_at_ms and now_ms >= self.reauth_at_ms)
+        )
 
     def interest(self) -> int:
         """The selector events this connection waits for now (0 when none)."""
@@ -270,8 +320,11 @@ class BrokerConnection:
 
     def has_buffered_input(self) -> bool:
         """True when TLS holds decrypted bytes the selector cannot see."""
-        return (isinstance(self.sock, ssl.SSLSocket) and self.state is not ConnectionState.HANDSHAKE
-                and self.sock.pending() > 0)
+        return (
+            isinstance(self.sock, ssl.SSLSocket)
+            and self.state is not ConnectionState.HANDSHAKE
+            and self.sock.pending() > 0
+        )
 
     # ------------------------------------------------------------------ connect -------------
     def connect(self, setup_timeout_ms: int) -> None:
@@ -291,7 +344,8 @@ class BrokerConnection:
             infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
         except OSError as exc:
             raise KafkaConnectionError(
-                f"cannot resolve broker host {self.host!r} (node {self.node_id}): {exc}") from exc
+                f"cannot resolve broker host {self.host!r} (node {self.node_id}): {exc}"
+            ) from exc
         lookup = str(self._config.get("client.dns.lookup", "use_all_dns_ips"))
         if lookup != "use_all_dns_ips":
             infos = infos[:1]
@@ -326,8 +380,11 @@ class BrokerConnection:
             sock.close()
             last_error = OSError(rc, errno.errorcode.get(rc, str(rc)))
         self.state = ConnectionState.CONNECTING  # so that close() runs the normal path
-        self.close(KafkaConnectionError(
-            f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {last_error}"))
+        self.close(
+            KafkaConnectionError(
+                f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {last_error}"
+            )
+        )
 
     def _on_tcp_connected(self) -> None:
         assert self.sock is not None
@@ -335,10 +392,14 @@ class BrokerConnection:
             assert self._ssl_context is not None
             try:
                 self.sock = self._ssl_context.wrap_socket(
-                    self.sock, server_hostname=self.host, do_handshake_on_connect=False)
+                    self.sock, server_hostname=self.host, do_handshake_on_connect=False
+                )
             except (ssl.SSLError, ValueError) as exc:
-                self.close(SslAuthenticationError(
-                    f"TLS set-up for node {self.node_id} ({self.host}:{self.port}) failed: {exc}"))
+                self.close(
+                    SslAuthenticationError(
+                        f"TLS set-up for node {self.node_id} ({self.host}:{self.port}) failed: {exc}"
+                    )
+                )
                 return
             self.state = ConnectionState.HANDSHAKE
             self._handshake_wants = selectors.EVENT_READ | selectors.EVENT_WRITE
@@ -358,19 +419,28 @@ class BrokerConnection:
             return
         except ssl.SSLCertVerificationError as exc:
             reason = exc.verify_message or exc.reason or str(exc)
-            self.close(SslAuthenticationError(
-                f"TLS handshake with node {self.node_id} ({self.host}:{self.port}) failed: "
-                f"certificate verification failed: {reason}"))
+            self.close(
+                SslAuthenticationError(
+                    f"TLS handshake with node {self.node_id} ({self.host}:{self.port}) failed: "
+                    f"certificate verification failed: {reason}"
+                )
+            )
             return
         except ssl.SSLError as exc:
-            self.close(SslAuthenticationError(
-                f"TLS handshake with node {self.node_id} ({self.host}:{self.port}) failed: "
-                f"{exc.reason or exc}"))
+            self.close(
+                SslAuthenticationError(
+                    f"TLS handshake with node {self.node_id} ({self.host}:{self.port}) failed: "
+                    f"{exc.reason or exc}"
+                )
+            )
             return
         except OSError as exc:
-            self.close(KafkaConnectionError(
-                f"connection to node {self.node_id} ({self.host}:{self.port}) broke during the "
-                f"TLS handshake: {exc}"))
+            self.close(
+                KafkaConnectionError(
+                    f"connection to node {self.node_id} ({self.host}:{self.port}) broke during the "
+                    f"TLS handshake: {exc}"
+                )
+            )
             return
         logger.debug("node %s: TLS handshake done (%s)", self.node_id, self.sock.version())
         self._start_api_versions()
@@ -380,8 +450,10 @@ class BrokerConnection:
         self.state = ConnectionState.API_VERSIONS
         if version is None:
             version = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
-        body = {"client_software_name": CLIENT_SOFTWARE_NAME,
-                "client_software_version": CLIENT_SOFTWARE_VERSION}
+        body = {
+            "client_software_name": CLIENT_SOFTWARE_NAME,
+            "client_software_version": CLIENT_SOFTWARE_VERSION,
+        }
         fut: Future[Any] = Future()
         fut.add_callback(self._on_api_versions, version)
         fut.add_errback(self._on_setup_failure)
@@ -400,8 +472,11 @@ class BrokerConnection:
             ours = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
             retry = negotiate_version(ApiKey.API_VERSIONS, *broker) if broker else ours[0]
             if retry is None or retry >= version:
-                self.close(UnsupportedVersionError(
-                    f"node {self.node_id} supports no ApiVersions version we know"))
+                self.close(
+                    UnsupportedVersionError(
+                        f"node {self.node_id} supports no ApiVersions version we know"
+                    )
+                )
                 return
             self._start_api_versions(retry)
             return
@@ -424,9 +499,16 @@ class BrokerConnection:
     def _start_sasl(self) -> None:
         self.state = ConnectionState.AUTHENTICATING
         hs_version = self.api_versions.get(ApiKey.SASL_HANDSHAKE)
-        if hs_version is None or hs_version < 1 or ApiKey.SASL_AUTHENTICATE not in self.api_versions:
-            self.close(SaslAuthenticationError(
-                f"node {self.node_id} does not support SaslHandshake v1 / SaslAuthenticate"))
+        if (
+            hs_version is None
+            or hs_version < 1
+            or ApiKey.SASL_AUTHENTICATE not in self.api_versions
+        ):
+            self.close(
+                SaslAuthenticationError(
+                    f"node {self.node_id} does not support SaslHandshake v1 / SaslAuthenticate"
+                )
+            )
             return
         try:
             self._sasl = create_mechanism(self._config, self._token_cache)
@@ -436,17 +518,26 @@ class BrokerConnection:
         fut: Future[Any] = Future()
         fut.add_callback(self._on_sasl_handshake)
         fut.add_errback(self._on_setup_failure)
-        self._enqueue(ApiKey.SASL_HANDSHAKE, hs_version, {"mechanism": self._sasl.name}, fut,
-                      self._request_timeout_ms, True)
+        self._enqueue(
+            ApiKey.SASL_HANDSHAKE,
+            hs_version,
+            {"mechanism": self._sasl.name},
+            fut,
+            self._request_timeout_ms,
+            True,
+        )
 
     def _on_sasl_handshake(self, body: dict[str, Any]) -> None:
         assert self._sasl is not None
         code = body.get("error_code", 0)
         if code:
             enabled = ", ".join(body.get("mechanisms") or []) or "none"
-            self.close(SaslAuthenticationError(
-                f"node {self.node_id} does not accept SASL mechanism {self._sasl.name} "
-                f"(broker enables: {enabled})"))
+            self.close(
+                SaslAuthenticationError(
+                    f"node {self.node_id} does not accept SASL mechanism {self._sasl.name} "
+                    f"(broker enables: {enabled})"
+                )
+            )
             return
         try:
             token = self._sasl.initial_response()
@@ -459,17 +550,26 @@ class BrokerConnection:
         fut: Future[Any] = Future()
         fut.add_callback(self._on_sasl_authenticate)
         fut.add_errback(self._on_setup_failure)
-        self._enqueue(ApiKey.SASL_AUTHENTICATE, self.api_versions[ApiKey.SASL_AUTHENTICATE],
-                      {"auth_bytes": token}, fut, self._request_timeout_ms, True)
+        self._enqueue(
+            ApiKey.SASL_AUTHENTICATE,
+            self.api_versions[ApiKey.SASL_AUTHENTICATE],
+            {"auth_bytes": token},
+            fut,
+            self._request_timeout_ms,
+            True,
+        )
 
     def _on_sasl_authenticate(self, body: dict[str, Any]) -> None:
         assert self._sasl is not None
         code = body.get("error_code", 0)
         if code:
             message = body.get("error_message") or "authentication failed"
-            self.close(SaslAuthenticationError(
-                f"SASL {self._sasl.name} authentication with node {self.node_id} failed: "
-                f"{message}"))
+            self.close(
+                SaslAuthenticationError(
+                    f"SASL {self._sasl.name} authentication with node {self.node_id} failed: "
+                    f"{message}"
+                )
+            )
             return
         try:
             reply = self._sasl.evaluate_challenge(bytes(body.get("auth_bytes") or b""))
@@ -480,8 +580,11 @@ class BrokerConnection:
             self._send_sasl_token(reply)
             return
         if not self._sasl.is_complete():
-            self.close(SaslAuthenticationError(
-                f"SASL {self._sasl.name} with node {self.node_id} ended incomplete"))
+            self.close(
+                SaslAuthenticationError(
+                    f"SASL {self._sasl.name} with node {self.node_id} ended incomplete"
+                )
+            )
             return
         lifetime = int(body.get("session_lifetime_ms") or 0)
         if lifetime > 0:
@@ -502,8 +605,15 @@ class BrokerConnection:
         logger.debug("node %s (%s:%s) ready", self.node_id, self.host, self.port)
 
     # ------------------------------------------------------------------ requests ------------
-    def send(self, api_key: int, body: Mapping[str, Any], version: int | None = None, *,
-             timeout_ms: int | None = None, expect_response: bool = True) -> Future[Any]:
+    def send(
+        self,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+        expect_response: bool = True,
+    ) -> Future[Any]:
         """Queue a request on a READY connection and return its future.
 
         ``version`` None means the highest version both sides support. Raises
@@ -515,34 +625,50 @@ class BrokerConnection:
         if version is None:
             if negotiated is None:
                 raise UnsupportedVersionError(
-                    f"node {self.node_id} does not support {_api_name(api_key)}")
+                    f"node {self.node_id} does not support {_api_name(api_key)}"
+                )
             version = negotiated
         else:
             lo_hi = self.broker_versions.get(api_key)
             if lo_hi is None or not lo_hi[0] <= version <= lo_hi[1]:
                 raise UnsupportedVersionError(
-                    f"node {self.node_id} does not support {_api_name(api_key)} v{version}")
+                    f"node {self.node_id} does not support {_api_name(api_key)} v{version}"
+                )
         future: Future[Any] = Future()
-        self._enqueue(api_key, version, body, future,
-                      self._request_timeout_ms if timeout_ms is None else int(timeout_ms),
-                      expect_response)
+        self._enqueue(
+            api_key,
+            version,
+            body,
+            future,
+            self._request_timeout_ms if timeout_ms is None else int(timeout_ms),
+            expect_response,
+        )
         return future
 
-    def _enqueue(self, api_key: int, version: int, body: Mapping[str, Any], future: Future[Any],
-                 timeout_ms: int, expect_response: bool) -> None:
+    def _enqueue(
+        self,
+        api_key: int,
+        version: int,
+        body: Mapping[str, Any],
+        future: Future[Any],
+        timeout_ms: int,
+        expect_response: bool,
+    ) -> None:
         cid = self._next_cid()
         frame = encode_request(api_key, version, cid, self._client_id, dict(body))
         self._send_queue.append(memoryview(frame))
         if expect_response:
-            self.in_flight.append(InFlightRequest(cid, api_key, version, future, self._now_ms(),
-                                                  timeout_ms))
+            self.in_flight.append(
+                InFlightRequest(cid, api_key, version, future, self._now_ms(), timeout_ms)
+            )
         else:
             # Nothing will come back; complete once the bytes are queued, as Java does for
             # acks=0 produce requests.
             future.success(None)
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("node %s: -> %s v%d cid=%d", self.node_id, _api_name(api_key), version,
-                         cid)
+            logger.debug(
+                "node %s: -> %s v%d cid=%d", self.node_id, _api_name(api_key), version, cid
+            )
 
     # ------------------------------------------------------------------ I/O -----------------
     def on_io(self, events: int) -> None:
@@ -561,7 +687,8 @@ class BrokerConnection:
         if events & selectors.EVENT_WRITE or self._want_read_for_write:
             self._write()
         if self.state is not ConnectionState.DISCONNECTED and (
-                events & selectors.EVENT_READ or self._want_write_for_read):
+            events & selectors.EVENT_READ or self._want_write_for_read
+        ):
             self._read()
 
     def _finish_connect(self) -> None:
@@ -569,8 +696,9 @@ class BrokerConnection:
         err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if err:
             error = OSError(err, errno.errorcode.get(err, str(err)))
-            logger.debug("node %s: connect to %s failed: %s", self.node_id,
-                         self.connected_address, error)
+            logger.debug(
+                "node %s: connect to %s failed: %s", self.node_id, self.connected_address, error
+            )
             self._close_socket()
             self._try_next_address(error)
             return
@@ -601,9 +729,12 @@ class BrokerConnection:
                 self._want_read_for_write = True
                 return
             except OSError as exc:
-                self.close(KafkaConnectionError(
-                    f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
-                    f"sending: {exc}"))
+                self.close(
+                    KafkaConnectionError(
+                        f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
+                        f"sending: {exc}"
+                    )
+                )
                 return
             self.last_activity_ms = self._now_ms()
             if sent >= len(buf):
@@ -619,7 +750,7 @@ class BrokerConnection:
             assert sock is not None
             try:
                 if self._frame is not None:
-                    view = memoryview(self._frame)[self._frame_pos:self._frame_size]
+                    view = memoryview(self._frame)[self._frame_pos : self._frame_size]
                     want = len(view)
                     n = sock.recv_into(view)
                     view.release()
@@ -631,7 +762,7 @@ class BrokerConnection:
                     if self._frame_pos == self._frame_size:
                         frame = self._frame
                         self._frame = None
-                        self._on_frame(memoryview(frame)[:self._frame_size])
+                        self._on_frame(memoryview(frame)[: self._frame_size])
                         del frame
                     got_all = n >= want
                 else:
@@ -653,21 +784,30 @@ class BrokerConnection:
                 if self.state is not ConnectionState.READY:
                     # With TLS 1.3 the server rejects a client certificate only after the
                     # handshake, with an alert: before READY that is an authentication failure.
-                    self.close(SslAuthenticationError(
-                        f"TLS with node {self.node_id} ({self.host}:{self.port}) failed: "
-                        f"{exc.reason or exc}"))
+                    self.close(
+                        SslAuthenticationError(
+                            f"TLS with node {self.node_id} ({self.host}:{self.port}) failed: "
+                            f"{exc.reason or exc}"
+                        )
+                    )
                 else:
-                    self.close(KafkaConnectionError(
-                        f"TLS error on the connection to node {self.node_id}: "
-                        f"{exc.reason or exc}"))
+                    self.close(
+                        KafkaConnectionError(
+                            f"TLS error on the connection to node {self.node_id}: "
+                            f"{exc.reason or exc}"
+                        )
+                    )
                 return
             except ConnectionResetError as exc:
                 self._peer_closed(exc)
                 return
             except OSError as exc:
-                self.close(KafkaConnectionError(
-                    f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
-                    f"receiving: {exc}"))
+                self.close(
+                    KafkaConnectionError(
+                        f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
+                        f"receiving: {exc}"
+                    )
+                )
                 return
             if not got_all and not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                 # A short read means the kernel buffer is drained (TLS may still hold decrypted
@@ -686,7 +826,7 @@ class BrokerConnection:
             self._hdr = b""
             if not self._start_frame(size, data):
                 return
-            data = data[min(size, len(data)):]
+            data = data[min(size, len(data)) :]
         pos = 0
         end = len(data)
         while self.state is not ConnectionState.DISCONNECTED and pos < end:
@@ -709,7 +849,7 @@ class BrokerConnection:
             self._on_frame(data[:size])
             return True
         frame = self._frame_buffer(size)
-        frame[:len(data)] = data
+        frame[: len(data)] = data
         self._frame = frame
         self._frame_pos = len(data)
         self._frame_size = size
@@ -743,15 +883,21 @@ class BrokerConnection:
         where = f"node {self.node_id} ({self.host}:{self.port})"
         peer = describe_foreign_peer(head) if self.state is not ConnectionState.READY else None
         if peer is not None:
-            message = (f"{where} is not a Kafka {self._protocol_name()} listener: {peer}; "
-                       "closing the connection")
+            message = (
+                f"{where} is not a Kafka {self._protocol_name()} listener: {peer}; "
+                "closing the connection"
+            )
         elif self.state is ConnectionState.READY:
-            message = (f"{where} sent a response of {size} bytes, above the receive limit of "
-                       f"{limit} bytes (twice fetch.max.bytes, at least "
-                       f"{_MIN_RECEIVE_LIMIT}); closing the connection")
+            message = (
+                f"{where} sent a response of {size} bytes, above the receive limit of "
+                f"{limit} bytes (twice fetch.max.bytes, at least "
+                f"{_MIN_RECEIVE_LIMIT}); closing the connection"
+            )
         else:
-            message = (f"{where} answered with bytes that are not a Kafka response (first "
-                       f"bytes {head[:16].hex(' ')}); closing the connection")
+            message = (
+                f"{where} answered with bytes that are not a Kafka response (first "
+                f"bytes {head[:16].hex(' ')}); closing the connection"
+            )
         # A misconfigured address or security.protocol: the network client logs it at
         # WARNING (rate-limited per node), as every failed connection.
         self.close(KafkaConnectionError(message))
@@ -769,15 +915,21 @@ class BrokerConnection:
             return
         cid = _SIZE.unpack_from(frame, 0)[0]
         if not self.in_flight:
-            self.close(KafkaConnectionError(
-                f"node {self.node_id} sent a response (correlation id {cid}) with no request "
-                "in flight"))
+            self.close(
+                KafkaConnectionError(
+                    f"node {self.node_id} sent a response (correlation id {cid}) with no request "
+                    "in flight"
+                )
+            )
             return
         req = self.in_flight[0]
         if cid != req.correlation_id:
-            self.close(KafkaConnectionError(
-                f"correlation id mismatch from node {self.node_id}: expected "
-                f"{req.correlation_id}, got {cid}; closing the connection"))
+            self.close(
+                KafkaConnectionError(
+                    f"correlation id mismatch from node {self.node_id}: expected "
+                    f"{req.correlation_id}, got {cid}; closing the connection"
+                )
+            )
             return
         body: dict[str, Any] | None
         try:
@@ -787,7 +939,8 @@ class BrokerConnection:
             if body is None:
                 err = KafkaConnectionError(
                     f"malformed {_api_name(req.api_key)} v{req.api_version} response from node "
-                    f"{self.node_id}: {exc}; closing the connection")
+                    f"{self.node_id}: {exc}; closing the connection"
+                )
                 err.__cause__ = exc
                 self.close(err)
                 return
@@ -819,20 +972,29 @@ class BrokerConnection:
         """The peer closed (``reset``: reset) the connection; name the likely cause."""
         how = f" ({reset})" if reset is not None else ""
         if self.state is ConnectionState.HANDSHAKE:
-            self.close(SslAuthenticationError(
-                f"node {self.node_id} ({self.host}:{self.port}) closed the connection during the "
-                f"TLS handshake{how}"))
+            self.close(
+                SslAuthenticationError(
+                    f"node {self.node_id} ({self.host}:{self.port}) closed the connection during the "
+                    f"TLS handshake{how}"
+                )
+            )
         elif not self.ever_served and not self._use_ssl and not self._use_sasl:
             # An SSL listener drops a plaintext ApiVersions; a SASL listener answers it and
             # then drops the first request that is not SASL. Both look like this (a broker
             # that served this address before is more likely going down).
-            self.close(KafkaConnectionError(
-                f"node {self.node_id} ({self.host}:{self.port}): the broker closed the "
-                f"connection during the handshake{how}: is this an SSL/SASL listener? "
-                "security.protocol is PLAINTEXT"))
+            self.close(
+                KafkaConnectionError(
+                    f"node {self.node_id} ({self.host}:{self.port}): the broker closed the "
+                    f"connection during the handshake{how}: is this an SSL/SASL listener? "
+                    "security.protocol is PLAINTEXT"
+                )
+            )
         else:
-            self.close(KafkaConnectionError(
-                f"node {self.node_id} ({self.host}:{self.port}) closed the connection{how}"))
+            self.close(
+                KafkaConnectionError(
+                    f"node {self.node_id} ({self.host}:{self.port}) closed the connection{how}"
+                )
+            )
 
     # ------------------------------------------------------------------ timeouts ------------
     def check_timeouts(self, now_ms: int) -> None:
@@ -841,20 +1003,29 @@ class BrokerConnection:
             return
         if self.state is not ConnectionState.READY and now_ms >= self._setup_deadline_ms:
             if self.state is ConnectionState.CONNECTING and self._addresses:
-                logger.debug("node %s: connect to %s timed out; trying the next address",
-                             self.node_id, self.connected_address)
+                logger.debug(
+                    "node %s: connect to %s timed out; trying the next address",
+                    self.node_id,
+                    self.connected_address,
+                )
                 self._close_socket()
                 self._try_next_address(TimeoutError("connection setup timed out"))
                 return
-            self.close(KafkaTimeoutError(
-                f"connection set-up to node {self.node_id} ({self.host}:{self.port}) timed out "
-                f"in state {self.state.value}"))
+            self.close(
+                KafkaTimeoutError(
+                    f"connection set-up to node {self.node_id} ({self.host}:{self.port}) timed out "
+                    f"in state {self.state.value}"
+                )
+            )
             return
         for req in self.in_flight:
             if now_ms >= req.deadline_ms:
-                self.close(KafkaTimeoutError(
-                    f"{_api_name(req.api_key)} request to node {self.node_id} timed out after "
-                    f"{req.timeout_ms} ms; connection closed"))
+                self.close(
+                    KafkaTimeoutError(
+                        f"{_api_name(req.api_key)} request to node {self.node_id} timed out after "
+                        f"{req.timeout_ms} ms; connection closed"
+                    )
+                )
                 return
 
     def next_deadline_ms(self) -> int | None:

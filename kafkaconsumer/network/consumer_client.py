@@ -44,12 +44,28 @@ class _Unsent:
     Thread-safety: guarded by the owner.
     """
 
-    __slots__ = ("node_id", "api_key", "body", "version", "future", "created_ms", "timeout_ms",
-                 "expect_response")
+    __slots__ = (
+        "node_id",
+        "api_key",
+        "body",
+        "version",
+        "future",
+        "created_ms",
+        "timeout_ms",
+        "expect_response",
+    )
 
-    def __init__(self, node_id: int, api_key: int, body: Mapping[str, Any], version: int | None,
-                 future: Future[Any], created_ms: int, timeout_ms: int,
-                 expect_response: bool) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None,
+        future: Future[Any],
+        created_ms: int,
+        timeout_ms: int,
+        expect_response: bool,
+    ) -> None:
         self.node_id = node_id
         self.api_key = api_key
         self.body = body
@@ -68,9 +84,14 @@ class ConsumerNetworkClient:
     progress. Future callbacks run after the lock is released, on the polling thread.
     """
 
-    def __init__(self, client: NetworkClient, metadata: Metadata | None = None, *,
-                 request_timeout_ms: int | None = None,
-                 retry_backoff_ms: int | None = None) -> None:
+    def __init__(
+        self,
+        client: NetworkClient,
+        metadata: Metadata | None = None,
+        *,
+        request_timeout_ms: int | None = None,
+        retry_backoff_ms: int | None = None,
+    ) -> None:
         """Wrap ``client`` (and its ``metadata``); the timeouts default to the client's
         ``request.timeout.ms`` and ``retry.backoff.ms``.
         """
@@ -78,15 +99,22 @@ class ConsumerNetworkClient:
         if metadata is not None and client.metadata is not metadata:
             client.metadata = metadata
         self.metadata: Metadata | None = client.metadata
-        self.request_timeout_ms = int(request_timeout_ms if request_timeout_ms is not None
-                                      else client.config.get("request.timeout.ms", 30000))
-        self.retry_backoff_ms = int(retry_backoff_ms if retry_backoff_ms is not None
-                                    else client.config.get("retry.backoff.ms", 100))
+        self.request_timeout_ms = int(
+            request_timeout_ms
+            if request_timeout_ms is not None
+            else client.config.get("request.timeout.ms", 30000)
+        )
+        self.retry_backoff_ms = int(
+            retry_backoff_ms
+            if retry_backoff_ms is not None
+            else client.config.get("retry.backoff.ms", 100)
+        )
         self._lock = threading.RLock()
         self._unsent_lock = threading.Lock()
         self._unsent: dict[int, collections.deque[_Unsent]] = {}
-        self._pending_completion: collections.deque[tuple[Future[Any], Any, BaseException | None]] = \
-            collections.deque()
+        self._pending_completion: collections.deque[
+            tuple[Future[Any], Any, BaseException | None]
+        ] = collections.deque()
         self._pending_disconnects: collections.deque[int] = collections.deque()
         self._wakeup_requested = False
         self._wakeup_disabled = 0
@@ -121,9 +149,16 @@ class ConsumerNetworkClient:
             time.sleep(0.0002)
 
     # ------------------------------------------------------------------ sending -------------
-    def send(self, node_id: int, api_key: int, body: Mapping[str, Any],
-             version: int | None = None, *, timeout_ms: int | None = None,
-             expect_response: bool = True) -> Future[Any]:
+    def send(
+        self,
+        node_id: int,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+        expect_response: bool = True,
+    ) -> Future[Any]:
         """Queue a request for ``node_id`` and return its future; never blocks.
 
         The request is sent by the next poll once the node is ready. It fails with
@@ -135,8 +170,16 @@ class ConsumerNetworkClient:
             return Future().failure(KafkaConnectionError("the consumer network client is closed"))
         future: Future[Any] = Future()
         timeout = self.request_timeout_ms if timeout_ms is None else int(timeout_ms)
-        unsent = _Unsent(node_id, int(api_key), body, version, future, self.client.now_ms(),
-                         timeout, expect_response)
+        unsent = _Unsent(
+            node_id,
+            int(api_key),
+            body,
+            version,
+            future,
+            self.client.now_ms(),
+            timeout,
+            expect_response,
+        )
         with self._unsent_lock:
             self._unsent.setdefault(node_id, collections.deque()).append(unsent)
         self.client.wakeup()
@@ -174,15 +217,21 @@ class ConsumerNetworkClient:
                     req = queue.popleft()
                 remaining = max(1, req.timeout_ms - (now_ms - req.created_ms))
                 try:
-                    inner = self.client.send(node_id, req.api_key, req.body, req.version,
-                                             timeout_ms=remaining,
-                                             expect_response=req.expect_response)
+                    inner = self.client.send(
+                        node_id,
+                        req.api_key,
+                        req.body,
+                        req.version,
+                        timeout_ms=remaining,
+                        expect_response=req.expect_response,
+                    )
                 except Exception as exc:  # noqa: BLE001 - any bug in one body fails only it
                     # NetworkClient.send turns encoding errors into a failed future already;
                     # this catches anything else a malformed body raises, because an exception
                     # here would lose the popped request and break poll() for every thread.
-                    logger.error("request %s to node %s could not be sent: %r", req.api_key,
-                                 node_id, exc)
+                    logger.error(
+                        "request %s to node %s could not be sent: %r", req.api_key, node_id, exc
+                    )
                     inner = Future().failure(exc)
                 target = req.future
                 inner.add_callback(lambda v, t=target: self._complete(t, v, None))
@@ -224,15 +273,21 @@ class ConsumerNetworkClient:
                     queue.clear()
                     queue.extend(keep)
         for req in expired:
-            self._complete(req.future, None, KafkaTimeoutError(
-                f"request to node {req.node_id} could not be sent within {req.timeout_ms} ms "
-                "(node not ready)"))
+            self._complete(
+                req.future,
+                None,
+                KafkaTimeoutError(
+                    f"request to node {req.node_id} could not be sent within {req.timeout_ms} ms "
+                    "(node not ready)"
+                ),
+            )
 
     def _handle_pending_disconnects(self) -> None:
         while self._pending_disconnects:
             node_id = self._pending_disconnects.popleft()
-            self._fail_node_requests(node_id,
-                                     KafkaConnectionError(f"disconnected from node {node_id}"))
+            self._fail_node_requests(
+                node_id, KafkaConnectionError(f"disconnected from node {node_id}")
+            )
             self.client.disconnect(node_id)
 
     def _next_unsent_deadline(self, now_ms: int) -> int | None:
@@ -247,8 +302,13 @@ class ConsumerNetworkClient:
         return min(waits) if waits else None
 
     # ------------------------------------------------------------------ polling -------------
-    def poll(self, timeout_ms: float | None = None, future: Future[Any] | None = None, *,
-             disable_wakeup: bool = False) -> bool:
+    def poll(
+        self,
+        timeout_ms: float | None = None,
+        future: Future[Any] | None = None,
+        *,
+        disable_wakeup: bool = False,
+    ) -> bool:
         """Do network I/O for up to ``timeout_ms``, or until ``future`` completes.
 
         With a ``future``, polls repeatedly until it is done or the timeout passes (``None``:
@@ -282,8 +342,9 @@ class ConsumerNetworkClient:
             if timeout_ms is not None and self.client.now_ms() - start >= timeout_ms:
                 return False
 
-    def _poll_once(self, timeout_ms: float, future: Future[Any] | None,
-                   disable_wakeup: bool) -> None:
+    def _poll_once(
+        self, timeout_ms: float, future: Future[Any] | None, disable_wakeup: bool
+    ) -> None:
         self._fire_pending_completions()
         if self._lock_waiters:
             self._let_waiters_in()
@@ -372,7 +433,8 @@ class ConsumerNetworkClient:
                 note = str(last) if last is not None else self.client.connection_errors()
                 raise KafkaTimeoutError(
                     f"metadata not updated within {timeout_ms} ms"
-                    + (f" (last error: {note})" if note else ""))
+                    + (f" (last error: {note})" if note else "")
+                )
             self.poll(remaining)
         return True
 
@@ -399,8 +461,9 @@ class ConsumerNetworkClient:
     def is_unavailable(self, node_id: int) -> bool:
         """True when the node's last connect failed and it is still backing off."""
         with self._locked():
-            return (self.client.connection_failed(node_id)
-                    and self.client.connection_delay(node_id) > 0)
+            return (
+                self.client.connection_failed(node_id) and self.client.connection_delay(node_id) > 0
+            )
 
     def try_connect(self, node_id: int) -> None:
         """Start connecting to ``node_id`` when it is not connected and not backing off."""
@@ -451,7 +514,8 @@ class ConsumerNetworkClient:
                 failed = [r for q in self._unsent.values() for r in q]
                 self._unsent.clear()
             for req in failed:
-                self._complete(req.future, None,
-                               KafkaConnectionError("the consumer network client was closed"))
+                self._complete(
+                    req.future, None, KafkaConnectionError("the consumer network client was closed")
+                )
             self.client.close()
         self._fire_pending_completions()

@@ -140,7 +140,8 @@ class Future(Generic[T]):
     def add_errback(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[T]:
         """Call ``fn(*args, exception, **kwargs)`` on failure (at once when already failed)."""
         eb: Callable[[BaseException], Any] = (
-            (lambda e: fn(*args, e, **kwargs)) if args or kwargs else fn)
+            (lambda e: fn(*args, e, **kwargs)) if args or kwargs else fn
+        )
         with self._lock:
             if not self.is_done:
                 self._errbacks.append(eb)

@@ -30,8 +30,15 @@ from kafkaconsumer.errors import ConfigError, KafkaConnectionError, SaslAuthenti
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Secret", "SaslMechanism", "PlainMechanism", "ScramMechanism", "OAuthBearerMechanism",
-    "OAuthBearerToken", "OAuthTokenCache", "create_mechanism", "SUPPORTED_MECHANISMS",
+    "Secret",
+    "SaslMechanism",
+    "PlainMechanism",
+    "ScramMechanism",
+    "OAuthBearerMechanism",
+    "OAuthBearerToken",
+    "OAuthTokenCache",
+    "create_mechanism",
+    "SUPPORTED_MECHANISMS",
 ]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -160,8 +167,14 @@ class ScramMechanism(SaslMechanism):
 
     _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
-    def __init__(self, mechanism: str, username: str, password: Secret,
-                 nonce: str | None = None, extensions: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        username: str,
+        password: Secret,
+        nonce: str | None = None,
+        extensions: Mapping[str, str] | None = None,
+    ) -> None:
         """Authenticate as ``username`` with ``mechanism`` (``SCRAM-SHA-256`` or
         ``SCRAM-SHA-512``); ``nonce`` fixes the client nonce (tests), ``extensions`` are sent in
         the first message.
@@ -231,9 +244,9 @@ class ScramMechanism(SaslMechanism):
         if iterations < SCRAM_MIN_ITERATIONS:
             raise SaslAuthenticationError(
                 f"SCRAM: server asked for {iterations} iterations, fewer than the minimum "
-                f"{SCRAM_MIN_ITERATIONS}")
-        salted = hashlib.pbkdf2_hmac(self._hash, self._password.reveal().encode(), salt,
-                                     iterations)
+                f"{SCRAM_MIN_ITERATIONS}"
+            )
+        salted = hashlib.pbkdf2_hmac(self._hash, self._password.reveal().encode(), salt, iterations)
         client_key = self._hmac(salted, b"Client Key")
         stored_key = self._h(client_key)
         without_proof = "c=" + base64.b64encode(b"n,,").decode() + ",r=" + nonce
@@ -258,7 +271,8 @@ class ScramMechanism(SaslMechanism):
             self._state = "failed"
             raise SaslAuthenticationError(
                 "SCRAM: the server signature is invalid (the server does not know the "
-                "credentials; possible man in the middle)")
+                "credentials; possible man in the middle)"
+            )
         self._state = "complete"
 
     def is_complete(self) -> bool:
@@ -281,8 +295,9 @@ class OAuthBearerToken:
 
     __slots__ = ("_value", "lifetime_ms", "principal")
 
-    def __init__(self, value: str, lifetime_ms: int | None = None,
-                 principal: str | None = None) -> None:
+    def __init__(
+        self, value: str, lifetime_ms: int | None = None, principal: str | None = None
+    ) -> None:
         """Hold the token ``value``, its absolute expiry ``lifetime_ms`` (epoch ms) and ``principal``."""
         if not isinstance(value, str) or not value:
             raise SaslAuthenticationError("OAUTHBEARER: the token callback returned an empty token")
@@ -331,7 +346,8 @@ def _to_token(result: Any) -> OAuthBearerToken:
         return OAuthBearerToken(value, None if lifetime is None else int(lifetime))
     raise SaslAuthenticationError(
         "OAUTHBEARER: the token callback must return a str, (token, expiry_epoch_seconds), "
-        f"or an object with .token/.lifetime_ms; got {type(result).__name__}")
+        f"or an object with .token/.lifetime_ms; got {type(result).__name__}"
+    )
 
 
 class OAuthTokenCache:
@@ -358,9 +374,15 @@ class OAuthTokenCache:
     #: Longest single wait of the refresher thread, so a wall-clock jump is noticed soon.
     _MAX_WAIT_S = 1.0
 
-    def __init__(self, callback: Any, refresh_window_factor: float = 0.8,
-                 wall_ms: Callable[[], int] | None = None, *, retry_backoff_ms: int = 100,
-                 retry_backoff_max_ms: int = 10000) -> None:
+    def __init__(
+        self,
+        callback: Any,
+        refresh_window_factor: float = 0.8,
+        wall_ms: Callable[[], int] | None = None,
+        *,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 10000,
+    ) -> None:
         """Cache the tokens of ``callback`` (or of a provider's ``token()`` method), refreshing
         after ``refresh_window_factor`` of a token's life; ``wall_ms`` reads the wall clock (tests).
         """
@@ -409,8 +431,9 @@ class OAuthTokenCache:
         with self._lock:
             if self._thread is not None or self._closed:
                 return
-            self._thread = threading.Thread(target=self._run, name="kafkaconsumer-oauth-refresh",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name="kafkaconsumer-oauth-refresh", daemon=True
+            )
         self._thread.start()
 
     def _run(self) -> None:
@@ -453,13 +476,15 @@ class OAuthTokenCache:
             token = _to_token(self._callback())
             if token.lifetime_ms is not None and token.lifetime_ms <= now:
                 token = None
-                error = SaslAuthenticationError("OAUTHBEARER: the token callback returned an "
-                                                "expired token")
+                error = SaslAuthenticationError(
+                    "OAUTHBEARER: the token callback returned an expired token"
+                )
         except SaslAuthenticationError as exc:
             error = exc
         except Exception as exc:  # noqa: BLE001 - the user's callback may raise anything
             error = SaslAuthenticationError(
-                f"OAUTHBEARER: the token callback raised {type(exc).__name__}")
+                f"OAUTHBEARER: the token callback raised {type(exc).__name__}"
+            )
             error.__cause__ = exc
         with self._lock:
             self._refreshing = False
@@ -472,8 +497,9 @@ class OAuthTokenCache:
                 if token.lifetime_ms is not None:
                     # Not sooner than the retry backoff, so a callback handing out tokens about
                     # to expire cannot make the refresher spin.
-                    self._refresh_at_ms = now + max(self._retry_backoff_ms,
-                                                    int((token.lifetime_ms - now) * self._factor))
+                    self._refresh_at_ms = now + max(
+                        self._retry_backoff_ms, int((token.lifetime_ms - now) * self._factor)
+                    )
             else:
                 self._error = error
                 self._failures += 1
@@ -504,8 +530,10 @@ class OAuthTokenCache:
                 return token
             if self._error is not None:
                 raise self._error
-        raise KafkaConnectionError("OAUTHBEARER: no valid token cached yet; the token callback "
-                                   "is asked for one before the next connection attempt")
+        raise KafkaConnectionError(
+            "OAUTHBEARER: no valid token cached yet; the token callback "
+            "is asked for one before the next connection attempt"
+        )
 
 
 class OAuthBearerMechanism(SaslMechanism):
@@ -519,7 +547,9 @@ class OAuthBearerMechanism(SaslMechanism):
 
     name = "OAUTHBEARER"
 
-    def __init__(self, token: OAuthBearerToken, extensions: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, token: OAuthBearerToken, extensions: Mapping[str, str] | None = None
+    ) -> None:
         """Send ``token`` with the optional SASL ``extensions``."""
         self._token = token
         self._extensions = dict(extensions or {})
@@ -550,7 +580,8 @@ class OAuthBearerMechanism(SaslMechanism):
             self._state = "error_acknowledged"
             return b"\x01"
         raise SaslAuthenticationError(
-            f"OAUTHBEARER: authentication failed: {self.server_error or 'unexpected message'}")
+            f"OAUTHBEARER: authentication failed: {self.server_error or 'unexpected message'}"
+        )
 
     def is_complete(self) -> bool:
         """True once the broker accepted the token."""
@@ -562,8 +593,10 @@ _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 def parse_jaas_options(jaas: str) -> dict[str, str]:
     """The ``key="value"`` options of a Java ``sasl.jaas.config`` string."""
-    return {m.group(1): m.group(2).replace('\\"', '"').replace("\\\\", "\\")
-            for m in _JAAS_OPTION.finditer(jaas or "")}
+    return {
+        m.group(1): m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+        for m in _JAAS_OPTION.finditer(jaas or "")
+    }
 
 
 def secret_text(value: Any) -> str | None:
@@ -592,8 +625,9 @@ def credentials(config: Mapping[str, Any]) -> tuple[str, Secret]:
     return str(username), secret
 
 
-def create_mechanism(config: Mapping[str, Any],
-                     token_cache: OAuthTokenCache | None = None) -> SaslMechanism:
+def create_mechanism(
+    config: Mapping[str, Any], token_cache: OAuthTokenCache | None = None
+) -> SaslMechanism:
     """A fresh mechanism for one connection attempt, from ``sasl.mechanism`` and credentials."""
     mechanism = str(config.get("sasl.mechanism", "GSSAPI")).upper()
     if mechanism == "PLAIN":
@@ -604,9 +638,13 @@ def create_mechanism(config: Mapping[str, Any],
         return ScramMechanism(mechanism, user, password, extensions=ext)
     if mechanism == "OAUTHBEARER":
         if token_cache is None:
-            raise ConfigError("OAUTHBEARER needs sasl.oauthbearer.token.callback (a callable "
-                              "returning a token)")
-        return OAuthBearerMechanism(token_cache.token(),
-                                    config.get("sasl.oauthbearer.extensions") or None)
-    raise ConfigError(f"sasl.mechanism {mechanism!r} is not supported; use one of "
-                      f"{', '.join(SUPPORTED_MECHANISMS)}")
+            raise ConfigError(
+                "OAUTHBEARER needs sasl.oauthbearer.token.callback (a callable returning a token)"
+            )
+        return OAuthBearerMechanism(
+            token_cache.token(), config.get("sasl.oauthbearer.extensions") or None
+        )
+    raise ConfigError(
+        f"sasl.mechanism {mechanism!r} is not supported; use one of "
+        f"{', '.join(SUPPORTED_MECHANISMS)}"
+    )

@@ -30,8 +30,10 @@ logger = logging.getLogger(__name__)
 __all__ = ["build_ssl_context", "hostname_verification"]
 
 _TLS_VERSIONS = {
-    "TLSV1": ssl.TLSVersion.TLSv1, "TLSV1.1": ssl.TLSVersion.TLSv1_1,
-    "TLSV1.2": ssl.TLSVersion.TLSv1_2, "TLSV1.3": ssl.TLSVersion.TLSv1_3,
+    "TLSV1": ssl.TLSVersion.TLSv1,
+    "TLSV1.1": ssl.TLSVersion.TLSv1_1,
+    "TLSV1.2": ssl.TLSVersion.TLSv1_2,
+    "TLSV1.3": ssl.TLSVersion.TLSv1_3,
 }
 
 
@@ -49,8 +51,10 @@ def hostname_verification(config: Mapping[str, Any]) -> bool:
     if algo is None or str(algo).strip() == "":
         return False
     if str(algo).strip().lower() != "https":
-        raise ConfigError(f"ssl.endpoint.identification.algorithm {algo!r} is not supported "
-                          "(use 'https' or an empty string)")
+        raise ConfigError(
+            f"ssl.endpoint.identification.algorithm {algo!r} is not supported "
+            "(use 'https' or an empty string)"
+        )
     return True
 
 
@@ -60,8 +64,10 @@ def _check_pem_file(path: str, key: str) -> None:
     with open(path, "rb") as fh:
         head = fh.read(4096)
     if b"-----BEGIN" not in head:
-        raise ConfigError(f"{key}: {path!r} is not a PEM file (Java JKS/PKCS12 stores are not "
-                          "supported; convert them to PEM)")
+        raise ConfigError(
+            f"{key}: {path!r} is not a PEM file (Java JKS/PKCS12 stores are not "
+            "supported; convert them to PEM)"
+        )
 
 
 def build_ssl_context(config: Mapping[str, Any]) -> ssl.SSLContext:
@@ -131,11 +137,14 @@ def build_ssl_context(config: Mapping[str, Any]) -> ssl.SSLContext:
     return ctx
 
 
-def _load_chain(ctx: ssl.SSLContext, certfile: str, keyfile: str | None,
-                password: str | None) -> None:
+def _load_chain(
+    ctx: ssl.SSLContext, certfile: str, keyfile: str | None, password: str | None
+) -> None:
     try:
         ctx.load_cert_chain(certfile, keyfile, password=password)
     except ssl.SSLError as exc:
         # The reason only, never the password.
-        raise ConfigError(f"cannot load the client certificate/key ({exc.reason or 'invalid'}); "
-                          "check the files and ssl.key.password") from None
+        raise ConfigError(
+            f"cannot load the client certificate/key ({exc.reason or 'invalid'}); "
+            "check the files and ssl.key.password"
+        ) from None

@@ -81,7 +81,9 @@ class ApiKey(enum.IntEnum):
 
 
 #: What we implement: ``{api_key: (min_version, max_version)}``.
-SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {api.key: (api.min_version, api.max_version) for api in ALL_APIS}
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
+    api.key: (api.min_version, api.max_version) for api in ALL_APIS
+}
 
 _CODECS = CodecCache(APIS)
 _SIZE = struct.Struct(">i")
@@ -139,13 +141,17 @@ def encode_request(
     """Encode a whole request frame: 4-byte size, header (v1, or v2 if flexible), body."""
     codec = get_codec(api_key, api_version, "request")
     out = bytearray(4)
-    H.write_request_header(out, int(api_key), int(api_version), correlation_id, client_id, codec.flexible)
+    H.write_request_header(
+        out, int(api_key), int(api_version), correlation_id, client_id, codec.flexible
+    )
     codec.encode(out, body)
     _SIZE.pack_into(out, 0, len(out) - 4)
     return bytes(out)
 
 
-def decode_response(api_key: int, api_version: int, frame: bytes | bytearray | memoryview) -> tuple[int, dict[str, Any]]:
+def decode_response(
+    api_key: int, api_version: int, frame: bytes | bytearray | memoryview
+) -> tuple[int, dict[str, Any]]:
     """Decode one response frame (without its size prefix): ``(correlation_id, body)``.
 
     ``records`` fields in the body are zero-copy slices of ``frame``.
@@ -181,11 +187,15 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
     return header, body
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict[str, Any]) -> bytes:
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, body: dict[str, Any]
+) -> bytes:
     """Encode a whole response frame: 4-byte size, header (v0 or v1), body."""
     codec = get_codec(api_key, api_version, "response")
     out = bytearray(4)
-    H.write_response_header(out, correlation_id, H.response_header_version(int(api_key), codec.flexible))
+    H.write_response_header(
+        out, correlation_id, H.response_header_version(int(api_key), codec.flexible)
+    )
     codec.encode(out, body)
     _SIZE.pack_into(out, 0, len(out) - 4)
     return bytes(out)

@@ -42,8 +42,14 @@ from kafkaconsumer.protocol.schema import Api, Field
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Codec", "generate_source", "build_codec", "CodecCache", "COMPILED_FILE",
-           "write_compiled"]
+__all__ = [
+    "Codec",
+    "generate_source",
+    "build_codec",
+    "CodecCache",
+    "COMPILED_FILE",
+    "write_compiled",
+]
 
 #: Where the build stores every codec's compiled code (see the module docstring).
 COMPILED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_codecs.marshal")
@@ -372,11 +378,16 @@ class _Gen:
             lines.append(f"{ind}else:" if field.nullable_in(self.version) else f"{ind}if True:")
             inner = ind + "    "
             if field.struct_fields is not None:
-                min_size = max(1, _struct_min_size(field.struct_fields, self.version, self.flexible))
+                min_size = max(
+                    1, _struct_min_size(field.struct_fields, self.version, self.flexible)
+                )
             else:
                 min_size = max(1, _element_min_size(field.element or "", self.flexible))
             cond = f"{n} > end - pos" if min_size == 1 else f"{n} * {min_size} > end - pos"
-            lines += [f"{inner}if {cond}:", f"{inner}    raise _length_error({field.name!r}, {n}, end - pos)"]
+            lines += [
+                f"{inner}if {cond}:",
+                f"{inner}    raise _length_error({field.name!r}, {n}, end - pos)",
+            ]
             if field.struct_fields is not None:
                 fn = self.struct_decoder(field.struct_fields)
                 e = f"_e{depth}"
@@ -399,7 +410,9 @@ class _Gen:
                     f"{inner}{target} = []",
                     f"{inner}for _ in range({n}):",
                 ]
-                lines += self.scalar_decode(field, field.element or "", e, inner + "    ", depth + 1, False)
+                lines += self.scalar_decode(
+                    field, field.element or "", e, inner + "    ", depth + 1, False
+                )
                 lines.append(f"{inner}    {target}.append({e})")
             return lines
         if field.struct_fields is not None:
@@ -413,7 +426,9 @@ class _Gen:
                     f"{ind}    {target}, pos = {fn}(buf, pos + 1, end)",
                 ]
             return [f"{ind}{target}, pos = {fn}(buf, pos, end)"]
-        return self.scalar_decode(field, field.element or "", target, ind, depth, field.nullable_in(self.version))
+        return self.scalar_decode(
+            field, field.element or "", target, ind, depth, field.nullable_in(self.version)
+        )
 
     def scalar_decode(
         self, field: Field, element: str, target: str, ind: str, depth: int, nullable: bool
@@ -603,7 +618,9 @@ class _Gen:
             ]
         return self.scalar_encode(field, field.element or "", var, ind, nullable)
 
-    def scalar_encode(self, field: Field, element: str, var: str, ind: str, nullable: bool) -> list[str]:
+    def scalar_encode(
+        self, field: Field, element: str, var: str, ind: str, nullable: bool
+    ) -> list[str]:
         if element in _FIXED:
             st = self.const(struct.Struct(">" + _FIXED[element][0]))
             return [f"{ind}out += {st}.pack({var})"]
@@ -652,7 +669,9 @@ class Codec(NamedTuple):
         try:
             return self.raw_decode(buf, pos, len(buf))
         except KafkaProtocolError as exc:
-            raise KafkaProtocolError(f"malformed {self.api.name} v{self.version} {self.direction}: {exc}") from None
+            raise KafkaProtocolError(
+                f"malformed {self.api.name} v{self.version} {self.direction}: {exc}"
+            ) from None
         except Exception as exc:  # every malformed-input failure becomes a protocol error
             raise KafkaProtocolError(
                 f"malformed {self.api.name} v{self.version} {self.direction}: {type(exc).__name__}: {exc}"
@@ -667,7 +686,9 @@ class Codec(NamedTuple):
         try:
             self.raw_encode(out, body)
         except KafkaProtocolError as exc:
-            raise KafkaProtocolError(f"cannot encode {self.api.name} v{self.version} {self.direction}: {exc}") from None
+            raise KafkaProtocolError(
+                f"cannot encode {self.api.name} v{self.version} {self.direction}: {exc}"
+            ) from None
         except Exception as exc:
             raise KafkaProtocolError(
                 f"cannot encode {self.api.name} v{self.version} {self.direction}: {type(exc).__name__}: {exc}"
@@ -718,8 +739,11 @@ def write_compiled(path: str, apis: Mapping[int, Api]) -> int:
             for direction in ("request", "response"):
                 source = _generate(api, version, direction)[0]
                 code = marshal.dumps(compile(source, _filename(api, version, direction), "exec"))
-                index[f"{api.key}/{version}/{direction}"] = (_digest(source), len(blobs),
-                                                             len(blobs) + len(code))
+                index[f"{api.key}/{version}/{direction}"] = (
+                    _digest(source),
+                    len(blobs),
+                    len(blobs) + len(code),
+                )
                 blobs += code
     head = marshal.dumps(index)
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -748,7 +772,7 @@ class _Compiled:
         if entry is None or entry[0] != _digest(source):
             return None
         try:
-            code = marshal.loads(self._blobs[entry[1]:entry[2]])
+            code = marshal.loads(self._blobs[entry[1] : entry[2]])
         except (ValueError, EOFError, TypeError):
             return None
         return code if isinstance(code, CodeType) else None
@@ -766,7 +790,7 @@ class _Compiled:
             logger.debug("%s is for another Python; compiling codecs", self._path)
             return {}
         start = len(magic) + 4
-        end = start + int.from_bytes(blob[len(magic):start], "big")
+        end = start + int.from_bytes(blob[len(magic) : start], "big")
         try:
             index = marshal.loads(blob[start:end])
         except (ValueError, EOFError, TypeError):
@@ -778,8 +802,7 @@ class _Compiled:
         return index
 
 
-def build_codec(api: Api, version: int, direction: str, compiled: _Compiled | None = None
-                ) -> Codec:
+def build_codec(api: Api, version: int, direction: str, compiled: _Compiled | None = None) -> Codec:
     """Generate and compile the codec of one (api, version, direction); the compile step is
     skipped when ``compiled`` holds code built from the same source.
     """
@@ -790,7 +813,9 @@ def build_codec(api: Api, version: int, direction: str, compiled: _Compiled | No
     if code is None:
         code = compile(source, _filename(api, version, direction), "exec")
     exec(code, ns)  # noqa: S102 - our own generated source, built from our own definitions
-    logger.debug("generated the %s v%d %s codec (%d lines)", api.name, version, direction, source.count("\n"))
+    logger.debug(
+        "generated the %s v%d %s codec (%d lines)", api.name, version, direction, source.count("\n")
+    )
     return Codec(api, version, direction, api.is_flexible(version), ns[dec], ns[enc])
 
 

@@ -53,7 +53,12 @@ def response_header_version(api_key: int, flexible: bool) -> int:
 
 
 def write_request_header(
-    out: bytearray, api_key: int, api_version: int, correlation_id: int, client_id: str | None, flexible: bool
+    out: bytearray,
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    flexible: bool,
 ) -> None:
     """Append a request header (v1, or v2 when ``flexible``)."""
     try:
@@ -65,7 +70,9 @@ def write_request_header(
         out.append(0)  # no tagged fields
 
 
-def read_request_header(buf: T.Buffer, flexible: bool | None = None) -> tuple[RequestHeader, int, dict[int, bytes]]:
+def read_request_header(
+    buf: T.Buffer, flexible: bool | None = None
+) -> tuple[RequestHeader, int, dict[int, bytes]]:
     """Read a request header from the start of ``buf`` (no size prefix).
 
     With ``flexible`` None only the fields common to v1 and v2 are read (enough to identify the
@@ -103,4 +110,3 @@ def read_response_header(buf: T.Buffer, header_version: int) -> tuple[int, int]:
     if header_version >= 1:
         _, pos = T.read_tagged_raw(buf, pos, end)
     return correlation_id, pos
-

@@ -112,7 +112,9 @@ class VersionRange:
             return
         match = _RANGE.match(self.text)
         if match is None:
-            raise ValueError(f"invalid version range {text!r} (expected '0+', '3-5', '7' or 'none')")
+            raise ValueError(
+                f"invalid version range {text!r} (expected '0+', '3-5', '7' or 'none')"
+            )
         self.low = int(match.group(1))
         if match.group(2):
             self.high = None
@@ -285,7 +287,11 @@ class Field:
 
     def tagged_in(self, version: int) -> bool:
         """Whether at ``version`` the field lives in the tagged-field section."""
-        return self.tag is not None and self.tagged.contains(version) and self.versions.contains(version)
+        return (
+            self.tag is not None
+            and self.tagged.contains(version)
+            and self.versions.contains(version)
+        )
 
     def nullable_in(self, version: int) -> bool:
         """Whether the field may be null at ``version``."""
@@ -304,7 +310,16 @@ class Api:
     Thread-safety: immutable after construction; safe to share.
     """
 
-    __slots__ = ("key", "name", "versions", "flexible", "request", "response", "min_version", "max_version")
+    __slots__ = (
+        "key",
+        "name",
+        "versions",
+        "flexible",
+        "request",
+        "response",
+        "min_version",
+        "max_version",
+    )
 
     def __init__(
         self,
@@ -322,7 +337,9 @@ class Api:
         self.name: str = name
         self.versions: VersionRange = VersionRange(versions)
         if self.versions.empty or self.versions.high is None:
-            raise ValueError(f"api {name}: versions must be a closed range such as '0-12', got {versions!r}")
+            raise ValueError(
+                f"api {name}: versions must be a closed range such as '0-12', got {versions!r}"
+            )
         self.flexible: VersionRange = VersionRange(flexible)
         for fields in (request, response):
             if not isinstance(fields, list) or not all(isinstance(f, Field) for f in fields):

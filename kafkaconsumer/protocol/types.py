@@ -309,7 +309,9 @@ def read_tagged_raw(buf: Buffer, pos: int, end: int) -> tuple[dict[int, bytes], 
         tag, pos = read_uvarint(buf, pos, end)
         size, pos = read_uvarint(buf, pos, end)
         if pos + size > end:
-            raise KafkaProtocolError(f"tagged field {tag} size {size} exceeds the {end - pos} bytes left")
+            raise KafkaProtocolError(
+                f"tagged field {tag} size {size} exceeds the {end - pos} bytes left"
+            )
         fields[tag] = bytes(buf[pos : pos + size])
         pos += size
     return fields, pos

@@ -44,7 +44,6 @@ USING_EXTENSION = False
 _impl: ModuleType = _pyrecords
 
 
-
 def _missing_extension_warning(exc: ImportError) -> str:
     """Say why the compiled decoder is missing, what it costs and how to get it."""
     here = Path(__file__).resolve().parent
@@ -52,8 +51,10 @@ def _missing_extension_warning(exc: ImportError) -> str:
     if built:
         cause = f"the compiled record decoder ({', '.join(built)}) failed to load: {exc}"
     else:
-        cause = ("the compiled record decoder was not built when kafkaconsumer was installed "
-                 "(no C compiler or no Cython at install time)")
+        cause = (
+            "the compiled record decoder was not built when kafkaconsumer was installed "
+            "(no C compiler or no Cython at install time)"
+        )
     return (
         f"kafkaconsumer: {cause}. Using the pure-Python decoder, which decodes records up to "
         "17x slower. Fix: install a C compiler (and Python headers) and reinstall kafkaconsumer "
@@ -85,7 +86,8 @@ decode_fetched_records: Callable[..., DecodeResult] = _impl.decode_fetched_recor
 #: ``next_offset_after_batches(data) -> int | None``: where fetched ``data``'s complete v2
 #: batches end, from their headers alone (the extension's C loop when it is active).
 next_offset_after_batches: Callable[[Any], int | None] = getattr(
-    _impl, "next_offset_after_batches", _py_next_offset)
+    _impl, "next_offset_after_batches", _py_next_offset
+)
 
 __all__ = [
     "USING_EXTENSION",

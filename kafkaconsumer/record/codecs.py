@@ -70,11 +70,15 @@ class DecompressionLimitExceeded(ValueError):
         if compressed_size is None:
             which = "the bound given by the caller"
         elif limit == MIN_DECOMPRESSION_LIMIT and limit >= DECOMPRESSION_RATIO * compressed_size:
-            which = (f"the minimum bound min_limit={MIN_DECOMPRESSION_LIMIT} bytes (it is above "
-                     f"ratio={DECOMPRESSION_RATIO} x the {compressed_size} compressed bytes)")
+            which = (
+                f"the minimum bound min_limit={MIN_DECOMPRESSION_LIMIT} bytes (it is above "
+                f"ratio={DECOMPRESSION_RATIO} x the {compressed_size} compressed bytes)"
+            )
         else:
-            which = (f"ratio={DECOMPRESSION_RATIO} x the {compressed_size} compressed bytes (above "
-                     f"the minimum bound min_limit={MIN_DECOMPRESSION_LIMIT} bytes)")
+            which = (
+                f"ratio={DECOMPRESSION_RATIO} x the {compressed_size} compressed bytes (above "
+                f"the minimum bound min_limit={MIN_DECOMPRESSION_LIMIT} bytes)"
+            )
         super().__init__(
             f"{codec} data decompresses to more than the limit of {limit} bytes, the "
             f"decompression bound: {which}. A batch the broker accepted may be legitimate and merely compress very "

@@ -48,8 +48,10 @@ logger = logging.getLogger(__name__)
 __all__ = ["KafkaDataSource", "SCHEMA_DDL", "SCHEMA_WITH_HEADERS_DDL"]
 
 #: Spark's Kafka source schema as DDL.
-SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
-              "timestamp timestamp, timestampType int")
+SCHEMA_DDL = (
+    "key binary, value binary, topic string, partition int, offset long, "
+    "timestamp timestamp, timestampType int"
+)
 #: ... with ``includeHeaders``.
 SCHEMA_WITH_HEADERS_DDL = SCHEMA_DDL + ", headers array<struct<key: string, value: binary>>"
 
@@ -89,8 +91,12 @@ def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 def _read(opts: KafkaOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
     for batch in iter_offset_ranges(
-            opts.kafka, {r.tp: (r.start, r.end)}, include_headers=opts.include_headers,
-            fail_on_data_loss=opts.fail_on_data_loss, poll_timeout_ms=opts.poll_timeout_ms):
+        opts.kafka,
+        {r.tp: (r.start, r.end)},
+        include_headers=opts.include_headers,
+        fail_on_data_loss=opts.fail_on_data_loss,
+        poll_timeout_ms=opts.poll_timeout_ms,
+    ):
         yield to_spark_arrow(batch)
 
 
@@ -169,8 +175,13 @@ class KafkaStreamReader(DataSourceStreamReader):
         """The starting offsets (``startingOffsets``, default latest), resolved now."""
         with planning_consumer(self.opts) as consumer:
             tps = topic_partitions(consumer, self.opts)
-            start = resolve(consumer, tps, self.opts.starting, starting=True,
-                            strategy=self.opts.timestamp_strategy)
+            start = resolve(
+                consumer,
+                tps,
+                self.opts.starting,
+                starting=True,
+                strategy=self.opts.timestamp_strategy,
+            )
         return to_json(start)
 
     def getDefaultReadLimit(self) -> Any:
@@ -230,15 +241,21 @@ class KafkaStreamReader(DataSourceStreamReader):
         for tp, e in sorted(stop.items()):
             s = begin[tp]
             if e < s:
-                message = (f"{tp.topic}-{tp.partition}: offset went back from {s} to {e}; "
-                           "some data may have been lost")
+                message = (
+                    f"{tp.topic}-{tp.partition}: offset went back from {s} to {e}; "
+                    "some data may have been lost"
+                )
                 if self.opts.fail_on_data_loss:
                     raise KafkaError(message + " (failOnDataLoss=true)")
                 logger.warning(message)
                 continue
             ranges.append(OffsetRange(tp.topic, tp.partition, s, e))
-        return [KafkaInputPartition(r) for r in split_ranges(
-            ranges, self.opts.min_partitions, self.opts.max_records_per_partition)]
+        return [
+            KafkaInputPartition(r)
+            for r in split_ranges(
+                ranges, self.opts.min_partitions, self.opts.max_records_per_partition
+            )
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the range (runs on an executor)."""
@@ -249,8 +266,13 @@ class KafkaStreamReader(DataSourceStreamReader):
         """Nothing to do: progress lives in Spark's checkpoint, as with Spark's source."""
 
 
-def _rate_limit(begin: dict[Any, int], latest: dict[Any, int], available: dict[Any, int],
-                total: int, max_rows: int) -> dict[Any, int]:
+def _rate_limit(
+    begin: dict[Any, int],
+    latest: dict[Any, int],
+    available: dict[Any, int],
+    total: int,
+    max_rows: int,
+) -> dict[Any, int]:
     # Each partition gets a share of max_rows in proportion to its backlog (Spark's
     # rateLimit); rounding down leaves a remainder that goes to the largest backlogs.
     out = dict(begin)

@@ -35,9 +35,14 @@ def read_kafka_table(options: Mapping[str, Any], *, progress: bool | None = None
     total = sum(e - s for s, e in bounds.values())
     show = sys.stderr.isatty() if progress is None else progress
     with _progress_bar(total, show) as tick:
-        return read_offset_ranges(opts.kafka, bounds, include_headers=opts.include_headers,
-                                  fail_on_data_loss=opts.fail_on_data_loss,
-                                  poll_timeout_ms=opts.poll_timeout_ms, progress=tick)
+        return read_offset_ranges(
+            opts.kafka,
+            bounds,
+            include_headers=opts.include_headers,
+            fail_on_data_loss=opts.fail_on_data_loss,
+            poll_timeout_ms=opts.poll_timeout_ms,
+            progress=tick,
+        )
 
 
 def read_kafka(spark: Any, options: Mapping[str, Any], *, progress: bool | None = None) -> Any:
@@ -61,8 +66,15 @@ def _progress_bar(total: int, show: bool) -> Iterator[Progress | None]:
         TransferSpeedColumn,
     )
 
-    columns = (TextColumn("kafka"), BarColumn(), MofNCompleteColumn(), TextColumn("records"),
-               DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("kafka"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("records"),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, transient=True) as bar:
         task = bar.add_task("read", total=total)
         payload = 0

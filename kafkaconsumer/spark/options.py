@@ -35,16 +35,36 @@ _FORBIDDEN_KAFKA = {
     "value.serializer": "values are written as given (binary or string columns)",
 }
 _READ_OPTIONS = {
-    "subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets",
-    "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingtimestamp",
-    "endingtimestamp", "startingoffsetsbytimestampstrategy", "failondataloss", "minpartitions",
-    "maxrecordsperpartition", "includeheaders", "maxoffsetspertrigger", "minoffsetspertrigger",
-    "maxtriggerdelay", "kafkaconsumer.polltimeoutms",
+    "subscribe",
+    "subscribepattern",
+    "assign",
+    "startingoffsets",
+    "endingoffsets",
+    "startingoffsetsbytimestamp",
+    "endingoffsetsbytimestamp",
+    "startingtimestamp",
+    "endingtimestamp",
+    "startingoffsetsbytimestampstrategy",
+    "failondataloss",
+    "minpartitions",
+    "maxrecordsperpartition",
+    "includeheaders",
+    "maxoffsetspertrigger",
+    "minoffsetspertrigger",
+    "maxtriggerdelay",
+    "kafkaconsumer.polltimeoutms",
 }
 _WRITE_OPTIONS = {"topic", "includeheaders"}
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
-_DURATION_MS = {None: 1000, "ms": 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000,
-                "d": 86400000}
+_DURATION_MS = {
+    None: 1000,
+    "ms": 1,
+    "s": 1000,
+    "m": 60000,
+    "min": 60000,
+    "h": 3600000,
+    "d": 86400000,
+}
 
 
 @dataclass(frozen=True)
@@ -119,8 +139,9 @@ def _json_partitions(name: str, value: str, what: str) -> dict[str, dict[int, in
             out[str(topic)] = {int(p): int(v) for p, v in parts.items()}
         return out
     except (ValueError, AttributeError, TypeError):
-        raise ConfigError(f'option {name} must be JSON such as {{"topicA":{{"0":{what}}}}}, '
-                          f"not {value!r}") from None
+        raise ConfigError(
+            f'option {name} must be JSON such as {{"topicA":{{"0":{what}}}}}, not {value!r}'
+        ) from None
 
 
 def _offsets(name: str, value: str, allow_earliest: bool) -> OffsetSpec:
@@ -135,9 +156,10 @@ def _offsets(name: str, value: str, allow_earliest: bool) -> OffsetSpec:
     for topic, parts in offsets.items():
         for part, off in parts.items():
             if off < EARLIEST or (off == EARLIEST and not allow_earliest):
-                raise ConfigError(f"option {name}: offset {off} of {topic}-{part} is not "
-                                  "an offset, -1 (latest)" + (" or -2 (earliest)"
-                                                              if allow_earliest else ""))
+                raise ConfigError(
+                    f"option {name}: offset {off} of {topic}-{part} is not "
+                    "an offset, -1 (latest)" + (" or -2 (earliest)" if allow_earliest else "")
+                )
     return OffsetSpec("offsets", offsets=offsets)
 
 
@@ -152,8 +174,9 @@ def _kafka_config(kafka: dict[str, Any], for_write: bool) -> None:
         ConsumerConfig(kafka)
 
 
-def parse_options(options: Mapping[str, Any], *, streaming: bool = False,
-                  write: bool = False) -> KafkaOptions:
+def parse_options(
+    options: Mapping[str, Any], *, streaming: bool = False, write: bool = False
+) -> KafkaOptions:
     """Parse Spark-style ``options`` (case-insensitive names) for a batch read, a streaming
     read (``streaming``: startingOffsets defaults to latest, no endingOffsets) or a write."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
@@ -162,17 +185,23 @@ def parse_options(options: Mapping[str, Any], *, streaming: bool = False,
     allowed = _WRITE_OPTIONS if write else _READ_OPTIONS
     for key in opts:
         if not key.startswith("kafka.") and key not in allowed:
-            raise ConfigError(f"option {original[key]} is not supported by the kafkaconsumer "
-                              f"{'sink' if write else 'source'}")
+            raise ConfigError(
+                f"option {original[key]} is not supported by the kafkaconsumer "
+                f"{'sink' if write else 'source'}"
+            )
     _kafka_config(kafka, write)
     if write:
-        return KafkaOptions(kafka=kafka, topic=opts.get("topic"),
-                            include_headers=_bool("includeHeaders",
-                                                  opts.get("includeheaders", "false")))
+        return KafkaOptions(
+            kafka=kafka,
+            topic=opts.get("topic"),
+            include_headers=_bool("includeHeaders", opts.get("includeheaders", "false")),
+        )
     chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
     if len(chosen) != 1:
-        raise ConfigError("exactly one of the options subscribe, subscribePattern and assign "
-                          f"must be set, not {len(chosen)}")
+        raise ConfigError(
+            "exactly one of the options subscribe, subscribePattern and assign "
+            f"must be set, not {len(chosen)}"
+        )
     subscribe = pattern = None
     assign = None
     if "subscribe" in opts:
@@ -190,39 +219,53 @@ def parse_options(options: Mapping[str, Any], *, streaming: bool = False,
             parsed = json.loads(opts["assign"])
             assign = [TopicPartition(str(t), int(p)) for t, ps in parsed.items() for p in ps]
         except (ValueError, AttributeError, TypeError):
-            raise ConfigError('option assign must be JSON such as {"topicA":[0,1]}, not '
-                              f"{opts['assign']!r}") from None
+            raise ConfigError(
+                f'option assign must be JSON such as {{"topicA":[0,1]}}, not {opts["assign"]!r}'
+            ) from None
         if not assign:
             raise ConfigError("option assign names no partition")
 
     if "startingtimestamp" in opts:
-        starting = OffsetSpec("timestamps", timestamp=_positive_or_zero(
-            "startingTimestamp", opts["startingtimestamp"]))
+        starting = OffsetSpec(
+            "timestamps",
+            timestamp=_positive_or_zero("startingTimestamp", opts["startingtimestamp"]),
+        )
     elif "startingoffsetsbytimestamp" in opts:
-        starting = OffsetSpec("timestamps", timestamps=_json_partitions(
-            "startingOffsetsByTimestamp", opts["startingoffsetsbytimestamp"], "1700000000000"))
+        starting = OffsetSpec(
+            "timestamps",
+            timestamps=_json_partitions(
+                "startingOffsetsByTimestamp", opts["startingoffsetsbytimestamp"], "1700000000000"
+            ),
+        )
     elif "startingoffsets" in opts:
         starting = _offsets("startingOffsets", opts["startingoffsets"], True)
     else:
         starting = OffsetSpec("latest" if streaming else "earliest")
     ending = OffsetSpec("latest")
-    ending_keys = [k for k in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp")
-                   if k in opts]
+    ending_keys = [
+        k for k in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp") if k in opts
+    ]
     if ending_keys and streaming:
         raise ConfigError(f"option {original[ending_keys[0]]} is for batch reads only")
     if "endingtimestamp" in opts:
-        ending = OffsetSpec("timestamps", timestamp=_positive_or_zero(
-            "endingTimestamp", opts["endingtimestamp"]))
+        ending = OffsetSpec(
+            "timestamps", timestamp=_positive_or_zero("endingTimestamp", opts["endingtimestamp"])
+        )
     elif "endingoffsetsbytimestamp" in opts:
-        ending = OffsetSpec("timestamps", timestamps=_json_partitions(
-            "endingOffsetsByTimestamp", opts["endingoffsetsbytimestamp"], "1700000000000"))
+        ending = OffsetSpec(
+            "timestamps",
+            timestamps=_json_partitions(
+                "endingOffsetsByTimestamp", opts["endingoffsetsbytimestamp"], "1700000000000"
+            ),
+        )
     elif "endingoffsets" in opts:
         ending = _offsets("endingOffsets", opts["endingoffsets"], False)
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
     if strategy not in ("error", "latest"):
         raise ConfigError("option startingOffsetsByTimestampStrategy must be error or latest")
-    trigger_keys = [k for k in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay")
-                    if k in opts]
+    trigger_keys = [
+        k for k in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay") if k in opts
+    ]
     if trigger_keys and not streaming:
         raise ConfigError(f"option {original[trigger_keys[0]]} is for streaming reads only")
     return KafkaOptions(
@@ -234,21 +277,35 @@ def parse_options(options: Mapping[str, Any], *, streaming: bool = False,
         ending=ending,
         timestamp_strategy=strategy,
         fail_on_data_loss=_bool("failOnDataLoss", opts.get("failondataloss", "true")),
-        min_partitions=(_positive("minPartitions", opts["minpartitions"])
-                        if "minpartitions" in opts else None),
-        max_records_per_partition=(_positive("maxRecordsPerPartition",
-                                             opts["maxrecordsperpartition"])
-                                   if "maxrecordsperpartition" in opts else None),
+        min_partitions=(
+            _positive("minPartitions", opts["minpartitions"]) if "minpartitions" in opts else None
+        ),
+        max_records_per_partition=(
+            _positive("maxRecordsPerPartition", opts["maxrecordsperpartition"])
+            if "maxrecordsperpartition" in opts
+            else None
+        ),
         include_headers=_bool("includeHeaders", opts.get("includeheaders", "false")),
-        max_offsets_per_trigger=(_positive("maxOffsetsPerTrigger", opts["maxoffsetspertrigger"])
-                                 if "maxoffsetspertrigger" in opts else None),
-        min_offsets_per_trigger=(_positive("minOffsetsPerTrigger", opts["minoffsetspertrigger"])
-                                 if "minoffsetspertrigger" in opts else None),
-        max_trigger_delay_ms=(_duration_ms("maxTriggerDelay", opts["maxtriggerdelay"])
-                              if "maxtriggerdelay" in opts else 15 * 60 * 1000),
-        poll_timeout_ms=(_positive("kafkaConsumer.pollTimeoutMs",
-                                   opts["kafkaconsumer.polltimeoutms"])
-                         if "kafkaconsumer.polltimeoutms" in opts else 120000),
+        max_offsets_per_trigger=(
+            _positive("maxOffsetsPerTrigger", opts["maxoffsetspertrigger"])
+            if "maxoffsetspertrigger" in opts
+            else None
+        ),
+        min_offsets_per_trigger=(
+            _positive("minOffsetsPerTrigger", opts["minoffsetspertrigger"])
+            if "minoffsetspertrigger" in opts
+            else None
+        ),
+        max_trigger_delay_ms=(
+            _duration_ms("maxTriggerDelay", opts["maxtriggerdelay"])
+            if "maxtriggerdelay" in opts
+            else 15 * 60 * 1000
+        ),
+        poll_timeout_ms=(
+            _positive("kafkaConsumer.pollTimeoutMs", opts["kafkaconsumer.polltimeoutms"])
+            if "kafkaconsumer.polltimeoutms" in opts
+            else 120000
+        ),
     )
 
 
@@ -256,8 +313,9 @@ def _positive_or_zero(name: str, value: str) -> int:
     try:
         n = int(str(value).strip())
     except ValueError:
-        raise ConfigError(f"option {name} must be milliseconds since the epoch, not {value!r}"
-                          ) from None
+        raise ConfigError(
+            f"option {name} must be milliseconds since the epoch, not {value!r}"
+        ) from None
     if n < 0:
         raise ConfigError(f"option {name} must not be negative")
     return n

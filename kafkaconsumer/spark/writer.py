@@ -46,12 +46,19 @@ def write_batches(opts: KafkaOptions, batches: Iterable[pa.RecordBatch]) -> int:
                 if topic is None:
                     raise ConfigError("no topic: set the topic option or a topic column")
                 headers = cols.get("headers")
-                futures.append(producer.send(
-                    topic, value=_bytes(cols["value"][i]),
-                    key=_bytes(cols["key"][i]) if "key" in cols else None,
-                    headers=([(h["key"], _bytes(h["value"])) for h in headers[i]]
-                             if headers is not None and headers[i] else None),
-                    partition=cols["partition"][i] if "partition" in cols else None))
+                futures.append(
+                    producer.send(
+                        topic,
+                        value=_bytes(cols["value"][i]),
+                        key=_bytes(cols["key"][i]) if "key" in cols else None,
+                        headers=(
+                            [(h["key"], _bytes(h["value"])) for h in headers[i]]
+                            if headers is not None and headers[i]
+                            else None
+                        ),
+                        partition=cols["partition"][i] if "partition" in cols else None,
+                    )
+                )
                 count += 1
                 if len(futures) >= 10000:
                     producer.flush()

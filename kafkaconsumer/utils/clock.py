@@ -58,8 +58,9 @@ class MockTime(Time):
     Thread-safety: all methods may be called from any thread (one internal lock).
     """
 
-    def __init__(self, start_ms: int = 0, wall_start_ms: int = 1_700_000_000_000,
-                 auto_tick_ms: int = 0) -> None:
+    def __init__(
+        self, start_ms: int = 0, wall_start_ms: int = 1_700_000_000_000, auto_tick_ms: int = 0
+    ) -> None:
         """Start the monotonic clock at ``start_ms`` and the wall clock at ``wall_start_ms``;
         ``auto_tick_ms`` (>= 0) is added on every read, so busy-polling code makes progress.
         """

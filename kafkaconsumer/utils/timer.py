@@ -19,8 +19,11 @@ __all__ = ["Timer", "to_timeout_ms"]
 _MAX_MS = 2**63 - 1
 
 
-def to_timeout_ms(timeout: int | float | datetime.timedelta | None, default_ms: int | None = None,
-                  name: str = "timeout_ms") -> int:
+def to_timeout_ms(
+    timeout: int | float | datetime.timedelta | None,
+    default_ms: int | None = None,
+    name: str = "timeout_ms",
+) -> int:
     """Normalise a user timeout (``int`` ms, ``float`` ms or ``timedelta``) to whole milliseconds.
 
     ``None`` takes ``default_ms``; a negative value or a wrong type raises ``ValueError`` /
@@ -37,8 +40,10 @@ def to_timeout_ms(timeout: int | float | datetime.timedelta | None, default_ms: 
     elif isinstance(timeout, (int, float)):
         ms = float(timeout)
     else:
-        raise TypeError(f"{name} must be an int number of milliseconds or a timedelta, "
-                        f"got {type(timeout).__name__}")
+        raise TypeError(
+            f"{name} must be an int number of milliseconds or a timedelta, "
+            f"got {type(timeout).__name__}"
+        )
     if ms != ms or ms < 0:  # NaN or negative
         raise ValueError(f"{name} must be >= 0, got {timeout!r}")
     return min(int(ms), _MAX_MS)

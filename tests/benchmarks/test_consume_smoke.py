@@ -28,11 +28,29 @@ def test_ceiling_counts_every_record_of_every_partition(broker: Any) -> None:
 
 def test_consume_prints_fractions_of_the_ceiling(broker: Any) -> None:
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "consume.py"), "--bootstrap",
-         broker.bootstrap_servers, "--records", "300", "--codecs", "none",
-         "--clients", "kafkaconsumer,kafkaconsumer-arrow", "--sizes", "100", "--partitions", "2",
-         "--timeout", "60"],
-        capture_output=True, text=True, timeout=110, cwd=ROOT)
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "consume.py"),
+            "--bootstrap",
+            broker.bootstrap_servers,
+            "--records",
+            "300",
+            "--codecs",
+            "none",
+            "--clients",
+            "kafkaconsumer,kafkaconsumer-arrow",
+            "--sizes",
+            "100",
+            "--partitions",
+            "2",
+            "--timeout",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     for client in ("kafkaconsumer ", "kafkaconsumer-arrow "):
@@ -41,15 +59,35 @@ def test_consume_prints_fractions_of_the_ceiling(broker: Any) -> None:
         assert "%" in ours[0]  # the fraction of the ceiling
     table = [ln for ln in lines if ln.startswith("| 100 | 2 | none |")]
     assert [row.split("|")[4].strip() for row in table] == [
-        "ceiling", "kafkaconsumer", "kafkaconsumer-arrow"]
+        "ceiling",
+        "kafkaconsumer",
+        "kafkaconsumer-arrow",
+    ]
 
 
 def test_markdown_table_rows() -> None:
-    rows = [{"size": 100, "partitions": 8, "codec": "lz4", "ceiling_rate": 1000.0,
-             "result": {"client": "kafkaconsumer", "records": 500, "elapsed_s": 1.0,
-                        "cpu_s": 0.0005, "peak_rss_mb": 40.0}},
-            {"size": 100, "partitions": 8, "codec": "lz4", "ceiling_rate": 1000.0,
-             "result": {"client": "aiokafka", "error": "boom"}}]
+    rows = [
+        {
+            "size": 100,
+            "partitions": 8,
+            "codec": "lz4",
+            "ceiling_rate": 1000.0,
+            "result": {
+                "client": "kafkaconsumer",
+                "records": 500,
+                "elapsed_s": 1.0,
+                "cpu_s": 0.0005,
+                "peak_rss_mb": 40.0,
+            },
+        },
+        {
+            "size": 100,
+            "partitions": 8,
+            "codec": "lz4",
+            "ceiling_rate": 1000.0,
+            "result": {"client": "aiokafka", "error": "boom"},
+        },
+    ]
     text = consume.markdown(rows)
     assert "| 100 | 8 | lz4 | kafkaconsumer | 500 | 50% | 1.00 | 40 |" in text
     assert "| 100 | 8 | lz4 | aiokafka | failed |" in text

@@ -63,8 +63,9 @@ def test_one_input(raw: bytes) -> None:
         if cython_records is not None:
             assert _records(cython_records, data) == pure, "the decoders disagree"
     else:
-        codec = (codecs.CODEC_GZIP, codecs.CODEC_SNAPPY, codecs.CODEC_LZ4,
-                 codecs.CODEC_ZSTD)[data[0] % 4]
+        codec = (codecs.CODEC_GZIP, codecs.CODEC_SNAPPY, codecs.CODEC_LZ4, codecs.CODEC_ZSTD)[
+            data[0] % 4
+        ]
         try:
             out = codecs.decompress(codec, data[1:], _LIMIT)
         except (codecs.CodecError, codecs.DecompressionLimitExceeded):

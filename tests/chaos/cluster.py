@@ -34,8 +34,14 @@ class ProxiedKafkaCluster(KafkaCluster):
         super().__init__(*args, **kwargs)
         self._proxies: dict[int, FaultProxy] = {}
 
-    def _props(self, node_id: int, roles: tuple[str, ...], ports: Mapping[str, int],
-               voters: str, data: Path) -> dict[str, str]:
+    def _props(
+        self,
+        node_id: int,
+        roles: tuple[str, ...],
+        ports: Mapping[str, int],
+        voters: str,
+        data: Path,
+    ) -> dict[str, str]:
         props = super()._props(node_id, roles, ports, voters, data)
         if "broker" not in roles:
             return props

@@ -30,8 +30,13 @@ class ScriptedPeer:
     Thread-safety: one server thread; ``connections`` is read from any thread.
     """
 
-    def __init__(self, reply: Callable[[int], bytes] | None = None, *,
-                 ssl_context: ssl.SSLContext | None = None, close_after_reply: bool = False) -> None:
+    def __init__(
+        self,
+        reply: Callable[[int], bytes] | None = None,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        close_after_reply: bool = False,
+    ) -> None:
         self._reply = reply or (lambda n: b"")
         self._ssl = ssl_context
         self._close = close_after_reply

@@ -29,12 +29,20 @@ def member_config(bootstrap: str, group: str, name: str, **extra: Any) -> dict[s
     """A member's consumer settings: commits by hand, a 10 s session (so that a 5 s fault stays
     inside it), a bounded rebalance (max.poll.interval.ms 20 s) and quick reconnects."""
     cfg: dict[str, Any] = {
-        "bootstrap_servers": bootstrap, "group_id": group, "client_id": name,
-        "auto_offset_reset": "earliest", "enable_auto_commit": False,
-        "session_timeout_ms": 10_000, "heartbeat_interval_ms": 1000,
-        "max_poll_interval_ms": 20_000, "request_timeout_ms": 5000,
-        "default_api_timeout_ms": 20_000, "reconnect_backoff_ms": 50,
-        "reconnect_backoff_max_ms": 1000, "retry_backoff_ms": 100, "max_poll_records": 200,
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "client_id": name,
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "session_timeout_ms": 10_000,
+        "heartbeat_interval_ms": 1000,
+        "max_poll_interval_ms": 20_000,
+        "request_timeout_ms": 5000,
+        "default_api_timeout_ms": 20_000,
+        "reconnect_backoff_ms": 50,
+        "reconnect_backoff_max_ms": 1000,
+        "retry_backoff_ms": 100,
+        "max_poll_records": 200,
     }
     cfg.update(extra)
     return cfg
@@ -59,18 +67,28 @@ class Outcome:
 
     def line(self) -> str:
         """One line for the report."""
-        return (f"{self.name}: recovered {self.recovery_s:.2f} s after the heal, worst record "
-                f"delay {self.worst_delay_s:.2f} s; "
-                f"{self.consumed}/{self.acked} records, {len(self.duplicates)} delivered twice"
-                + "".join(f"; {k} {v}" for k, v in self.extra.items()))
+        return (
+            f"{self.name}: recovered {self.recovery_s:.2f} s after the heal, worst record "
+            f"delay {self.worst_delay_s:.2f} s; "
+            f"{self.consumed}/{self.acked} records, {len(self.duplicates)} delivered twice"
+            + "".join(f"; {k} {v}" for k, v in self.extra.items())
+        )
 
 
-def run_scenario(name: str, *, direct_bootstrap: str, topic: str, configs: list[dict[str, Any]],
-                 fault: Callable[[list[Member]], float], rate: float = 150.0,
-                 process_s: list[Callable[[], float] | None] | None = None,
-                 recovery_timeout: float = 90.0, observe_s: float = 0.0,
-                 member_cls: type[Member] = Member,
-                 manual_partitions: list[list[int]] | None = None) -> Outcome:
+def run_scenario(
+    name: str,
+    *,
+    direct_bootstrap: str,
+    topic: str,
+    configs: list[dict[str, Any]],
+    fault: Callable[[list[Member]], float],
+    rate: float = 150.0,
+    process_s: list[Callable[[], float] | None] | None = None,
+    recovery_timeout: float = 90.0,
+    observe_s: float = 0.0,
+    member_cls: type[Member] = Member,
+    manual_partitions: list[list[int]] | None = None,
+) -> Outcome:
     """Run one fault against a group of ``len(configs)`` members (see the module docstring).
 
     ``member_cls`` may be another client's twin of :class:`Member` (benchmarks/chaos_compare.py
@@ -78,31 +96,49 @@ def run_scenario(name: str, *, direct_bootstrap: str, topic: str, configs: list[
     makes the members assign those partitions instead of subscribing."""
     ledger = Ledger()
     producer = Producer(direct_bootstrap, topic, ledger, rate=rate)
-    members = [member_cls(cfg["client_id"], cfg, topic, ledger,
-                          process_s=(process_s or [None] * len(configs))[i],
-                          partitions=manual_partitions[i] if manual_partitions else None)
-               for i, cfg in enumerate(configs)]
+    members = [
+        member_cls(
+            cfg["client_id"],
+            cfg,
+            topic,
+            ledger,
+            process_s=(process_s or [None] * len(configs))[i],
+            partitions=manual_partitions[i] if manual_partitions else None,
+        )
+        for i, cfg in enumerate(configs)
+    ]
     producer.start()
     for m in members:
         m.start()
     try:
-        wait_until(lambda: all(m.assignments and m.assignments[-1] for m in members), 60,
-                   "every member to get partitions")
-        wait_until(lambda: ledger.counts()[1] >= 100 and ledger.caught_up(time.monotonic() - 1),
-                   60, "the group to consume steadily")
+        wait_until(
+            lambda: all(m.assignments and m.assignments[-1] for m in members),
+            60,
+            "every member to get partitions",
+        )
+        wait_until(
+            lambda: ledger.counts()[1] >= 100 and ledger.caught_up(time.monotonic() - 1),
+            60,
+            "the group to consume steadily",
+        )
         started = time.monotonic()
         healed = fault(members)
-        recovery = wait_until(lambda: ledger.caught_up(healed), recovery_timeout,
-                              f"{name}: the group to catch up after the heal")
+        recovery = wait_until(
+            lambda: ledger.caught_up(healed),
+            recovery_timeout,
+            f"{name}: the group to catch up after the heal",
+        )
         # Keep running for observe_s after the heal (a late session expiry would show), then
         # count the group's rebalances before shutdown adds its own.
         time.sleep(max(0.0, healed + observe_s - time.monotonic()))
         assignments = sum(len(m.assignments) for m in members)
         worst = ledger.worst_delay(started - 1, healed)
         producer.stop()
-        wait_until(lambda: not ledger.missing(), 60,
-                   f"{name}: every acknowledged record to be consumed "
-                   f"(missing {ledger.missing()[:20]})")
+        wait_until(
+            lambda: not ledger.missing(),
+            60,
+            f"{name}: every acknowledged record to be consumed (missing {ledger.missing()[:20]})",
+        )
     finally:
         producer.stop()
         for m in members:
@@ -112,7 +148,16 @@ def run_scenario(name: str, *, direct_bootstrap: str, topic: str, configs: list[
         assert not m.is_alive(), f"{m.member} did not stop"
     assert not producer.errors, producer.errors[:5]
     acked, consumed = ledger.counts()
-    outcome = Outcome(name, recovery, acked, consumed, ledger.duplicates(), members,
-                      (started, healed), assignments, worst)
+    outcome = Outcome(
+        name,
+        recovery,
+        acked,
+        consumed,
+        ledger.duplicates(),
+        members,
+        (started, healed),
+        assignments,
+        worst,
+    )
     RESULTS.append(outcome)
     return outcome

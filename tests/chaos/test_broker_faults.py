@@ -23,9 +23,14 @@ def _setup(cluster: Any) -> tuple[str, str, list[dict[str, Any]]]:
     topic = unique_name("chaos-brk")
     cluster.create_topic(topic, partitions=6, replication=3)
     group = unique_name("chaos-g")
-    return topic, group, [member_config(cluster.bootstrap_servers, group, name,
-                                        metadata_max_age_ms=5000)
-                          for name in ("a", "b", "c")]
+    return (
+        topic,
+        group,
+        [
+            member_config(cluster.bootstrap_servers, group, name, metadata_max_age_ms=5000)
+            for name in ("a", "b", "c")
+        ],
+    )
 
 
 def test_partition_leader_killed_and_restarted(kafka_cluster: Any) -> None:
@@ -40,9 +45,13 @@ def test_partition_leader_killed_and_restarted(kafka_cluster: Any) -> None:
         kafka_cluster.start_node(leader)
         return time.monotonic()
 
-    out = run_scenario("leader broker SIGKILLed, restarted 3 s later", topic=topic,
-                       direct_bootstrap=kafka_cluster.bootstrap_servers, fault=fault,
-                       configs=configs)
+    out = run_scenario(
+        "leader broker SIGKILLed, restarted 3 s later",
+        topic=topic,
+        direct_bootstrap=kafka_cluster.bootstrap_servers,
+        fault=fault,
+        configs=configs,
+    )
     out.extra["killed broker"] = victim[0]
     print(out.line())
     assert not out.duplicates, out.line()
@@ -55,9 +64,13 @@ def test_graceful_broker_restart(kafka_cluster: Any) -> None:
         kafka_cluster.restart_node(kafka_cluster.leader_of(topic, 1))
         return time.monotonic()
 
-    out = run_scenario("leader broker restarted gracefully", topic=topic,
-                       direct_bootstrap=kafka_cluster.bootstrap_servers, fault=fault,
-                       configs=configs)
+    out = run_scenario(
+        "leader broker restarted gracefully",
+        topic=topic,
+        direct_bootstrap=kafka_cluster.bootstrap_servers,
+        fault=fault,
+        configs=configs,
+    )
     print(out.line())
     assert not out.duplicates, out.line()
 
@@ -74,9 +87,13 @@ def test_coordinator_broker_stopped_coordinator_moves(kafka_cluster: Any) -> Non
         time.sleep(2)
         return time.monotonic()
 
-    out = run_scenario("group coordinator's broker stopped", topic=topic,
-                       direct_bootstrap=kafka_cluster.bootstrap_servers, fault=fault,
-                       configs=configs)
+    out = run_scenario(
+        "group coordinator's broker stopped",
+        topic=topic,
+        direct_bootstrap=kafka_cluster.bootstrap_servers,
+        fault=fault,
+        configs=configs,
+    )
     out.extra["coordinator"] = f"{moved[0]} -> {moved[1]}"
     print(out.line())
     assert moved[0] != moved[1]

@@ -34,8 +34,11 @@ DECODERS = [_pyrecords] + ([CYTHON] if CYTHON is not None else [])
 RECORD_ERRORS = (CorruptRecordError, RecordTooLargeError, UnsupportedCodecError)
 CODEC_ERRORS = (codecs.CodecError, codecs.DecompressionLimitExceeded)
 COMPRESSED = (codecs.CODEC_GZIP, codecs.CODEC_SNAPPY, codecs.CODEC_LZ4, codecs.CODEC_ZSTD)
-FUZZ = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def peak_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
@@ -108,10 +111,13 @@ def test_decompression_bomb_stops_at_the_limit(codec: int) -> None:
 
 # ----------------------------------------------------------------------------- record batches
 def _seeds() -> list[bytes]:
-    recs = [(b"k%d" % i, b"v" * (i * 11), [("h", b"x")] if i % 2 else [], 1000 + i)
-            for i in range(8)]
-    return [encode_batch(recs, base_offset=5, compression=c)
-            for c in ("none", "gzip", "snappy", "lz4", "zstd")]
+    recs = [
+        (b"k%d" % i, b"v" * (i * 11), [("h", b"x")] if i % 2 else [], 1000 + i) for i in range(8)
+    ]
+    return [
+        encode_batch(recs, base_offset=5, compression=c)
+        for c in ("none", "gzip", "snappy", "lz4", "zstd")
+    ]
 
 
 SEEDS = _seeds()
@@ -120,16 +126,16 @@ SEEDS = _seeds()
 @pytest.mark.parametrize("impl", DECODERS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 @FUZZ
 @given(data=st.data())
-def test_damaged_batches_stay_within_an_input_bound(impl: ModuleType, data: st.DataObject
-                                                    ) -> None:
+def test_damaged_batches_stay_within_an_input_bound(impl: ModuleType, data: st.DataObject) -> None:
     raw = bytearray(data.draw(st.sampled_from(SEEDS)))
     for _ in range(data.draw(st.integers(1, 5))):
         where = data.draw(st.integers(0, len(raw) - 1))
         # Lengths and varints are where a lie costs memory: write big values there too.
         raw[where] = data.draw(st.sampled_from([0x00, 0x7F, 0xFF, 0x80]) | st.integers(0, 255))
-    blob = bytes(raw[:data.draw(st.integers(1, len(raw)))])
+    blob = bytes(raw[: data.draw(st.integers(1, len(raw)))])
     result, peak = peak_bytes(
-        lambda: impl.decode_fetched_records(blob, "fz", 3, 0, check_crcs=False))
+        lambda: impl.decode_fetched_records(blob, "fz", 3, 0, check_crcs=False)
+    )
     if isinstance(result, Exception):
         assert isinstance(result, RECORD_ERRORS), repr(result)
         if isinstance(result, CorruptRecordError):
@@ -144,12 +150,13 @@ def test_damaged_batches_stay_within_an_input_bound(impl: ModuleType, data: st.D
 
 @pytest.mark.parametrize("impl", DECODERS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
-def test_batch_bomb_is_a_corrupt_record_error_naming_where(impl: ModuleType, codec: str,
-                                                           small_limits: int) -> None:
-    bomb = encode_batch([(None, bytes(8 * 1024 * 1024), [], 1)], base_offset=42,
-                        compression=codec)
+def test_batch_bomb_is_a_corrupt_record_error_naming_where(
+    impl: ModuleType, codec: str, small_limits: int
+) -> None:
+    bomb = encode_batch([(None, bytes(8 * 1024 * 1024), [], 1)], base_offset=42, compression=codec)
     result, peak = peak_bytes(
-        lambda: impl.decode_fetched_records(bomb, "bombs", 7, 42, check_crcs=True))
+        lambda: impl.decode_fetched_records(bomb, "bombs", 7, 42, check_crcs=True)
+    )
     assert isinstance(result, CorruptRecordError), repr(result)
     text = str(result)
     assert "bombs" in text and "7" in text and "42" in text, text
@@ -162,8 +169,9 @@ _RESPONSE_KEYS = sorted(SUPPORTED_VERSIONS)
 
 @FUZZ
 @given(api_key=st.sampled_from(_RESPONSE_KEYS), data=st.data())
-def test_random_response_frames_stay_within_an_input_bound(api_key: int,
-                                                           data: st.DataObject) -> None:
+def test_random_response_frames_stay_within_an_input_bound(
+    api_key: int, data: st.DataObject
+) -> None:
     lo, hi = SUPPORTED_VERSIONS[api_key]
     version = data.draw(st.integers(lo, hi))
     body = data.draw(st.binary(max_size=512))

@@ -36,14 +36,19 @@ _ALLOCATION_BOUND = 8 * 1024 * 1024
 
 
 def _consumer(address: str, **extra: Any) -> KafkaConsumer:
-    cfg: dict[str, Any] = {"bootstrap_servers": address, "reconnect_backoff_ms": 50,
-                           "reconnect_backoff_max_ms": 500, "request_timeout_ms": 800}
+    cfg: dict[str, Any] = {
+        "bootstrap_servers": address,
+        "reconnect_backoff_ms": 50,
+        "reconnect_backoff_max_ms": 500,
+        "request_timeout_ms": 800,
+    }
     cfg.update(extra)
     return KafkaConsumer(**cfg)
 
 
-def _fail_against(address: str, caplog: pytest.LogCaptureFixture) -> tuple[BaseException, float,
-                                                                          int]:
+def _fail_against(
+    address: str, caplog: pytest.LogCaptureFixture
+) -> tuple[BaseException, float, int]:
     """list_topics against a peer; returns the error, the seconds it took, the peak bytes."""
     caplog.set_level(logging.WARNING, logger="kafkaconsumer")
     consumer = _consumer(address)
@@ -116,8 +121,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def http_server() -> Iterator[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield f"127.0.0.1:{server.server_address[1]}"
@@ -127,8 +133,10 @@ def http_server() -> Iterator[str]:
         thread.join(5)
 
 
-_NGINX_400 = (b"HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Type: text/html\r\n"
-              b"Content-Length: 150\r\nConnection: close\r\n\r\n<html>" + b" " * 144)
+_NGINX_400 = (
+    b"HTTP/1.1 400 Bad Request\r\nServer: nginx\r\nContent-Type: text/html\r\n"
+    b"Content-Length: 150\r\nConnection: close\r\n\r\n<html>" + b" " * 144
+)
 
 
 def test_http_reply_is_named(caplog: pytest.LogCaptureFixture) -> None:
@@ -140,8 +148,9 @@ def test_http_reply_is_named(caplog: pytest.LogCaptureFixture) -> None:
     assert peak < _ALLOCATION_BOUND
 
 
-def test_silent_http_server_times_out_the_request(http_server: str,
-                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_silent_http_server_times_out_the_request(
+    http_server: str, caplog: pytest.LogCaptureFixture
+) -> None:
     # Python's http.server waits for a line end a Kafka request never sends: the ApiVersions
     # request times out (request.timeout.ms) and that is the error reported.
     error, took, peak = _fail_against(http_server, caplog)
@@ -200,9 +209,15 @@ def test_bogus_size_on_ready_connection_closes_and_recovers(broker: Any) -> None
 
     host, port = parse_bootstrap_servers(broker.bootstrap_servers)[0]
     with FaultProxy(host, port) as proxy:
-        cnc = ConsumerNetworkClient(NetworkClient({
-            "bootstrap.servers": proxy.address, "reconnect.backoff.ms": 20,
-            "reconnect.backoff.max.ms": 200}))
+        cnc = ConsumerNetworkClient(
+            NetworkClient(
+                {
+                    "bootstrap.servers": proxy.address,
+                    "reconnect.backoff.ms": 20,
+                    "reconnect.backoff.max.ms": 200,
+                }
+            )
+        )
         try:
             fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
             cnc.poll(timeout_ms=10_000, future=fut)
@@ -231,9 +246,9 @@ def test_bogus_size_on_ready_connection_closes_and_recovers(broker: Any) -> None
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)  # the secure_kafka fixture may start a broker
-def test_plaintext_client_against_kafkas_own_ssl_listener(secure_kafka: Any,
-                                                          caplog: pytest.LogCaptureFixture
-                                                          ) -> None:
+def test_plaintext_client_against_kafkas_own_ssl_listener(
+    secure_kafka: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     """Apache Kafka's SSL listener meets a PLAINTEXT client: the error says TLS, quickly, and
     nothing like the alert's 336 MiB "size" is allocated."""
     error, took, peak = _fail_against(secure_kafka.ssl_bootstrap.split(",")[0], caplog)

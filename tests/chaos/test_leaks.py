@@ -60,10 +60,14 @@ def settle(baseline_threads: int) -> None:
 
 
 def test_create_subscribe_poll_close_cycles(broker: Any) -> None:
-    if os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower() == "tansu" \
-            and apache_kafka.missing_tools() is None:
-        pytest.skip("the second (Tansu) pass: the cycles ran on Apache Kafka already, and the "
-                    "client code they check is the same")
+    if (
+        os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower() == "tansu"
+        and apache_kafka.missing_tools() is None
+    ):
+        pytest.skip(
+            "the second (Tansu) pass: the cycles ran on Apache Kafka already, and the "
+            "client code they check is the same"
+        )
     bootstrap = str(broker.bootstrap_servers)
     topic = create_topic(bootstrap, 2, prefix="leak")
     produce(bootstrap, topic, simple_records(2, 5))
@@ -75,10 +79,16 @@ def test_create_subscribe_poll_close_cycles(broker: Any) -> None:
 
     def cycle(i: int) -> None:
         consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-            enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
             # close() waits for the in-flight fetch before the session-closing one (in order).
-            fetch_max_wait_ms=50, client_id=f"leak-{i}")
+            fetch_max_wait_ms=50,
+            client_id=f"leak-{i}",
+        )
         try:
             if use_group:
                 consumer.subscribe([topic])
@@ -104,9 +114,11 @@ def test_create_subscribe_poll_close_cycles(broker: Any) -> None:
             samples.append(rss_bytes())
     settle(py_threads)
     end = (threading.active_count(), os_threads(), open_fds(), rss_bytes())
-    report = (f"threads {start[0]}->{end[0]}, OS threads {start[1]}->{end[1]}, fds "
-              f"{start[2]}->{end[2]}, RSS {start[3] >> 10}->{end[3] >> 10} KiB "
-              f"(samples {[s >> 10 for s in samples]})")
+    report = (
+        f"threads {start[0]}->{end[0]}, OS threads {start[1]}->{end[1]}, fds "
+        f"{start[2]}->{end[2]}, RSS {start[3] >> 10}->{end[3] >> 10} KiB "
+        f"(samples {[s >> 10 for s in samples]})"
+    )
     print(report)
     assert end[0] == py_threads, report
     assert end[1] <= start[1], report

@@ -47,9 +47,11 @@ def setup(proxied: ProxiedKafkaCluster) -> Iterator[tuple[ProxiedKafkaCluster, s
 
 
 def _configs(cluster: ProxiedKafkaCluster, group: str, **a_extra: Any) -> list[dict[str, Any]]:
-    return [member_config(cluster.proxied_bootstrap, group, "a", **a_extra),
-            member_config(cluster.bootstrap_servers, group, "b"),
-            member_config(cluster.bootstrap_servers, group, "c")]
+    return [
+        member_config(cluster.proxied_bootstrap, group, "a", **a_extra),
+        member_config(cluster.bootstrap_servers, group, "b"),
+        member_config(cluster.bootstrap_servers, group, "c"),
+    ]
 
 
 def _rebalances(members: list[Member]) -> int:
@@ -66,9 +68,13 @@ def test_latency_above_request_timeout(setup: Any) -> None:
         proxy.set_latency(0)
         return time.monotonic()
 
-    out = run_scenario("latency 3 s > request.timeout.ms 2 s, for 6 s", topic=topic,
-                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
-                       configs=_configs(cluster, group, request_timeout_ms=2000))
+    out = run_scenario(
+        "latency 3 s > request.timeout.ms 2 s, for 6 s",
+        topic=topic,
+        direct_bootstrap=cluster.bootstrap_servers,
+        fault=fault,
+        configs=_configs(cluster, group, request_timeout_ms=2000),
+    )
     print(out.line())
     assert not out.duplicates, out.line()
 
@@ -87,14 +93,20 @@ def test_black_hole_longer_than_session(setup: Any, caplog: pytest.LogCaptureFix
         proxy.restore()
         return time.monotonic()
 
-    out = run_scenario("black hole 13 s > session.timeout.ms 10 s", topic=topic,
-                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
-                       configs=_configs(cluster, group))
+    out = run_scenario(
+        "black hole 13 s > session.timeout.ms 10 s",
+        topic=topic,
+        direct_bootstrap=cluster.bootstrap_servers,
+        fault=fault,
+        configs=_configs(cluster, group),
+    )
     a = out.members[0]
     cpu = a.cpu_fraction(window[0] + 1, window[1])
-    warnings = [r for r in caplog.records
-                if r.levelno >= logging.WARNING and window[0] <= r.created - _epoch_offset()
-                <= window[1]]
+    warnings = [
+        r
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and window[0] <= r.created - _epoch_offset() <= window[1]
+    ]
     out.extra["cpu of a's thread while cut off"] = f"{cpu:.3f}"
     out.extra["warnings while cut off"] = len(warnings)
     print(out.line())
@@ -130,9 +142,14 @@ def test_coordinator_connection_black_holed_longer_than_session(setup: Any) -> N
 
     # Observed 12 s past the heal: a's dead coordinator connection costs it a
     # request.timeout.ms (5 s) to notice, then it rediscovers the coordinator and rejoins.
-    out = run_scenario("coordinator connection black-holed 13 s > session 10 s", topic=topic,
-                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
-                       configs=_configs(cluster, group), observe_s=12)
+    out = run_scenario(
+        "coordinator connection black-holed 13 s > session 10 s",
+        topic=topic,
+        direct_bootstrap=cluster.bootstrap_servers,
+        fault=fault,
+        configs=_configs(cluster, group),
+        observe_s=12,
+    )
     a = out.members[0]
     out.extra["a's errors"] = len(a.errors)
     print(out.line(), a.errors[:2])
@@ -159,9 +176,14 @@ def test_short_black_hole_causes_no_rebalance(setup: Any) -> None:
         proxy.restore()
         return time.monotonic()
 
-    out = run_scenario("network partition 5 s < session.timeout.ms 10 s", topic=topic,
-                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
-                       configs=_configs(cluster, group), observe_s=8)
+    out = run_scenario(
+        "network partition 5 s < session.timeout.ms 10 s",
+        topic=topic,
+        direct_bootstrap=cluster.bootstrap_servers,
+        fault=fault,
+        configs=_configs(cluster, group),
+        observe_s=8,
+    )
     print(out.line())
     # Observed until 13 s after the outage began: past the 10 s session of a's last heartbeat.
     assert out.assignments == before[0], "a 5 s outage made the group rebalance"
@@ -185,9 +207,13 @@ def test_resets_in_the_middle_of_fetch_responses(setup: Any) -> None:
             time.sleep(0.3)
         return time.monotonic()
 
-    out = run_scenario("connections reset mid-response, repeatedly for 6 s", topic=topic,
-                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
-                       configs=_configs(cluster, group))
+    out = run_scenario(
+        "connections reset mid-response, repeatedly for 6 s",
+        topic=topic,
+        direct_bootstrap=cluster.bootstrap_servers,
+        fault=fault,
+        configs=_configs(cluster, group),
+    )
     out.extra["resets"] = len(cuts)
     print(out.line())
     assert len(cuts) >= 3
@@ -212,10 +238,14 @@ def test_manual_assignment_through_resets_and_a_black_hole(setup: Any) -> None:
         proxy.restore()
         return time.monotonic()
 
-    out = run_scenario("manual assignment: resets for 4 s, then a 6 s black hole", topic=topic,
-                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
-                       configs=_configs(cluster, group),
-                       manual_partitions=[[0, 1], [2, 3], [4, 5]])
+    out = run_scenario(
+        "manual assignment: resets for 4 s, then a 6 s black hole",
+        topic=topic,
+        direct_bootstrap=cluster.bootstrap_servers,
+        fault=fault,
+        configs=_configs(cluster, group),
+        manual_partitions=[[0, 1], [2, 3], [4, 5]],
+    )
     print(out.line())
     assert not out.duplicates, out.line()
 
@@ -240,9 +270,14 @@ def test_member_exceeding_max_poll_interval(setup: Any) -> None:
 
     configs = _configs(cluster, group)
     configs[2]["max_poll_interval_ms"] = 4000
-    out = run_scenario("member c processes 6 s > max.poll.interval.ms 4 s", topic=topic,
-                       direct_bootstrap=cluster.bootstrap_servers, fault=fault,
-                       configs=configs, process_s=[None, None, c_processing])
+    out = run_scenario(
+        "member c processes 6 s > max.poll.interval.ms 4 s",
+        topic=topic,
+        direct_bootstrap=cluster.bootstrap_servers,
+        fault=fault,
+        configs=configs,
+        process_s=[None, None, c_processing],
+    )
     c = out.members[2]
     print(out.line(), c.errors[:3])
     # c's commit after the slow batch is refused (it left the group), it says so clearly, and

@@ -34,7 +34,7 @@ def _run_as_security_test(body: object) -> None:
 def test_secrets_are_recorded_from_every_wrapper() -> None:
     Password("recorded-password-1")
     Secret("recorded-secret-2")
-    ConsumerConfig({"sasl.jaas.config": "x required password=\"recorded-jaas-3\";"})
+    ConsumerConfig({"sasl.jaas.config": 'x required password="recorded-jaas-3";'})
     assert {"recorded-password-1", "recorded-secret-2"} <= secret_scan.recorded_secrets()
     assert any("recorded-jaas-3" in s for s in secret_scan.recorded_secrets())
     Password("short-7")
@@ -44,8 +44,11 @@ def test_secrets_are_recorded_from_every_wrapper() -> None:
 def test_a_secret_in_a_log_record_fails_the_test() -> None:
     Password("leaked-in-a-log-4")
     with pytest.raises(AssertionError, match="a DEBUG record of kafkaconsumer.network"):
-        _run_as_security_test(lambda: logging.getLogger("kafkaconsumer.network").debug(
-            "token %s", "leaked-in-a-log-4"))
+        _run_as_security_test(
+            lambda: logging.getLogger("kafkaconsumer.network").debug(
+                "token %s", "leaked-in-a-log-4"
+            )
+        )
 
 
 def test_a_secret_in_an_error_message_fails_the_test() -> None:

@@ -40,10 +40,15 @@ SESSION_MS = 3000
 
 def _consumer(broker: Any, group: str, **extra: Any) -> KafkaConsumer:
     cfg: dict[str, Any] = {
-        "bootstrap_servers": broker.bootstrap_servers, "group_id": group,
-        "auto_offset_reset": "earliest", "enable_auto_commit": False,
-        "session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": 300,
-        "max_poll_interval_ms": 10_000, "fetch_max_wait_ms": 100}
+        "bootstrap_servers": broker.bootstrap_servers,
+        "group_id": group,
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "session_timeout_ms": SESSION_MS,
+        "heartbeat_interval_ms": 300,
+        "max_poll_interval_ms": 10_000,
+        "fetch_max_wait_ms": 100,
+    }
     cfg.update(extra)
     return KafkaConsumer(**cfg)
 
@@ -110,9 +115,16 @@ def test_close_from_another_thread(broker: Any, topic: str) -> None:
     victim.subscribe([topic])
     other.subscribe([topic])
     try:
-        wait_for(lambda: (victim.poll(timeout_ms=50), other.poll(timeout_ms=50))
-                 and victim.assignment() and other.assignment(), timeout=30,
-                 message="both members to get partitions")
+        wait_for(
+            lambda: (
+                (victim.poll(timeout_ms=50), other.poll(timeout_ms=50))
+                and victim.assignment()
+                and other.assignment()
+            ),
+            timeout=30,
+            message="both members to get partitions",
+        )
+
         def poller() -> None:
             pause = random.Random(3)
             try:
@@ -140,13 +152,16 @@ def test_close_from_another_thread(broker: Any, topic: str) -> None:
         assert not thread.is_alive()
         # The poller's next call met the close: in progress (ConcurrentModificationError, as
         # Java) or done (IllegalStateError). Either is a clear, defined end.
-        assert outcome and isinstance(outcome[0], (IllegalStateError,
-                                                   ConcurrentModificationError)), outcome
+        assert outcome and isinstance(
+            outcome[0], (IllegalStateError, ConcurrentModificationError)
+        ), outcome
         # The survivor owns all three partitions well before a session timeout could have
         # expelled the victim.
-        wait_for(lambda: other.poll(timeout_ms=50) is not None
-                 and len(other.assignment()) == 3, timeout=SESSION_MS / 1000 * 0.9,
-                 message="the other member to take over")
+        wait_for(
+            lambda: other.poll(timeout_ms=50) is not None and len(other.assignment()) == 3,
+            timeout=SESSION_MS / 1000 * 0.9,
+            message="the other member to take over",
+        )
     finally:
         stop.set()
         if thread is not None:
@@ -245,9 +260,13 @@ def test_sigint_in_a_group_member(broker: Any, topic: str, seed: int) -> None:
     other = _consumer(broker, group)
     other.subscribe([topic])
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    proc = subprocess.Popen([sys.executable, "-c", _MEMBER, str(broker.bootstrap_servers),
-                             group, topic], cwd=root, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MEMBER, str(broker.bootstrap_servers), group, topic],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = ""
@@ -261,8 +280,11 @@ def test_sigint_in_a_group_member(broker: Any, topic: str, seed: int) -> None:
         out, err = proc.communicate(timeout=20)
         assert "closed" in out, err[-2000:]
         assert proc.returncode == 0, err[-2000:]
-        wait_for(lambda: other.poll(timeout_ms=50) is not None and len(other.assignment()) == 3,
-                 timeout=10, message="the other member to take over")
+        wait_for(
+            lambda: other.poll(timeout_ms=50) is not None and len(other.assignment()) == 3,
+            timeout=10,
+            message="the other member to take over",
+        )
     finally:
         if proc.poll() is None:
             proc.kill()

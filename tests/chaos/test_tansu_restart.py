@@ -25,12 +25,14 @@ def _create(bootstrap: str, topic: str) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)],
-                        operation_timeout=10)[topic].result(timeout=30)
+    admin.create_topics(
+        [NewTopic(topic, num_partitions=2, replication_factor=1)], operation_timeout=10
+    )[topic].result(timeout=30)
 
 
-def _consume(consumer: KafkaConsumer, want: int, seen: list[tuple[int, int, bytes]],
-             timeout: float) -> None:
+def _consume(
+    consumer: KafkaConsumer, want: int, seen: list[tuple[int, int, bytes]], timeout: float
+) -> None:
     deadline = time.monotonic() + timeout
     while len(seen) < want:
         assert time.monotonic() < deadline, f"consumed {len(seen)} of {want}"
@@ -61,10 +63,16 @@ def test_tansu_killed_and_restarted_loses_data_consumer_resumes() -> None:
                 assignments.append(sorted(assigned))
 
         consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=unique_name("chaos-tg"),
-            auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=3000,
-            heartbeat_interval_ms=300, reconnect_backoff_ms=50, reconnect_backoff_max_ms=500,
-            metadata_max_age_ms=2000)
+            bootstrap_servers=bootstrap,
+            group_id=unique_name("chaos-tg"),
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=3000,
+            heartbeat_interval_ms=300,
+            reconnect_backoff_ms=50,
+            reconnect_backoff_max_ms=500,
+            metadata_max_age_ms=2000,
+        )
         consumer.subscribe([topic], listener=Track())
         before: list[tuple[int, int, bytes]] = []
         _consume(consumer, 20, before, 60)

@@ -50,7 +50,7 @@ class Ledger:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.acked: dict[int, float] = {}        # seq -> when the ack arrived
+        self.acked: dict[int, float] = {}  # seq -> when the ack arrived
         self.deliveries: collections.Counter[int] = collections.Counter()
         self.consumed_at: dict[int, float] = {}  # seq -> first delivery
         self.by_member: collections.Counter[str] = collections.Counter()
@@ -71,9 +71,11 @@ class Ledger:
     def missing(self, acked_before: float | None = None) -> list[int]:
         """Acknowledged records (optionally: acknowledged before a moment) not yet consumed."""
         with self._lock:
-            return sorted(s for s, t in self.acked.items()
-                          if s not in self.consumed_at and (acked_before is None
-                                                            or t <= acked_before))
+            return sorted(
+                s
+                for s, t in self.acked.items()
+                if s not in self.consumed_at and (acked_before is None or t <= acked_before)
+            )
 
     def duplicates(self) -> dict[int, int]:
         """Records delivered more than once, with their delivery counts."""
@@ -89,8 +91,9 @@ class Ledger:
         records not yet consumed count up to now."""
         now = time.monotonic()
         with self._lock:
-            waits = [self.consumed_at.get(s, now) - t for s, t in self.acked.items()
-                     if start <= t <= end]
+            waits = [
+                self.consumed_at.get(s, now) - t for s, t in self.acked.items() if start <= t <= end
+            ]
         return max(waits, default=0.0)
 
     def counts(self) -> tuple[int, int]:
@@ -109,9 +112,16 @@ class Producer(threading.Thread):
         super().__init__(name="chaos-producer", daemon=True)
         from confluent_kafka import Producer as CProducer
 
-        self._producer: Any = CProducer({
-            "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-            "linger.ms": 5, "message.timeout.ms": 120000, "reconnect.backoff.max.ms": 500})
+        self._producer: Any = CProducer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 120000,
+                "reconnect.backoff.max.ms": 500,
+            }
+        )
         self._topic = topic
         self._ledger = ledger
         self._interval = 1.0 / rate
@@ -133,8 +143,12 @@ class Producer(threading.Thread):
 
             while True:
                 try:
-                    self._producer.produce(self._topic, value=str(seq).encode(),
-                                           key=str(seq % 97).encode(), on_delivery=ack)
+                    self._producer.produce(
+                        self._topic,
+                        value=str(seq).encode(),
+                        key=str(seq % 97).encode(),
+                        on_delivery=ack,
+                    )
                     break
                 except BufferError:
                     self._producer.poll(0.05)
@@ -180,9 +194,16 @@ class Member(threading.Thread):
     are thread-safe by contract.
     """
 
-    def __init__(self, name: str, config: dict[str, Any], topic: str, ledger: Ledger, *,
-                 process_s: Callable[[], float] | None = None,
-                 partitions: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: dict[str, Any],
+        topic: str,
+        ledger: Ledger,
+        *,
+        process_s: Callable[[], float] | None = None,
+        partitions: list[int] | None = None,
+    ) -> None:
         super().__init__(name=f"chaos-{name}", daemon=True)
         self.member = name
         self._config = config

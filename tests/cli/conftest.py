@@ -30,8 +30,14 @@ def run_cli(*args: str, timeout: float = 60.0, **env: str) -> Run:
     environment = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
     environment.update(env)
     environment["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-m", "kafkaconsumer", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, env=environment)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkaconsumer", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment,
+    )
     return Run(proc)
 
 

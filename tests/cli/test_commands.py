@@ -29,8 +29,14 @@ def topic(broker: Any) -> Iterator[str]:
     producer = KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all"})
     try:
         for i in range(3):
-            producer.send(name, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0,
-                          timestamp_ms=TS + i, headers=[("h", b"x")] if i == 0 else None)
+            producer.send(
+                name,
+                key=f"k{i}".encode(),
+                value=f"v{i}".encode(),
+                partition=0,
+                timestamp_ms=TS + i,
+                headers=[("h", b"x")] if i == 0 else None,
+            )
             # One batch per record: Tansu's end offset is wrong after a multi-record batch.
             producer.flush(timeout_ms=30_000)
     finally:
@@ -39,22 +45,44 @@ def topic(broker: Any) -> Iterator[str]:
 
 
 def _consume(cli: Any, broker: Any, topic: str, *extra: str, count: int = 3) -> Any:
-    run = cli("consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic,
-              "--from-beginning", "--max-messages", str(count), "--timeout-ms", "20000", *extra)
+    run = cli(
+        "consume",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        str(count),
+        "--timeout-ms",
+        "20000",
+        *extra,
+    )
     assert run.code == 0, run
     return run
 
 
 def test_consume_text_json_raw_exact(cli: Any, broker: Any, topic: str) -> None:
-    run = _consume(cli, broker, topic, "--print-timestamp", "--print-partition",
-                   "--print-offset", "--print-headers", "--print-key")
-    assert run.out == (f"CreateTime:{TS}\tPartition:0\tOffset:0\th:x\tk0\tv0\n"
-                       f"CreateTime:{TS + 1}\tPartition:0\tOffset:1\tNO_HEADERS\tk1\tv1\n"
-                       f"CreateTime:{TS + 2}\tPartition:0\tOffset:2\tNO_HEADERS\tk2\tv2\n")
+    run = _consume(
+        cli,
+        broker,
+        topic,
+        "--print-timestamp",
+        "--print-partition",
+        "--print-offset",
+        "--print-headers",
+        "--print-key",
+    )
+    assert run.out == (
+        f"CreateTime:{TS}\tPartition:0\tOffset:0\th:x\tk0\tv0\n"
+        f"CreateTime:{TS + 1}\tPartition:0\tOffset:1\tNO_HEADERS\tk1\tv1\n"
+        f"CreateTime:{TS + 2}\tPartition:0\tOffset:2\tNO_HEADERS\tk2\tv2\n"
+    )
     assert "Processed a total of 3 messages" in run.err
     run = _consume(cli, broker, topic, "--format", "json", "--print-key", "--print-offset")
     assert [json.loads(line) for line in run.out.splitlines()] == [
-        {"topic": topic, "offset": i, "key": f"k{i}", "value": f"v{i}"} for i in range(3)]
+        {"topic": topic, "offset": i, "key": f"k{i}", "value": f"v{i}"} for i in range(3)
+    ]
     run = _consume(cli, broker, topic, "--format", "raw")
     assert run.out == "v0\nv1\nv2\n"
     run = _consume(cli, broker, topic, "--partition", "0", "--offset", "1", count=2)
@@ -62,16 +90,28 @@ def test_consume_text_json_raw_exact(cli: Any, broker: Any, topic: str) -> None:
 
 
 def test_max_messages_stops_early(cli: Any, broker: Any, topic: str) -> None:
-    run = cli("consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic,
-              "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000", timeout=90)
+    run = cli(
+        "consume",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        "2",
+        "--timeout-ms",
+        "30000",
+        timeout=90,
+    )
     assert run.code == 0, run
     assert run.out == "v0\nv1\n"
     assert "Processed a total of 2 messages" in run.err
 
 
 def _lag(cli: Any, broker: Any, group: str) -> dict[str, Any]:
-    run = cli("groups", "lag", "--bootstrap-server", broker.bootstrap_servers, "--group", group,
-              "--json")
+    run = cli(
+        "groups", "lag", "--bootstrap-server", broker.bootstrap_servers, "--group", group, "--json"
+    )
     assert run.code == 0, run
     return dict(json.loads(run.out))
 
@@ -80,15 +120,37 @@ def test_group_lag_before_and_after_consuming(cli: Any, broker: Any, topic: str)
     group = unique_name("cli-g")
     # Session timeouts are short because Tansu holds a group's first join for half of one.
     fast = ["--property", "session.timeout.ms=3000", "--property", "heartbeat.interval.ms=500"]
-    run = cli("consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic,
-              "--group", group, "--from-beginning", "--max-messages", "2", *fast)
+    run = cli(
+        "consume",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--from-beginning",
+        "--max-messages",
+        "2",
+        *fast,
+    )
     assert run.out == "v0\nv1\n", run
     lag = _lag(cli, broker, group)
-    assert lag["partitions"] == [{"topic": topic, "partition": 0, "committed_offset": 2,
-                                  "end_offset": 3, "lag": 1}]
+    assert lag["partitions"] == [
+        {"topic": topic, "partition": 0, "committed_offset": 2, "end_offset": 3, "lag": 1}
+    ]
     assert lag["total_lag"] == 1
-    run = cli("consume", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic,
-              "--group", group, "--max-messages", "1", *fast)
+    run = cli(
+        "consume",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--max-messages",
+        "1",
+        *fast,
+    )
     assert run.out == "v2\n", run
     assert _lag(cli, broker, group)["total_lag"] == 0
     run = cli("groups", "lag", "--bootstrap-server", broker.bootstrap_servers, "--group", group)
@@ -106,14 +168,23 @@ def test_reset_offsets_dry_run_then_execute(cli: Any, broker: Any, topic: str) -
     group = unique_name("cli-g")
     with KafkaAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 3})
-    base = ["groups", "reset-offsets", "--bootstrap-server", broker.bootstrap_servers,
-            "--group", group, "--topic", topic]
+    base = [
+        "groups",
+        "reset-offsets",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--group",
+        group,
+        "--topic",
+        topic,
+    ]
     run = cli(*base, "--to-earliest", "--json")
     assert run.code == 0, run
     plan = json.loads(run.out)
     assert plan["executed"] is False
-    assert plan["partitions"] == [{"topic": topic, "partition": 0, "previous_offset": 3,
-                                   "new_offset": 0}]
+    assert plan["partitions"] == [
+        {"topic": topic, "partition": 0, "previous_offset": 3, "new_offset": 0}
+    ]
     assert _committed(broker, group, topic) == 3  # the dry run changed nothing
     run = cli(*base, "--to-earliest", "--execute")
     assert run.code == 0, run
@@ -140,43 +211,78 @@ def _iso(ms: int) -> str:
 
 
 def test_reset_refuses_a_group_with_members_and_describe_shows_them(
-        cli: Any, broker: Any, topic: str) -> None:
+    cli: Any, broker: Any, topic: str
+) -> None:
     group = unique_name("cli-g")
-    consumer = KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                              "session.timeout.ms": 3000, "heartbeat.interval.ms": 500,
-                              "client.id": "member-one"})
+    consumer = KafkaConsumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": group,
+            "session.timeout.ms": 3000,
+            "heartbeat.interval.ms": 500,
+            "client.id": "member-one",
+        }
+    )
     try:
         consumer.subscribe([topic])
-        wait_for(lambda: consumer.poll(timeout_ms=200) is not None and consumer.assignment(),
-                 timeout=30)
+        wait_for(
+            lambda: consumer.poll(timeout_ms=200) is not None and consumer.assignment(), timeout=30
+        )
         consumer.commit_sync({TopicPartition(topic, 0): 1})
-        run = cli("groups", "reset-offsets", "--bootstrap-server", broker.bootstrap_servers,
-                  "--group", group, "--all-topics", "--to-earliest", "--execute")
+        run = cli(
+            "groups",
+            "reset-offsets",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--group",
+            group,
+            "--all-topics",
+            "--to-earliest",
+            "--execute",
+        )
         assert run.code == 2, run
         assert "Traceback" not in run.err and "no members" in run.err
-        run = cli("groups", "describe", "--bootstrap-server", broker.bootstrap_servers,
-                  "--group", group, "--json")
+        run = cli(
+            "groups",
+            "describe",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--group",
+            group,
+            "--json",
+        )
         assert run.code == 0, run
         (described,) = json.loads(run.out)
         assert described["state"] == "Stable"
-        assert described["offsets"] == [{"topic": topic, "partition": 0,
-                                         "committed_offset": 1, "end_offset": 3, "lag": 2}]
+        assert described["offsets"] == [
+            {"topic": topic, "partition": 0, "committed_offset": 1, "end_offset": 3, "lag": 2}
+        ]
         if broker.is_tansu:
             return  # Tansu describes classic groups as consumer groups, without client ids
         assert described["type"] == "classic"
         (member,) = described["members"]
         assert member["client_id"] == "member-one"
         assert member["assignment"] == [[topic, 0]]
-        run = cli("groups", "describe", "--bootstrap-server", broker.bootstrap_servers,
-                  "--group", group)
+        run = cli(
+            "groups", "describe", "--bootstrap-server", broker.bootstrap_servers, "--group", group
+        )
         assert run.code == 0 and "member-one" in run.out and f"{topic}:0" in run.out
         run = cli("groups", "list", "--bootstrap-server", broker.bootstrap_servers, "--json")
         assert run.code == 0
-        assert {"group": group, "state": "Stable"}.items() <= \
-            next(g for g in json.loads(run.out) if g["group"] == group).items()
+        assert {"group": group, "state": "Stable"}.items() <= next(
+            g for g in json.loads(run.out) if g["group"] == group
+        ).items()
         # A live group's subscribed topic keeps its offsets (GroupSubscribedToTopic).
-        run = cli("groups", "delete-offsets", "--bootstrap-server", broker.bootstrap_servers,
-                  "--group", group, "--topic", topic)
+        run = cli(
+            "groups",
+            "delete-offsets",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--group",
+            group,
+            "--topic",
+            topic,
+        )
         assert run.code == 1 and "GROUP_SUBSCRIBED_TO_TOPIC" in run.err, run
     finally:
         consumer.close()
@@ -186,22 +292,28 @@ def test_delete_offsets_and_delete_group(cli: Any, broker: Any, topic: str) -> N
     group = unique_name("cli-g")
     with KafkaAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 2})
-    run = cli("groups", "delete-offsets", "--bootstrap-server", broker.bootstrap_servers,
-              "--group", group, "--topic", f"{topic}:0")
+    run = cli(
+        "groups",
+        "delete-offsets",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--group",
+        group,
+        "--topic",
+        f"{topic}:0",
+    )
     if broker.is_tansu and run.code == 1:
         pytest.skip(f"Tansu does not delete offsets: {run.err.strip()}")
     assert run.code == 0, run
     assert _committed(broker, group, topic) is None
     with KafkaAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 2})
-    run = cli("groups", "delete", "--bootstrap-server", broker.bootstrap_servers,
-              "--group", group)
+    run = cli("groups", "delete", "--bootstrap-server", broker.bootstrap_servers, "--group", group)
     assert run.code == 0, run
     assert f"Deleted group {group}" in run.out
     if broker.is_tansu:
         return  # Tansu's DeleteGroups succeeds on unknown groups
-    run = cli("groups", "delete", "--bootstrap-server", broker.bootstrap_servers,
-              "--group", group)
+    run = cli("groups", "delete", "--bootstrap-server", broker.bootstrap_servers, "--group", group)
     assert run.code == 1 and "GROUP_ID_NOT_FOUND" in run.err, run
 
 
@@ -209,19 +321,33 @@ def test_topics_list_and_describe(cli: Any, broker: Any, topic: str) -> None:
     run = cli("topics", "list", "--bootstrap-server", broker.bootstrap_servers, "--json")
     assert run.code == 0, run
     assert {"topic": topic, "partitions": 1} in json.loads(run.out)
-    run = cli("topics", "describe", "--bootstrap-server", broker.bootstrap_servers,
-              "--topic", topic, "--json")
+    run = cli(
+        "topics",
+        "describe",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic",
+        topic,
+        "--json",
+    )
     assert run.code == 0, run
     (described,) = json.loads(run.out)
     assert described["topic"] == topic
     (partition,) = described["partitions"]
     assert partition["partition"] == 0 and partition["leader"] in partition["replicas"]
     assert partition["isr"] == partition["replicas"]
-    run = cli("topics", "describe", "--bootstrap-server", broker.bootstrap_servers,
-              "--topic", topic)
+    run = cli(
+        "topics", "describe", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic
+    )
     assert run.code == 0 and f"Topic: {topic}" in run.out and "PartitionCount: 1" in run.out
-    run = cli("topics", "describe", "--bootstrap-server", broker.bootstrap_servers,
-              "--topic", unique_name("missing"))
+    run = cli(
+        "topics",
+        "describe",
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic",
+        unique_name("missing"),
+    )
     assert run.code == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in run.err, run
 
 
@@ -230,8 +356,7 @@ def test_describe_configs_of_a_topic(broker: Any) -> None:
 
     name = unique_name("cli-cfg")
     with KafkaAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
-        admin.create_topics({name: 1}, configs={"retention.ms": "123456789"},
-                            timeout_ms=30_000)
+        admin.create_topics({name: 1}, configs={"retention.ms": "123456789"}, timeout_ms=30_000)
         configs = admin.describe_configs([ConfigResource("topic", name)])
     entries = configs[ConfigResource("topic", name)]
     assert entries["retention.ms"].value == "123456789"
@@ -245,16 +370,27 @@ def test_describe_a_consumer_protocol_group(cli: Any, broker: Any, topic: str) -
         pytest.skip("Tansu has no KIP-848 consumer groups")
     confluent_kafka = pytest.importorskip("confluent_kafka")
     group = unique_name("cli-848")
-    member = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers,
-                                       "group.id": group, "group.protocol": "consumer",
-                                       "client.id": "rd-member"})
+    member = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "client.id": "rd-member",
+        }
+    )
     try:
         member.subscribe([topic])
-        wait_for(lambda: member.poll(0.2) is not None or bool(member.assignment()),
-                 timeout=30)
+        wait_for(lambda: member.poll(0.2) is not None or bool(member.assignment()), timeout=30)
         wait_for(lambda: bool(member.assignment()), timeout=30)
-        run = cli("groups", "describe", "--bootstrap-server", broker.bootstrap_servers,
-                  "--group", group, "--json")
+        run = cli(
+            "groups",
+            "describe",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--group",
+            group,
+            "--json",
+        )
         assert run.code == 0, run
         (described,) = json.loads(run.out)
         assert described["type"] == "consumer"
@@ -281,13 +417,30 @@ def test_ctrl_c_stops_cleanly_and_commits_what_was_printed(broker: Any, topic: s
 
     group = unique_name("cli-g")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kafkaconsumer", "consume", "--bootstrap-server",
-         broker.bootstrap_servers, "--topic", topic, "--group", group, "--from-beginning",
-         "--property", "session.timeout.ms=3000", "--property", "heartbeat.interval.ms=500"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "kafkaconsumer",
+            "consume",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--from-beginning",
+            "--property",
+            "session.timeout.ms=3000",
+            "--property",
+            "heartbeat.interval.ms=500",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         # A child of a background shell job inherits an ignored SIGINT: restore the default.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert proc.stdout is not None
     out = b""
     deadline = time.monotonic() + 60

@@ -17,8 +17,7 @@ from kafkaconsumer.cli.demo import _consumer_protocol_supported
 
 @pytest.mark.integration
 @pytest.mark.timeout(120)
-def test_demo_on_the_embedded_broker_exits_0_with_zero_duplicates(cli: Any,
-                                                                  broker: Any) -> None:
+def test_demo_on_the_embedded_broker_exits_0_with_zero_duplicates(cli: Any, broker: Any) -> None:
     # It starts its own embedded broker; run once, in the Tansu pass.
     if not broker.is_tansu:
         pytest.skip("runs in the Tansu pass")
@@ -40,16 +39,28 @@ def test_eager_demo_on_the_session_broker(broker: Any) -> None:
     if broker.is_tansu:
         pytest.skip("the Tansu pass runs the embedded demo (cooperative) instead")
     out = io.StringIO()
-    assert run_demo(broker.bootstrap_servers, records=1_500, partitions=4, protocol="eager",
-                    out=out, live=False) == 0, out.getvalue()
+    assert (
+        run_demo(
+            broker.bootstrap_servers,
+            records=1_500,
+            partitions=4,
+            protocol="eager",
+            out=out,
+            live=False,
+        )
+        == 0
+    ), out.getvalue()
     text = out.getvalue()
-    assert "produced 1,500 of 1,500 records, consumed 1,500 distinct records, " \
-           "duplicates = 0, lost = 0" in text
+    assert (
+        "produced 1,500 of 1,500 records, consumed 1,500 distinct records, "
+        "duplicates = 0, lost = 0" in text
+    )
     assert "eager rebalancing" in text
     from kafkaconsumer.record import USING_EXTENSION
 
-    assert ("record decoder: compiled" if USING_EXTENSION else "record decoder: pure Python") \
-        in text
+    assert (
+        "record decoder: compiled" if USING_EXTENSION else "record decoder: pure Python"
+    ) in text
 
 
 def test_consumer_protocol_is_refused_until_the_client_has_it() -> None:
@@ -79,6 +90,15 @@ def test_consumer_protocol_demo_where_client_and_broker_have_it(broker: Any) -> 
             run_demo(broker.bootstrap_servers, protocol="consumer", out=io.StringIO())
         return
     out = io.StringIO()
-    assert run_demo(broker.bootstrap_servers, records=1_500, partitions=4, protocol="consumer",
-                    out=out, live=False) == 0, out.getvalue()
+    assert (
+        run_demo(
+            broker.bootstrap_servers,
+            records=1_500,
+            partitions=4,
+            protocol="consumer",
+            out=out,
+            live=False,
+        )
+        == 0
+    ), out.getvalue()
     assert "duplicates = 0, lost = 0" in out.getvalue()

@@ -63,12 +63,28 @@ def test_bad_arguments_give_one_line_and_status_2(cli: Any) -> None:
     assert run.code == 2
     _no_traceback(run.err)
     assert "--offset needs --partition" in run.err
-    run = cli("groups", "reset-offsets", "--bootstrap-server", "127.0.0.1:1", "--group", "g",
-              "--all-topics", "--by-duration", "ten minutes")
+    run = cli(
+        "groups",
+        "reset-offsets",
+        "--bootstrap-server",
+        "127.0.0.1:1",
+        "--group",
+        "g",
+        "--all-topics",
+        "--by-duration",
+        "ten minutes",
+    )
     assert run.code == 2
     _no_traceback(run.err)
-    run = cli("consume", "--bootstrap-server", "127.0.0.1:1", "--topic", "t",
-              "--property", "fetch.max.bytes=lots")
+    run = cli(
+        "consume",
+        "--bootstrap-server",
+        "127.0.0.1:1",
+        "--topic",
+        "t",
+        "--property",
+        "fetch.max.bytes=lots",
+    )
     assert run.code == 2
     _no_traceback(run.err)
     assert "fetch.max.bytes" in run.err
@@ -79,8 +95,17 @@ def test_unreachable_cluster_gives_one_line_and_status_1(cli: Any) -> None:
     assert run.code == 1
     _no_traceback(run.err)
     assert "127.0.0.1:1" in run.err
-    run = cli("consume", "--bootstrap-server", "127.0.0.1:1", "--topic", "t",
-              "--group", "g", "--property", "default.api.timeout.ms=1500")
+    run = cli(
+        "consume",
+        "--bootstrap-server",
+        "127.0.0.1:1",
+        "--topic",
+        "t",
+        "--group",
+        "g",
+        "--property",
+        "default.api.timeout.ms=1500",
+    )
     assert run.code == 1
     assert "Traceback" not in run.err
     assert "127.0.0.1:1" in run.err
@@ -88,15 +113,23 @@ def test_unreachable_cluster_gives_one_line_and_status_1(cli: Any) -> None:
 
 def test_properties_file_and_property_flags(tmp_path: Path) -> None:
     path = tmp_path / "client.properties"
-    path.write_text("# a comment\n! another\nbootstrap.servers=h1:9092\n"
-                    "sasl.jaas.config = a \\\n  b\nclient.id: from-file\n\n")
-    assert read_properties(str(path)) == {"bootstrap.servers": "h1:9092",
-                                          "sasl.jaas.config": "a b",
-                                          "client.id": "from-file"}
-    args = argparse.Namespace(config_file=str(path), property=["client.id=flag"],
-                              bootstrap_server=None)
-    assert client_config(args) == {"bootstrap.servers": "h1:9092", "sasl.jaas.config": "a b",
-                                   "client.id": "flag"}
+    path.write_text(
+        "# a comment\n! another\nbootstrap.servers=h1:9092\n"
+        "sasl.jaas.config = a \\\n  b\nclient.id: from-file\n\n"
+    )
+    assert read_properties(str(path)) == {
+        "bootstrap.servers": "h1:9092",
+        "sasl.jaas.config": "a b",
+        "client.id": "from-file",
+    }
+    args = argparse.Namespace(
+        config_file=str(path), property=["client.id=flag"], bootstrap_server=None
+    )
+    assert client_config(args) == {
+        "bootstrap.servers": "h1:9092",
+        "sasl.jaas.config": "a b",
+        "client.id": "flag",
+    }
     with pytest.raises(CommandError):
         read_properties(str(tmp_path / "missing.properties"))
 
@@ -120,15 +153,19 @@ def _record(key: bytes | None, value: bytes | None, headers: Any = None) -> Cons
 
 def test_record_formats() -> None:
     record = _record(b"k", b"v\xff", [("h", b"x"), ("n", None)])
-    every = {"key": True, "headers": True, "timestamp": True, "partition": True,
-             "offset": True}
-    assert RecordFormatter("text", **every).format(record) == \
-        "CreateTime:1234\tPartition:1\tOffset:7\th:x,n:null\tk\tv\ufffd\n".encode()
+    every = {"key": True, "headers": True, "timestamp": True, "partition": True, "offset": True}
+    assert (
+        RecordFormatter("text", **every).format(record)
+        == "CreateTime:1234\tPartition:1\tOffset:7\th:x,n:null\tk\tv\ufffd\n".encode()
+    )
     assert RecordFormatter("text").format(_record(None, None)) == b"null\n"
-    assert RecordFormatter("text", headers=True, key=True).format(_record(None, b"v")) == \
-        b"NO_HEADERS\tnull\tv\n"
+    assert (
+        RecordFormatter("text", headers=True, key=True).format(_record(None, b"v"))
+        == b"NO_HEADERS\tnull\tv\n"
+    )
     assert RecordFormatter("raw", **every).format(record) == b"v\xff\n"
     assert RecordFormatter("json", **every).format(record) == (
         b'{"topic": "t", "partition": 1, "offset": 7, "timestamp": 1234, '
         b'"timestamp_type": "CreateTime", "headers": [["h", "x"], ["n", null]], "key": "k", '
-        b'"value": {"base64": "dv8="}}\n')
+        b'"value": {"base64": "dv8="}}\n'
+    )

@@ -42,16 +42,20 @@ def _produce(bootstrap: str, topic: str, partition: int, count: int) -> None:
 def test_create_list_delete_topics(admin: Any) -> None:
     a, b = unique_name("adm-a"), unique_name("adm-b")
     admin.create_topics({a: 3, b: 1})
-    topics = wait_for(lambda: (t := admin.list_topics()) and a in t and b in t and t,
-                      message="created topics listed")
+    topics = wait_for(
+        lambda: (t := admin.list_topics()) and a in t and b in t and t,
+        message="created topics listed",
+    )
     assert topics[a] == 3 and topics[b] == 1  # type: ignore[index]
     with pytest.raises(TopicAlreadyExistsError, match=a) as info:
         admin.create_topics({a: 3})
     assert info.value.topic == a  # type: ignore[attr-defined]
     admin.create_topics({a: 3}, if_not_exists=True)
     admin.delete_topics([a, b])
-    wait_for(lambda: a not in admin.list_topics() and b not in admin.list_topics(),
-             message="deleted topics gone")
+    wait_for(
+        lambda: a not in admin.list_topics() and b not in admin.list_topics(),
+        message="deleted topics gone",
+    )
     missing = unique_name("adm-missing")
     with pytest.raises(UnknownTopicOrPartitionError, match=missing):
         admin.delete_topics([missing])
@@ -87,8 +91,9 @@ def test_list_offsets_and_delete_records(broker: Any, admin: Any) -> None:
     assert admin.delete_records({tp: 4}) == {tp: 4}
     assert admin.list_offsets({tp: EARLIEST})[tp].offset == 4
     # An independent look at the log start.
-    consumer = CKConsumer({"bootstrap.servers": broker.bootstrap_servers,
-                           "group.id": unique_name("wm")})
+    consumer = CKConsumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": unique_name("wm")}
+    )
     try:
         low, high = consumer.get_watermark_offsets(CKTopicPartition(topic, 0), timeout=10)
     finally:
@@ -112,9 +117,16 @@ def test_groups_with_a_confluent_member(broker: Any, admin: Any) -> None:
     group = unique_name("adm-grp")
     admin.create_topics({topic: 2})
     _produce(broker.bootstrap_servers, topic, 0, 3)
-    consumer = CKConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                           "client.id": "ck-member", "enable.auto.commit": False,
-                           "auto.offset.reset": "earliest", "session.timeout.ms": 10000})
+    consumer = CKConsumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": group,
+            "client.id": "ck-member",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000,
+        }
+    )
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + 60
@@ -123,8 +135,9 @@ def test_groups_with_a_confluent_member(broker: Any, admin: Any) -> None:
         assert consumer.assignment(), "the confluent consumer never got an assignment"
         consumer.commit(offsets=[CKTopicPartition(topic, 0, 2)], asynchronous=False)
 
-        listed = wait_for(lambda: [g for g in admin.list_groups() if g.group_id == group],
-                          message="group listed")
+        listed = wait_for(
+            lambda: [g for g in admin.list_groups() if g.group_id == group], message="group listed"
+        )
         assert listed[0].protocol_type == "consumer"  # type: ignore[index]
         desc = admin.describe_groups([group])[group]
         assert desc.state == "Stable"
@@ -135,8 +148,7 @@ def test_groups_with_a_confluent_member(broker: Any, admin: Any) -> None:
             assert len(desc.members) == 1
             member = desc.members[0]
             assert member.client_id == "ck-member"
-            assert set(member.assignment) == {TopicPartition(topic, 0),
-                                              TopicPartition(topic, 1)}
+            assert set(member.assignment) == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
 
         offsets = admin.list_consumer_group_offsets(group)
         assert offsets == {TopicPartition(topic, 0): OffsetAndMetadata(2)}
@@ -148,11 +160,13 @@ def test_groups_with_a_confluent_member(broker: Any, admin: Any) -> None:
     finally:
         consumer.close()
 
-    admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 1,
-                                               TopicPartition(topic, 1): OffsetAndMetadata(0)})
+    admin.alter_consumer_group_offsets(
+        group, {TopicPartition(topic, 0): 1, TopicPartition(topic, 1): OffsetAndMetadata(0)}
+    )
     assert admin.list_consumer_group_offsets(group) == {
         TopicPartition(topic, 0): OffsetAndMetadata(1),
-        TopicPartition(topic, 1): OffsetAndMetadata(0)}
+        TopicPartition(topic, 1): OffsetAndMetadata(0),
+    }
     checker = CKConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
     try:
         committed = checker.committed([CKTopicPartition(topic, 0)], timeout=10)
@@ -161,8 +175,9 @@ def test_groups_with_a_confluent_member(broker: Any, admin: Any) -> None:
     assert committed[0].offset == 1
 
     admin.delete_consumer_groups([group])
-    wait_for(lambda: group not in {g.group_id for g in admin.list_groups()},
-             message="group deleted")
+    wait_for(
+        lambda: group not in {g.group_id for g in admin.list_groups()}, message="group deleted"
+    )
     if not broker.is_tansu:  # Tansu 0.6 answers success for unknown groups
         with pytest.raises(GroupIdNotFoundError, match=group):
             admin.delete_consumer_groups([group], timeout_ms=5000)

@@ -95,10 +95,15 @@ def test_sequences_advance_per_partition(cluster: FakeCluster) -> None:
 def test_string_serializer_encoding_keys(cluster: FakeCluster) -> None:
     """``value.serializer.encoding`` / ``serializer.encoding`` (Java's StringSerializer keys)
     are accepted by the producer and used to encode the records."""
-    with _producer(cluster, key_serializer="str", value_serializer="str",
-                   value_serializer_encoding="utf-16", serializer_encoding="latin-1") as producer:
+    with _producer(
+        cluster,
+        key_serializer="str",
+        value_serializer="str",
+        value_serializer_encoding="utf-16",
+        serializer_encoding="latin-1",
+    ) as producer:
         producer.send("t", "hé", key="clé", partition=0).get(timeout=20)
-    (_, body), = cluster.requests(ApiKey.PRODUCE)
+    ((_, body),) = cluster.requests(ApiKey.PRODUCE)
     data = body["topic_data"][0]["partition_data"][0]["records"]
     (record,) = decode_fetched_records(data, "t", 0, 0).records
     assert record.value == "hé".encode("utf-16")
@@ -155,13 +160,19 @@ def test_acks_zero_expects_no_answer(cluster: FakeCluster) -> None:
 
 
 def test_topic_authorization_error_is_raised_by_send(cluster: FakeCluster) -> None:
-    cluster.on(ApiKey.METADATA, lambda node, header, body: {
-        "brokers": [{"node_id": b.node_id, "host": "127.0.0.1", "port": b.port}
-                    for b in cluster.brokers],
-        "controller_id": 0,
-        "topics": [{"error_code": TOPIC_AUTHORIZATION_FAILED, "name": t["name"],
-                    "partitions": []} for t in body["topics"] or []],
-    })
+    cluster.on(
+        ApiKey.METADATA,
+        lambda node, header, body: {
+            "brokers": [
+                {"node_id": b.node_id, "host": "127.0.0.1", "port": b.port} for b in cluster.brokers
+            ],
+            "controller_id": 0,
+            "topics": [
+                {"error_code": TOPIC_AUTHORIZATION_FAILED, "name": t["name"], "partitions": []}
+                for t in body["topics"] or []
+            ],
+        },
+    )
     with _producer(cluster, max_block_ms=5000) as producer:
         with pytest.raises(TopicAuthorizationFailedError, match="'t'"):
             producer.send("t", b"v")
@@ -190,8 +201,7 @@ def test_delete_records_and_list_offsets(cluster: FakeCluster, admin: KafkaAdmin
     assert cluster.requests(ApiKey.DELETE_RECORDS, node_id=leader)
 
 
-def test_group_calls_follow_the_coordinator(cluster: FakeCluster,
-                                            admin: KafkaAdminClient) -> None:
+def test_group_calls_follow_the_coordinator(cluster: FakeCluster, admin: KafkaAdminClient) -> None:
     cluster.coordinator_id = 1
     cluster.set_committed("g", "t", 0, 42, metadata="m")
     cluster.fail(ApiKey.OFFSET_FETCH, NOT_COORDINATOR)
@@ -204,8 +214,9 @@ def test_group_calls_follow_the_coordinator(cluster: FakeCluster,
     assert cluster.committed("g")[("t", 1)][0] == 7
 
 
-def test_create_topics_retries_not_controller(cluster: FakeCluster,
-                                              admin: KafkaAdminClient) -> None:
+def test_create_topics_retries_not_controller(
+    cluster: FakeCluster, admin: KafkaAdminClient
+) -> None:
     calls: list[int] = []
 
     def create(node: int, header: Any, body: dict[str, Any]) -> dict[str, Any]:
@@ -220,21 +231,29 @@ def test_create_topics_retries_not_controller(cluster: FakeCluster,
     assert body["topics"][0]["num_partitions"] == 3
     assert calls[0] == 0  # the controller the metadata names
 
-    cluster.on(ApiKey.CREATE_TOPICS, lambda node, header, body: {
-        "topics": [{"name": t["name"], "error_code": 41} for t in body["topics"]]})
+    cluster.on(
+        ApiKey.CREATE_TOPICS,
+        lambda node, header, body: {
+            "topics": [{"name": t["name"], "error_code": 41} for t in body["topics"]]
+        },
+    )
     with pytest.raises(KafkaTimeoutError, match="NOT_CONTROLLER"):
         admin.create_topics({"never": 1}, timeout_ms=300)
     assert NotControllerError.retriable or NotControllerError.invalid_metadata
 
 
-def test_create_partitions_retries_throttling(cluster: FakeCluster,
-                                             admin: KafkaAdminClient) -> None:
+def test_create_partitions_retries_throttling(
+    cluster: FakeCluster, admin: KafkaAdminClient
+) -> None:
     """THROTTLING_QUOTA_EXCEEDED is retriable: create_partitions asks again, as the other
     calls do, instead of raising it."""
-    cluster.script(ApiKey.CREATE_PARTITIONS, [
-        {"results": [{"name": "t", "error_code": THROTTLING_QUOTA_EXCEEDED}]},
-        {"results": [{"name": "t", "error_code": 0}]},
-    ])
+    cluster.script(
+        ApiKey.CREATE_PARTITIONS,
+        [
+            {"results": [{"name": "t", "error_code": THROTTLING_QUOTA_EXCEEDED}]},
+            {"results": [{"name": "t", "error_code": 0}]},
+        ],
+    )
     admin.create_partitions({"t": 4}, timeout_ms=5000)
     sent = cluster.requests(ApiKey.CREATE_PARTITIONS)
     assert len(sent) == 2
@@ -322,11 +341,13 @@ def test_waiting_for_the_producer_id_does_not_hold_the_lock(cluster: FakeCluster
 
 
 def test_describe_groups_falls_back_when_consumer_group_describe_is_unsupported(
-        cluster: FakeCluster) -> None:
+    cluster: FakeCluster,
+) -> None:
     # Kafka 3.9 advertises ConsumerGroupDescribe but answers UNSUPPORTED_VERSION while the
     # consumer protocol is off; like Java's admin, ask DescribeGroups instead.
-    cluster.script(ApiKey.CONSUMER_GROUP_DESCRIBE,
-                   [{"groups": [{"group_id": "g-classic", "error_code": 35}]}])
+    cluster.script(
+        ApiKey.CONSUMER_GROUP_DESCRIBE, [{"groups": [{"group_id": "g-classic", "error_code": 35}]}]
+    )
     with KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
         described = admin.describe_groups(["g-classic"], timeout_ms=10000)
     assert described["g-classic"].group_id == "g-classic"

@@ -17,11 +17,18 @@ from tests.helpers import unique_name
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 
-def read_back(bootstrap: str, topic: str, partition: int, count: int,
-              timeout_s: float = 30.0) -> list[Any]:
+def read_back(
+    bootstrap: str, topic: str, partition: int, count: int, timeout_s: float = 30.0
+) -> list[Any]:
     """Read ``count`` messages of one partition from offset 0 with confluent-kafka (assign)."""
-    consumer = CKConsumer({"bootstrap.servers": bootstrap, "group.id": unique_name("reader"),
-                           "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = CKConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique_name("reader"),
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         consumer.assign([CKTopicPartition(topic, partition, 0)])
         out: list[Any] = []
@@ -48,12 +55,24 @@ def admin(broker: Any) -> Any:
 def test_each_codec_is_readable_by_confluent(broker: Any, admin: Any, codec: str) -> None:
     topic = unique_name(f"prod-{codec}")
     admin.create_topics({topic: 1})
-    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers, compression_type=codec,
-                       key_serializer="str", value_serializer="str", linger_ms=5) as producer:
-        futures = [producer.send(topic, f"value-{i}" * (1 + i % 7), key=f"k{i}",
-                                 headers=[("h", str(i).encode()), ("null", None)],
-                                 partition=0, timestamp_ms=1_700_000_000_000 + i)
-                   for i in range(200)]
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers,
+        compression_type=codec,
+        key_serializer="str",
+        value_serializer="str",
+        linger_ms=5,
+    ) as producer:
+        futures = [
+            producer.send(
+                topic,
+                f"value-{i}" * (1 + i % 7),
+                key=f"k{i}",
+                headers=[("h", str(i).encode()), ("null", None)],
+                partition=0,
+                timestamp_ms=1_700_000_000_000 + i,
+            )
+            for i in range(200)
+        ]
         producer.flush(timeout_ms=30000)
         metas = [f.get(timeout=1) for f in futures]
     assert [m.offset for m in metas] == list(range(200))
@@ -77,11 +96,16 @@ def test_key_partitioning_matches_java_and_librdkafka(broker: Any, admin: Any) -
     assert ours == [default_partition(k, 4) for k in keys]
     # librdkafka's murmur2_random partitioner is documented as Java-compatible.
     theirs: dict[bytes, int] = {}
-    ck = CKProducer({"bootstrap.servers": broker.bootstrap_servers,
-                     "partitioner": "murmur2_random"})
+    ck = CKProducer(
+        {"bootstrap.servers": broker.bootstrap_servers, "partitioner": "murmur2_random"}
+    )
     for k in keys:
-        ck.produce(topic, b"theirs", key=k,
-                   on_delivery=lambda err, msg: theirs.__setitem__(msg.key(), msg.partition()))
+        ck.produce(
+            topic,
+            b"theirs",
+            key=k,
+            on_delivery=lambda err, msg: theirs.__setitem__(msg.key(), msg.partition()),
+        )
     assert ck.flush(30) == 0
     assert [theirs[k] for k in keys] == ours
     assert len(set(ours)) > 1
@@ -90,8 +114,9 @@ def test_key_partitioning_matches_java_and_librdkafka(broker: Any, admin: Any) -
 def test_null_keys_stick_then_spread(broker: Any, admin: Any) -> None:
     topic = unique_name("prod-sticky")
     admin.create_topics({topic: 3})
-    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers, batch_size=200,
-                       linger_ms=1000) as producer:
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, batch_size=200, linger_ms=1000
+    ) as producer:
         futures = [producer.send(topic, b"x" * 50) for _ in range(60)]
         producer.flush(timeout_ms=30000)
         partitions = [f.get(timeout=1).partition for f in futures]
@@ -106,8 +131,9 @@ def test_acks_settings(broker: Any, admin: Any, acks: Any) -> None:
     admin.create_topics({topic: 1})
     # One batch (long linger, then flush): with acks=0 requests are pipelined without any
     # answer, and Tansu 0.6 has been seen to drop records of concurrent acks=0 requests.
-    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks=acks,
-                       linger_ms=60000) as producer:
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, acks=acks, linger_ms=60000
+    ) as producer:
         metas = [producer.send(topic, f"{i}".encode(), partition=0) for i in range(20)]
         producer.flush(timeout_ms=30000)
         offsets = [f.get(timeout=1).offset for f in metas]
@@ -124,8 +150,9 @@ def test_acks_settings(broker: Any, admin: Any, acks: Any) -> None:
 def test_errors_name_topic_and_partition(broker: Any, admin: Any) -> None:
     topic = unique_name("prod-err")
     admin.create_topics({topic: 2})
-    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers, max_request_size=10_000,
-                       max_block_ms=10_000) as producer:
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, max_request_size=10_000, max_block_ms=10_000
+    ) as producer:
         with pytest.raises(UnknownTopicOrPartitionError, match=f"partition 5.*{topic}"):
             producer.send(topic, b"v", partition=5)
         with pytest.raises(MessageTooLargeError, match="max.request.size"):

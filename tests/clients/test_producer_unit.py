@@ -51,8 +51,12 @@ def _dead_port() -> int:
 
 @pytest.mark.timeout(30)
 def test_send_without_broker_times_out_within_max_block() -> None:
-    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{_dead_port()}", max_block_ms=300,
-                             reconnect_backoff_ms=20, reconnect_backoff_max_ms=50)
+    producer = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{_dead_port()}",
+        max_block_ms=300,
+        reconnect_backoff_ms=20,
+        reconnect_backoff_max_ms=50,
+    )
     try:
         with pytest.raises(KafkaTimeoutError, match="not present in metadata"):
             producer.send("t", b"v")
@@ -64,8 +68,11 @@ def test_send_without_broker_times_out_within_max_block() -> None:
 
 @pytest.mark.timeout(30)
 def test_admin_without_broker_honours_timeout() -> None:
-    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{_dead_port()}",
-                             reconnect_backoff_ms=20, reconnect_backoff_max_ms=50)
+    admin = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{_dead_port()}",
+        reconnect_backoff_ms=20,
+        reconnect_backoff_max_ms=50,
+    )
     try:
         with pytest.raises(KafkaTimeoutError):
             admin.create_topics({"t": 1}, timeout_ms=300)
@@ -101,14 +108,30 @@ def test_describe_decodes_consumer_assignments() -> None:
     from kafkaconsumer.structs import TopicPartition
 
     raw = encode_assignment(Assignment([TopicPartition("t", 0), TopicPartition("t", 3)]))
-    group = {"group_id": "g", "group_state": "Stable", "protocol_type": "consumer",
-             "protocol_data": "range",
-             "members": [{"member_id": "m1", "group_instance_id": "i1", "client_id": "c",
-                          "client_host": "/127.0.0.1", "member_metadata": b"",
-                          "member_assignment": raw},
-                         {"member_id": "m2", "group_instance_id": None, "client_id": "c2",
-                          "client_host": "h", "member_metadata": b"",
-                          "member_assignment": b"\x00garbage"}]}
+    group = {
+        "group_id": "g",
+        "group_state": "Stable",
+        "protocol_type": "consumer",
+        "protocol_data": "range",
+        "members": [
+            {
+                "member_id": "m1",
+                "group_instance_id": "i1",
+                "client_id": "c",
+                "client_host": "/127.0.0.1",
+                "member_metadata": b"",
+                "member_assignment": raw,
+            },
+            {
+                "member_id": "m2",
+                "group_instance_id": None,
+                "client_id": "c2",
+                "client_host": "h",
+                "member_metadata": b"",
+                "member_assignment": b"\x00garbage",
+            },
+        ],
+    }
     desc = KafkaAdminClient._description(group, 7)
     assert desc.protocol == "range" and desc.coordinator == 7
     assert desc.members[0].assignment == (TopicPartition("t", 0), TopicPartition("t", 3))

@@ -224,8 +224,9 @@ def test_producer_key_on_consumer_is_unknown() -> None:
 
 def test_snake_case_equivalence() -> None:
     a = ConsumerConfig({"fetch.min.bytes": 7, "group.id": "g", "auto.offset.reset": "earliest"})
-    b = ConsumerConfig(fetch_min_bytes=7, group_id="g", auto_offset_reset="earliest",
-                       client_id=a["client.id"])
+    b = ConsumerConfig(
+        fetch_min_bytes=7, group_id="g", auto_offset_reset="earliest", client_id=a["client.id"]
+    )
     assert a == b
     assert b["fetch_min_bytes"] == 7  # lookups accept the keyword spelling too
     c = ConsumerConfig({"fetch_min_bytes": 7}, group_id="g")
@@ -304,9 +305,12 @@ def test_int_range_and_width() -> None:
 
 def test_double_parsing() -> None:
     assert ConsumerConfig(sasl_login_refresh_window_factor="0.9")[
-        "sasl.login.refresh.window.factor"] == pytest.approx(0.9)
-    assert ConsumerConfig(sasl_login_refresh_window_factor=1)[
-        "sasl.login.refresh.window.factor"] == 1.0
+        "sasl.login.refresh.window.factor"
+    ] == pytest.approx(0.9)
+    assert (
+        ConsumerConfig(sasl_login_refresh_window_factor=1)["sasl.login.refresh.window.factor"]
+        == 1.0
+    )
     with pytest.raises(ConfigError, match="between 0.5 and 1.0"):
         ConsumerConfig(sasl_login_refresh_window_factor=0.1)
     with pytest.raises(ConfigError, match="expected a number"):
@@ -314,8 +318,12 @@ def test_double_parsing() -> None:
 
 
 def test_string_enums_normalise_and_reject() -> None:
-    config = ConsumerConfig(auto_offset_reset="EARLIEST", isolation_level="Read_Committed",
-                            security_protocol="plaintext", group_protocol="CLASSIC")
+    config = ConsumerConfig(
+        auto_offset_reset="EARLIEST",
+        isolation_level="Read_Committed",
+        security_protocol="plaintext",
+        group_protocol="CLASSIC",
+    )
     assert config["auto.offset.reset"] == "earliest"
     assert config["isolation.level"] == "read_committed"
     assert config["security.protocol"] == "PLAINTEXT"
@@ -423,13 +431,16 @@ def test_jaas_parse_errors_hide_the_secret() -> None:
 
 def test_jaas_parsing() -> None:
     jaas = parse_jaas_config(
-        'org.apache.kafka.common.security.scram.ScramLoginModule required\n'
+        "org.apache.kafka.common.security.scram.ScramLoginModule required\n"
         '  username="alice" password="a \\"quoted\\" pw" tokenauth=true;'
     )
     assert jaas.login_module.endswith("ScramLoginModule")
     assert jaas.control_flag == "required"
-    assert dict(jaas.options) == {"username": "alice", "password": 'a "quoted" pw',
-                                  "tokenauth": "true"}
+    assert dict(jaas.options) == {
+        "username": "alice",
+        "password": 'a "quoted" pw',
+        "tokenauth": "true",
+    }
     assert "quoted" not in repr(jaas)
     with pytest.raises(ConfigError, match="only one login module"):
         parse_jaas_config("A required; B required;")
@@ -449,12 +460,19 @@ def test_sasl_requires_credentials_and_refuses_gssapi() -> None:
         ConsumerConfig(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER")
     with pytest.raises(ConfigError, match="sasl.password is not"):
         ConsumerConfig(sasl_username="u")
-    config = ConsumerConfig(security_protocol="SASL_SSL", sasl_mechanism="scram-sha-512",
-                            sasl_username="u", sasl_password="p")
+    config = ConsumerConfig(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="scram-sha-512",
+        sasl_username="u",
+        sasl_password="p",
+    )
     assert config["sasl.mechanism"] == "SCRAM-SHA-512"
     assert config.sasl_credentials() == ("u", "p")
-    oauth = ConsumerConfig(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
-                           sasl_oauthbearer_token_provider=lambda: "tok")
+    oauth = ConsumerConfig(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauthbearer_token_provider=lambda: "tok",
+    )
     assert callable(oauth["sasl.oauthbearer.token.provider"])
     assert oauth["sasl.oauthbearer.token.callback"] is oauth["sasl.oauthbearer.token.provider"]
 
@@ -462,15 +480,22 @@ def test_sasl_requires_credentials_and_refuses_gssapi() -> None:
         def token(self) -> str:
             return "tok"
 
-    by_object = ConsumerConfig(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
-                               sasl_oauthbearer_token_provider=Provider())
+    by_object = ConsumerConfig(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauthbearer_token_provider=Provider(),
+    )
     assert by_object["sasl.oauthbearer.token.callback"]() == "tok"
-    by_callback = ConsumerConfig(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
-                                 sasl_oauthbearer_token_callback=lambda: "t2")
+    by_callback = ConsumerConfig(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauthbearer_token_callback=lambda: "t2",
+    )
     assert by_callback["sasl.oauthbearer.token.provider"]() == "t2"
     with pytest.raises(ConfigError, match="not both"):
-        ConsumerConfig(sasl_oauthbearer_token_callback=lambda: "a",
-                       sasl_oauthbearer_token_provider=lambda: "b")
+        ConsumerConfig(
+            sasl_oauthbearer_token_callback=lambda: "a", sasl_oauthbearer_token_provider=lambda: "b"
+        )
     with pytest.raises(ConfigError, match="mapping of str"):
         ConsumerConfig(sasl_oauthbearer_extensions={"a": 1})
     # GSSAPI is only an error when SASL is actually used.
@@ -479,10 +504,12 @@ def test_sasl_requires_credentials_and_refuses_gssapi() -> None:
 
 def test_explicit_username_wins_over_jaas() -> None:
     config = ConsumerConfig(
-        security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-        sasl_jaas_config='org.apache.kafka.common.security.plain.PlainLoginModule required '
-                         'username="jaasuser" password="jaaspw";',
-        sasl_username="kw", sasl_password="kwpw",
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_jaas_config="org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="jaasuser" password="jaaspw";',
+        sasl_username="kw",
+        sasl_password="kwpw",
     )
     assert config.sasl_credentials() == ("kw", "kwpw")
 
@@ -494,8 +521,12 @@ def test_ssl_store_checks() -> None:
     assert pem["ssl.truststore.type"] == "PEM"
     with pytest.raises(ConfigError, match="certificate.chain"):
         ConsumerConfig(ssl_keystore_key="-----BEGIN PRIVATE KEY-----")
-    assert ConsumerConfig(ssl_endpoint_identification_algorithm="")[
-        "ssl.endpoint.identification.algorithm"] == ""
+    assert (
+        ConsumerConfig(ssl_endpoint_identification_algorithm="")[
+            "ssl.endpoint.identification.algorithm"
+        ]
+        == ""
+    )
     with pytest.raises(ConfigError, match="ssl.enabled.protocols"):
         ConsumerConfig(ssl_enabled_protocols="TLSv1.2,SSLv2")
 
@@ -511,8 +542,12 @@ def test_group_rules() -> None:
         ConsumerConfig(group_id="g", heartbeat_interval_ms=10000, session_timeout_ms=10000)
     with pytest.raises(ConfigError, match="group.remote.assignor"):
         ConsumerConfig(group_remote_assignor="uniform")
-    assert ConsumerConfig(group_protocol="consumer", group_remote_assignor="uniform")[
-        "group.remote.assignor"] == "uniform"
+    assert (
+        ConsumerConfig(group_protocol="consumer", group_remote_assignor="uniform")[
+            "group.remote.assignor"
+        ]
+        == "uniform"
+    )
     with pytest.raises(ConfigError, match="group.instance.id"):
         ConsumerConfig(group_instance_id="has space")
     with pytest.raises(ConfigError, match="group.instance.id"):

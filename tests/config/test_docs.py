@@ -12,7 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_configuration_doc_is_current() -> None:
     result = subprocess.run(
         [sys.executable, str(ROOT / "docs" / "gen_configuration.py"), "--check"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

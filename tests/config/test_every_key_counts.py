@@ -29,8 +29,14 @@ from kafkaconsumer.serialization import resolve_deserializer
 PACKAGE = Path(__file__).resolve().parent.parent.parent / "kafkaconsumer"
 
 # Keys read under a computed name; each is proven by a behaviour test below.
-COMPUTED = {"key.deserializer.encoding", "value.deserializer.encoding", "deserializer.encoding",
-            "key.serializer.encoding", "value.serializer.encoding", "serializer.encoding"}
+COMPUTED = {
+    "key.deserializer.encoding",
+    "value.deserializer.encoding",
+    "deserializer.encoding",
+    "key.serializer.encoding",
+    "value.serializer.encoding",
+    "serializer.encoding",
+}
 
 
 def _string_constants_read() -> set[str]:
@@ -40,12 +46,19 @@ def _string_constants_read() -> set[str]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         definitions: set[int] = set()
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id == "_k" and node.args):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "_k"
+                and node.args
+            ):
                 definitions.add(id(node.args[0]))
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                    and id(node) not in definitions):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in definitions
+            ):
                 found.add(node.value)
     return found
 
@@ -54,17 +67,27 @@ def _string_constants_read() -> set[str]:
 def test_every_key_is_read_or_warned_about(config_cls: type) -> None:
     read = _string_constants_read()
     definitions: dict[str, ConfigKey] = config_cls._DEFINITIONS  # type: ignore[attr-defined]
-    ignored = sorted(name for name, key in definitions.items()
-                     if not key.java_only and key.validator is not _unsupported_when_set
-                     and name not in read and name not in COMPUTED)
+    ignored = sorted(
+        name
+        for name, key in definitions.items()
+        if not key.java_only
+        and key.validator is not _unsupported_when_set
+        and name not in read
+        and name not in COMPUTED
+    )
     assert ignored == [], "accepted but never read: read them, or mark them java_only"
 
 
 def test_a_key_without_effect_is_warned_about_once(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="kafkaconsumer"):
-        consumer = KafkaConsumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g",
-                                  "metrics.recording.level": "DEBUG",
-                                  "sasl.login.refresh.buffer.seconds": 60})
+        consumer = KafkaConsumer(
+            {
+                "bootstrap.servers": "127.0.0.1:9",
+                "group.id": "g",
+                "metrics.recording.level": "DEBUG",
+                "sasl.login.refresh.buffer.seconds": 60,
+            }
+        )
         consumer.close(timeout_ms=0)
     for key in ("metrics.recording.level", "sasl.login.refresh.buffer.seconds"):
         warnings = [r for r in caplog.records if key in r.getMessage()]
@@ -78,15 +101,19 @@ def test_a_key_left_at_its_default_is_not_warned_about(caplog: pytest.LogCapture
     assert not [r for r in caplog.records if "no effect" in r.getMessage()]
 
 
-@pytest.mark.parametrize(("keys", "is_key"), [
-    ({"key.deserializer.encoding": "latin-1"}, True),
-    ({"value.deserializer.encoding": "latin-1"}, False),
-    ({"deserializer.encoding": "latin-1"}, True),
-])
+@pytest.mark.parametrize(
+    ("keys", "is_key"),
+    [
+        ({"key.deserializer.encoding": "latin-1"}, True),
+        ({"value.deserializer.encoding": "latin-1"}, False),
+        ({"deserializer.encoding": "latin-1"}, True),
+    ],
+)
 def test_computed_encoding_keys_are_read(keys: dict[str, str], is_key: bool) -> None:
     side = "key" if is_key else "value"
-    cfg = ConsumerConfig({"bootstrap.servers": "127.0.0.1:9", f"{side}.deserializer": "str",
-                          **keys})
+    cfg = ConsumerConfig(
+        {"bootstrap.servers": "127.0.0.1:9", f"{side}.deserializer": "str", **keys}
+    )
     deserializer = resolve_deserializer(cfg[f"{side}.deserializer"], configs=cfg, is_key=is_key)
     assert deserializer is not None
     assert deserializer.deserialize("t", "é".encode("latin-1")) == "é"

@@ -182,8 +182,7 @@ def test_fetch_manager_metrics() -> None:
     assert metrics.value("records-per-request-avg", g, tags) == pytest.approx(8)
     topic_tags = {"client-id": "c1", "topic": "my_topic"}  # Java replaces '.' with '_'
     assert metrics.value("bytes-consumed-total", g, topic_tags) == 1000
-    assert metrics.value("records-consumed-total", g,
-                         {"client-id": "c1", "topic": "other"}) == 6
+    assert metrics.value("records-consumed-total", g, {"client-id": "c1", "topic": "other"}) == 6
     part_tags = {"client-id": "c1", "topic": "my_topic", "partition": "0"}
     assert metrics.value("records-lag", g, part_tags) == 20
     assert metrics.value("records-lag-max", g, part_tags) == 40
@@ -201,8 +200,9 @@ def test_fetch_manager_metrics() -> None:
 def test_coordinator_and_consumer_metrics() -> None:
     metrics, clock = _registry(samples=2, window_ms=10_000)
     last_hb: dict[str, int | None] = {"ms": None}
-    cm = ConsumerCoordinatorMetrics(metrics, "c", assigned_partitions=lambda: 3,
-                                    last_heartbeat_ms=lambda: last_hb["ms"])
+    cm = ConsumerCoordinatorMetrics(
+        metrics, "c", assigned_partitions=lambda: 3, last_heartbeat_ms=lambda: last_hb["ms"]
+    )
     tags = {"client-id": "c"}
     g = ConsumerCoordinatorMetrics.GROUP
     assert metrics.value("last-heartbeat-seconds-ago", g, tags) == -1

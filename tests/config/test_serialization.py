@@ -32,8 +32,15 @@ J = "org.apache.kafka.common.serialization."
 
 @pytest.mark.parametrize(
     "spec",
-    [None, "bytes", bytes, J + "ByteArrayDeserializer", J + "BytesDeserializer",
-     J + "ByteBufferDeserializer", "BYTES"],
+    [
+        None,
+        "bytes",
+        bytes,
+        J + "ByteArrayDeserializer",
+        J + "BytesDeserializer",
+        J + "ByteBufferDeserializer",
+        "BYTES",
+    ],
 )
 def test_identity_specs_resolve_to_none(spec: Any) -> None:
     assert resolve_deserializer(spec) is None
@@ -56,8 +63,11 @@ def test_identity_specs_resolve_to_none(spec: Any) -> None:
         (J + "FloatDeserializer", struct.pack(">f", 2.0), 2.0),
         ("boolean", b"\x01", True),
         (J + "BooleanDeserializer", b"\x00", False),
-        ("uuid", b"12345678-1234-5678-1234-567812345678",
-         uuid.UUID("12345678-1234-5678-1234-567812345678")),
+        (
+            "uuid",
+            b"12345678-1234-5678-1234-567812345678",
+            uuid.UUID("12345678-1234-5678-1234-567812345678"),
+        ),
         (J + "UUIDDeserializer", b"00000000-0000-0000-0000-000000000001", uuid.UUID(int=1)),
         ("json", b'{"a": [1, 2]}', {"a": [1, 2]}),
         ("void", None, None),
@@ -74,9 +84,19 @@ def test_builtin_deserializers(spec: str, data: bytes | None, expected: Any) -> 
 
 @pytest.mark.parametrize(
     ("spec", "data"),
-    [("int", b"\x00\x01"), ("long", b"\x00"), ("short", b"\x00\x00\x00"), ("double", b""),
-     ("float", b"12345"), ("boolean", b"\x02"), ("boolean", b""), ("uuid", b"nope"),
-     ("json", b"{not json"), ("str", b"\xff\xfe\xfd"), ("void", b"x")],
+    [
+        ("int", b"\x00\x01"),
+        ("long", b"\x00"),
+        ("short", b"\x00\x00\x00"),
+        ("double", b""),
+        ("float", b"12345"),
+        ("boolean", b"\x02"),
+        ("boolean", b""),
+        ("uuid", b"nope"),
+        ("json", b"{not json"),
+        ("str", b"\xff\xfe\xfd"),
+        ("void", b"x"),
+    ],
 )
 def test_builtin_deserializers_reject_bad_bytes(spec: str, data: bytes) -> None:
     deser = resolve_deserializer(spec)
@@ -98,8 +118,11 @@ def test_string_encoding_from_config() -> None:
     )
     assert isinstance(deser, StringDeserializer)
     assert deser.deserialize("t", "hé".encode("utf-16-be")) == "hé"
-    key = resolve_deserializer("str", configs={"deserializer.encoding": "latin-1",
-                                               "key.deserializer.encoding": None}, is_key=True)
+    key = resolve_deserializer(
+        "str",
+        configs={"deserializer.encoding": "latin-1", "key.deserializer.encoding": None},
+        is_key=True,
+    )
     assert key is not None and key.deserialize("t", b"\xe9") == "é"
     assert StringDeserializer("latin-1").deserialize("t", b"\xe9") == "é"
     with pytest.raises(LookupError):
@@ -113,7 +136,11 @@ def test_callables_by_arity() -> None:
     assert one is not None and one.deserialize("t", b"x", [("h", b"v")]) == ("one", b"x")
     assert two is not None and two.deserialize("t", b"x", None) == ("two", "t", b"x")
     assert three is not None and three.deserialize("t", b"x", [("h", b"v")]) == (
-        "three", "t", b"x", [("h", b"v")])
+        "three",
+        "t",
+        b"x",
+        [("h", b"v")],
+    )
 
     def defaults(data: bytes, extra: int = 1, more: int = 2, most: int = 3) -> Any:
         return data
@@ -180,8 +207,15 @@ class NoMethod:
 
 
 def test_bad_specs_raise_config_error() -> None:
-    for spec in ["nosuch", 12, "org.apache.kafka.common.serialization.XDeserializer",
-                 "nosuchmodule_zz:Thing", f"{__name__}:Missing", NoMethod, NoMethod()]:
+    for spec in [
+        "nosuch",
+        12,
+        "org.apache.kafka.common.serialization.XDeserializer",
+        "nosuchmodule_zz:Thing",
+        f"{__name__}:Missing",
+        NoMethod,
+        NoMethod(),
+    ]:
         with pytest.raises(ConfigError):
             resolve_deserializer(spec)
         with pytest.raises(ConfigError):
@@ -217,8 +251,15 @@ def test_serializers(spec: Any, value: Any, expected: bytes) -> None:
 
 @pytest.mark.parametrize(
     ("spec", "value"),
-    [(None, "text"), ("str", 5), ("int", 2**31), ("short", 1.5), ("boolean", 1),
-     ("json", object()), (lambda v: 5, "x")],
+    [
+        (None, "text"),
+        ("str", 5),
+        ("int", 2**31),
+        ("short", 1.5),
+        ("boolean", 1),
+        ("json", object()),
+        (lambda v: 5, "x"),
+    ],
 )
 def test_serializers_reject(spec: Any, value: Any) -> None:
     with pytest.raises(SerializationError):
@@ -249,9 +290,13 @@ def test_string_round_trip(value: str) -> None:
     assert deser is not None and deser.deserialize("t", data) == value
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
-                    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
-                    max_leaves=10))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+        max_leaves=10,
+    )
+)
 def test_json_round_trip(value: Any) -> None:
     data = resolve_serializer("json").serialize("t", value)
     if value is None:

@@ -34,7 +34,10 @@ def test_topic_partition() -> None:
     assert tp.topic == "orders" and tp.partition == 3
     assert pickle.loads(pickle.dumps(tp)) == tp
     assert sorted([TopicPartition("b", 0), TopicPartition("a", 1), TopicPartition("a", 0)]) == [
-        TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)]
+        TopicPartition("a", 0),
+        TopicPartition("a", 1),
+        TopicPartition("b", 0),
+    ]
 
 
 def test_offset_and_metadata() -> None:
@@ -67,8 +70,12 @@ def test_group_metadata() -> None:
 
 def test_consumer_records() -> None:
     tp0, tp1, other = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
-    recs = {tp0: [Rec("t", 0, 0), Rec("t", 0, 1)], tp1: [Rec("t", 1, 5)], other: [Rec("u", 0, 9)],
-            TopicPartition("t", 2): []}
+    recs = {
+        tp0: [Rec("t", 0, 0), Rec("t", 0, 1)],
+        tp1: [Rec("t", 1, 5)],
+        other: [Rec("u", 0, 9)],
+        TopicPartition("t", 2): [],
+    }
     cr = ConsumerRecords(recs, next_offsets={tp0: OffsetAndMetadata(2)})  # type: ignore[arg-type]
     assert len(cr) == 4 and cr.count() == 4 and bool(cr) and not cr.is_empty()
     assert [r.offset for r in cr] == [0, 1, 5, 9]

@@ -25,15 +25,22 @@ def create_topic(bootstrap: str, partitions: int, prefix: str = "c2") -> str:
 
     name = unique_name(prefix)
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
-                                            replication_factor=1)], operation_timeout=10)
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1)], operation_timeout=10
+    )
     futures[name].result(timeout=30)
     return name
 
 
-def produce(bootstrap: str, topic: str, records: Sequence[Record], *,
-            compression: str = "none", one_batch_per_record: bool = False,
-            extra: dict[str, Any] | None = None) -> None:
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Sequence[Record],
+    *,
+    compression: str = "none",
+    one_batch_per_record: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> None:
     """Write ``(partition, key, value, headers, timestamp_ms)`` records and wait for acks.
 
     ``one_batch_per_record`` flushes after each record, so every record is its own batch
@@ -41,9 +48,13 @@ def produce(bootstrap: str, topic: str, records: Sequence[Record], *,
     """
     from confluent_kafka import Producer
 
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "compression.type": compression,
-                            "linger.ms": 0 if one_batch_per_record else 20,
-                            "enable.idempotence": False, "acks": "all"}
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "compression.type": compression,
+        "linger.ms": 0 if one_batch_per_record else 20,
+        "enable.idempotence": False,
+        "acks": "all",
+    }
     conf.update(extra or {})
     producer = Producer(conf)
     errors: list[Any] = []
@@ -53,8 +64,12 @@ def produce(bootstrap: str, topic: str, records: Sequence[Record], *,
             errors.append(err)
 
     for partition, key, value, headers, ts in records:
-        kwargs: dict[str, Any] = {"partition": partition, "key": key, "value": value,
-                                  "on_delivery": on_delivery}
+        kwargs: dict[str, Any] = {
+            "partition": partition,
+            "key": key,
+            "value": value,
+            "on_delivery": on_delivery,
+        }
         if headers:
             kwargs["headers"] = headers
         if ts is not None:
@@ -75,8 +90,9 @@ def simple_records(partitions: int, per_partition: int, size: int = 16) -> list[
     return out
 
 
-def consume_exactly(consumer: KafkaConsumer, count: int, timeout_s: float = 30.0
-                    ) -> dict[TopicPartition, list[Any]]:
+def consume_exactly(
+    consumer: KafkaConsumer, count: int, timeout_s: float = 30.0
+) -> dict[TopicPartition, list[Any]]:
     """Poll until ``count`` records arrived (fails on more, or on timeout)."""
     got: dict[TopicPartition, list[Any]] = {}
     n = 0
@@ -92,8 +108,9 @@ def consume_exactly(consumer: KafkaConsumer, count: int, timeout_s: float = 30.0
     return got
 
 
-def poll_until(consumer: KafkaConsumer, condition: Callable[[list[Any]], bool],
-               timeout_s: float = 30.0) -> list[Any]:
+def poll_until(
+    consumer: KafkaConsumer, condition: Callable[[list[Any]], bool], timeout_s: float = 30.0
+) -> list[Any]:
     """Poll, accumulating records, until ``condition(records)`` holds."""
     acc: list[Any] = []
     deadline = time.monotonic() + timeout_s

@@ -22,19 +22,22 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 @pytest.fixture(autouse=True)
 def _apache_only(broker: Any) -> None:
     if broker.is_tansu:
-        pytest.skip("Tansu 0.6 has no LSO for open transactions, no CreatePartitions and no "
-                    "fetch sessions")
+        pytest.skip(
+            "Tansu 0.6 has no LSO for open transactions, no CreatePartitions and no fetch sessions"
+        )
 
 
 def test_open_transaction_holds_read_committed_at_the_last_stable_offset(
-        bootstrap: str, consumer_factory: Callable[..., KafkaConsumer]) -> None:
+    bootstrap: str, consumer_factory: Callable[..., KafkaConsumer]
+) -> None:
     from confluent_kafka import Producer
 
     topic = create_topic(bootstrap, 1, "lso")
     tp = TopicPartition(topic, 0)
     produce(bootstrap, topic, [(0, None, b"plain-%d" % i, [], None) for i in range(3)])
-    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique_name("txn"),
-                    "linger.ms": 5})
+    txn = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": unique_name("txn"), "linger.ms": 5}
+    )
     txn.init_transactions(30)
     txn.begin_transaction()
     for i in range(4):
@@ -61,13 +64,18 @@ def test_open_transaction_holds_read_committed_at_the_last_stable_offset(
 
 
 def test_partitions_added_with_create_partitions_reach_a_subscribed_consumer(
-        bootstrap: str, consumer_factory: Callable[..., KafkaConsumer]) -> None:
+    bootstrap: str, consumer_factory: Callable[..., KafkaConsumer]
+) -> None:
     from confluent_kafka.admin import AdminClient, NewPartitions
 
     topic = create_topic(bootstrap, 1, "grow")
-    c = consumer_factory(group_id=unique_name("g"), auto_offset_reset="earliest",
-                         session_timeout_ms=3000, heartbeat_interval_ms=500,
-                         metadata_max_age_ms=1000)
+    c = consumer_factory(
+        group_id=unique_name("g"),
+        auto_offset_reset="earliest",
+        session_timeout_ms=3000,
+        heartbeat_interval_ms=500,
+        metadata_max_age_ms=1000,
+    )
     c.subscribe([topic])
     produce(bootstrap, topic, [(0, None, b"p0", [], None)])
     poll_until(c, lambda acc: len(acc) >= 1)
@@ -82,6 +90,7 @@ def test_partitions_added_with_create_partitions_reach_a_subscribed_consumer(
 
 
 # -- fetch sessions (KIP-227) ------------------------------------------------------------------
+
 
 def _apache_possible() -> None:
     from tests.support import apache_kafka
@@ -123,13 +132,13 @@ def record_fetches(c: KafkaConsumer) -> list[tuple[int, int]]:
     return sent
 
 
-def test_fetch_sessions_are_incremental_and_survive_losing_the_session(
-        own_broker: Any) -> None:
+def test_fetch_sessions_are_incremental_and_survive_losing_the_session(own_broker: Any) -> None:
     bootstrap = own_broker.bootstrap_servers
     small = create_topic(bootstrap, 1, "sess-a")
     tp = TopicPartition(small, 0)
-    a = KafkaConsumer({"bootstrap.servers": bootstrap}, fetch_max_wait_ms=100,
-                      reconnect_backoff_max_ms=200)
+    a = KafkaConsumer(
+        {"bootstrap.servers": bootstrap}, fetch_max_wait_ms=100, reconnect_backoff_max_ms=200
+    )
     try:
         fetches = record_fetches(a)
         a.assign([tp])
@@ -137,16 +146,24 @@ def test_fetch_sessions_are_incremental_and_survive_losing_the_session(
         values: list[bytes] = []
 
         def consume(n: int) -> None:
-            produce(bootstrap, small, [(0, None, b"v%d" % (len(values) + i), [], None)
-                                       for i in range(n)])
+            produce(
+                bootstrap,
+                small,
+                [(0, None, b"v%d" % (len(values) + i), [], None) for i in range(n)],
+            )
             want = len(values) + n
-            values.extend(r.value for r in poll_until(a, lambda acc: len(values) + len(acc)
-                                                      >= want))
+            values.extend(
+                r.value for r in poll_until(a, lambda acc: len(values) + len(acc) >= want)
+            )
 
         def idle_until(condition: Callable[[], bool], message: str) -> None:
             # Fetches are sent from poll(): keep polling (nothing new is produced meanwhile).
-            wait_for(lambda: len(a.poll(timeout_ms=50)) == 0 and condition(), timeout=30,
-                     interval=0.01, message=message)
+            wait_for(
+                lambda: len(a.poll(timeout_ms=50)) == 0 and condition(),
+                timeout=30,
+                interval=0.01,
+                message=message,
+            )
 
         consume(5)
         # The first request opens a session (epoch 0), the following ones are incremental.
@@ -157,8 +174,10 @@ def test_fetch_sessions_are_incremental_and_survive_losing_the_session(
         consume(5)
         own_broker.restart_node(1)
         consume(5)
-        idle_until(lambda: any(sid not in (0, first_session) and e > 0 for sid, e in fetches),
-                   "a new incremental session after the restart")
+        idle_until(
+            lambda: any(sid not in (0, first_session) and e > 0 for sid, e in fetches),
+            "a new incremental session after the restart",
+        )
         # The lost session was replaced by a full fetch that opened a new one.
         full_after = [i for i, (_, e) in enumerate(fetches) if e == 0 and i > 0]
         assert full_after, fetches

@@ -37,15 +37,18 @@ def values(start: int, n: int) -> list[bytes]:
     return [b"r%05d" % i for i in range(start, start + n)]
 
 
-def test_leader_stopped_mid_consumption_loses_and_duplicates_nothing(
-        kafka_cluster: Any) -> None:
+def test_leader_stopped_mid_consumption_loses_and_duplicates_nothing(kafka_cluster: Any) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
     topic = unique_name("lead")
     kafka_cluster.create_topic(topic, partitions=1, replication=3)
     tp = TopicPartition(topic, 0)
     produce(bootstrap, topic, [(0, None, v, [], None) for v in values(0, 300)])
-    c = KafkaConsumer({"bootstrap.servers": bootstrap}, max_poll_records=20,
-                      metadata_max_age_ms=2000, reconnect_backoff_max_ms=200)
+    c = KafkaConsumer(
+        {"bootstrap.servers": bootstrap},
+        max_poll_records=20,
+        metadata_max_age_ms=2000,
+        reconnect_backoff_max_ms=200,
+    )
     try:
         sent = record_requests(c)
         c.assign([tp])
@@ -60,8 +63,7 @@ def test_leader_stopped_mid_consumption_loses_and_duplicates_nothing(
         assert [r.offset for r in got] == list(range(400))
         assert c.position(tp) == 400
         # The new leader was asked to validate the position (KIP-320).
-        assert any(key == ApiKey.OFFSET_FOR_LEADER_EPOCH for _, key in sent[before:]), \
-            sent[before:]
+        assert any(key == ApiKey.OFFSET_FOR_LEADER_EPOCH for _, key in sent[before:]), sent[before:]
         assert kafka_cluster.leader_of(topic, 0) != leader
     finally:
         c.close(timeout_ms=5000)
@@ -75,8 +77,12 @@ def test_client_rack_fetches_from_the_replica_in_its_rack(kafka_cluster: Any) ->
     leader = kafka_cluster.leader_of(topic, 0)
     follower = next(b for b in (1, 2, 3) if b != leader)
     produce(bootstrap, topic, [(0, None, v, [], None) for v in values(0, 200)])
-    c = KafkaConsumer({"bootstrap.servers": bootstrap}, client_rack=f"rack-{follower}",
-                      max_poll_records=10, fetch_max_wait_ms=100)
+    c = KafkaConsumer(
+        {"bootstrap.servers": bootstrap},
+        client_rack=f"rack-{follower}",
+        max_poll_records=10,
+        fetch_max_wait_ms=100,
+    )
     try:
         sent = record_requests(c)
         c.assign([tp])
@@ -88,14 +94,15 @@ def test_client_rack_fetches_from_the_replica_in_its_rack(kafka_cluster: Any) ->
         # the follower in our rack serves them.
         assert fetched_from[0] == leader, fetched_from
         assert follower in fetched_from, fetched_from
-        later = fetched_from[fetched_from.index(follower):]
+        later = fetched_from[fetched_from.index(follower) :]
         assert set(later) == {follower}, fetched_from
         # New data keeps coming from the follower too.
         produce(bootstrap, topic, [(0, None, v, [], None) for v in values(200, 20)])
         more = poll_until(c, lambda acc: len(acc) >= 20)
         assert [r.value for r in more] == values(200, 20)
         fetched_from = [node for node, key in sent if key == ApiKey.FETCH]
-        assert set(fetched_from[len(later) + fetched_from.index(follower):]) <= {follower}, \
+        assert set(fetched_from[len(later) + fetched_from.index(follower) :]) <= {follower}, (
             fetched_from
+        )
     finally:
         c.close(timeout_ms=5000)

@@ -30,8 +30,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_exact_records_in_order_with_every_codec(bootstrap: str, consumer_factory: Any,
-                                                 codec: str) -> None:
+def test_exact_records_in_order_with_every_codec(
+    bootstrap: str, consumer_factory: Any, codec: str
+) -> None:
     topic = create_topic(bootstrap, 3)
     records = []
     for i in range(600):
@@ -98,8 +99,9 @@ def test_pause_and_resume(bootstrap: str, consumer_factory: Any) -> None:
     assert [r.offset for r in rest if r.partition == 0] == list(range(pos0, 40))
 
 
-def test_beginning_end_offsets_and_offsets_for_times(broker: Any, bootstrap: str,
-                                                     consumer_factory: Any) -> None:
+def test_beginning_end_offsets_and_offsets_for_times(
+    broker: Any, bootstrap: str, consumer_factory: Any
+) -> None:
     topic = create_topic(bootstrap, 2)
     base = int(time.time() * 1000) - 100_000
     recs: list[Record] = [(p, None, b"x", [], base + i * 1000) for p in (0, 1) for i in range(5)]
@@ -281,15 +283,20 @@ def test_metrics_follow_consumption(bootstrap: str, consumer_factory: Any) -> No
     c = consumer_factory(auto_offset_reset="earliest")
     c.assign([TopicPartition(topic, 0)])
     poll_until(c, lambda acc: len(acc) == 30)
-    values = {(m.group, m.name, tuple(sorted(m.tags.items()))): v
-              for m, v in c.metrics().items()}
+    values = {(m.group, m.name, tuple(sorted(m.tags.items()))): v for m, v in c.metrics().items()}
     fetch_group = "consumer-fetch-manager-metrics"
-    totals = {name: v for (g, name, tags), v in values.items()
-              if g == fetch_group and dict(tags).keys() == {"client-id"}}
+    totals = {
+        name: v
+        for (g, name, tags), v in values.items()
+        if g == fetch_group and dict(tags).keys() == {"client-id"}
+    }
     assert totals["records-consumed-total"] == 30
     assert totals["fetch-total"] >= 1
-    lag = [v for (g, name, tags), v in values.items()
-           if g == fetch_group and name == "records-lag" and dict(tags).get("partition") == "0"]
+    lag = [
+        v
+        for (g, name, tags), v in values.items()
+        if g == fetch_group and name == "records-lag" and dict(tags).get("partition") == "0"
+    ]
     assert lag == [0]
 
 
@@ -300,19 +307,26 @@ def test_group_subscribe_commit_and_committed(bootstrap: str, consumer_factory: 
     produce(bootstrap, topic, simple_records(2, 10))
     group = unique_name("c2-group")
     # A short session: Tansu holds a new group's first join for about half of it.
-    c = consumer_factory(group_id=group, auto_offset_reset="earliest",
-                         enable_auto_commit=False, session_timeout_ms=6000,
-                         heartbeat_interval_ms=1000)
+    c = consumer_factory(
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+    )
     c.subscribe([topic])
     assert c.subscription() == {topic}
     recs = poll_until(c, lambda acc: len(acc) == 20, timeout_s=60)
     assert sorted((r.partition, r.offset) for r in recs) == sorted(
-        (p, o) for p in (0, 1) for o in range(10))
+        (p, o) for p in (0, 1) for o in range(10)
+    )
     assert c.assignment() == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
     c.commit_sync()
     committed = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)])
     assert {tp: om.offset for tp, om in committed.items() if om is not None} == {
-        TopicPartition(topic, 0): 10, TopicPartition(topic, 1): 10}
+        TopicPartition(topic, 0): 10,
+        TopicPartition(topic, 1): 10,
+    }
     assert c.group_metadata().group_id == group
     c.unsubscribe()
     assert c.assignment() == set()

@@ -25,12 +25,17 @@ def restore_limits() -> Iterator[None]:
 
 @pytest.mark.parametrize("codec", ["gzip", "zstd"])
 def test_decompression_bound_names_the_limit_and_the_setting(
-        bootstrap: str, consumer_factory: Callable[..., KafkaConsumer], codec: str,
-        restore_limits: None) -> None:
+    bootstrap: str, consumer_factory: Callable[..., KafkaConsumer], codec: str, restore_limits: None
+) -> None:
     topic = create_topic(bootstrap, 1, "bomb")
     value = bytes(2 * 1024 * 1024)  # 2 MiB of zeros: a few KiB compressed
-    produce(bootstrap, topic, [(0, None, value, [], None)], compression=codec,
-            extra={"message.max.bytes": 10_000_000})
+    produce(
+        bootstrap,
+        topic,
+        [(0, None, value, [], None)],
+        compression=codec,
+        extra={"message.max.bytes": 10_000_000},
+    )
     set_decompression_limits(min_limit=1024 * 1024, ratio=16)
     c = consumer_factory()
     tp = TopicPartition(topic, 0)

@@ -26,17 +26,24 @@ TOPIC = "t"
 def leader_epoch_handler(cluster: FakeCluster, end_offset: int | None = None) -> Any:
     """Answer OffsetForLeaderEpoch: each requested epoch ends at the log end (no truncation),
     or at ``end_offset`` when given (a truncated log)."""
+
     def handle(_node: int, _header: Any, body: dict[str, Any]) -> dict[str, Any]:
         topics = []
         for t in body["topics"]:
             parts = []
             for p in t["partitions"]:
                 _start, end = cluster.log_offsets(t["topic"], p["partition"])
-                parts.append({"error_code": 0, "partition": p["partition"],
-                              "leader_epoch": p["leader_epoch"],
-                              "end_offset": end if end_offset is None else end_offset})
+                parts.append(
+                    {
+                        "error_code": 0,
+                        "partition": p["partition"],
+                        "leader_epoch": p["leader_epoch"],
+                        "end_offset": end if end_offset is None else end_offset,
+                    }
+                )
             topics.append({"topic": t["topic"], "partitions": parts})
         return {"topics": topics}
+
     return handle
 
 
@@ -76,7 +83,7 @@ def test_one_list_offsets_request_per_leader(cluster: FakeCluster, make: Any) ->
     reqs = cluster.requests(ApiKey.LIST_OFFSETS)
     assert len(reqs) == 2  # four partitions, two leaders
     for node in (0, 1):
-        (_h, body), = cluster.requests(ApiKey.LIST_OFFSETS, node_id=node)
+        ((_h, body),) = cluster.requests(ApiKey.LIST_OFFSETS, node_id=node)
         asked = {p["partition_index"] for t in body["topics"] for p in t["partitions"]}
         assert asked == {p for p in range(4) if cluster.leader(TOPIC, p)[0] == node}
     assert c.end_offsets(tps()) == {tp: 15 for tp in tps()}
@@ -101,8 +108,9 @@ def test_one_fetch_per_leader_and_every_record_once(cluster: FakeCluster, make: 
     for p in range(4):
         mine = [r for r in recs if r.partition == p]
         assert [r.offset for r in mine] == list(range(15))
-        assert [r.value for r in mine] == [b"p%d-%d-%d" % (p, i, j)
-                                           for i in range(3) for j in range(5)]
+        assert [r.value for r in mine] == [
+            b"p%d-%d-%d" % (p, i, j) for i in range(3) for j in range(5)
+        ]
     for _header, body in cluster.requests(ApiKey.FETCH):
         node_parts = {p["partition"] for t in body["topics"] for p in t["partitions"]}
         leaders = {cluster.leader(TOPIC, p)[0] for p in node_parts}
@@ -123,8 +131,12 @@ def test_leader_move_is_followed_without_loss(cluster: FakeCluster, make: Any) -
     assert (first + rest)[-1].value == b"after-move"
     # The consumer fetched from the new leader after the move.
     new_node_fetches = cluster.requests(ApiKey.FETCH, node_id=1 - old_leader)
-    assert any(p["partition"] == 0 for _h, b in new_node_fetches for t in b["topics"]
-               for p in t["partitions"])
+    assert any(
+        p["partition"] == 0
+        for _h, b in new_node_fetches
+        for t in b["topics"]
+        for p in t["partitions"]
+    )
     assert cluster.leader(TOPIC, 0) == (1 - old_leader, epoch + 1)
 
 
@@ -157,7 +169,9 @@ def test_log_start_past_position_raises_under_none(cluster: FakeCluster, make: A
     assert poll_until(c, lambda acc: len(acc) > 0)[0].offset == 10
 
 
-def _truncated(cluster: FakeCluster, make: Any, policy: str) -> tuple[KafkaConsumer, TopicPartition]:
+def _truncated(
+    cluster: FakeCluster, make: Any, policy: str
+) -> tuple[KafkaConsumer, TopicPartition]:
     c = make(max_poll_records=100, auto_offset_reset=policy)
     tp = TopicPartition(TOPIC, 2)
     c.assign([tp])
@@ -186,12 +200,15 @@ def test_truncation_without_policy_raises(cluster: FakeCluster, make: Any) -> No
 
 def test_validation_skipped_when_broker_lacks_the_api() -> None:
     from kafkaconsumer.protocol import SUPPORTED_VERSIONS
-    versions = {k: v for k, v in SUPPORTED_VERSIONS.items()
-                if k != ApiKey.OFFSET_FOR_LEADER_EPOCH}
+
+    versions = {k: v for k, v in SUPPORTED_VERSIONS.items() if k != ApiKey.OFFSET_FOR_LEADER_EPOCH}
     with FakeCluster(n_brokers=2, topics={TOPIC: 1}, api_versions=versions) as cluster:
         cluster.append(TOPIC, 0, [(None, b"a"), (None, b"b")])
-        c = KafkaConsumer({"bootstrap.servers": cluster.bootstrap_servers},
-                          auto_offset_reset="earliest", fetch_max_wait_ms=100)
+        c = KafkaConsumer(
+            {"bootstrap.servers": cluster.bootstrap_servers},
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=100,
+        )
         try:
             tp = TopicPartition(TOPIC, 0)
             c.assign([tp])
@@ -206,8 +223,11 @@ def test_validation_skipped_when_broker_lacks_the_api() -> None:
 
 
 def test_close_is_bounded_when_the_broker_died(cluster: FakeCluster) -> None:
-    c = KafkaConsumer({"bootstrap.servers": cluster.bootstrap_servers},
-                      auto_offset_reset="earliest", request_timeout_ms=60_000)
+    c = KafkaConsumer(
+        {"bootstrap.servers": cluster.bootstrap_servers},
+        auto_offset_reset="earliest",
+        request_timeout_ms=60_000,
+    )
     c.assign(tps())
     poll_until(c, lambda acc: len(acc) > 0)
     # Every answer from now on is dropped, then the nodes die: nothing will ever answer.
@@ -227,6 +247,7 @@ def test_close_is_bounded_when_the_broker_died(cluster: FakeCluster) -> None:
 
 def test_wakeup_interrupts_offset_lookup(cluster: FakeCluster, make: Any) -> None:
     from kafkaconsumer.errors import WakeupError
+
     cluster.on(ApiKey.LIST_OFFSETS, lambda *_: Reply(drop=True))
     c = make()
     errors: list[BaseException] = []

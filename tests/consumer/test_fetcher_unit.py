@@ -64,8 +64,9 @@ class FakeClient:
     def is_unavailable(self, node: int) -> bool:
         return False
 
-    def send(self, node: int, api_key: int, body: dict[str, Any], version: int | None = None
-             ) -> Future[Any]:
+    def send(
+        self, node: int, api_key: int, body: dict[str, Any], version: int | None = None
+    ) -> Future[Any]:
         assert api_key == ApiKey.FETCH
         fut: Future[Any] = Future()
         self.sent.append((node, body, fut))
@@ -73,30 +74,47 @@ class FakeClient:
 
     def fetched(self, i: int) -> dict[TopicPartition, int]:
         body = self.sent[i][1]
-        return {TopicPartition(t["topic"], p["partition"]): p["fetch_offset"]
-                for t in body["topics"] for p in t["partitions"]}
+        return {
+            TopicPartition(t["topic"], p["partition"]): p["fetch_offset"]
+            for t in body["topics"]
+            for p in t["partitions"]
+        }
 
 
 def batch(start_value: int, n: int, base_offset: int) -> bytes:
-    return encode_batch([(None, b"%d" % (start_value + i), [], 1000) for i in range(n)],
-                        base_offset=base_offset)
+    return encode_batch(
+        [(None, b"%d" % (start_value + i), [], 1000) for i in range(n)], base_offset=base_offset
+    )
 
 
-def response(parts: dict[TopicPartition, tuple[bytes | None, int]], session_id: int = 0,
-             error: int = 0) -> dict[str, Any]:
+def response(
+    parts: dict[TopicPartition, tuple[bytes | None, int]], session_id: int = 0, error: int = 0
+) -> dict[str, Any]:
     topics: dict[str, list[dict[str, Any]]] = {}
     for tp, (records, hw) in parts.items():
-        topics.setdefault(tp.topic, []).append({
-            "partition_index": tp.partition, "error_code": error, "high_watermark": hw,
-            "last_stable_offset": hw, "log_start_offset": 0, "aborted_transactions": None,
-            "preferred_read_replica": -1, "records": records})
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": session_id,
-            "responses": [{"topic": t, "topic_id": ZERO, "partitions": ps}
-                          for t, ps in topics.items()]}
+        topics.setdefault(tp.topic, []).append(
+            {
+                "partition_index": tp.partition,
+                "error_code": error,
+                "high_watermark": hw,
+                "last_stable_offset": hw,
+                "log_start_offset": 0,
+                "aborted_transactions": None,
+                "preferred_read_replica": -1,
+                "records": records,
+            }
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": session_id,
+        "responses": [{"topic": t, "topic_id": ZERO, "partitions": ps} for t, ps in topics.items()],
+    }
 
 
-def make(max_poll_records: int = 500, leaders: dict[TopicPartition, int] | None = None,
-         **kw: Any) -> tuple[Fetcher, FakeClient, SubscriptionState]:
+def make(
+    max_poll_records: int = 500, leaders: dict[TopicPartition, int] | None = None, **kw: Any
+) -> tuple[Fetcher, FakeClient, SubscriptionState]:
     subs = SubscriptionState("earliest")
     client = FakeClient()
     md = FakeMetadata(leaders or {T0: 0, T1: 0})
@@ -120,8 +138,9 @@ def test_max_poll_records_hands_out_everything_once() -> None:
     subs.seek(T0, 0)
     subs.seek(T1, 0)
     assert f.send_fetches() == 1
-    client.sent[0][2].success(response({T0: (batch(0, 20, 0) + batch(20, 5, 20), 25),
-                                        T1: (batch(100, 9, 0), 9)}))
+    client.sent[0][2].success(
+        response({T0: (batch(0, 20, 0) + batch(20, 5, 20), 25), T1: (batch(100, 9, 0), 9)})
+    )
     got: dict[TopicPartition, list[int]] = {T0: [], T1: []}
     sizes = []
     while True:
@@ -149,8 +168,7 @@ def test_partitions_with_buffered_data_are_prefetched_from_where_it_ends() -> No
     assert f.send_fetches() == 1
     assert client.fetched(1) == {T0: 10, T1: 10}
     assert f.send_fetches() == 0  # one fetch in flight per node
-    client.sent[1][2].success(response({T0: (batch(10, 10, 10), 30),
-                                        T1: (batch(10, 10, 10), 30)}))
+    client.sent[1][2].success(response({T0: (batch(10, 10, 10), 30), T1: (batch(10, 10, 10), 30)}))
     # Two pieces of data per partition at most: nothing more to fetch now.
     assert f.send_fetches() == 0
     got: dict[TopicPartition, list[int]] = {T0: [0, 1, 2, 3, 4], T1: []}
@@ -304,8 +322,14 @@ def test_deserializer_failure_stops_at_the_bad_record() -> None:
 
     subs = SubscriptionState("earliest")
     client = FakeClient()
-    f = Fetcher(client, FakeMetadata({T0: 0}), subs, FetchConfig(), time=MockTime(),
-                value_deserializer=IntDes())
+    f = Fetcher(
+        client,
+        FakeMetadata({T0: 0}),
+        subs,
+        FetchConfig(),
+        time=MockTime(),
+        value_deserializer=IntDes(),
+    )
     subs.assign_from_user([T0])
     subs.seek(T0, 0)
     f.send_fetches()
@@ -396,8 +420,9 @@ def test_recreated_topic_is_forgotten_under_its_old_topic_id() -> None:
     body = client.sent[1][1]
     assert (body["session_id"], body["session_epoch"]) == (9, 1)
     assert [(t["topic_id"], t["partitions"]) for t in body["topics"]][0][0] == new_id
-    assert [(t["topic"], t["topic_id"], t["partitions"])
-            for t in body["forgotten_topics_data"]] == [("t", old_id, [0])]
+    assert [
+        (t["topic"], t["topic_id"], t["partitions"]) for t in body["forgotten_topics_data"]
+    ] == [("t", old_id, [0])]
 
 
 def test_paused_partition_data_stays_undecoded() -> None:
@@ -476,9 +501,9 @@ def test_session_handler_is_only_used_under_the_fetcher_lock() -> None:
 _SEGMENT = st.tuples(st.sampled_from(["data", "commit", "abort"]), st.integers(1, 4))
 
 
-def _transactional_log(segments: list[tuple[str, int]]
-                       ) -> tuple[list[tuple[int, bytes]], list[dict[str, int]], list[int],
-                                  list[int], int]:
+def _transactional_log(
+    segments: list[tuple[str, int]],
+) -> tuple[list[tuple[int, bytes]], list[dict[str, int]], list[int], list[int], int]:
     """Batches (base offset, bytes) of plain data, committed and aborted transactions; the
     aborted list as a broker reports it; the values read_committed and read_uncommitted see;
     the log end offset."""
@@ -498,28 +523,45 @@ def _transactional_log(segments: list[tuple[str, int]]
             continue
         # A producer id per transaction keeps the aborted list unambiguous.
         pid = 1000 + i
-        batches.append((offset, encode_batch(recs, base_offset=offset, producer_id=pid,
-                                             producer_epoch=0, base_sequence=0,
-                                             transactional=True)))
+        batches.append(
+            (
+                offset,
+                encode_batch(
+                    recs,
+                    base_offset=offset,
+                    producer_id=pid,
+                    producer_epoch=0,
+                    base_sequence=0,
+                    transactional=True,
+                ),
+            )
+        )
         if kind == "abort":
             aborted.append({"producer_id": pid, "first_offset": offset})
         else:
             committed_values.extend(vals)
         offset += n
-        batches.append((offset, encode_control_batch(kind == "commit", producer_id=pid,
-                                                     base_offset=offset)))
+        batches.append(
+            (offset, encode_control_batch(kind == "commit", producer_id=pid, base_offset=offset))
+        )
         offset += 1
     return batches, aborted, committed_values, all_values, offset
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(segments=st.lists(_SEGMENT, min_size=1, max_size=12), read_committed=st.booleans(),
-       data=st.data())
-def test_position_always_reaches_the_log_end(segments: list[tuple[str, int]],
-                                             read_committed: bool, data: st.DataObject) -> None:
+@given(
+    segments=st.lists(_SEGMENT, min_size=1, max_size=12),
+    read_committed=st.booleans(),
+    data=st.data(),
+)
+def test_position_always_reaches_the_log_end(
+    segments: list[tuple[str, int]], read_committed: bool, data: st.DataObject
+) -> None:
     batches, aborted, committed_values, all_values, log_end = _transactional_log(segments)
-    f, client, subs = make(max_poll_records=data.draw(st.integers(1, 5), label="max_poll"),
-                           read_committed=read_committed)
+    f, client, subs = make(
+        max_poll_records=data.draw(st.integers(1, 5), label="max_poll"),
+        read_committed=read_committed,
+    )
     subs.assign_from_user([T0])
     subs.seek(T0, 0)
     got: list[int] = []
@@ -534,15 +576,16 @@ def test_position_always_reaches_the_log_end(segments: list[tuple[str, int]],
         # whole batches, sometimes with a truncated batch after them (a fetch size limit).
         first = max(i for i, (base, _) in enumerate(batches) if base <= fetched)
         count = data.draw(st.integers(1, len(batches) - first), label="batches")
-        chunk = b"".join(raw for _, raw in batches[first:first + count])
-        rest = batches[first + count:]
+        chunk = b"".join(raw for _, raw in batches[first : first + count])
+        rest = batches[first + count :]
         if rest and data.draw(st.booleans(), label="truncated"):
-            chunk += rest[0][1][:data.draw(st.integers(1, len(rest[0][1]) - 1), label="cut")]
+            chunk += rest[0][1][: data.draw(st.integers(1, len(rest[0][1]) - 1), label="cut")]
         resp = response({T0: (chunk, log_end)})
         # A superset of what the broker would list: one producer id per transaction makes
         # the extra entries harmless.
         resp["responses"][0]["partitions"][0]["aborted_transactions"] = (
-            aborted if read_committed else None)
+            aborted if read_committed else None
+        )
         client.sent[-1][2].success(resp)
         while True:
             fetch = f.collect_fetch()

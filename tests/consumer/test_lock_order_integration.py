@@ -37,10 +37,17 @@ def test_the_documented_order_is_the_one_checked() -> None:
 def test_locks_are_taken_in_the_documented_order(bootstrap: str) -> None:
     topic = create_topic(bootstrap, 3)
     produce(bootstrap, topic, simple_records(3, 300))
-    consumer = KafkaConsumer({
-        "bootstrap.servers": bootstrap, "group.id": unique_name("lock-order"),
-        "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 200, "auto.commit.interval.ms": 100, "max.poll.records": 50})
+    consumer = KafkaConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique_name("lock-order"),
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 200,
+            "auto.commit.interval.ms": 100,
+            "max.poll.records": 50,
+        }
+    )
     with trace_consumer(consumer) as recorder:
         try:
             consumer.subscribe([topic])
@@ -59,6 +66,9 @@ def test_locks_are_taken_in_the_documented_order(bootstrap: str) -> None:
     edges: set[tuple[str, str]] = set(recorder.edges)
     assert ("coordinator", "network") in edges  # the tracing saw the engine at work
     rank: dict[str, Any] = {name: i for i, name in enumerate(ORDER)}
-    wrong = sorted((held, taken) for held, taken in edges
-                   if held in LEAVES or (taken not in LEAVES and rank[held] >= rank[taken]))
+    wrong = sorted(
+        (held, taken)
+        for held, taken in edges
+        if held in LEAVES or (taken not in LEAVES and rank[held] >= rank[taken])
+    )
     assert wrong == [], f"taken against the documented order: {wrong}"

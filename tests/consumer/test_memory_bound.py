@@ -59,8 +59,14 @@ def test_consuming_1gb_keeps_rss_bounded() -> None:
     count = TOTAL_BYTES // VALUE_SIZE
     with EmbeddedBroker() as broker:
         topic = create_topic(broker.bootstrap_servers, PARTITIONS, "mem")
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20,
-                             "batch.size": 1_000_000, "enable.idempotence": False})
+        producer = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "linger.ms": 20,
+                "batch.size": 1_000_000,
+                "enable.idempotence": False,
+            }
+        )
         value = b"m" * VALUE_SIZE
         for i in range(count):
             while True:
@@ -71,9 +77,21 @@ def test_consuming_1gb_keeps_rss_bounded() -> None:
                     producer.poll(0.05)
         assert producer.flush(600) == 0
         out = subprocess.run(
-            [sys.executable, "-c", CONSUMER, broker.bootstrap_servers, topic, str(PARTITIONS),
-             str(count), str(FETCH_MAX_BYTES)],
-            capture_output=True, text=True, timeout=600, check=True)
+            [
+                sys.executable,
+                "-c",
+                CONSUMER,
+                broker.bootstrap_servers,
+                topic,
+                str(PARTITIONS),
+                str(count),
+                str(FETCH_MAX_BYTES),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["records"] == count and result["bytes"] == count * VALUE_SIZE
     bound_mb = 3 * FETCH_MAX_BYTES / (1024 * 1024) + 150

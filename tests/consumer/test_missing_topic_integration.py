@@ -19,19 +19,31 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 
 def test_missing_topic_is_logged_once_and_metadata_backs_off(
-        bootstrap: str, broker: Any, consumer_factory: Callable[..., KafkaConsumer],
-        caplog: pytest.LogCaptureFixture) -> None:
+    bootstrap: str,
+    broker: Any,
+    consumer_factory: Callable[..., KafkaConsumer],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.DEBUG, logger="kafkaconsumer.metadata")
     topic = unique_name("missing")
-    c = consumer_factory(group_id=unique_name("g"), allow_auto_create_topics=False,
-                         auto_offset_reset="earliest", session_timeout_ms=3000, heartbeat_interval_ms=500,
-                         retry_backoff_ms=100, retry_backoff_max_ms=1000)
+    c = consumer_factory(
+        group_id=unique_name("g"),
+        allow_auto_create_topics=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=3000,
+        heartbeat_interval_ms=500,
+        retry_backoff_ms=100,
+        retry_backoff_max_ms=1000,
+    )
     c.subscribe([topic])
     deadline = time.monotonic() + 4
     while time.monotonic() < deadline:
         assert len(c.poll(timeout_ms=200)) == 0
-    warned = [r.getMessage() for r in caplog.records
-              if r.levelno == logging.WARNING and topic in r.getMessage()]
+    warned = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and topic in r.getMessage()
+    ]
     assert len(warned) == 1 and "does not exist" in warned[0], warned
     updates = [r for r in caplog.records if r.getMessage().startswith("metadata updated")]
     # At a fixed 100 ms backoff 4 s would take about 40 refreshes; doubling to 1 s, about 8.

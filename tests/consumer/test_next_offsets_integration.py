@@ -13,8 +13,9 @@ from tests.consumer.conftest import create_topic, produce, simple_records
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 
-def test_each_poll_reports_the_position_after_its_records(bootstrap: str,
-                                                          consumer_factory: Any) -> None:
+def test_each_poll_reports_the_position_after_its_records(
+    bootstrap: str, consumer_factory: Any
+) -> None:
     topic = create_topic(bootstrap, 2)
     produce(bootstrap, topic, simple_records(2, 40))
     c = consumer_factory(max_poll_records=7)

@@ -94,8 +94,9 @@ class FailingClient:
     def api_version(self, node: int, api_key: int) -> int:
         return 7
 
-    def send(self, node: int, api_key: int, body: dict[str, Any], version: int | None = None
-             ) -> Any:
+    def send(
+        self, node: int, api_key: int, body: dict[str, Any], version: int | None = None
+    ) -> Any:
         from kafkaconsumer.errors import KafkaConnectionError
         from kafkaconsumer.network.future import Future
 
@@ -113,8 +114,13 @@ def test_reset_retries_back_off_exponentially_with_jitter() -> None:
     subs.assign_from_user([T0])
     subs.request_offset_reset(T0)
     client = FailingClient()
-    of = OffsetFetcher(client, FakeMetadata({T0: 0}), subs,
-                       {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}, time=time)
+    of = OffsetFetcher(
+        client,
+        FakeMetadata({T0: 0}),
+        subs,
+        {"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000},
+        time=time,
+    )
     waits = []
     for _ in range(7):
         now = time.monotonic_ms()

@@ -20,21 +20,22 @@ def delete_records(bootstrap: str, tp: TopicPartition, before: int) -> None:
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.delete_records([CTP(tp.topic, tp.partition, before)],
-                                   operation_timeout=10)
+    futures = admin.delete_records([CTP(tp.topic, tp.partition, before)], operation_timeout=10)
     for fut in futures.values():
         fut.result(timeout=30)
 
 
-def _out_of_range_position(broker: Any, consumer_factory: Any, policy: str, how: str
-                           ) -> tuple[KafkaConsumer, TopicPartition, int, int]:
+def _out_of_range_position(
+    broker: Any, consumer_factory: Any, policy: str, how: str
+) -> tuple[KafkaConsumer, TopicPartition, int, int]:
     """A consumer whose position is out of range; returns it, the partition, the bad
     position and the log start offset."""
     bootstrap = str(broker.bootstrap_servers)
     if broker.is_tansu:
         # Covered with the scripted fake broker in test_fetcher_fake_broker.py.
-        pytest.skip("Tansu 0.6 never answers OFFSET_OUT_OF_RANGE and closes the connection on "
-                    "DeleteRecords")
+        pytest.skip(
+            "Tansu 0.6 never answers OFFSET_OUT_OF_RANGE and closes the connection on DeleteRecords"
+        )
     topic = create_topic(bootstrap, 1)
     produce(bootstrap, topic, simple_records(1, 30), one_batch_per_record=True)
     tp = TopicPartition(topic, 0)
@@ -89,8 +90,11 @@ def test_close_returns_within_its_timeout_when_broker_is_gone() -> None:
     try:
         topic = create_topic(broker.bootstrap_servers, 1)
         produce(broker.bootstrap_servers, topic, simple_records(1, 5))
-        c = KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers},
-                          auto_offset_reset="earliest", request_timeout_ms=60_000)
+        c = KafkaConsumer(
+            {"bootstrap.servers": broker.bootstrap_servers},
+            auto_offset_reset="earliest",
+            request_timeout_ms=60_000,
+        )
         c.assign([TopicPartition(topic, 0)])
         poll_until(c, lambda acc: len(acc) == 5)
     finally:

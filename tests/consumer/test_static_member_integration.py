@@ -17,15 +17,22 @@ from tests.helpers import unique_name, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
-GROUP = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 300,
-         "auto_offset_reset": "earliest", "enable_auto_commit": False}
+GROUP = {
+    "session_timeout_ms": 3000,
+    "heartbeat_interval_ms": 300,
+    "auto_offset_reset": "earliest",
+    "enable_auto_commit": False,
+}
 
 
 def test_fenced_static_member_commit_names_the_duplicate_instance_id(
-        bootstrap: str, broker: Any, consumer_factory: Callable[..., KafkaConsumer]) -> None:
+    bootstrap: str, broker: Any, consumer_factory: Callable[..., KafkaConsumer]
+) -> None:
     if broker.is_tansu:
-        pytest.skip("Tansu 0.6 does not fence a static member replaced by a new instance: "
-                    "the old one's commits keep succeeding")
+        pytest.skip(
+            "Tansu 0.6 does not fence a static member replaced by a new instance: "
+            "the old one's commits keep succeeding"
+        )
     topic = create_topic(bootstrap, 1, "static")
     produce(bootstrap, topic, simple_records(1, 5))
     group = unique_name("g")
@@ -54,7 +61,8 @@ def test_fenced_static_member_commit_names_the_duplicate_instance_id(
 
 
 def test_group_metadata_is_reset_when_the_heartbeat_thread_leaves(
-        bootstrap: str, broker: Any, consumer_factory: Callable[..., KafkaConsumer]) -> None:
+    bootstrap: str, broker: Any, consumer_factory: Callable[..., KafkaConsumer]
+) -> None:
     topic = create_topic(bootstrap, 1, "leave")
     produce(bootstrap, topic, simple_records(1, 3))
     c = consumer_factory(group_id=unique_name("g"), max_poll_interval_ms=1500, **GROUP)
@@ -64,6 +72,9 @@ def test_group_metadata_is_reset_when_the_heartbeat_thread_leaves(
     assert meta.generation_id >= 0 and meta.member_id
     # No poll: the heartbeat thread leaves after max.poll.interval.ms; the metadata follows
     # without waiting for the next poll.
-    wait_for(lambda: c.group_metadata().generation_id == -1, timeout=20,
-             message="group_metadata() to be reset")
+    wait_for(
+        lambda: c.group_metadata().generation_id == -1,
+        timeout=20,
+        message="group_metadata() to be reset",
+    )
     assert c.group_metadata().member_id == ""

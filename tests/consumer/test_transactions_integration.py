@@ -37,10 +37,15 @@ class Txn:
     def __init__(self, bootstrap: str, compression: str = "none") -> None:
         from confluent_kafka import Producer
 
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "transactional.id": unique_name("txn"),
-            "compression.type": compression, "linger.ms": 5, "message.max.bytes": 2_000_000,
-        })
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "transactional.id": unique_name("txn"),
+                "compression.type": compression,
+                "linger.ms": 5,
+                "message.max.bytes": 2_000_000,
+            }
+        )
         self.producer.init_transactions(30)
         self.bootstrap = bootstrap
         #: The log end offset each partition has once every marker is written.
@@ -75,9 +80,14 @@ class Txn:
         try:
             for (topic, partition), end in self.log_end.items():
                 ctp = CTP(topic, partition)
-                wait_for(lambda ctp=ctp, end=end: probe.get_watermark_offsets(
-                    ctp, timeout=5, cached=False)[1] >= end,
-                    timeout=30, interval=0.05, message=f"markers of {topic}-{partition}")
+                wait_for(
+                    lambda ctp=ctp, end=end: (
+                        probe.get_watermark_offsets(ctp, timeout=5, cached=False)[1] >= end
+                    ),
+                    timeout=30,
+                    interval=0.05,
+                    message=f"markers of {topic}-{partition}",
+                )
         finally:
             probe.close()
 
@@ -87,8 +97,9 @@ class Txn:
         self.wait_for_markers()
 
 
-def read_all(consumer: KafkaConsumer, tps: list[TopicPartition], expected: int,
-             timeout_s: float = 30.0) -> dict[TopicPartition, list[bytes]]:
+def read_all(
+    consumer: KafkaConsumer, tps: list[TopicPartition], expected: int, timeout_s: float = 30.0
+) -> dict[TopicPartition, list[bytes]]:
     """Poll until ``expected`` records arrived and every position reached the log end."""
     end = consumer.end_offsets(tps, timeout_ms=10_000)
     got: dict[TopicPartition, list[bytes]] = {tp: [] for tp in tps}
@@ -103,7 +114,8 @@ def read_all(consumer: KafkaConsumer, tps: list[TopicPartition], expected: int,
         assert time.monotonic() < deadline, (
             f"{n} of {expected} records, positions "
             f"{ {tp.partition: consumer.position(tp) for tp in tps} }, log ends "
-            f"{ {tp.partition: end[tp] for tp in tps} } after {timeout_s} s")
+            f"{ {tp.partition: end[tp] for tp in tps} } after {timeout_s} s"
+        )
     assert n == expected, f"{n} records, expected {expected}"
     return got
 
@@ -124,8 +136,8 @@ def values(n: int, prefix: bytes, size: int = 20) -> list[bytes]:
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
 @pytest.mark.parametrize("codec", CODECS)
 def test_interleaved_transactions_with_small_fetches_are_read_in_full(
-        bootstrap: str, consumer_factory: Callable[..., KafkaConsumer], codec: str,
-        isolation: str) -> None:
+    bootstrap: str, consumer_factory: Callable[..., KafkaConsumer], codec: str, isolation: str
+) -> None:
     topic = create_topic(bootstrap, 2, "txn-mix")
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
     txn = Txn(bootstrap, codec)
@@ -153,7 +165,8 @@ def test_interleaved_transactions_with_small_fetches_are_read_in_full(
 
 @pytest.mark.parametrize("fetch", ["small", "default"])
 def test_aborted_transaction_larger_than_a_partition_fetch_is_passed(
-        bootstrap: str, consumer_factory: Callable[..., KafkaConsumer], fetch: str) -> None:
+    bootstrap: str, consumer_factory: Callable[..., KafkaConsumer], fetch: str
+) -> None:
     # With default sizes the aborted transaction is ~3 MB (three partition fetches of 1 MiB);
     # with small ones 200 kB against 16 kB fetches.
     topic = create_topic(bootstrap, 1, "txn-big")
@@ -178,8 +191,8 @@ def test_aborted_transaction_larger_than_a_partition_fetch_is_passed(
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
 @pytest.mark.parametrize("fetch", ["small", "default"])
 def test_marker_at_the_log_end_is_passed(
-        bootstrap: str, consumer_factory: Callable[..., KafkaConsumer], isolation: str,
-        fetch: str) -> None:
+    bootstrap: str, consumer_factory: Callable[..., KafkaConsumer], isolation: str, fetch: str
+) -> None:
     topic = create_topic(bootstrap, 1, "txn-end")
     tp = TopicPartition(topic, 0)
     txn = Txn(bootstrap)

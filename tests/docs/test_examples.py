@@ -35,10 +35,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-_BLOCK = re.compile(r"(?:<!--\s*example:(?P<directives>.*?)-->\s*\n)?```python\n(?P<code>.*?)```",
-                    re.S)
+_BLOCK = re.compile(
+    r"(?:<!--\s*example:(?P<directives>.*?)-->\s*\n)?```python\n(?P<code>.*?)```", re.S
+)
 _TOPIC_USE = re.compile(
-    r"""(?:subscribe\(\s*\[|TopicPartition\(|\.send\(|create_topics\(\s*\{)\s*"([A-Za-z0-9._-]+)\"""")
+    r"""(?:subscribe\(\s*\[|TopicPartition\(|\.send\(|create_topics\(\s*\{)\s*"([A-Za-z0-9._-]+)\""""
+)
 _PLACEHOLDER = "localhost:9092"
 
 
@@ -110,8 +112,9 @@ def _prepare_topics(code: str, bootstrap: str) -> str:
     try:
         for topic in fresh.values():
             for i in range(3):
-                producer.send(topic, key=f"id-{i}".encode(), value=f"record {i}".encode(),
-                              partition=i)
+                producer.send(
+                    topic, key=f"id-{i}".encode(), value=f"record {i}".encode(), partition=i
+                )
         producer.flush(timeout_ms=30_000)
     finally:
         producer.close(timeout_ms=10_000)
@@ -123,10 +126,22 @@ def _prepare_topics(code: str, bootstrap: str) -> str:
 def _run(code: str, until_interrupted: bool) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     if not until_interrupted:
-        return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=90)
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
     first = ""
@@ -145,8 +160,9 @@ def _run(code: str, until_interrupted: bool) -> subprocess.CompletedProcess[str]
 def test_example_runs(example: Example, broker: Any) -> None:
     if example.no_run:
         pytest.skip(f"not run: {example.no_run}")
-    code = _prepare_topics(_program(example).replace(_PLACEHOLDER, broker.bootstrap_servers),
-                           broker.bootstrap_servers)
+    code = _prepare_topics(
+        _program(example).replace(_PLACEHOLDER, broker.bootstrap_servers), broker.bootstrap_servers
+    )
     result = _run(code, example.until_interrupted)
     if example.until_interrupted:
         # Stopped by us: the only complaint allowed is the interrupt itself.

@@ -15,11 +15,27 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.timeout(300)
 def test_site_builds_strict(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
-         "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=280,
-        env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-             "PYTHONPATH": str(ROOT)})
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--quiet",
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env={
+            "NO_MKDOCS_2_WARNING": "1",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(ROOT),
+        },
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "site" / "api" / "index.html").exists()
     html = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
@@ -28,10 +44,14 @@ def test_site_builds_strict(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(120)
 def test_benchmark_plot_from_the_recorded_run(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "benchmarks/plot.py", "--out", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=110,
-                          env={"MPLCONFIGDIR": str(tmp_path / "mpl"), "PATH": "/usr/bin:/bin",
-                               "HOME": str(tmp_path)})
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/plot.py", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env={"MPLCONFIGDIR": str(tmp_path / "mpl"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert proc.returncode == 0, proc.stderr
     pngs = list(tmp_path.glob("*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)

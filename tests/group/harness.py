@@ -70,8 +70,11 @@ class Stack:
     """One consumer's group machinery against ``bootstrap``; close it after use."""
 
     def __init__(self, bootstrap: str, group_id: str, **overrides: Any) -> None:
-        config: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group_id,
-                                  "client.id": "test-" + group_id}
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "client.id": "test-" + group_id,
+        }
         config.update(FAST)
         config.update({k.replace("_", "."): v for k, v in overrides.items()})
         self.config = config
@@ -79,12 +82,14 @@ class Stack:
         self.network = NetworkClient(config, metadata=self.metadata)
         self.client = ConsumerNetworkClient(self.network, self.metadata)
         self.subscriptions = SubscriptionState(config.get("auto.offset.reset", "earliest"))
-        self.coordinator = ConsumerCoordinator(config, self.client, self.subscriptions,
-                                               self.metadata)
+        self.coordinator = ConsumerCoordinator(
+            config, self.client, self.subscriptions, self.metadata
+        )
         self.listener = RecordingListener()
 
-    def subscribe(self, topics: list[str] | re.Pattern[str],
-                  listener: ConsumerRebalanceListener | None = None) -> None:
+    def subscribe(
+        self, topics: list[str] | re.Pattern[str], listener: ConsumerRebalanceListener | None = None
+    ) -> None:
         """Subscribe as KafkaConsumer.subscribe does."""
         lst = listener if listener is not None else self.listener
         if isinstance(topics, re.Pattern):
@@ -112,8 +117,13 @@ class Stack:
 
     def join(self, timeout_ms: int = 10000) -> None:
         """Poll until the member is in a stable generation with no rejoin pending."""
-        self.poll_until(lambda: self.coordinator.generation_if_stable() is not None
-                        and not self.coordinator.rejoin_needed_or_pending(), timeout_ms)
+        self.poll_until(
+            lambda: (
+                self.coordinator.generation_if_stable() is not None
+                and not self.coordinator.rejoin_needed_or_pending()
+            ),
+            timeout_ms,
+        )
 
     def close(self, timeout_ms: int = 2000, leave_group: bool | None = None) -> None:
         """Close the coordinator, then the network."""

@@ -36,14 +36,17 @@ FAST_GROUP = {
 }
 
 
-def create_topic(bootstrap: str, partitions: int, prefix: str = "g2", name: str | None = None) -> str:
+def create_topic(
+    bootstrap: str, partitions: int, prefix: str = "g2", name: str | None = None
+) -> str:
     """Create a topic with ``partitions`` partitions (through librdkafka's admin client)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = name or unique_name(prefix)
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                            replication_factor=1)], operation_timeout=10)
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=1)], operation_timeout=10
+    )
     futures[topic].result(timeout=30)
     return topic
 
@@ -52,13 +55,18 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> 
     """Write ``per_partition`` records to each partition and wait for every ack."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
-                         "enable.idempotence": False})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "enable.idempotence": False}
+    )
     failures: list[Any] = []
     for i in range(per_partition):
         for p in range(partitions):
-            producer.produce(topic, value=f"{p}-{i}".encode(), partition=p,
-                             on_delivery=lambda err, _m: failures.append(err) if err else None)
+            producer.produce(
+                topic,
+                value=f"{p}-{i}".encode(),
+                partition=p,
+                on_delivery=lambda err, _m: failures.append(err) if err else None,
+            )
         producer.poll(0)
     left = producer.flush(30)
     assert left == 0 and not failures, f"produce failed: {left} unsent, errors {failures[:3]}"
@@ -94,8 +102,11 @@ class Ledger:
     def partitions_of(self, member: str, since: int = 0) -> set[tuple[str, int]]:
         """The (topic, partition) pairs of records a member processed after ``since``."""
         with self._lock:
-            return {(t, p) for (t, p, _o), who in zip(self.processed[since:], self._who[since:], strict=True)
-                    if who == member}
+            return {
+                (t, p)
+                for (t, p, _o), who in zip(self.processed[since:], self._who[since:], strict=True)
+                if who == member
+            }
 
     def distinct(self) -> set[tuple[str, int, int]]:
         """The distinct (topic, partition, offset) triples processed."""
@@ -150,11 +161,21 @@ class CommittingListener(ConsumerRebalanceListener):
 class Member(threading.Thread):
     """One group member polling in its own thread."""
 
-    def __init__(self, name: str, bootstrap: str, group: str,
-                 topics: list[str] | re.Pattern[str], ledger: Ledger, *,
-                 strategy: str = "range", delay_per_poll_s: float = 0.0,
-                 commit_on_revoke: bool = True, on_poll: Callable[[Member, Any], None] | None = None,
-                 cooperative_rejoin_delay_ms: int = 0, **config: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        group: str,
+        topics: list[str] | re.Pattern[str],
+        ledger: Ledger,
+        *,
+        strategy: str = "range",
+        delay_per_poll_s: float = 0.0,
+        commit_on_revoke: bool = True,
+        on_poll: Callable[[Member, Any], None] | None = None,
+        cooperative_rejoin_delay_ms: int = 0,
+        **config: Any,
+    ) -> None:
         super().__init__(name=f"member-{name}", daemon=True)
         self.member_name = name
         self.ledger = ledger
@@ -162,9 +183,12 @@ class Member(threading.Thread):
         self.delay_per_poll_s = delay_per_poll_s
         self.commit_on_revoke = commit_on_revoke
         self.on_poll = on_poll
-        settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group,
-                                    "client.id": f"{group}-{name}",
-                                    "partition.assignment.strategy": strategy}
+        settings: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": f"{group}-{name}",
+            "partition.assignment.strategy": strategy,
+        }
         settings.update(FAST_GROUP)
         settings.update({k.replace("_", "."): v for k, v in config.items()})
         settings["internal.cooperative.rejoin.delay.ms"] = cooperative_rejoin_delay_ms
@@ -208,7 +232,11 @@ class Member(threading.Thread):
             self.error = exc
         finally:
             try:
-                if self.commit_on_revoke and self.error is None and self.leave_on_close is not False:
+                if (
+                    self.commit_on_revoke
+                    and self.error is None
+                    and self.leave_on_close is not False
+                ):
                     self._final_commit()
                 self.closing = True
                 self.consumer.close(timeout_ms=10000, leave_group=self.leave_on_close)
@@ -244,8 +272,9 @@ class Member(threading.Thread):
             return set(self._assignment)
 
 
-def wait_until(condition: Callable[[], object], timeout_s: float, what: str,
-               members: Iterable[Member] = ()) -> None:
+def wait_until(
+    condition: Callable[[], object], timeout_s: float, what: str, members: Iterable[Member] = ()
+) -> None:
     """Wait for ``condition``, failing fast when a member thread died with an error."""
     deadline = time.monotonic() + timeout_s
     members = list(members)

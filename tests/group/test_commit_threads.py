@@ -46,14 +46,16 @@ class ThreadRecorder:
         """Interceptor hook."""
         self._record("interceptor")
 
-    def callback(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
-                 exc: BaseException | None) -> None:
+    def callback(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], exc: BaseException | None
+    ) -> None:
         """Commit callback."""
         self._record("callback" if exc is None else f"callback failed: {exc!r}")
 
 
 def test_async_commit_interceptor_runs_on_the_user_thread_without_the_lock(
-        cluster: FakeCluster) -> None:
+    cluster: FakeCluster,
+) -> None:
     s = Stack(cluster.bootstrap_servers, "g")
     s.subscribe([TOPIC])
     try:
@@ -77,7 +79,8 @@ def test_async_commit_interceptor_runs_on_the_user_thread_without_the_lock(
 
 
 def test_sync_commit_interceptor_runs_on_the_user_thread_without_the_lock(
-        cluster: FakeCluster) -> None:
+    cluster: FakeCluster,
+) -> None:
     s = Stack(cluster.bootstrap_servers, "g")
     s.subscribe([TOPIC])
     try:

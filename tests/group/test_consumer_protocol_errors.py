@@ -56,8 +56,13 @@ class ScriptedCoordinator:
             self.send_assignment = True
 
     def answer(self, body: dict[str, Any], **extra: Any) -> dict[str, Any]:
-        out = {"error_code": 0, "member_id": body["member_id"], "member_epoch": self.epoch,
-               "heartbeat_interval_ms": self.interval_ms, "assignment": None}
+        out = {
+            "error_code": 0,
+            "member_id": body["member_id"],
+            "member_epoch": self.epoch,
+            "heartbeat_interval_ms": self.interval_ms,
+            "assignment": None,
+        }
         out.update(extra)
         return out
 
@@ -65,8 +70,12 @@ class ScriptedCoordinator:
         with self.lock:
             self.requests.append(body)
             if body["member_epoch"] < 0:
-                return {"error_code": 0, "member_id": body["member_id"],
-                        "member_epoch": body["member_epoch"], "heartbeat_interval_ms": 0}
+                return {
+                    "error_code": 0,
+                    "member_id": body["member_id"],
+                    "member_epoch": body["member_epoch"],
+                    "heartbeat_interval_ms": 0,
+                }
             if self.script:
                 return self.script.pop(0)(body)
             if body["member_epoch"] == 0:
@@ -75,8 +84,11 @@ class ScriptedCoordinator:
             assignment = None
             if self.send_assignment:
                 self.send_assignment = False
-                assignment = {"topic_partitions": [{"topic_id": t, "partitions": p}
-                                                   for t, p in self.target.items()]}
+                assignment = {
+                    "topic_partitions": [
+                        {"topic_id": t, "partitions": p} for t, p in self.target.items()
+                    ]
+                }
             return self.answer(body, assignment=assignment)
 
     def heartbeats(self) -> list[dict[str, Any]]:
@@ -103,9 +115,13 @@ def member(cluster: FakeCluster, **overrides: Any) -> Stack:
 def joined(cluster: FakeCluster, coord: ScriptedCoordinator, parts: list[int]) -> Stack:
     coord.assign({cluster.topic_id(TOPIC): parts})
     s = member(cluster)
-    s.poll_until(lambda: s.subscriptions.assigned_partitions() == {tp(p) for p in parts}
-                 and s.coordinator.membership is not None
-                 and s.coordinator.membership.state is ConsumerMemberState.STABLE)
+    s.poll_until(
+        lambda: (
+            s.subscriptions.assigned_partitions() == {tp(p) for p in parts}
+            and s.coordinator.membership is not None
+            and s.coordinator.membership.state is ConsumerMemberState.STABLE
+        )
+    )
     return s
 
 
@@ -125,7 +141,8 @@ def test_join_reconcile_acknowledge_then_deltas(cluster: FakeCluster) -> None:
         assert first["topic_partitions"] == []
         acks = [b for b in coord.heartbeats() if b.get("topic_partitions")]
         assert acks and acks[0]["topic_partitions"] == [
-            {"topic_id": cluster.topic_id(TOPIC), "partitions": [0, 1]}]
+            {"topic_id": cluster.topic_id(TOPIC), "partitions": [0, 1]}
+        ]
         # Once acknowledged, heartbeats carry only what changed: nothing.
         n = len(coord.heartbeats())
         wait_for(lambda: len(coord.heartbeats()) >= n + 2, 10, message="more heartbeats")
@@ -135,8 +152,16 @@ def test_join_reconcile_acknowledge_then_deltas(cluster: FakeCluster) -> None:
         assert s.listener.names() == ["assigned"]
         # Commits carry the member epoch.
         s.subscriptions.seek(tp(0), 5)
-        cluster.script(8, [{"topics": [{"name": TOPIC, "partitions": [
-            {"partition_index": 0, "error_code": 0}]}]}])
+        cluster.script(
+            8,
+            [
+                {
+                    "topics": [
+                        {"name": TOPIC, "partitions": [{"partition_index": 0, "error_code": 0}]}
+                    ]
+                }
+            ],
+        )
         assert s.coordinator.commit_offsets_sync(s.subscriptions.all_consumed(), s.timer(5000))
         commit = cluster.requests(8)[-1][1]
         assert commit["generation_id_or_member_epoch"] == coord.epoch
@@ -150,10 +175,17 @@ def test_revocation_and_assignment_in_one_answer(cluster: FakeCluster) -> None:
     s = joined(cluster, coord, [0, 1])
     try:
         coord.assign({cluster.topic_id(TOPIC): [1, 2]})
-        s.poll_until(lambda: s.subscriptions.assigned_partitions() == {tp(1), tp(2)}
-                     and state(s) is ConsumerMemberState.STABLE)
-        assert s.listener.calls == [("assigned", [tp(0), tp(1)]), ("revoked", [tp(0)]),
-                                    ("assigned", [tp(2)])]
+        s.poll_until(
+            lambda: (
+                s.subscriptions.assigned_partitions() == {tp(1), tp(2)}
+                and state(s) is ConsumerMemberState.STABLE
+            )
+        )
+        assert s.listener.calls == [
+            ("assigned", [tp(0), tp(1)]),
+            ("revoked", [tp(0)]),
+            ("assigned", [tp(2)]),
+        ]
         acks = [b["topic_partitions"] for b in coord.heartbeats() if b.get("topic_partitions")]
         assert acks[-1] == [{"topic_id": cluster.topic_id(TOPIC), "partitions": [1, 2]}]
     finally:
@@ -169,12 +201,23 @@ def test_unknown_topic_id_waits_until_the_topic_appears(cluster: FakeCluster) ->
     try:
         s.poll_until(lambda: s.subscriptions.assigned_partitions() == {tp(0)})
         # Acknowledged what resolved; the unknown id waits.
-        wait_for(lambda: any(b.get("topic_partitions") == [
-            {"topic_id": cluster.topic_id(TOPIC), "partitions": [0]}] for b in coord.heartbeats()),
-            10, message="the partial acknowledgement")
+        wait_for(
+            lambda: any(
+                b.get("topic_partitions")
+                == [{"topic_id": cluster.topic_id(TOPIC), "partitions": [0]}]
+                for b in coord.heartbeats()
+            ),
+            10,
+            message="the partial acknowledgement",
+        )
         cluster.add_topic("later", 2, topic_id=later)
-        s.poll_until(lambda: s.subscriptions.assigned_partitions() == {
-            tp(0), TopicPartition("later", 0), TopicPartition("later", 1)}, timeout_ms=15000)
+        s.poll_until(
+            lambda: (
+                s.subscriptions.assigned_partitions()
+                == {tp(0), TopicPartition("later", 0), TopicPartition("later", 1)}
+            ),
+            timeout_ms=15000,
+        )
         s.poll_until(lambda: state(s) is ConsumerMemberState.STABLE)
     finally:
         s.close()
@@ -182,15 +225,20 @@ def test_unknown_topic_id_waits_until_the_topic_appears(cluster: FakeCluster) ->
 
 @pytest.mark.parametrize("error", [Errors.FencedMemberEpochError, Errors.UnknownMemberIdError])
 def test_fencing_releases_partitions_as_lost_and_rejoins_with_epoch_0(
-        cluster: FakeCluster, error: type[Errors.BrokerResponseError]) -> None:
+    cluster: FakeCluster, error: type[Errors.BrokerResponseError]
+) -> None:
     coord = ScriptedCoordinator(cluster)
     s = joined(cluster, coord, [0, 1])
     try:
         member_id = s.coordinator.member_id()
         coord.script.append(lambda body: coord.answer(body, error_code=error.errno))
         s.poll_until(lambda: ("lost", [tp(0), tp(1)]) in s.listener.calls)
-        s.poll_until(lambda: state(s) is ConsumerMemberState.STABLE
-                     and s.subscriptions.assigned_partitions() == {tp(0), tp(1)})
+        s.poll_until(
+            lambda: (
+                state(s) is ConsumerMemberState.STABLE
+                and s.subscriptions.assigned_partitions() == {tp(0), tp(1)}
+            )
+        )
         rejoin = [b for b in coord.heartbeats() if b["member_epoch"] == 0]
         assert len(rejoin) >= 2
         # The same member id, a full heartbeat.
@@ -201,18 +249,23 @@ def test_fencing_releases_partitions_as_lost_and_rejoins_with_epoch_0(
         s.close()
 
 
-@pytest.mark.parametrize("code", [Errors.NotCoordinatorError.errno,
-                                  Errors.CoordinatorNotAvailableError.errno])
-def test_coordinator_errors_rediscover_and_keep_the_membership(cluster: FakeCluster,
-                                                               code: int) -> None:
+@pytest.mark.parametrize(
+    "code", [Errors.NotCoordinatorError.errno, Errors.CoordinatorNotAvailableError.errno]
+)
+def test_coordinator_errors_rediscover_and_keep_the_membership(
+    cluster: FakeCluster, code: int
+) -> None:
     coord = ScriptedCoordinator(cluster)
     s = joined(cluster, coord, [0])
     try:
         finds = len(cluster.requests(FIND_COORDINATOR))
         n = len(coord.heartbeats())
         coord.script.append(lambda body: coord.answer(body, error_code=code))
-        wait_for(lambda: len(cluster.requests(FIND_COORDINATOR)) > finds, 10,
-                 message="a new FindCoordinator")
+        wait_for(
+            lambda: len(cluster.requests(FIND_COORDINATOR)) > finds,
+            10,
+            message="a new FindCoordinator",
+        )
         wait_for(lambda: len(coord.heartbeats()) >= n + 3, 10, message="heartbeats resume")
         assert state(s) is ConsumerMemberState.STABLE
         assert s.listener.names() == ["assigned"]
@@ -222,8 +275,10 @@ def test_coordinator_errors_rediscover_and_keep_the_membership(cluster: FakeClus
 
 def test_load_in_progress_is_retried_after_a_backoff(cluster: FakeCluster) -> None:
     coord = ScriptedCoordinator(cluster)
-    coord.script.extend([lambda body: coord.answer(
-        body, error_code=Errors.CoordinatorLoadInProgressError.errno)] * 3)
+    coord.script.extend(
+        [lambda body: coord.answer(body, error_code=Errors.CoordinatorLoadInProgressError.errno)]
+        * 3
+    )
     coord.assign({cluster.topic_id(TOPIC): [0]})
     s = member(cluster)
     try:
@@ -234,17 +289,27 @@ def test_load_in_progress_is_retried_after_a_backoff(cluster: FakeCluster) -> No
         s.close()
 
 
-@pytest.mark.parametrize("error", [
-    Errors.GroupAuthorizationFailedError, Errors.InvalidRequestError,
-    Errors.GroupMaxSizeReachedError, Errors.UnsupportedAssignorError,
-    Errors.UnsupportedVersionError, Errors.UnreleasedInstanceIdError,
-    Errors.FencedInstanceIdError, Errors.InvalidRegularExpressionError,
-    Errors.for_code(-1)])
-def test_fatal_errors_are_raised_by_the_next_poll(cluster: FakeCluster,
-                                                  error: type[Errors.KafkaError]) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        Errors.GroupAuthorizationFailedError,
+        Errors.InvalidRequestError,
+        Errors.GroupMaxSizeReachedError,
+        Errors.UnsupportedAssignorError,
+        Errors.UnsupportedVersionError,
+        Errors.UnreleasedInstanceIdError,
+        Errors.FencedInstanceIdError,
+        Errors.InvalidRegularExpressionError,
+        Errors.for_code(-1),
+    ],
+)
+def test_fatal_errors_are_raised_by_the_next_poll(
+    cluster: FakeCluster, error: type[Errors.KafkaError]
+) -> None:
     coord = ScriptedCoordinator(cluster)
-    coord.script.append(lambda body: coord.answer(body, error_code=error.errno,
-                                                  error_message="scripted"))
+    coord.script.append(
+        lambda body: coord.answer(body, error_code=error.errno, error_message="scripted")
+    )
     s = member(cluster)
     try:
         with pytest.raises(error):
@@ -261,8 +326,11 @@ def test_topic_authorization_failure_is_raised_and_heartbeats_go_on(cluster: Fak
     coord = ScriptedCoordinator(cluster)
     s = joined(cluster, coord, [0])
     try:
-        coord.script.append(lambda body: coord.answer(
-            body, error_code=Errors.TopicAuthorizationFailedError.errno, error_message="denied"))
+        coord.script.append(
+            lambda body: coord.answer(
+                body, error_code=Errors.TopicAuthorizationFailedError.errno, error_message="denied"
+            )
+        )
         with pytest.raises(Errors.TopicAuthorizationFailedError):
             s.poll_until(lambda: False, timeout_ms=10000)
         n = len(coord.heartbeats())
@@ -277,10 +345,20 @@ def test_heartbeat_answered_after_the_member_left_changes_nothing(cluster: FakeC
     s = joined(cluster, coord, [0, 1])
     try:
         # The next heartbeat's answer (a new assignment) arrives only after we left.
-        coord.script.append(lambda body: Reply(coord.answer(
-            body, member_epoch=coord.epoch + 1,
-            assignment={"topic_partitions": [{"topic_id": cluster.topic_id(TOPIC),
-                                              "partitions": [2]}]}), delay_s=1.0))
+        coord.script.append(
+            lambda body: Reply(
+                coord.answer(
+                    body,
+                    member_epoch=coord.epoch + 1,
+                    assignment={
+                        "topic_partitions": [
+                            {"topic_id": cluster.topic_id(TOPIC), "partitions": [2]}
+                        ]
+                    },
+                ),
+                delay_s=1.0,
+            )
+        )
         n = len(coord.heartbeats())
         wait_for(lambda: len(coord.heartbeats()) > n, 10, message="the delayed heartbeat sent")
         s.coordinator.on_leave_prepare()
@@ -302,8 +380,17 @@ def test_stale_member_epoch_on_commit_is_retried_with_the_new_epoch(cluster: Fak
     s = joined(cluster, coord, [0])
     try:
         stale = Errors.StaleMemberEpochError.errno
-        cluster.script(8, [{"topics": [{"name": TOPIC, "partitions": [
-            {"partition_index": 0, "error_code": code}]}]} for code in (stale, 0)])
+        cluster.script(
+            8,
+            [
+                {
+                    "topics": [
+                        {"name": TOPIC, "partitions": [{"partition_index": 0, "error_code": code}]}
+                    ]
+                }
+                for code in (stale, 0)
+            ],
+        )
         s.subscriptions.seek(tp(0), 3)
         assert s.coordinator.commit_offsets_sync(s.subscriptions.all_consumed(), s.timer(5000))
         assert len(cluster.requests(8)) == 2
@@ -312,7 +399,8 @@ def test_stale_member_epoch_on_commit_is_retried_with_the_new_epoch(cluster: Fak
 
 
 def test_broker_without_the_protocol_fails_the_first_poll_naming_the_setting(
-        cluster: FakeCluster) -> None:
+    cluster: FakeCluster,
+) -> None:
     # A broker that does not advertise ConsumerGroupHeartbeat (as brokers before Kafka 4.0).
     cluster.set_api_versions({k: v for k, v in SUPPORTED_VERSIONS.items() if k != CGH})
     s = member(cluster)
@@ -326,13 +414,17 @@ def test_broker_without_the_protocol_fails_the_first_poll_naming_the_setting(
 def test_first_heartbeat_carries_assignor_rack_and_static_instance(cluster: FakeCluster) -> None:
     coord = ScriptedCoordinator(cluster)
     coord.assign({cluster.topic_id(TOPIC): [0]})
-    s = member(cluster, group_remote_assignor="range", client_rack="rack-7",
-               group_instance_id="instance-1")
+    s = member(
+        cluster, group_remote_assignor="range", client_rack="rack-7", group_instance_id="instance-1"
+    )
     try:
         s.poll_until(lambda: state(s) is ConsumerMemberState.STABLE)
         first = coord.heartbeats()[0]
         assert (first["server_assignor"], first["rack_id"], first["instance_id"]) == (
-            "range", "rack-7", "instance-1")
+            "range",
+            "rack-7",
+            "instance-1",
+        )
         s.close()
         # A static member leaves with epoch -2: the broker keeps its partitions for a restart.
         assert coord.heartbeats()[-1]["member_epoch"] == -2
@@ -340,14 +432,19 @@ def test_first_heartbeat_carries_assignor_rack_and_static_instance(cluster: Fake
         s.close()
 
 
-def test_keys_of_the_other_protocol_warn_once(cluster: FakeCluster,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_keys_of_the_other_protocol_warn_once(
+    cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
     from kafkaconsumer.internals import consumer_coordinator
 
     consumer_coordinator._warned_keys.clear()
     for _ in range(2):
-        s = Stack(cluster.bootstrap_servers, "g848", group_protocol="consumer",
-                  partition_assignment_strategy=["range"])
+        s = Stack(
+            cluster.bootstrap_servers,
+            "g848",
+            group_protocol="consumer",
+            partition_assignment_strategy=["range"],
+        )
         s.close()
     warnings = [r for r in caplog.records if "partition.assignment.strategy is set" in r.message]
     assert len(warnings) == 1

@@ -35,8 +35,10 @@ PER_PARTITION = 40
 @pytest.fixture
 def bootstrap(broker: Any) -> str:
     if not broker.supports(CONSUMER_GROUP_HEARTBEAT):
-        pytest.skip(f"the {broker.kind} broker does not implement the consumer group protocol "
-                    "(no ConsumerGroupHeartbeat)")
+        pytest.skip(
+            f"the {broker.kind} broker does not implement the consumer group protocol "
+            "(no ConsumerGroupHeartbeat)"
+        )
     return str(broker.bootstrap_servers)
 
 
@@ -44,8 +46,9 @@ def _all(topic: str, n: int = PARTITIONS) -> set[TopicPartition]:
     return {TopicPartition(topic, p) for p in range(n)}
 
 
-def _member(name: str, bootstrap: str, group: str, topics: Any, ledger: Ledger,
-            **kw: Any) -> Member:
+def _member(
+    name: str, bootstrap: str, group: str, topics: Any, ledger: Ledger, **kw: Any
+) -> Member:
     return Member(name, bootstrap, group, topics, ledger, group_protocol="consumer", **kw)
 
 
@@ -69,26 +72,46 @@ def test_membership_churn_processes_every_record_exactly_once(bootstrap: str) ->
     members = [m1]
     m1.start()
     try:
-        wait_until(lambda: m1.assignment() == everything and ledger.count("m1") > 0, 30,
-                   "m1 owns everything", members)
+        wait_until(
+            lambda: m1.assignment() == everything and ledger.count("m1") > 0,
+            30,
+            "m1 owns everything",
+            members,
+        )
         for name in ("m2", "m3"):
             m = _member(name, bootstrap, group, [topic], ledger, **opts)
             members.append(m)
             m.start()
-            wait_until(lambda: stable_split(members, everything), 30,
-                       f"a stable split over {len(members)} members", members)
+            wait_until(
+                lambda: stable_split(members, everything),
+                30,
+                f"a stable split over {len(members)} members",
+                members,
+            )
             before = ledger.count(name)
-            wait_until(lambda n=name, b=before: ledger.count(n) > b, 30,  # type: ignore[misc]
-                       f"{name} processes", members)
+            wait_until(
+                lambda n=name, b=before: ledger.count(n) > b,
+                30,  # type: ignore[misc]
+                f"{name} processes",
+                members,
+            )
         for leaving in (members[2], members[1]):
             leaving.stop()
             members.remove(leaving)
             assert leaving.error is None, leaving.error
-            wait_until(lambda: stable_split(members, everything), 30,
-                       f"a stable split over {len(members)} members", members)
+            wait_until(
+                lambda: stable_split(members, everything),
+                30,
+                f"a stable split over {len(members)} members",
+                members,
+            )
         m1.delay_per_poll_s = 0.0
-        wait_until(lambda: len(ledger.distinct()) >= PARTITIONS * PER_PARTITION, 60,
-                   "every record processed", members)
+        wait_until(
+            lambda: len(ledger.distinct()) >= PARTITIONS * PER_PARTITION,
+            60,
+            "every record processed",
+            members,
+        )
         m1.stop()
         assert m1.error is None, m1.error
     finally:
@@ -136,20 +159,26 @@ def test_static_member_restart_keeps_its_partitions(bootstrap: str) -> None:
 
 @pytest.mark.timeout(90)
 def test_poll_interval_expiry_loses_partitions_then_commit_fails_then_rejoins(
-        bootstrap: str) -> None:
+    bootstrap: str,
+) -> None:
     topic = create_topic(bootstrap, 2)
     produce(bootstrap, topic, 2, 10)
     group = unique_name("g848-poll")
     ledger = Ledger()
-    m = _member("m", bootstrap, group, [topic], ledger, max_poll_interval_ms=3000,
-                commit_on_revoke=False)
+    m = _member(
+        "m", bootstrap, group, [topic], ledger, max_poll_interval_ms=3000, commit_on_revoke=False
+    )
     outcome: dict[str, Any] = {}
     try:
         m.start()
         wait_until(lambda: m.assignment() == _all(topic, 2), 30, "assigned", [m])
         m.paused.set()
-        wait_until(lambda: _state(m) is ConsumerMemberState.STALE, 20,
-                   "the member left after max.poll.interval.ms", [m])
+        wait_until(
+            lambda: _state(m) is ConsumerMemberState.STALE,
+            20,
+            "the member left after max.poll.interval.ms",
+            [m],
+        )
 
         def commit(member: Member) -> None:
             try:
@@ -162,18 +191,22 @@ def test_poll_interval_expiry_loses_partitions_then_commit_fails_then_rejoins(
         wait_until(lambda: outcome.get("done"), 20, "the commit attempt", [m])
         assert isinstance(outcome.get("error"), Errors.CommitFailedError), outcome
         m.paused.clear()
-        wait_until(lambda: m.assignment() == _all(topic, 2)
-                   and _state(m) is ConsumerMemberState.STABLE, 30, "rejoined", [m])
+        wait_until(
+            lambda: m.assignment() == _all(topic, 2) and _state(m) is ConsumerMemberState.STABLE,
+            30,
+            "rejoined",
+            [m],
+        )
         assert ("lost", sorted(_all(topic, 2))) in [
-            (n, sorted(p)) for n, p in m.listener.snapshot()]
+            (n, sorted(p)) for n, p in m.listener.snapshot()
+        ]
     finally:
         m.stop()
     assert m.error is None, m.error
 
 
 @pytest.mark.timeout(90)
-def test_member_gone_without_leaving_is_expelled_after_the_session_timeout(
-        bootstrap: str) -> None:
+def test_member_gone_without_leaving_is_expelled_after_the_session_timeout(bootstrap: str) -> None:
     topic = create_topic(bootstrap, 4)
     everything = _all(topic, 4)
     group = unique_name("g848-expel")
@@ -189,8 +222,12 @@ def test_member_gone_without_leaving_is_expelled_after_the_session_timeout(
         coordinator = b.consumer._coordinator
         assert coordinator is not None
         coordinator._close_heartbeat_thread(5)
-        wait_until(lambda: a.assignment() == everything, 40,
-                   "b's partitions moved to a after the session timeout", [a])
+        wait_until(
+            lambda: a.assignment() == everything,
+            40,
+            "b's partitions moved to a after the session timeout",
+            [a],
+        )
     finally:
         a.stop()
         b.leave_on_close = False
@@ -206,25 +243,33 @@ def test_group_mixing_our_member_with_librdkafka(bootstrap: str) -> None:
     produce(bootstrap, topic, 4, 30)
     group = unique_name("g848-mixed")
     ledger = Ledger()
-    ours = _member("ours", bootstrap, group, [topic], ledger, delay_per_poll_s=0.05,
-                   max_poll_records=2)
+    ours = _member(
+        "ours", bootstrap, group, [topic], ledger, delay_per_poll_s=0.05, max_poll_records=2
+    )
     seen: list[tuple[str, int, int]] = []
     rd_assignment: set[TopicPartition] = set()
     stop = threading.Event()
     lock = threading.Lock()
 
     def librdkafka_member() -> None:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                      "group.protocol": "consumer", "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest"})
+        c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
         c.subscribe([topic])
         try:
             while not stop.is_set():
                 msg = c.poll(0.1)
                 with lock:
                     rd_assignment.clear()
-                    rd_assignment.update(TopicPartition(t.topic, t.partition)
-                                         for t in c.assignment())
+                    rd_assignment.update(
+                        TopicPartition(t.topic, t.partition) for t in c.assignment()
+                    )
                 if msg is None or msg.error():
                     continue
                 seen.append((msg.topic(), msg.partition(), msg.offset()))
@@ -243,17 +288,24 @@ def test_group_mixing_our_member_with_librdkafka(bootstrap: str) -> None:
             with lock:
                 theirs = set(rd_assignment)
             mine = ours.assignment()
-            return bool(mine) and bool(theirs) and not (mine & theirs) and mine | theirs == everything
+            return (
+                bool(mine) and bool(theirs) and not (mine & theirs) and mine | theirs == everything
+            )
 
         wait_until(split, 40, "a split between our member and librdkafka's", [ours])
         wait_until(lambda: len(seen) > 0, 30, "librdkafka processes", [ours])
         stop.set()
         rd.join(20)
-        wait_until(lambda: ours.assignment() == everything, 40, "ours owns everything again",
-                   [ours])
+        wait_until(
+            lambda: ours.assignment() == everything, 40, "ours owns everything again", [ours]
+        )
         ours.delay_per_poll_s = 0.0
-        wait_until(lambda: len(ledger.distinct() | set(seen)) >= 4 * 30, 60,
-                   "every record processed", [ours])
+        wait_until(
+            lambda: len(ledger.distinct() | set(seen)) >= 4 * 30,
+            60,
+            "every record processed",
+            [ours],
+        )
     finally:
         stop.set()
         ours.stop()
@@ -285,12 +337,15 @@ def test_online_upgrade_of_a_classic_group_loses_nothing(bootstrap: str) -> None
             new = _member(name, bootstrap, group, [topic], ledger, **opts)
             members = [m for m in members if m is not old] + [new]
             new.start()
-            wait_until(lambda ms=members: stable_split(ms, everything),  # type: ignore[misc]
-                       40, f"a split with {name} on the consumer protocol", members)
+            wait_until(
+                lambda ms=members: stable_split(ms, everything),  # type: ignore[misc]
+                40,
+                f"a split with {name} on the consumer protocol",
+                members,
+            )
         for m in members:
             m.delay_per_poll_s = 0.0
-        wait_until(lambda: len(ledger.distinct()) >= 4 * 60, 60, "every record processed",
-                   members)
+        wait_until(lambda: len(ledger.distinct()) >= 4 * 60, 60, "every record processed", members)
     finally:
         for m in (a, b, *members):
             if m.is_alive():
@@ -308,15 +363,25 @@ def test_pattern_subscription_picks_up_a_new_topic(bootstrap: str) -> None:
     first = create_topic(bootstrap, 2, name=f"{prefix}-a")
     group = unique_name("g848-pattern")
     ledger = Ledger()
-    m = _member("m", bootstrap, group, re.compile(re.escape(prefix) + "-.*"), ledger,
-                metadata_max_age_ms=500)
+    m = _member(
+        "m",
+        bootstrap,
+        group,
+        re.compile(re.escape(prefix) + "-.*"),
+        ledger,
+        metadata_max_age_ms=500,
+    )
     try:
         m.start()
         wait_until(lambda: m.assignment() == _all(first, 2), 30, "the first topic", [m])
         second = create_topic(bootstrap, 2, name=f"{prefix}-b")
         produce(bootstrap, second, 2, 5)
-        wait_until(lambda: m.assignment() == _all(first, 2) | _all(second, 2), 40,
-                   "the new topic assigned", [m])
+        wait_until(
+            lambda: m.assignment() == _all(first, 2) | _all(second, 2),
+            40,
+            "the new topic assigned",
+            [m],
+        )
         wait_until(lambda: ledger.count("m") >= 10, 30, "its records", [m])
     finally:
         m.stop()
@@ -356,8 +421,9 @@ def test_kip983_async_processing_exactly_once(bootstrap: str) -> None:
             if outstanding & pending:
                 consumer.delay_revoke(outstanding & pending)
 
-    opts: dict[str, Any] = dict(delay_per_poll_s=0.02, max_poll_records=5, on_poll=processing,
-                                commit_on_revoke=False)
+    opts: dict[str, Any] = dict(
+        delay_per_poll_s=0.02, max_poll_records=5, on_poll=processing, commit_on_revoke=False
+    )
     a = _member("a", bootstrap, group, [topic], Ledger(), **opts)
     b = _member("b", bootstrap, group, [topic], Ledger(), **opts)
     try:
@@ -384,8 +450,13 @@ def test_broker_without_the_protocol_raises_at_the_first_poll(broker: Any) -> No
     if broker.supports(CONSUMER_GROUP_HEARTBEAT):
         pytest.skip("this broker implements the consumer group protocol")
     topic = create_topic(broker.bootstrap_servers, 1)
-    consumer = KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers,
-                              "group.id": unique_name("g848-old"), "group.protocol": "consumer"})
+    consumer = KafkaConsumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": unique_name("g848-old"),
+            "group.protocol": "consumer",
+        }
+    )
     try:
         consumer.subscribe([topic])
         with pytest.raises(Errors.UnsupportedVersionError, match="group.protocol"):
@@ -411,13 +482,18 @@ def test_admin_describes_consumer_and_classic_groups(bootstrap: str) -> None:
     try:
         for m in (a, b, c):
             m.start()
-        wait_until(lambda: stable_split([a, b], everything) and c.assignment() == everything,
-                   40, "both groups stable", [a, b, c])
+        wait_until(
+            lambda: stable_split([a, b], everything) and c.assignment() == everything,
+            40,
+            "both groups stable",
+            [a, b, c],
+        )
 
         def settled() -> bool:
             d = admin.describe_groups([group])[group]
             return len(d.members) == 2 and all(
-                m.assignment == m.target_assignment and m.assignment for m in d.members)
+                m.assignment == m.target_assignment and m.assignment for m in d.members
+            )
 
         wait_until(settled, 30, "the broker sees both members reconciled", [a, b])
         both = admin.describe_groups([group, classic_group])
@@ -427,8 +503,10 @@ def test_admin_describes_consumer_and_classic_groups(bootstrap: str) -> None:
         assert all(m.member_epoch is not None and m.member_epoch > 0 for m in d.members)
         assert set().union(*(set(m.assignment) for m in d.members)) == everything
         ids = {m.member_id for m in d.members}
-        assert ids == {x.consumer._coordinator.member_id() for x in (a, b)  # type: ignore[union-attr]
-                       }
+        assert ids == {
+            x.consumer._coordinator.member_id()
+            for x in (a, b)  # type: ignore[union-attr]
+        }
         classic = both[classic_group]
         assert (classic.type, classic.state) == ("classic", "Stable")
         assert [set(m.assignment) for m in classic.members] == [everything]

@@ -79,8 +79,10 @@ def count(cluster: FakeCluster, api: int) -> int:
 
 # ----------------------------------------------------------------------------- FindCoordinator
 
-@pytest.mark.parametrize("code", [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
-                                  COORDINATOR_LOAD_IN_PROGRESS])
+
+@pytest.mark.parametrize(
+    "code", [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS]
+)
 def test_find_coordinator_retriable_errors_are_retried(cluster: FakeCluster, code: int) -> None:
     cluster.fail(ApiKey.FIND_COORDINATOR, code, times=2)
     s = stack(cluster)
@@ -111,15 +113,20 @@ def test_dead_coordinator_is_rediscovered_by_the_heartbeat_thread(cluster: FakeC
         cluster.coordinator_id = 1
         cluster.kill(0)
         # Nobody polls: the heartbeat thread notices the dead connection and looks it up again.
-        wait_for(lambda: count(cluster, ApiKey.FIND_COORDINATOR) > finds, 10,
-                 message="a new FindCoordinator")
-        wait_for(lambda: s.coordinator.coordinator == coordinator_node_id(1), 10,
-                 message="coordinator 1")
+        wait_for(
+            lambda: count(cluster, ApiKey.FIND_COORDINATOR) > finds,
+            10,
+            message="a new FindCoordinator",
+        )
+        wait_for(
+            lambda: s.coordinator.coordinator == coordinator_node_id(1), 10, message="coordinator 1"
+        )
     finally:
         s.close()
 
 
 # --------------------------------------------------------------------------------- JoinGroup
+
 
 @pytest.mark.parametrize("code", [COORDINATOR_LOAD_IN_PROGRESS, REBALANCE_IN_PROGRESS])
 def test_join_group_retriable_errors_rejoin(cluster: FakeCluster, code: int) -> None:
@@ -168,22 +175,25 @@ def test_join_group_unknown_member_id_resets_member_id(cluster: FakeCluster) -> 
         s.coordinator.enforce_rebalance("test")
         s.join()
         joins = [body["member_id"] for _h, body in cluster.requests(ApiKey.JOIN_GROUP)]
-        assert joins[0] != ""       # the rejoin with the old member id got UNKNOWN_MEMBER_ID
-        assert joins[1] == ""       # so the member id was reset
+        assert joins[0] != ""  # the rejoin with the old member id got UNKNOWN_MEMBER_ID
+        assert joins[1] == ""  # so the member id was reset
     finally:
         s.close()
 
 
-@pytest.mark.parametrize("code,error", [
-    (INCONSISTENT_GROUP_PROTOCOL, Errors.InconsistentGroupProtocolError),
-    (INVALID_SESSION_TIMEOUT, Errors.InvalidSessionTimeoutError),
-    (INVALID_GROUP_ID, Errors.InvalidGroupIdError),
-    (GROUP_AUTHORIZATION_FAILED, Errors.GroupAuthorizationFailedError),
-    (GROUP_MAX_SIZE_REACHED, Errors.GroupMaxSizeReachedError),
-    (FENCED_INSTANCE_ID, Errors.FencedInstanceIdError),
-    (UNSUPPORTED_VERSION, Errors.UnsupportedVersionError),
-    (UNKNOWN_SERVER_ERROR, Errors.KafkaError),
-])
+@pytest.mark.parametrize(
+    "code,error",
+    [
+        (INCONSISTENT_GROUP_PROTOCOL, Errors.InconsistentGroupProtocolError),
+        (INVALID_SESSION_TIMEOUT, Errors.InvalidSessionTimeoutError),
+        (INVALID_GROUP_ID, Errors.InvalidGroupIdError),
+        (GROUP_AUTHORIZATION_FAILED, Errors.GroupAuthorizationFailedError),
+        (GROUP_MAX_SIZE_REACHED, Errors.GroupMaxSizeReachedError),
+        (FENCED_INSTANCE_ID, Errors.FencedInstanceIdError),
+        (UNSUPPORTED_VERSION, Errors.UnsupportedVersionError),
+        (UNKNOWN_SERVER_ERROR, Errors.KafkaError),
+    ],
+)
 def test_join_group_fatal_errors_raise(cluster: FakeCluster, code: int, error: type) -> None:
     cluster.fail(ApiKey.JOIN_GROUP, code)
     s = stack(cluster)
@@ -197,13 +207,17 @@ def test_join_group_fatal_errors_raise(cluster: FakeCluster, code: int, error: t
 
 # --------------------------------------------------------------------------------- SyncGroup
 
-@pytest.mark.parametrize("code,member_id_reset", [
-    (REBALANCE_IN_PROGRESS, False),
-    (ILLEGAL_GENERATION, False),
-    (UNKNOWN_MEMBER_ID, True),
-    (COORDINATOR_NOT_AVAILABLE, False),
-    (NOT_COORDINATOR, False),
-])
+
+@pytest.mark.parametrize(
+    "code,member_id_reset",
+    [
+        (REBALANCE_IN_PROGRESS, False),
+        (ILLEGAL_GENERATION, False),
+        (UNKNOWN_MEMBER_ID, True),
+        (COORDINATOR_NOT_AVAILABLE, False),
+        (NOT_COORDINATOR, False),
+    ],
+)
 def test_sync_group_errors_rejoin(cluster: FakeCluster, code: int, member_id_reset: bool) -> None:
     s = stack(cluster, **SHORT_SESSION)
     try:
@@ -221,11 +235,14 @@ def test_sync_group_errors_rejoin(cluster: FakeCluster, code: int, member_id_res
         s.close()
 
 
-@pytest.mark.parametrize("code,error", [
-    (GROUP_AUTHORIZATION_FAILED, Errors.GroupAuthorizationFailedError),
-    (FENCED_INSTANCE_ID, Errors.FencedInstanceIdError),
-    (UNKNOWN_SERVER_ERROR, Errors.KafkaError),
-])
+@pytest.mark.parametrize(
+    "code,error",
+    [
+        (GROUP_AUTHORIZATION_FAILED, Errors.GroupAuthorizationFailedError),
+        (FENCED_INSTANCE_ID, Errors.FencedInstanceIdError),
+        (UNKNOWN_SERVER_ERROR, Errors.KafkaError),
+    ],
+)
 def test_sync_group_fatal_errors_raise(cluster: FakeCluster, code: int, error: type) -> None:
     cluster.fail(ApiKey.SYNC_GROUP, code)
     s = stack(cluster)
@@ -237,6 +254,7 @@ def test_sync_group_fatal_errors_raise(cluster: FakeCluster, code: int, error: t
 
 
 # --------------------------------------------------------------------------------- Heartbeat
+
 
 def _wait_heartbeat_answered(cluster: FakeCluster, s: Stack) -> None:
     n = count(cluster, ApiKey.HEARTBEAT)
@@ -259,16 +277,21 @@ def test_heartbeat_rebalance_in_progress_rejoins_at_next_poll(cluster: FakeClust
         s.close()
 
 
-@pytest.mark.parametrize("code,member_id_kept", [(ILLEGAL_GENERATION, True),
-                                                 (UNKNOWN_MEMBER_ID, False)])
-def test_heartbeat_generation_errors_reset_generation(cluster: FakeCluster, code: int,
-                                                      member_id_kept: bool) -> None:
+@pytest.mark.parametrize(
+    "code,member_id_kept", [(ILLEGAL_GENERATION, True), (UNKNOWN_MEMBER_ID, False)]
+)
+def test_heartbeat_generation_errors_reset_generation(
+    cluster: FakeCluster, code: int, member_id_kept: bool
+) -> None:
     s = joined(cluster, **SHORT_SESSION)
     try:
         member = s.coordinator.member_id()
         cluster.fail(ApiKey.HEARTBEAT, code)
-        wait_for(lambda: s.coordinator.generation_snapshot().generation_id == -1, 10,
-                 message="generation reset")
+        wait_for(
+            lambda: s.coordinator.generation_snapshot().generation_id == -1,
+            10,
+            message="generation reset",
+        )
         assert (s.coordinator.member_id() == member) is member_id_kept
         s.listener.calls.clear()
         cluster.clear_requests()
@@ -285,9 +308,14 @@ def test_heartbeat_fenced_instance_id_is_fatal_at_next_poll(cluster: FakeCluster
     s = joined(cluster, group_instance_id="instance-1")
     try:
         cluster.fail(ApiKey.HEARTBEAT, FENCED_INSTANCE_ID)
-        wait_for(lambda: s.coordinator.heartbeat_thread is None
-                 or s.coordinator.heartbeat_thread.failure is not None, 10,
-                 message="heartbeat failure stored")
+        wait_for(
+            lambda: (
+                s.coordinator.heartbeat_thread is None
+                or s.coordinator.heartbeat_thread.failure is not None
+            ),
+            10,
+            message="heartbeat failure stored",
+        )
         with pytest.raises(Errors.FencedInstanceIdError):
             s.coordinator.poll(s.timer(1000))
     finally:
@@ -298,9 +326,14 @@ def test_heartbeat_group_authorization_failure_is_fatal_at_next_poll(cluster: Fa
     s = joined(cluster)
     try:
         cluster.fail(ApiKey.HEARTBEAT, GROUP_AUTHORIZATION_FAILED)
-        wait_for(lambda: s.coordinator.heartbeat_thread is not None
-                 and s.coordinator.heartbeat_thread.failure is not None, 10,
-                 message="heartbeat failure stored")
+        wait_for(
+            lambda: (
+                s.coordinator.heartbeat_thread is not None
+                and s.coordinator.heartbeat_thread.failure is not None
+            ),
+            10,
+            message="heartbeat failure stored",
+        )
         with pytest.raises(Errors.GroupAuthorizationFailedError):
             s.coordinator.poll(s.timer(1000))
     finally:
@@ -313,8 +346,7 @@ def test_heartbeat_coordinator_errors_rediscover(cluster: FakeCluster, code: int
     try:
         finds = count(cluster, ApiKey.FIND_COORDINATOR)
         cluster.fail(ApiKey.HEARTBEAT, code)
-        wait_for(lambda: count(cluster, ApiKey.FIND_COORDINATOR) > finds, 10,
-                 message="rediscovery")
+        wait_for(lambda: count(cluster, ApiKey.FIND_COORDINATOR) > finds, 10, message="rediscovery")
         # Still a member of the same generation.
         wait_for(lambda: s.coordinator.coordinator is not None, 10, message="coordinator known")
         assert s.coordinator.generation_if_stable() is not None
@@ -334,7 +366,10 @@ def test_heartbeats_continue_without_polls(cluster: FakeCluster) -> None:
 
 # -------------------------------------------------------------------------------- LeaveGroup
 
-@pytest.mark.parametrize("code", [UNKNOWN_MEMBER_ID, COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR])
+
+@pytest.mark.parametrize(
+    "code", [UNKNOWN_MEMBER_ID, COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR]
+)
 def test_leave_group_errors_are_logged_and_close_completes(cluster: FakeCluster, code: int) -> None:
     s = joined(cluster)
     cluster.fail(ApiKey.LEAVE_GROUP, code)
@@ -346,7 +381,7 @@ def test_leave_group_errors_are_logged_and_close_completes(cluster: FakeCluster,
 def test_leave_group_carries_reason(cluster: FakeCluster) -> None:
     s = joined(cluster)
     s.close()
-    (_h, body), = cluster.requests(ApiKey.LEAVE_GROUP)
+    ((_h, body),) = cluster.requests(ApiKey.LEAVE_GROUP)
     member = body["members"][0]
     assert member["member_id"]
     assert "closed" in (member["reason"] or "")
@@ -358,7 +393,7 @@ def test_static_member_close_does_not_leave_unless_asked(cluster: FakeCluster) -
     assert count(cluster, ApiKey.LEAVE_GROUP) == 0
     s2 = joined(cluster, group_instance_id="static-1")
     s2.close(leave_group=True)
-    (_h, body), = cluster.requests(ApiKey.LEAVE_GROUP)
+    ((_h, body),) = cluster.requests(ApiKey.LEAVE_GROUP)
     assert body["members"][0]["group_instance_id"] == "static-1"
 
 
@@ -367,8 +402,16 @@ def test_static_member_close_does_not_leave_unless_asked(cluster: FakeCluster) -
 OFFSETS = {TP0: OffsetAndMetadata(42, "meta")}
 
 
-@pytest.mark.parametrize("code", [COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_TOPIC_OR_PARTITION,
-                                  COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, REQUEST_TIMED_OUT])
+@pytest.mark.parametrize(
+    "code",
+    [
+        COORDINATOR_LOAD_IN_PROGRESS,
+        UNKNOWN_TOPIC_OR_PARTITION,
+        COORDINATOR_NOT_AVAILABLE,
+        NOT_COORDINATOR,
+        REQUEST_TIMED_OUT,
+    ],
+)
 def test_commit_retriable_errors_are_retried(cluster: FakeCluster, code: int) -> None:
     s = joined(cluster)
     try:
@@ -381,14 +424,17 @@ def test_commit_retriable_errors_are_retried(cluster: FakeCluster, code: int) ->
         s.close()
 
 
-@pytest.mark.parametrize("code,error", [
-    (OFFSET_METADATA_TOO_LARGE, Errors.OffsetMetadataTooLargeError),
-    (INVALID_COMMIT_OFFSET_SIZE, Errors.InvalidCommitOffsetSizeError),
-    (GROUP_AUTHORIZATION_FAILED, Errors.GroupAuthorizationFailedError),
-    (TOPIC_AUTHORIZATION_FAILED, Errors.TopicAuthorizationFailedError),
-    (FENCED_INSTANCE_ID, Errors.FencedInstanceIdError),
-    (UNKNOWN_SERVER_ERROR, Errors.KafkaError),
-])
+@pytest.mark.parametrize(
+    "code,error",
+    [
+        (OFFSET_METADATA_TOO_LARGE, Errors.OffsetMetadataTooLargeError),
+        (INVALID_COMMIT_OFFSET_SIZE, Errors.InvalidCommitOffsetSizeError),
+        (GROUP_AUTHORIZATION_FAILED, Errors.GroupAuthorizationFailedError),
+        (TOPIC_AUTHORIZATION_FAILED, Errors.TopicAuthorizationFailedError),
+        (FENCED_INSTANCE_ID, Errors.FencedInstanceIdError),
+        (UNKNOWN_SERVER_ERROR, Errors.KafkaError),
+    ],
+)
 def test_commit_fatal_errors_raise(cluster: FakeCluster, code: int, error: type) -> None:
     s = joined(cluster)
     try:
@@ -436,7 +482,9 @@ def test_commit_async_callbacks_run_in_order_with_retriable_wrapped(cluster: Fak
             s.coordinator.commit_offsets_async(
                 {TP0: OffsetAndMetadata(offset)},
                 lambda offsets, exc: seen.append(
-                    (offsets[TP0].offset, type(exc) if exc is not None else None)))
+                    (offsets[TP0].offset, type(exc) if exc is not None else None)
+                ),
+            )
         # A sync commit returns only after earlier async callbacks ran, in order.
         assert s.coordinator.commit_offsets_sync({TP0: OffsetAndMetadata(4)}, s.timer(5000))
         assert seen == [(1, Errors.RetriableCommitFailedError), (2, None), (3, None)]
@@ -455,7 +503,7 @@ def test_commit_without_coordinator_async_finds_it_first(cluster: FakeCluster) -
         s.poll_until(lambda: done, 5000)
         assert done == [None]
         # Manual assignment commits with generation -1 and no member id.
-        (_h, body), = cluster.requests(ApiKey.OFFSET_COMMIT)
+        ((_h, body),) = cluster.requests(ApiKey.OFFSET_COMMIT)
         assert body["generation_id_or_member_epoch"] == -1
         assert body["member_id"] == ""
     finally:
@@ -464,8 +512,10 @@ def test_commit_without_coordinator_async_finds_it_first(cluster: FakeCluster) -
 
 # -------------------------------------------------------------------------------- OffsetFetch
 
+
 def _partition_error(code: int) -> Any:
     """An OffsetFetch answer with ``code`` on every partition but no group-level error."""
+
     def answer(node: int, header: Any, body: dict[str, Any]) -> Reply:
         full = error_body(ApiKey.OFFSET_FETCH, header.api_version, code, body)
         for group in full.get("groups") or []:
@@ -473,6 +523,7 @@ def _partition_error(code: int) -> Any:
         if "error_code" in full:
             full["error_code"] = 0
         return Reply(full)
+
     return answer
 
 
@@ -503,14 +554,18 @@ def test_offset_fetch_unstable_offsets_are_retried(cluster: FakeCluster) -> None
         s.close()
 
 
-@pytest.mark.parametrize("code,error,partition_level", [
-    (GROUP_AUTHORIZATION_FAILED, Errors.GroupAuthorizationFailedError, False),
-    (UNKNOWN_SERVER_ERROR, Errors.KafkaError, False),
-    (UNKNOWN_TOPIC_OR_PARTITION, Errors.KafkaError, True),
-    (TOPIC_AUTHORIZATION_FAILED, Errors.TopicAuthorizationFailedError, True),
-])
-def test_offset_fetch_fatal_errors(cluster: FakeCluster, code: int, error: type,
-                                   partition_level: bool) -> None:
+@pytest.mark.parametrize(
+    "code,error,partition_level",
+    [
+        (GROUP_AUTHORIZATION_FAILED, Errors.GroupAuthorizationFailedError, False),
+        (UNKNOWN_SERVER_ERROR, Errors.KafkaError, False),
+        (UNKNOWN_TOPIC_OR_PARTITION, Errors.KafkaError, True),
+        (TOPIC_AUTHORIZATION_FAILED, Errors.TopicAuthorizationFailedError, True),
+    ],
+)
+def test_offset_fetch_fatal_errors(
+    cluster: FakeCluster, code: int, error: type, partition_level: bool
+) -> None:
     s = joined(cluster)
     try:
         if partition_level:
@@ -523,7 +578,9 @@ def test_offset_fetch_fatal_errors(cluster: FakeCluster, code: int, error: type,
         s.close()
 
 
-def test_refresh_committed_offsets_seeks_only_partitions_with_a_commit(cluster: FakeCluster) -> None:
+def test_refresh_committed_offsets_seeks_only_partitions_with_a_commit(
+    cluster: FakeCluster,
+) -> None:
     s = joined(cluster)
     try:
         cluster.set_committed("g", TOPIC, 1, 99)

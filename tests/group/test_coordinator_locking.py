@@ -36,8 +36,12 @@ def cluster() -> Iterator[FakeCluster]:
 
 
 def test_close_after_wakeup_completes_the_final_auto_commit(cluster: FakeCluster) -> None:
-    s = Stack(cluster.bootstrap_servers, "g-close", enable_auto_commit=True,
-              auto_commit_interval_ms=600000)
+    s = Stack(
+        cluster.bootstrap_servers,
+        "g-close",
+        enable_auto_commit=True,
+        auto_commit_interval_ms=600000,
+    )
     s.subscribe([TOPIC])
     try:
         s.join()
@@ -51,7 +55,8 @@ def test_close_after_wakeup_completes_the_final_auto_commit(cluster: FakeCluster
         s.close(timeout_ms=5000)
     committed = cluster.committed("g-close")
     assert {(t, p): v[0] for (t, p), v in committed.items()} == {
-        (tp.topic, tp.partition): 7 + i for i, tp in enumerate(tps)}
+        (tp.topic, tp.partition): 7 + i for i, tp in enumerate(tps)
+    }
 
 
 def _run(fn: Any) -> tuple[threading.Thread, list[BaseException]]:
@@ -71,15 +76,18 @@ def _run(fn: Any) -> tuple[threading.Thread, list[BaseException]]:
 def test_lookup_backoff_is_outside_the_lock_and_wakeup_interrupts_it(cluster: FakeCluster) -> None:
     cluster.fail(ApiKey.FIND_COORDINATOR, COORDINATOR_NOT_AVAILABLE, times=1000)
     # A backoff far longer than the test: only wakeup() can end it.
-    s = Stack(cluster.bootstrap_servers, "g-wake", retry_backoff_ms=60000,
-              retry_backoff_max_ms=60000)
+    s = Stack(
+        cluster.bootstrap_servers, "g-wake", retry_backoff_ms=60000, retry_backoff_max_ms=60000
+    )
     s.subscribe([TOPIC])
     try:
         thread, errors = _run(lambda: s.coordinator.ensure_coordinator_ready(s.timer(120000)))
-        wait_for(lambda: cluster.requests(ApiKey.FIND_COORDINATOR), 10,
-                 message="a FindCoordinator")
-        wait_for(lambda: s.coordinator.lookup_backoff_ms() > 1000, 10,
-                 message="the failed lookup counted")
+        wait_for(lambda: cluster.requests(ApiKey.FIND_COORDINATOR), 10, message="a FindCoordinator")
+        wait_for(
+            lambda: s.coordinator.lookup_backoff_ms() > 1000,
+            10,
+            message="the failed lookup counted",
+        )
         # The heartbeat thread and the max.poll.interval check need this lock meanwhile.
         assert s.coordinator._lock.acquire(timeout=10), "coordinator lock held through a backoff"
         s.coordinator._lock.release()
@@ -117,14 +125,20 @@ def test_lookup_retries_back_off_exponentially(cluster: FakeCluster) -> None:
 
 def test_leader_metadata_wait_is_bounded_by_the_callers_timer(cluster: FakeCluster) -> None:
     # A request timeout far longer than the caller's timer: the old wait used it.
-    s = Stack(cluster.bootstrap_servers, "g-leader", request_timeout_ms=30000,
-              session_timeout_ms=40000, max_poll_interval_ms=40000)
+    s = Stack(
+        cluster.bootstrap_servers,
+        "g-leader",
+        request_timeout_ms=30000,
+        session_timeout_ms=40000,
+        max_poll_interval_ms=40000,
+    )
     s.subscribe([TOPIC])
     try:
         s.join()
         # A new subscription with a topic nobody has metadata for, and metadata that never comes.
         cluster.on(ApiKey.METADATA, lambda node, header, body: Reply(drop=True))
         s.subscribe([TOPIC, "ghost"])
+
         def polls() -> None:
             # The rejoin goes out and its answer elects us leader within these polls.
             for _ in range(8):
@@ -132,8 +146,14 @@ def test_leader_metadata_wait_is_bounded_by_the_callers_timer(cluster: FakeClust
                 s.client.poll(timeout_ms=0)
 
         thread, errors = _run(polls)
-        wait_for(lambda: cluster.requests(ApiKey.JOIN_GROUP) and len(
-            cluster.requests(ApiKey.JOIN_GROUP)) >= 2, 10, message="the rejoin")
+        wait_for(
+            lambda: (
+                cluster.requests(ApiKey.JOIN_GROUP)
+                and len(cluster.requests(ApiKey.JOIN_GROUP)) >= 2
+            ),
+            10,
+            message="the rejoin",
+        )
         thread.join(15)
         assert not thread.is_alive(), "the leader's metadata wait ignored the caller's timer"
         assert not errors, errors
@@ -177,5 +197,3 @@ def test_complete_if_pending_has_one_winner() -> None:
     with pytest.raises(RuntimeError):
         done.success(2)
     assert not done.complete_if_pending(3) and done.value == 1
-
-

@@ -56,27 +56,47 @@ def test_membership_changes_process_every_record_exactly_once(broker: Any, strat
     members = [m1]
     m1.start()
     try:
-        wait_until(lambda: m1.assignment() == everything and ledger.count("m1") > 0, 30,
-                   "m1 owns everything", members)
+        wait_until(
+            lambda: m1.assignment() == everything and ledger.count("m1") > 0,
+            30,
+            "m1 owns everything",
+            members,
+        )
         for name in ("m2", "m3"):
             m = Member(name, bootstrap, group, [topic], ledger, **opts)
             members.append(m)
             m.start()
-            wait_until(lambda: stable_split(members, everything), 30,
-                       f"a stable split over {len(members)} members", members)
+            wait_until(
+                lambda: stable_split(members, everything),
+                30,
+                f"a stable split over {len(members)} members",
+                members,
+            )
             before = ledger.count(name)
-            wait_until(lambda n=name, b=before: ledger.count(n) > b, 30,  # type: ignore[misc]
-                       f"{name} processes", members)
+            wait_until(
+                lambda n=name, b=before: ledger.count(n) > b,
+                30,  # type: ignore[misc]
+                f"{name} processes",
+                members,
+            )
         for leaving in (members[2], members[1]):
             leaving.stop()
             members.remove(leaving)
             assert leaving.error is None, leaving.error
-            wait_until(lambda: stable_split(members, everything), 30,
-                       f"a stable split over {len(members)} members", members)
+            wait_until(
+                lambda: stable_split(members, everything),
+                30,
+                f"a stable split over {len(members)} members",
+                members,
+            )
         # m1 finishes alone, at full speed.
         m1.delay_per_poll_s = 0.0
-        wait_until(lambda: len(ledger.distinct()) >= PARTITIONS * PER_PARTITION, 60,
-                   "every record processed", members)
+        wait_until(
+            lambda: len(ledger.distinct()) >= PARTITIONS * PER_PARTITION,
+            60,
+            "every record processed",
+            members,
+        )
         m1.stop()
         assert m1.error is None, m1.error
     finally:
@@ -103,8 +123,9 @@ class _Producer(threading.Thread):
         super().__init__(name="producer", daemon=True)
         from confluent_kafka import Producer
 
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
-                                  "enable.idempotence": False})
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": False}
+        )
         self.topic = topic
         self.partitions = partitions
         self._stopping = threading.Event()
@@ -137,8 +158,12 @@ def test_cooperative_members_keep_consuming_kept_partitions_during_rebalance(bro
     producer = _Producer(bootstrap, topic, 4)
     producer.start()
     release = threading.Event()
-    holding: dict[str, Any] = {"to_be_revoked": set(), "kept_records_while_holding": 0,
-                               "moving_records_while_holding": 0, "lost": set()}
+    holding: dict[str, Any] = {
+        "to_be_revoked": set(),
+        "kept_records_while_holding": 0,
+        "moving_records_while_holding": 0,
+        "lost": set(),
+    }
 
     def kip983(member: Member, records: Any) -> None:
         consumer = member.consumer
@@ -147,27 +172,38 @@ def test_cooperative_members_keep_consuming_kept_partitions_during_rebalance(bro
         if pending and not release.is_set():
             holding["to_be_revoked"] = set(pending)
             for r in records:
-                key = ("moving_records_while_holding"
-                       if TopicPartition(r.topic, r.partition) in pending
-                       else "kept_records_while_holding")
+                key = (
+                    "moving_records_while_holding"
+                    if TopicPartition(r.topic, r.partition) in pending
+                    else "kept_records_while_holding"
+                )
                 holding[key] += 1
             assert consumer.delay_revoke(pending)
 
-    m1 = Member("m1", bootstrap, group, [topic], ledger, strategy="cooperative-sticky",
-                on_poll=kip983)
+    m1 = Member(
+        "m1", bootstrap, group, [topic], ledger, strategy="cooperative-sticky", on_poll=kip983
+    )
     m2 = Member("m2", bootstrap, group, [topic], ledger, strategy="cooperative-sticky")
     try:
         m1.start()
-        wait_until(lambda: m1.assignment() == everything and ledger.count("m1") > 0, 30,
-                   "m1 owns everything", [m1])
+        wait_until(
+            lambda: m1.assignment() == everything and ledger.count("m1") > 0,
+            30,
+            "m1 owns everything",
+            [m1],
+        )
         m2.start()
         wait_until(lambda: holding["to_be_revoked"], 30, "a revocation request for m1", [m1, m2])
         moving = set(holding["to_be_revoked"])
         kept = everything - moving
         assert moving and kept
         # While m1 holds on to the moving partitions, it goes on consuming the kept ones...
-        wait_until(lambda: holding["kept_records_while_holding"] >= 20, 30,
-                   "records from kept partitions during the rebalance", [m1, m2])
+        wait_until(
+            lambda: holding["kept_records_while_holding"] >= 20,
+            30,
+            "records from kept partitions during the rebalance",
+            [m1, m2],
+        )
         # ...the moving partitions are not fetched any more, and nobody else has them yet.
         assert holding["moving_records_while_holding"] == 0
         assert not (m2.assignment() & moving)
@@ -211,8 +247,7 @@ def test_static_member_restart_within_session_timeout_keeps_partitions(broker: A
         s2.stop()  # a static member's close() does not leave the group
         s2b = Member("s2", bootstrap, group, [topic], ledger, group_instance_id="s2", **opts)
         s2b.start()
-        wait_until(lambda: s2b.assignment() == before, 30, "s2 back with its partitions",
-                   [s1, s2b])
+        wait_until(lambda: s2b.assignment() == before, 30, "s2 back with its partitions", [s1, s2b])
         # A few heartbeats later s1 still saw no rebalance at all.
         polls = s1.polls
         wait_until(lambda: s1.polls > polls + 10, 30, "s1 keeps polling", [s1, s2b])
@@ -232,10 +267,19 @@ def test_member_exceeding_max_poll_interval_is_replaced_and_its_commit_fails(bro
     everything = _all_partitions(topic, 2)
     group = unique_name("g2-maxpoll")
     ledger = Ledger()
-    slow = Member("slow", bootstrap, group, [topic], ledger, max_poll_interval_ms=2500,
-                  max_poll_records=5, delay_per_poll_s=0.05)
-    other = Member("other", bootstrap, group, [topic], ledger, max_poll_records=5,
-                   delay_per_poll_s=0.05)
+    slow = Member(
+        "slow",
+        bootstrap,
+        group,
+        [topic],
+        ledger,
+        max_poll_interval_ms=2500,
+        max_poll_records=5,
+        delay_per_poll_s=0.05,
+    )
+    other = Member(
+        "other", bootstrap, group, [topic], ledger, max_poll_records=5, delay_per_poll_s=0.05
+    )
     members = [slow, other]
     outcome: dict[str, Any] = {}
 
@@ -253,21 +297,27 @@ def test_member_exceeding_max_poll_interval_is_replaced_and_its_commit_fails(bro
         wait_until(lambda: stable_split(members, everything), 60, "a stable split", members)
         slow_partitions = slow.assignment()
         paused_at = ledger.mark()
-        slow.paused.set()   # stops calling poll(), as if processing took too long
-        wait_until(lambda: other.assignment() == everything, 30,
-                   "the other member takes over", members)
+        slow.paused.set()  # stops calling poll(), as if processing took too long
+        wait_until(
+            lambda: other.assignment() == everything, 30, "the other member takes over", members
+        )
         # The other member consumes the slow member's partitions (it may first drain records
         # it had buffered for its own partition).
         moved = {(tp.topic, tp.partition) for tp in slow_partitions}
-        wait_until(lambda: moved <= ledger.partitions_of("other", paused_at), 30,
-                   "the other member consumes the slow member's partitions", members)
+        wait_until(
+            lambda: moved <= ledger.partitions_of("other", paused_at),
+            30,
+            "the other member consumes the slow member's partitions",
+            members,
+        )
         slow.calls_in_thread.append(stale_commit)
         wait_until(lambda: "commit" in outcome, 10, "the stale commit", members)
         assert isinstance(outcome["commit"], Errors.CommitFailedError)
         assert "max.poll.interval.ms" in str(outcome["commit"])
         slow.paused.clear()
-        wait_until(lambda: stable_split(members, everything), 60, "the slow member rejoins",
-                   members)
+        wait_until(
+            lambda: stable_split(members, everything), 60, "the slow member rejoins", members
+        )
         # Its old generation was gone: the partitions it had were reported lost, not revoked.
         assert "lost" in [name for name, _p in slow.listener.snapshot()]
     finally:
@@ -288,12 +338,20 @@ def test_member_gone_without_leave_group_is_expelled_after_session_timeout(broke
     try:
         survivor.start()
         crashed.start()
-        wait_until(lambda: stable_split([survivor, crashed], everything), 60, "a stable split",
-                   [survivor, crashed])
+        wait_until(
+            lambda: stable_split([survivor, crashed], everything),
+            60,
+            "a stable split",
+            [survivor, crashed],
+        )
         # Closed without LeaveGroup: for the broker this member just went silent.
         crashed.stop(leave_group=False)
-        wait_until(lambda: survivor.assignment() == everything, 30,
-                   "the survivor takes over after the session timeout", [survivor])
+        wait_until(
+            lambda: survivor.assignment() == everything,
+            30,
+            "the survivor takes over after the session timeout",
+            [survivor],
+        )
         lost_names = [name for name, _p in survivor.listener.snapshot()]
         assert lost_names.count("assigned") >= 2
     finally:
@@ -317,12 +375,14 @@ def test_member_that_closes_hands_over_before_its_session_could_expire(broker: A
         stay.start()
         wait_until(lambda: stay.assignment() == everything, 30, "stay owns everything", [stay])
         leave.start()
-        wait_until(lambda: stable_split([stay, leave], everything), 60, "a stable split",
-                   [stay, leave])
+        wait_until(
+            lambda: stable_split([stay, leave], everything), 60, "a stable split", [stay, leave]
+        )
         leave.stop()
         # Well below the leaving member's 12 s session timeout.
-        wait_until(lambda: stay.assignment() == everything, 8,
-                   "the remaining member takes over", [stay])
+        wait_until(
+            lambda: stay.assignment() == everything, 8, "the remaining member takes over", [stay]
+        )
     finally:
         for m in (stay, leave):
             if m.is_alive():
@@ -341,17 +401,32 @@ def test_pattern_subscription_picks_up_a_topic_created_later(broker: Any) -> Non
     def note_subscription(m: Member, _records: Any) -> None:
         seen["subscription"] = m.consumer.subscription()
 
-    member = Member("p", bootstrap, unique_name("g2-pattern"), re.compile(re.escape(prefix) + r"-.*"),
-                    ledger, metadata_max_age_ms=500, on_poll=note_subscription)
+    member = Member(
+        "p",
+        bootstrap,
+        unique_name("g2-pattern"),
+        re.compile(re.escape(prefix) + r"-.*"),
+        ledger,
+        metadata_max_age_ms=500,
+        on_poll=note_subscription,
+    )
     try:
         member.start()
         wait_until(lambda: ledger.count() >= 5, 30, "records of the first topic", [member])
         second = create_topic(bootstrap, 2, name=f"{prefix}-b")
         produce(bootstrap, second, 2, 5)
-        wait_until(lambda: {t for t, _p, _o in ledger.distinct()} == {first, second}, 30,
-                   "records of the topic created later", [member])
-        wait_until(lambda: member.assignment() == {TopicPartition(first, 0)} | _all_partitions(second, 2),
-                   30, "the new topic's partitions assigned", [member])
+        wait_until(
+            lambda: {t for t, _p, _o in ledger.distinct()} == {first, second},
+            30,
+            "records of the topic created later",
+            [member],
+        )
+        wait_until(
+            lambda: member.assignment() == {TopicPartition(first, 0)} | _all_partitions(second, 2),
+            30,
+            "the new topic's partitions assigned",
+            [member],
+        )
         assert seen["subscription"] == {first, second}
     finally:
         member.stop()
@@ -369,19 +444,35 @@ def test_deleting_a_subscribed_topic_triggers_a_rebalance(broker: Any) -> None:
     ledger = Ledger()
     # Without auto-creation: metadata requests for the deleted topic must not bring it back.
     # No commits: offsets of a deleted topic cannot be committed (UNKNOWN_TOPIC_OR_PARTITION).
-    member = Member("d", bootstrap, unique_name("g2-delete"), [keep, doomed], ledger,
-                    metadata_max_age_ms=500, allow_auto_create_topics=False,
-                    commit_on_revoke=False)
+    member = Member(
+        "d",
+        bootstrap,
+        unique_name("g2-delete"),
+        [keep, doomed],
+        ledger,
+        metadata_max_age_ms=500,
+        allow_auto_create_topics=False,
+        commit_on_revoke=False,
+    )
     try:
         member.start()
-        wait_until(lambda: member.assignment() == _all_partitions(keep, 2) | _all_partitions(doomed, 2),
-                   30, "both topics assigned", [member])
+        wait_until(
+            lambda: member.assignment() == _all_partitions(keep, 2) | _all_partitions(doomed, 2),
+            30,
+            "both topics assigned",
+            [member],
+        )
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.delete_topics([doomed], operation_timeout=10)[doomed].result(30)
-        wait_until(lambda: member.assignment() == _all_partitions(keep, 2), 30,
-                   "the deleted topic's partitions dropped", [member])
-        revoked = {tp for name, parts in member.listener.snapshot() if name == "revoked"
-                   for tp in parts}
+        wait_until(
+            lambda: member.assignment() == _all_partitions(keep, 2),
+            30,
+            "the deleted topic's partitions dropped",
+            [member],
+        )
+        revoked = {
+            tp for name, parts in member.listener.snapshot() if name == "revoked" for tp in parts
+        }
         assert _all_partitions(doomed, 2) <= revoked
     finally:
         member.stop()
@@ -393,19 +484,26 @@ def test_rolling_upgrade_from_eager_to_cooperative(broker: Any) -> None:
     by one with [cooperative-sticky]; mixed groups keep working and nothing is lost or
     processed twice."""
     if broker.is_tansu:
-        pytest.skip("Tansu 0.6 answers INCONSISTENT_GROUP_PROTOCOL to a member that does not list "
-                    "the group's current assignor, where Kafka accepts any common one (the "
-                    "upgrade is covered against the fake broker's Kafka-like coordinator)")
+        pytest.skip(
+            "Tansu 0.6 answers INCONSISTENT_GROUP_PROTOCOL to a member that does not list "
+            "the group's current assignor, where Kafka accepts any common one (the "
+            "upgrade is covered against the fake broker's Kafka-like coordinator)"
+        )
     bootstrap = broker.bootstrap_servers
     topic = create_topic(bootstrap, 4)
     produce(bootstrap, topic, 4, 150)
     everything = _all_partitions(topic, 4)
     group = unique_name("g2-upgrade")
     ledger = Ledger()
-    step1: dict[str, Any] = dict(strategy="range,cooperative-sticky", delay_per_poll_s=0.05,
-                                 max_poll_records=3)
-    step2: dict[str, Any] = dict(strategy="cooperative-sticky", delay_per_poll_s=0.05,
-                                 max_poll_records=3, cooperative_rejoin_delay_ms=1000)
+    step1: dict[str, Any] = dict(
+        strategy="range,cooperative-sticky", delay_per_poll_s=0.05, max_poll_records=3
+    )
+    step2: dict[str, Any] = dict(
+        strategy="cooperative-sticky",
+        delay_per_poll_s=0.05,
+        max_poll_records=3,
+        cooperative_rejoin_delay_ms=1000,
+    )
     a = Member("a", bootstrap, group, [topic], ledger, **step1)
     b = Member("b", bootstrap, group, [topic], ledger, **step1)
     members = [a, b]
@@ -419,15 +517,22 @@ def test_rolling_upgrade_from_eager_to_cooperative(broker: Any) -> None:
             new = Member(name, bootstrap, group, [topic], ledger, **step2)
             members.append(new)
             new.start()
-            wait_until(lambda: stable_split(members, everything), 60,
-                       f"the group with {name} upgraded", members)
+            wait_until(
+                lambda: stable_split(members, everything),
+                60,
+                f"the group with {name} upgraded",
+                members,
+            )
             before = ledger.count(name)
-            wait_until(lambda n=name, c=before: ledger.count(n) > c, 30,  # type: ignore[misc]
-                       f"{name} processes", members)
+            wait_until(
+                lambda n=name, c=before: ledger.count(n) > c,
+                30,  # type: ignore[misc]
+                f"{name} processes",
+                members,
+            )
         for m in members:
             m.delay_per_poll_s = 0.0
-        wait_until(lambda: len(ledger.distinct()) >= 4 * 150, 60, "every record processed",
-                   members)
+        wait_until(lambda: len(ledger.distinct()) >= 4 * 150, 60, "every record processed", members)
     finally:
         for m in members:
             if m.is_alive():
@@ -458,8 +563,9 @@ def test_listener_commits_in_on_partitions_revoked_during_close(broker: Any) -> 
         def on_partitions_revoked(self, partitions: Any) -> None:
             revoked.append(set(partitions))
             try:
-                consumer.commit_sync({tp: OffsetAndMetadata(last[tp] + 1)
-                                      for tp in partitions if tp in last})
+                consumer.commit_sync(
+                    {tp: OffsetAndMetadata(last[tp] + 1) for tp in partitions if tp in last}
+                )
             except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
                 failures.append(exc)
 
@@ -478,4 +584,6 @@ def test_listener_commits_in_on_partitions_revoked_during_close(broker: Any) -> 
     with KafkaAdminClient({"bootstrap.servers": bootstrap}) as admin:
         committed = admin.list_consumer_group_offsets(group)
     assert {tp: om.offset for tp, om in committed.items()} == {
-        TopicPartition(topic, 0): 10, TopicPartition(topic, 1): 10}
+        TopicPartition(topic, 0): 10,
+        TopicPartition(topic, 1): 10,
+    }

@@ -23,8 +23,13 @@ TOPIC = "events"
 @pytest.fixture
 def stack() -> Iterator[Stack]:
     with FakeCluster(topics={TOPIC: 2}) as cluster:
-        s = Stack(cluster.bootstrap_servers, "spin", enable_auto_commit=True,
-                  auto_commit_interval_ms=100, retry_backoff_ms=100)
+        s = Stack(
+            cluster.bootstrap_servers,
+            "spin",
+            enable_auto_commit=True,
+            auto_commit_interval_ms=100,
+            retry_backoff_ms=100,
+        )
         s.subscribe([TOPIC])
         try:
             yield s

@@ -43,8 +43,12 @@ class Group:
         self.members: list[tuple[Stack, Driver]] = []
 
     def add(self, hook: Any = None, topics: Any = None, **overrides: Any) -> tuple[Stack, Driver]:
-        stack = Stack(self.cluster.bootstrap_servers, self.group_id,
-                      client_id=f"m{len(self.members) + 1}", **overrides)
+        stack = Stack(
+            self.cluster.bootstrap_servers,
+            self.group_id,
+            client_id=f"m{len(self.members) + 1}",
+            **overrides,
+        )
         stack.subscribe(topics if topics is not None else [TOPIC])
         driver = Driver(stack, hook)
         self.members.append((stack, driver))
@@ -60,6 +64,7 @@ class Group:
         def ok() -> bool:
             self.check()
             return bool(condition())
+
         wait_for(ok, timeout, message=what)
 
     def split(self, expected: set[TopicPartition] = ALL) -> bool:
@@ -95,6 +100,7 @@ def assigned(stack: Stack) -> set[TopicPartition]:
 
 # ------------------------------------------------------------------------------------- eager
 
+
 def test_eager_revokes_everything_before_rejoining(group: Group) -> None:
     s1, _ = group.add(partition_assignment_strategy=["range"])
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
@@ -109,8 +115,11 @@ def test_eager_revokes_everything_before_rejoining(group: Group) -> None:
 
 
 def test_eager_auto_commit_happens_before_the_rejoin(group: Group, cluster: FakeCluster) -> None:
-    opts = dict(partition_assignment_strategy=["range"], enable_auto_commit=True,
-                auto_commit_interval_ms=60000)
+    opts = dict(
+        partition_assignment_strategy=["range"],
+        enable_auto_commit=True,
+        auto_commit_interval_ms=60000,
+    )
 
     def positioned(stack: Stack) -> None:
         # Stand in for the fetcher: every assigned partition has consumed up to offset 7.
@@ -119,19 +128,25 @@ def test_eager_auto_commit_happens_before_the_rejoin(group: Group, cluster: Fake
                 stack.subscriptions.seek_unvalidated(tp, FetchPosition(7))
 
     s1, _ = group.add(hook=positioned, **opts)
-    group.wait(lambda: assigned(s1) == ALL and s1.subscriptions.has_all_fetch_positions(),
-               "m1 positioned")
+    group.wait(
+        lambda: assigned(s1) == ALL and s1.subscriptions.has_all_fetch_positions(), "m1 positioned"
+    )
     cluster.clear_requests()
     group.add(hook=positioned, **opts)
     group.wait(group.split, "two-way split")
-    order = [h.api_key for h, _b in cluster.requests()
-             if h.api_key in (ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP) and h.client_id == "m1"]
+    order = [
+        h.api_key
+        for h, _b in cluster.requests()
+        if h.api_key in (ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP) and h.client_id == "m1"
+    ]
     assert order[:2] == [ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP]
     assert {tp: v[0] for tp, v in cluster.committed("grp").items()} == {
-        (tp.topic, tp.partition): 7 for tp in ALL}
+        (tp.topic, tp.partition): 7 for tp in ALL
+    }
 
 
 # ------------------------------------------------------------------------------- cooperative
+
 
 def test_cooperative_revokes_only_moved_partitions_and_keeps_pause_state(group: Group) -> None:
     s1, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
@@ -144,8 +159,12 @@ def test_cooperative_revokes_only_moved_partitions_and_keeps_pause_state(group: 
     kept, moved = assigned(s1), assigned(s2)
     assert len(kept) == len(moved) == 2
     # Revoked: only what moved. Assigned after the first rebalance: nothing new.
-    assert s1.listener.calls == [("assigned", sorted(ALL)), ("revoked", sorted(moved)),
-                                 ("assigned", []), ("assigned", [])]
+    assert s1.listener.calls == [
+        ("assigned", sorted(ALL)),
+        ("revoked", sorted(moved)),
+        ("assigned", []),
+        ("assigned", []),
+    ]
     assert s2.listener.calls[-1] == ("assigned", sorted(moved))
     # The pause survived for the partitions m1 kept.
     assert all(s1.subscriptions.is_paused(tp) for tp in kept)
@@ -191,15 +210,23 @@ def test_kip983_lost_partitions_after_generation_reset(group: Group, cluster: Fa
             lost.append(got)
 
     # Short timers: the coordinator still counts the old member id until its session expires.
-    s1, _ = group.add(hook=kip983, partition_assignment_strategy=["cooperative-sticky"],
-                      session_timeout_ms=1000, heartbeat_interval_ms=100, max_poll_interval_ms=2000)
+    s1, _ = group.add(
+        hook=kip983,
+        partition_assignment_strategy=["cooperative-sticky"],
+        session_timeout_ms=1000,
+        heartbeat_interval_ms=100,
+        max_poll_interval_ms=2000,
+    )
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     cluster.fail(ApiKey.HEARTBEAT, 25)  # UNKNOWN_MEMBER_ID: the member was removed
     group.wait(lambda: lost, "lost partitions reported")
     assert lost[0] == ALL
     assert ("lost", sorted(ALL)) in s1.listener.calls
     # A lost partition cannot be delayed.
-    assert s1.coordinator.revocations.delay_revoke(ALL) is False or not s1.coordinator.lost_partitions()
+    assert (
+        s1.coordinator.revocations.delay_revoke(ALL) is False
+        or not s1.coordinator.lost_partitions()
+    )
     group.wait(lambda: assigned(s1) == ALL, "m1 rejoined")
 
 
@@ -219,6 +246,7 @@ def test_two_step_upgrade_from_eager_to_cooperative(group: Group, cluster: FakeC
 
 
 # --------------------------------------------------------------------- metadata and subscription
+
 
 def test_partition_count_change_triggers_a_rebalance(group: Group, cluster: FakeCluster) -> None:
     s1, _ = group.add(metadata_max_age_ms=200)
@@ -240,7 +268,10 @@ def test_subscription_change_triggers_a_rejoin(group: Group, cluster: FakeCluste
     expected = ALL | {TopicPartition("other", 0), TopicPartition("other", 1)}
     group.wait(lambda: assigned(s1) == expected, "both topics assigned")
     last_join = cluster.requests(ApiKey.JOIN_GROUP)[-1][1]
-    assert set(decode_subscription(last_join["protocols"][0]["metadata"]).topics) == {TOPIC, "other"}
+    assert set(decode_subscription(last_join["protocols"][0]["metadata"]).topics) == {
+        TOPIC,
+        "other",
+    }
 
 
 def test_pattern_subscription_follows_new_topics(group: Group, cluster: FakeCluster) -> None:
@@ -254,40 +285,49 @@ def test_pattern_subscription_follows_new_topics(group: Group, cluster: FakeClus
 
 # ------------------------------------------------------------------------- poll interval
 
-def test_poll_interval_expiry_leaves_group_then_stale_commit_fails(group: Group,
-                                                                   cluster: FakeCluster) -> None:
+
+def test_poll_interval_expiry_leaves_group_then_stale_commit_fails(
+    group: Group, cluster: FakeCluster
+) -> None:
     s1, d1 = group.add(max_poll_interval_ms=800, session_timeout_ms=6000)
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
-    d1.stop()   # the application stops calling poll()
+    d1.stop()  # the application stops calling poll()
     leave = cluster.wait_for_requests(ApiKey.LEAVE_GROUP, 1, timeout_s=10)
     assert "poll timeout" in (leave[0][1]["members"][0]["reason"] or "")
     with pytest.raises(Errors.CommitFailedError, match="max.poll.interval.ms"):
-        s1.coordinator.commit_offsets_sync({TopicPartition(TOPIC, 0): OffsetAndMetadata(3)},
-                                           s1.timer(5000))
+        s1.coordinator.commit_offsets_sync(
+            {TopicPartition(TOPIC, 0): OffsetAndMetadata(3)}, s1.timer(5000)
+        )
     s1.listener.calls.clear()
     d1b = Driver(s1)
     group.members.append((s1, d1b))
     d1b.start()
-    group.wait(lambda: assigned(s1) == ALL and s1.coordinator.generation_if_stable() is not None,
-               "m1 rejoined")
+    group.wait(
+        lambda: assigned(s1) == ALL and s1.coordinator.generation_if_stable() is not None,
+        "m1 rejoined",
+    )
     # Ownership may have moved while it was out: lost, not revoked.
     assert s1.listener.names()[0] == "lost"
 
 
 def test_heartbeats_continue_while_the_user_is_busy(group: Group, cluster: FakeCluster) -> None:
-    s1, d1 = group.add(max_poll_interval_ms=20000, session_timeout_ms=1500,
-                       heartbeat_interval_ms=100)
+    s1, d1 = group.add(
+        max_poll_interval_ms=20000, session_timeout_ms=1500, heartbeat_interval_ms=100
+    )
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
-    d1.paused.set()   # busy for longer than the session timeout
+    d1.paused.set()  # busy for longer than the session timeout
     n = len(cluster.requests(ApiKey.HEARTBEAT))
     cluster.wait_for_requests(ApiKey.HEARTBEAT, n + 20, timeout_s=10)
     d1.paused.clear()
-    group.wait(lambda: d1.rounds > 0 and s1.coordinator.generation_if_stable() is not None,
-               "still a member")
+    group.wait(
+        lambda: d1.rounds > 0 and s1.coordinator.generation_if_stable() is not None,
+        "still a member",
+    )
     assert s1.listener.names() == ["assigned"]
 
 
 # ------------------------------------------------------------------------------ static members
+
 
 def test_static_member_replaced_by_same_instance_id_is_fenced(group: Group) -> None:
     s1, d1 = group.add(group_instance_id="inst-1")
@@ -297,9 +337,13 @@ def test_static_member_replaced_by_same_instance_id_is_fenced(group: Group) -> N
     assert isinstance(d1.error, Errors.FencedInstanceIdError)
 
 
-def test_follow_up_rejoin_waits_for_the_configured_delay(group: Group, cluster: FakeCluster) -> None:
-    s1, _ = group.add(partition_assignment_strategy=["cooperative-sticky"],
-                      internal_cooperative_rejoin_delay_ms=400)
+def test_follow_up_rejoin_waits_for_the_configured_delay(
+    group: Group, cluster: FakeCluster
+) -> None:
+    s1, _ = group.add(
+        partition_assignment_strategy=["cooperative-sticky"],
+        internal_cooperative_rejoin_delay_ms=400,
+    )
     assert s1.coordinator.cooperative_rejoin_delay_ms == 400
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
@@ -309,7 +353,9 @@ def test_follow_up_rejoin_waits_for_the_configured_delay(group: Group, cluster: 
     assert joins[-1] == "need to revoke partitions and re-join"
 
 
-def test_heartbeat_rebalance_in_progress_abandons_a_pending_sync_group(cluster: FakeCluster) -> None:
+def test_heartbeat_rebalance_in_progress_abandons_a_pending_sync_group(
+    cluster: FakeCluster,
+) -> None:
     from kafkaconsumer.internals.abstract_coordinator import Generation, MemberState
     from kafkaconsumer.network.future import Future
 
@@ -333,14 +379,16 @@ def test_heartbeat_rebalance_in_progress_abandons_a_pending_sync_group(cluster: 
         later: Future[bytes] = Future()
         with c._lock:
             c.join_future = later
-        c._handle_heartbeat_response({"error_code": 27}, Generation(2, "member-1", "range"),
-                                     Future())
+        c._handle_heartbeat_response(
+            {"error_code": 27}, Generation(2, "member-1", "range"), Future()
+        )
         assert not later.is_done and not c.rejoin_needed
     finally:
         s.close()
 
 
 # ------------------------------------------------------------------------------------- racks
+
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_leader_assigns_by_replica_rack_when_members_have_racks(strategy: str) -> None:
@@ -355,7 +403,10 @@ def test_leader_assigns_by_replica_rack_when_members_have_racks(strategy: str) -
             # The fake cluster leads partition p on broker p % 2 (the only replica).
             on_a = {TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 2)}
             on_b = {TopicPartition(TOPIC, 1), TopicPartition(TOPIC, 3)}
-            g.wait(lambda: assigned(a) == on_a and assigned(b) == on_b,
-                   "each member owns the partitions of its rack", timeout=20)
+            g.wait(
+                lambda: assigned(a) == on_a and assigned(b) == on_b,
+                "each member owns the partitions of its rack",
+                timeout=20,
+            )
         finally:
             g.close()

@@ -36,8 +36,10 @@ def _protocol(bootstrap: str, group: str) -> str:
 
 def test_rolling_upgrade_from_range_to_cooperative_sticky(broker: Any) -> None:
     if broker.is_tansu:
-        pytest.skip("Tansu 0.6 answers INCONSISTENT_GROUP_PROTOCOL to a member that does not list "
-                    "the group's current assignor (Kafka accepts any common one)")
+        pytest.skip(
+            "Tansu 0.6 answers INCONSISTENT_GROUP_PROTOCOL to a member that does not list "
+            "the group's current assignor (Kafka accepts any common one)"
+        )
     bootstrap = broker.bootstrap_servers
     topic = create_topic(bootstrap, PARTITIONS, prefix="upg")
     produce(bootstrap, topic, PARTITIONS, PER_PARTITION)
@@ -50,8 +52,10 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky(broker: Any) -> None:
         ("cooperative-sticky,range", {}),
         ("cooperative-sticky", {"cooperative_rejoin_delay_ms": 1000}),
     ]
-    members = [Member(f"m{i}-0", bootstrap, group, [topic], ledger, strategy=steps[0][0], **slow)
-               for i in range(3)]
+    members = [
+        Member(f"m{i}-0", bootstrap, group, [topic], ledger, strategy=steps[0][0], **slow)
+        for i in range(3)
+    ]
     everyone = list(members)
     protocols: list[str] = []
     try:
@@ -64,21 +68,41 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky(broker: Any) -> None:
                 old = members[i]
                 old.stop()
                 assert old.error is None, old.error
-                new = Member(f"m{i}-{step}", bootstrap, group, [topic], ledger,
-                             strategy=strategy, **slow, **extra)
+                new = Member(
+                    f"m{i}-{step}",
+                    bootstrap,
+                    group,
+                    [topic],
+                    ledger,
+                    strategy=strategy,
+                    **slow,
+                    **extra,
+                )
                 members[i] = new
                 everyone.append(new)
                 new.start()
-                wait_until(lambda: stable_split(members, everything), 60,
-                           f"a stable group after {new.member_name} joined", members)
+                wait_until(
+                    lambda: stable_split(members, everything),
+                    60,
+                    f"a stable group after {new.member_name} joined",
+                    members,
+                )
                 before = ledger.count(new.member_name)
-                wait_until(lambda n=new.member_name, c=before: ledger.count(n) > c,  # type: ignore[misc]
-                           30, f"{new.member_name} processes", members)
+                wait_until(
+                    lambda n=new.member_name, c=before: ledger.count(n) > c,  # type: ignore[misc]
+                    30,
+                    f"{new.member_name} processes",
+                    members,
+                )
             protocols.append(_protocol(bootstrap, group))
         for m in members:
             m.delay_per_poll_s = 0.0
-        wait_until(lambda: len(ledger.distinct()) >= PARTITIONS * PER_PARTITION, 90,
-                   "every record processed", members)
+        wait_until(
+            lambda: len(ledger.distinct()) >= PARTITIONS * PER_PARTITION,
+            90,
+            "every record processed",
+            members,
+        )
     finally:
         for m in members:
             if m.is_alive():
@@ -87,10 +111,12 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky(broker: Any) -> None:
     # (REBALANCE_IN_PROGRESS, as Java's commitSync); another member then processes them again:
     # at-least-once. Anything else is a failure, and without such a commit nothing comes twice.
     unsure = [m for m in everyone if isinstance(m.error, RebalanceInProgressError)]
-    assert all(m.error is None or m in unsure for m in everyone), \
-        [m.error for m in everyone if m.error]
+    assert all(m.error is None or m in unsure for m in everyone), [
+        m.error for m in everyone if m.error
+    ]
     assert protocols == ["range", "cooperative-sticky", "cooperative-sticky"]
     if not unsure:
         assert ledger.duplicates() == []
-    assert ledger.distinct() == {(topic, p, o) for p in range(PARTITIONS)
-                                 for o in range(PER_PARTITION)}
+    assert ledger.distinct() == {
+        (topic, p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)
+    }

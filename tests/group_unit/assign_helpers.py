@@ -26,8 +26,12 @@ def all_partitions(cluster: Mapping[str, int]) -> set[TP]:
     return {TP(t, p) for t, n in cluster.items() for p in range(n)}
 
 
-def check_valid(result: Mapping[str, Assignment], cluster: Mapping[str, int],
-                subs: Mapping[str, Subscription], complete: bool = True) -> None:
+def check_valid(
+    result: Mapping[str, Assignment],
+    cluster: Mapping[str, int],
+    subs: Mapping[str, Subscription],
+    complete: bool = True,
+) -> None:
     """Every partition at most once, only to subscribers; all assigned when ``complete``."""
     assert set(result) == set(subs)
     seen: set[TP] = set()
@@ -38,8 +42,9 @@ def check_valid(result: Mapping[str, Assignment], cluster: Mapping[str, int],
             assert tp.topic in subs[m].topics, f"{tp} given to {m} which does not subscribe"
             assert tp.partition < cluster[tp.topic]
     if complete:
-        wanted = {tp for tp in all_partitions(cluster)
-                  if any(tp.topic in s.topics for s in subs.values())}
+        wanted = {
+            tp for tp in all_partitions(cluster) if any(tp.topic in s.topics for s in subs.values())
+        }
         assert seen == wanted, f"unassigned: {sorted(wanted - seen)}"
 
 
@@ -56,4 +61,5 @@ def check_balanced(result: Mapping[str, Assignment], subs: Mapping[str, Subscrip
             for other, s in subs.items():
                 if other != m and tp.topic in s.topics:
                     assert count[other] >= count[m] - 1, (
-                        f"{tp} could move from {m} ({count[m]}) to {other} ({count[other]})")
+                        f"{tp} could move from {m} ({count[m]}) to {other} ({count[other]})"
+                    )

@@ -27,22 +27,31 @@ pytestmark = pytest.mark.timeout(60)
 # ConsumerProtocolAssignment.json: int16 version, then the fields of that version.
 FOO = "0003" + b"foo".hex()  # int16 length + UTF-8
 SUB_FIELDS_V0 = (
-    "00000001" + FOO          # Topics: [ "foo" ]
-    + "00000002" + "0102"     # UserData: 2 bytes
+    "00000001"
+    + FOO  # Topics: [ "foo" ]
+    + "00000002"
+    + "0102"  # UserData: 2 bytes
 )
 OWNED = (
-    "00000001" + FOO          # OwnedPartitions: one topic "foo"
-    + "00000002" + "00000000" + "00000002"  # partitions [0, 2]
+    "00000001"
+    + FOO  # OwnedPartitions: one topic "foo"
+    + "00000002"
+    + "00000000"
+    + "00000002"  # partitions [0, 2]
 )
 GOLDEN_SUB = {
     0: "0000" + SUB_FIELDS_V0,
     1: "0001" + SUB_FIELDS_V0 + OWNED,
-    2: "0002" + SUB_FIELDS_V0 + OWNED + "00000007",               # GenerationId 7
+    2: "0002" + SUB_FIELDS_V0 + OWNED + "00000007",  # GenerationId 7
     3: "0003" + SUB_FIELDS_V0 + OWNED + "00000007" + "0002" + b"r1".hex(),  # RackId "r1"
 }
-FULL_SUB = Subscription(topics=["foo"], user_data=b"\x01\x02",
-                        owned_partitions=[TP("foo", 0), TP("foo", 2)], generation_id=7,
-                        rack_id="r1")
+FULL_SUB = Subscription(
+    topics=["foo"],
+    user_data=b"\x01\x02",
+    owned_partitions=[TP("foo", 0), TP("foo", 2)],
+    generation_id=7,
+    rack_id="r1",
+)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
@@ -62,22 +71,38 @@ def test_subscription_golden_decode_keeps_fields_of_version(version: int) -> Non
 
 def test_subscription_nulls_golden() -> None:
     sub = Subscription(topics=["t", "u"])
-    expected = ("0003" + "00000002" + "0001" + b"t".hex() + "0001" + b"u".hex()
-                + "ffffffff"      # null user data
-                + "00000000"      # no owned partitions
-                + "ffffffff"      # generation -1
-                + "ffff")         # null rack
+    expected = (
+        "0003"
+        + "00000002"
+        + "0001"
+        + b"t".hex()
+        + "0001"
+        + b"u".hex()
+        + "ffffffff"  # null user data
+        + "00000000"  # no owned partitions
+        + "ffffffff"  # generation -1
+        + "ffff"
+    )  # null rack
     assert encode_subscription(sub).hex() == expected
     assert decode_subscription(bytes.fromhex(expected)) == sub
 
 
 def test_assignment_golden_bytes() -> None:
     a = Assignment(partitions=[TP("t", 0), TP("t", 1), TP("u", 5)], user_data=None)
-    expected = ("0003"
-                + "00000002"
-                + "0001" + b"t".hex() + "00000002" + "00000000" + "00000001"
-                + "0001" + b"u".hex() + "00000001" + "00000005"
-                + "ffffffff")
+    expected = (
+        "0003"
+        + "00000002"
+        + "0001"
+        + b"t".hex()
+        + "00000002"
+        + "00000000"
+        + "00000001"
+        + "0001"
+        + b"u".hex()
+        + "00000001"
+        + "00000005"
+        + "ffffffff"
+    )
     assert encode_assignment(a).hex() == expected
     assert encode_assignment(a, 0).hex() == "0000" + expected[4:]
     assert decode_assignment(bytes.fromhex(expected)) == a
@@ -109,26 +134,37 @@ def test_negative_version_rejected() -> None:
         decode_assignment(bytes.fromhex("8000" + "00000000ffffffff"))
 
 
-@pytest.mark.parametrize("blob", [
-    "00",                                  # not even a version
-    "0000",                                # no topics array
-    "0000000000",                          # truncated count
-    "0000" + "00000001" + "0005" + "6162",  # string shorter than its length
-    "0000" + "ffffffff" + "ffffffff",      # null (non-nullable) topics array
-    "0000" + "00000001" + "ffff" + "ffffffff",  # null topic name
-    "0000" + "7fffffff",                   # count far beyond the bytes present
-    "0000" + "00000000" + "00000005" + "01",  # user data shorter than its length
-    "0000" + "00000000" + "fffffffe",      # invalid negative user data length
-    "0001" + "00000000" + "ffffffff" + "00000001" + "0001" + "61" + "00000002" + "00000001",
-    "0000" + "00000001" + "0002" + "c328" + "ffffffff",  # invalid UTF-8
-])
+@pytest.mark.parametrize(
+    "blob",
+    [
+        "00",  # not even a version
+        "0000",  # no topics array
+        "0000000000",  # truncated count
+        "0000" + "00000001" + "0005" + "6162",  # string shorter than its length
+        "0000" + "ffffffff" + "ffffffff",  # null (non-nullable) topics array
+        "0000" + "00000001" + "ffff" + "ffffffff",  # null topic name
+        "0000" + "7fffffff",  # count far beyond the bytes present
+        "0000" + "00000000" + "00000005" + "01",  # user data shorter than its length
+        "0000" + "00000000" + "fffffffe",  # invalid negative user data length
+        "0001" + "00000000" + "ffffffff" + "00000001" + "0001" + "61" + "00000002" + "00000001",
+        "0000" + "00000001" + "0002" + "c328" + "ffffffff",  # invalid UTF-8
+    ],
+)
 def test_malformed_subscription_raises_protocol_error(blob: str) -> None:
     with pytest.raises(KafkaProtocolError):
         decode_subscription(bytes.fromhex(blob))
 
 
-@pytest.mark.parametrize("blob", ["00", "0000", "0000" + "00000001" + "0001" + "74",
-                                  "0000" + "00000000", "0000" + "40000000" + "00"])
+@pytest.mark.parametrize(
+    "blob",
+    [
+        "00",
+        "0000",
+        "0000" + "00000001" + "0001" + "74",
+        "0000" + "00000000",
+        "0000" + "40000000" + "00",
+    ],
+)
 def test_malformed_assignment_raises_protocol_error(blob: str) -> None:
     with pytest.raises(KafkaProtocolError):
         decode_assignment(bytes.fromhex(blob))
@@ -169,8 +205,9 @@ def test_memoryview_input_decodes() -> None:
 # -- properties ---------------------------------------------------------------------------------
 
 topics_st = st.text(min_size=1, max_size=12)
-owned_st = st.dictionaries(topics_st, st.lists(st.integers(0, 2**31 - 1), max_size=5,
-                                               unique=True), max_size=4)
+owned_st = st.dictionaries(
+    topics_st, st.lists(st.integers(0, 2**31 - 1), max_size=5, unique=True), max_size=4
+)
 
 
 @st.composite
@@ -193,8 +230,9 @@ def test_subscription_round_trip_v3(sub: Subscription) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(subscriptions(), st.integers(0, 3))
-def test_subscription_round_trip_older_versions_drop_newer_fields(sub: Subscription,
-                                                                  version: int) -> None:
+def test_subscription_round_trip_older_versions_drop_newer_fields(
+    sub: Subscription, version: int
+) -> None:
     got = decode_subscription(encode_subscription(sub, version))
     assert got.topics == sub.topics and got.user_data == sub.user_data
     assert got.owned_partitions == (sub.owned_partitions if version >= 1 else ())
@@ -204,10 +242,12 @@ def test_subscription_round_trip_older_versions_drop_newer_fields(sub: Subscript
 
 @settings(max_examples=150, deadline=None)
 @given(owned_st, st.none() | st.binary(max_size=20), st.integers(0, 3))
-def test_assignment_round_trip(parts: dict[str, list[int]], user_data: bytes | None,
-                               version: int) -> None:
-    a = Assignment(partitions=[TP(t, p) for t, ps in parts.items() for p in ps],
-                   user_data=user_data)
+def test_assignment_round_trip(
+    parts: dict[str, list[int]], user_data: bytes | None, version: int
+) -> None:
+    a = Assignment(
+        partitions=[TP(t, p) for t, ps in parts.items() for p in ps], user_data=user_data
+    )
     assert decode_assignment(encode_assignment(a, version)) == a
 
 
@@ -223,8 +263,9 @@ def test_random_bytes_decode_or_raise_protocol_error_only(blob: bytes) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(subscriptions(), st.data())
-def test_truncated_subscription_always_protocol_error(sub: Subscription,
-                                                      data: st.DataObject) -> None:
+def test_truncated_subscription_always_protocol_error(
+    sub: Subscription, data: st.DataObject
+) -> None:
     blob = encode_subscription(sub)
     cut = data.draw(st.integers(0, len(blob) - 1))
     with pytest.raises(KafkaProtocolError):
@@ -233,12 +274,18 @@ def test_truncated_subscription_always_protocol_error(sub: Subscription,
 
 # -- interop: kafka-python generates its encoders from the same Apache Kafka JSON specs --------
 
+
 def test_interop_with_kafka_python_spec_encoder() -> None:
     md = pytest.importorskip("kafka.protocol.consumer.metadata")
     KS, KA = md.ConsumerProtocolSubscription, md.ConsumerProtocolAssignment
-    theirs = KS(version=3, topics=["foo"], user_data=b"\x01\x02",
-                owned_partitions=[KS.TopicPartition(topic="foo", partitions=[0, 2])],
-                generation_id=7, rack_id="r1").encode()
+    theirs = KS(
+        version=3,
+        topics=["foo"],
+        user_data=b"\x01\x02",
+        owned_partitions=[KS.TopicPartition(topic="foo", partitions=[0, 2])],
+        generation_id=7,
+        rack_id="r1",
+    ).encode()
     assert bytes(theirs) == encode_subscription(FULL_SUB)
     ours = encode_assignment(Assignment([TP("t", 0), TP("t", 1)], b"ud"))
     back = KA.decode(ours)

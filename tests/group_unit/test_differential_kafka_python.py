@@ -40,18 +40,24 @@ class _Cluster:
 
 
 def _theirs(result: dict) -> dict[str, list[tuple[str, int]]]:
-    return {m: sorted((t, p) for t, ps in a.assigned_partitions for p in ps)
-            for m, a in result.items()}
+    return {
+        m: sorted((t, p) for t, ps in a.assigned_partitions for p in ps) for m, a in result.items()
+    }
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.integers(1, 9), min_size=1),
-       st.lists(st.text("xyz", min_size=1, max_size=3), min_size=1, max_size=6, unique=True),
-       st.data())
-def test_same_result_as_kafka_python(cluster: dict[str, int], members: list[str],
-                                     data: st.DataObject) -> None:
-    subs = {m: S(sorted(data.draw(st.sets(st.sampled_from(sorted(cluster)), min_size=1))))
-            for m in members}
+@given(
+    st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.integers(1, 9), min_size=1),
+    st.lists(st.text("xyz", min_size=1, max_size=3), min_size=1, max_size=6, unique=True),
+    st.data(),
+)
+def test_same_result_as_kafka_python(
+    cluster: dict[str, int], members: list[str], data: st.DataObject
+) -> None:
+    subs = {
+        m: S(sorted(data.draw(st.sets(st.sampled_from(sorted(cluster)), min_size=1))))
+        for m in members
+    }
     kp_members = [_Member(m, _Meta(list(s.topics))) for m, s in subs.items()]
     got = {m: sorted(a.partitions) for m, a in RangeAssignor().assign(cluster, subs).items()}
     assert got == _theirs(kp_range.RangePartitionAssignor.assign(_Cluster(cluster), kp_members))

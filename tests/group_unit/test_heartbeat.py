@@ -13,8 +13,12 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def make(time: MockTime, **kw: int) -> Heartbeat:
-    args = dict(session_timeout_ms=10_000, heartbeat_interval_ms=3_000,
-                max_poll_interval_ms=300_000, retry_backoff_ms=100)
+    args = dict(
+        session_timeout_ms=10_000,
+        heartbeat_interval_ms=3_000,
+        max_poll_interval_ms=300_000,
+        retry_backoff_ms=100,
+    )
     args.update(kw)
     return Heartbeat(time=time, **args)
 
@@ -155,13 +159,16 @@ def test_explicit_now_overrides_clock_and_time_never_goes_back() -> None:
     assert hb.session_timeout_expired(now=20_000)
 
 
-@pytest.mark.parametrize("kw, exc", [
-    (dict(heartbeat_interval_ms=10_000), ValueError),   # not below the session timeout
-    (dict(session_timeout_ms=0), ValueError),
-    (dict(max_poll_interval_ms=-1), ValueError),
-    (dict(retry_backoff_ms=-5), ValueError),
-    (dict(heartbeat_interval_ms=1.5), TypeError),
-])
+@pytest.mark.parametrize(
+    "kw, exc",
+    [
+        (dict(heartbeat_interval_ms=10_000), ValueError),  # not below the session timeout
+        (dict(session_timeout_ms=0), ValueError),
+        (dict(max_poll_interval_ms=-1), ValueError),
+        (dict(retry_backoff_ms=-5), ValueError),
+        (dict(heartbeat_interval_ms=1.5), TypeError),
+    ],
+)
 def test_invalid_config_rejected(kw: dict[str, int], exc: type[Exception]) -> None:
     with pytest.raises(exc):
         make(MockTime(), **kw)

@@ -28,8 +28,9 @@ def _create_topic(bootstrap: str) -> str:
 
     topic = unique_name("g1interop")
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS,
-                                  replication_factor=1)])[topic].result(timeout=30)
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[
+        topic
+    ].result(timeout=30)
     return topic
 
 
@@ -55,28 +56,47 @@ class _Ours(threading.Thread):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("strategy, ours_first", [
-    # Eager: only our leader's Assignment bytes and librdkafka's Subscription bytes matter.
-    ("range", True),
-    # Cooperative: owned partitions and generations cross in both directions, and the moved
-    # partitions must be revoked before the other member gets them (two rebalances).
-    ("cooperative-sticky", True),
-    ("cooperative-sticky", False),
-], ids=["range-ours-leads", "coop-ours-leads", "coop-rdkafka-leads"])
+@pytest.mark.parametrize(
+    "strategy, ours_first",
+    [
+        # Eager: only our leader's Assignment bytes and librdkafka's Subscription bytes matter.
+        ("range", True),
+        # Cooperative: owned partitions and generations cross in both directions, and the moved
+        # partitions must be revoked before the other member gets them (two rebalances).
+        ("cooperative-sticky", True),
+        ("cooperative-sticky", False),
+    ],
+    ids=["range-ours-leads", "coop-ours-leads", "coop-rdkafka-leads"],
+)
 def test_group_with_librdkafka_member(broker: Any, strategy: str, ours_first: bool) -> None:
     confluent_kafka = pytest.importorskip("confluent_kafka")
     bootstrap = broker.bootstrap_servers
     topic = _create_topic(bootstrap)
     group = unique_name("g1group")
-    ours = _Ours({"bootstrap.servers": bootstrap, "group.id": group,
-                  "partition.assignment.strategy": strategy, "session.timeout.ms": 6000,
-                  "heartbeat.interval.ms": 300, "max.poll.interval.ms": 30000,
-                  "enable.auto.commit": False, "metadata.max.age.ms": 2000}, topic)
-    theirs = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": group,
-        "partition.assignment.strategy": strategy, "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 300, "enable.auto.commit": False,
-        "topic.metadata.refresh.interval.ms": 2000})
+    ours = _Ours(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "partition.assignment.strategy": strategy,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "max.poll.interval.ms": 30000,
+            "enable.auto.commit": False,
+            "metadata.max.age.ms": 2000,
+        },
+        topic,
+    )
+    theirs = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "partition.assignment.strategy": strategy,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 2000,
+        }
+    )
     all_partitions = {TopicPartition(topic, p) for p in range(PARTITIONS)}
     try:
         if ours_first:
@@ -105,8 +125,9 @@ def test_group_with_librdkafka_member(broker: Any, strategy: str, ours_first: bo
             if mine and their and not (mine & their) and mine | their == all_partitions:
                 split_ok = True
                 break
-        assert split_ok, f"no clean split: ours={sorted(ours.assignment)} " \
-                         f"theirs={sorted(theirs.assignment())}"
+        assert split_ok, (
+            f"no clean split: ours={sorted(ours.assignment)} theirs={sorted(theirs.assignment())}"
+        )
     finally:
         ours.stop.set()
         ours.join(15)

@@ -80,8 +80,8 @@ def test_delay_revoke_pushes_completion_one_poll() -> None:
     tr.request_revoke([A, B])
     assert tr.delay_revoke([A]) is True
     assert tr.to_be_revoked() == {B}
-    assert tr.start_poll() == {B}           # poll N+1 completes B only
-    assert tr.to_be_revoked() == {A}        # A is now due at the next poll
+    assert tr.start_poll() == {B}  # poll N+1 completes B only
+    assert tr.to_be_revoked() == {A}  # A is now due at the next poll
     assert tr.start_poll() == {A}
 
 
@@ -102,10 +102,10 @@ def test_lost_partitions_cannot_be_delayed_and_are_reported_for_one_poll() -> No
     tr.mark_lost([A])
     assert tr.lost_partitions() == {A}
     assert tr.pending() == {B}
-    assert tr.delay_revoke([A, B]) is False   # A was lost; B is still delayed
+    assert tr.delay_revoke([A, B]) is False  # A was lost; B is still delayed
     assert tr.to_be_revoked() == set()
     assert tr.start_poll() == set()
-    assert tr.lost_partitions() == set()      # cleared when the next poll starts
+    assert tr.lost_partitions() == set()  # cleared when the next poll starts
     assert tr.start_poll() == {B}
 
 

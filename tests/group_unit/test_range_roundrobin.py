@@ -17,6 +17,7 @@ pytestmark = pytest.mark.timeout(60)
 
 # -- range -------------------------------------------------------------------------------------
 
+
 def test_range_java_doc_example() -> None:
     subs = {"C0": S(["t0", "t1"]), "C1": S(["t0", "t1"])}
     got = RangeAssignor().assign({"t0": 3, "t1": 3}, subs)
@@ -48,8 +49,11 @@ def test_range_explicit_partition_ids() -> None:
 
 
 def test_range_static_members_sort_first_by_instance_id() -> None:
-    subs = {"a": S(["t"]), "z": S(["t"], group_instance_id="i1"),
-            "y": S(["t"], group_instance_id="i0")}
+    subs = {
+        "a": S(["t"]),
+        "z": S(["t"], group_instance_id="i1"),
+        "y": S(["t"], group_instance_id="i0"),
+    }
     got = RangeAssignor().assign({"t": 3}, subs)
     assert as_lists(got) == {"y": ["t-0"], "z": ["t-1"], "a": ["t-2"]}
 
@@ -65,7 +69,9 @@ def test_range_rack_aware_prefers_local_partitions() -> None:
     assert as_lists(got) == {"C0": ["t-1", "t-3"], "C1": ["t-0", "t-2"]}
     # Without racks it is the plain range.
     assert as_lists(RangeAssignor().assign({"t": 4}, subs)) == {
-        "C0": ["t-0", "t-1"], "C1": ["t-2", "t-3"]}
+        "C0": ["t-0", "t-1"],
+        "C1": ["t-2", "t-3"],
+    }
 
 
 def test_range_rack_aware_never_trades_balance() -> None:
@@ -103,6 +109,7 @@ def test_range_member_without_rack_matches_any_partition() -> None:
 
 # -- round robin -------------------------------------------------------------------------------
 
+
 def test_roundrobin_java_doc_example() -> None:
     subs = {"C0": S(["t0", "t1"]), "C1": S(["t0", "t1"])}
     got = RoundRobinAssignor().assign({"t0": 3, "t1": 3}, subs)
@@ -112,8 +119,7 @@ def test_roundrobin_java_doc_example() -> None:
 def test_roundrobin_different_subscriptions_java_doc_example() -> None:
     subs = {"C0": S(["t0"]), "C1": S(["t0", "t1"]), "C2": S(["t0", "t1", "t2"])}
     got = RoundRobinAssignor().assign({"t0": 1, "t1": 2, "t2": 3}, subs)
-    assert as_lists(got) == {"C0": ["t0-0"], "C1": ["t1-0"],
-                             "C2": ["t1-1", "t2-0", "t2-1", "t2-2"]}
+    assert as_lists(got) == {"C0": ["t0-0"], "C1": ["t1-0"], "C2": ["t1-1", "t2-0", "t2-1", "t2-2"]}
 
 
 def test_roundrobin_static_members_first() -> None:
@@ -130,16 +136,19 @@ def test_roundrobin_member_with_no_topics_gets_nothing() -> None:
 
 # -- properties --------------------------------------------------------------------------------
 
-clusters = st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 9),
-                           min_size=1, max_size=4)
-member_ids = st.lists(st.text("mnopqrst", min_size=1, max_size=3), min_size=1, max_size=7,
-                      unique=True)
+clusters = st.dictionaries(
+    st.sampled_from(["a", "b", "c", "d"]), st.integers(0, 9), min_size=1, max_size=4
+)
+member_ids = st.lists(
+    st.text("mnopqrst", min_size=1, max_size=3), min_size=1, max_size=7, unique=True
+)
 
 
 @settings(max_examples=150, deadline=None)
 @given(clusters, member_ids)
-def test_equal_subscriptions_are_complete_and_balanced(cluster: dict[str, int],
-                                                       members: list[str]) -> None:
+def test_equal_subscriptions_are_complete_and_balanced(
+    cluster: dict[str, int], members: list[str]
+) -> None:
     subs = {m: S(sorted(cluster)) for m in members}
     rr = RoundRobinAssignor().assign(cluster, subs)
     check_valid(rr, cluster, subs)
@@ -154,15 +163,22 @@ def test_equal_subscriptions_are_complete_and_balanced(cluster: dict[str, int],
 
 @settings(max_examples=150, deadline=None)
 @given(clusters, member_ids, st.data())
-def test_any_subscriptions_valid_and_deterministic(cluster: dict[str, int], members: list[str],
-                                                   data: st.DataObject) -> None:
+def test_any_subscriptions_valid_and_deterministic(
+    cluster: dict[str, int], members: list[str], data: st.DataObject
+) -> None:
     topics = sorted(cluster) + ["unknown"]
-    subs = {m: S(data.draw(st.lists(st.sampled_from(topics), unique=True)),
-                 rack_id=data.draw(st.sampled_from([None, "r1", "r2"])))
-            for m in members}
-    racks = {TP(t, p): set(data.draw(st.lists(st.sampled_from(["r1", "r2", "r3"]),
-                                              max_size=2)))
-             for t, n in cluster.items() for p in range(n)}
+    subs = {
+        m: S(
+            data.draw(st.lists(st.sampled_from(topics), unique=True)),
+            rack_id=data.draw(st.sampled_from([None, "r1", "r2"])),
+        )
+        for m in members
+    }
+    racks = {
+        TP(t, p): set(data.draw(st.lists(st.sampled_from(["r1", "r2", "r3"]), max_size=2)))
+        for t, n in cluster.items()
+        for p in range(n)
+    }
     reordered = dict(reversed(list(subs.items())))
     for assignor in (RangeAssignor(), RoundRobinAssignor()):
         got = assignor.assign(cluster, subs, racks)

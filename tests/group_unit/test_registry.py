@@ -19,17 +19,20 @@ from kafkaconsumer.internals.assignors import (
 pytestmark = pytest.mark.timeout(30)
 
 
-@pytest.mark.parametrize("name, cls", [
-    ("range", RangeAssignor),
-    ("roundrobin", RoundRobinAssignor),
-    ("sticky", StickyAssignor),
-    ("cooperative-sticky", CooperativeStickyAssignor),
-    ("org.apache.kafka.clients.consumer.RangeAssignor", RangeAssignor),
-    ("org.apache.kafka.clients.consumer.RoundRobinAssignor", RoundRobinAssignor),
-    ("org.apache.kafka.clients.consumer.StickyAssignor", StickyAssignor),
-    ("org.apache.kafka.clients.consumer.CooperativeStickyAssignor", CooperativeStickyAssignor),
-    (" range ", RangeAssignor),
-])
+@pytest.mark.parametrize(
+    "name, cls",
+    [
+        ("range", RangeAssignor),
+        ("roundrobin", RoundRobinAssignor),
+        ("sticky", StickyAssignor),
+        ("cooperative-sticky", CooperativeStickyAssignor),
+        ("org.apache.kafka.clients.consumer.RangeAssignor", RangeAssignor),
+        ("org.apache.kafka.clients.consumer.RoundRobinAssignor", RoundRobinAssignor),
+        ("org.apache.kafka.clients.consumer.StickyAssignor", StickyAssignor),
+        ("org.apache.kafka.clients.consumer.CooperativeStickyAssignor", CooperativeStickyAssignor),
+        (" range ", RangeAssignor),
+    ],
+)
 def test_names_resolve(name: str, cls: type) -> None:
     assert get_assignor_class(name) is cls
 
@@ -45,8 +48,10 @@ def test_unknown_name_is_a_clear_error() -> None:
 
 
 def test_resolve_java_default_list_string() -> None:
-    got = resolve_assignors("org.apache.kafka.clients.consumer.RangeAssignor,"
-                            "org.apache.kafka.clients.consumer.CooperativeStickyAssignor")
+    got = resolve_assignors(
+        "org.apache.kafka.clients.consumer.RangeAssignor,"
+        "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+    )
     assert [a.name for a in got] == ["range", "cooperative-sticky"]
     assert common_protocol(got) is RebalanceProtocol.EAGER
 

@@ -46,45 +46,61 @@ def eager(topics: list[str], owned: str = "", gen: int = 1, **kw: object) -> S:
 
 # -- hand-written cases ------------------------------------------------------------------------
 
+
 def test_fresh_group_is_balanced_and_spreads_topics() -> None:
     subs = {"C0": S(["t0", "t1"]), "C1": S(["t0", "t1"])}
     for a in (StickyAssignor(), CooperativeStickyAssignor()):
         assert as_lists(a.assign({"t0": 3, "t1": 3}, subs)) == {
-            "C0": ["t0-0", "t0-2", "t1-1"], "C1": ["t0-1", "t1-0", "t1-2"]}
+            "C0": ["t0-0", "t0-2", "t1-1"],
+            "C1": ["t0-1", "t1-0", "t1-2"],
+        }
 
 
 def test_new_member_takes_only_what_balance_requires_eager() -> None:
-    subs = {"C0": eager(["t0", "t1"], "t0-0 t0-1 t0-2"),
-            "C1": eager(["t0", "t1"], "t1-0 t1-1 t1-2"),
-            "C2": S(["t0", "t1"])}
+    subs = {
+        "C0": eager(["t0", "t1"], "t0-0 t0-1 t0-2"),
+        "C1": eager(["t0", "t1"], "t1-0 t1-1 t1-2"),
+        "C2": S(["t0", "t1"]),
+    }
     got = StickyAssignor().assign({"t0": 3, "t1": 3}, subs)
-    assert as_lists(got) == {"C0": ["t0-0", "t0-1"], "C1": ["t1-0", "t1-1"],
-                             "C2": ["t0-2", "t1-2"]}
+    assert as_lists(got) == {"C0": ["t0-0", "t0-1"], "C1": ["t1-0", "t1-1"], "C2": ["t0-2", "t1-2"]}
 
 
 def test_new_member_cooperative_target_is_the_same() -> None:
-    subs = {"C0": coop(["t0", "t1"], "t0-0 t0-1 t0-2"),
-            "C1": coop(["t0", "t1"], "t1-0 t1-1 t1-2"),
-            "C2": S(["t0", "t1"])}
+    subs = {
+        "C0": coop(["t0", "t1"], "t0-0 t0-1 t0-2"),
+        "C1": coop(["t0", "t1"], "t1-0 t1-1 t1-2"),
+        "C2": S(["t0", "t1"]),
+    }
     raw = CooperativeStickyAssignor().assign_lists({"t0": 3, "t1": 3}, subs)
     assert {m: sorted(v) for m, v in raw.items()} == {
-        "C0": tps("t0-0 t0-1"), "C1": tps("t1-0 t1-1"), "C2": tps("t0-2 t1-2")}
+        "C0": tps("t0-0 t0-1"),
+        "C1": tps("t1-0 t1-1"),
+        "C2": tps("t0-2 t1-2"),
+    }
 
 
 def test_cooperative_new_member_waits_for_revocation() -> None:
-    subs = {"C0": coop(["t0", "t1"], "t0-0 t0-1 t0-2"),
-            "C1": coop(["t0", "t1"], "t1-0 t1-1 t1-2"),
-            "C2": S(["t0", "t1"])}
+    subs = {
+        "C0": coop(["t0", "t1"], "t0-0 t0-1 t0-2"),
+        "C1": coop(["t0", "t1"], "t1-0 t1-1 t1-2"),
+        "C2": S(["t0", "t1"]),
+    }
     first = CooperativeStickyAssignor().assign({"t0": 3, "t1": 3}, subs)
     # t0-2 and t1-2 must first be revoked by C0/C1: nobody gets them in this generation.
     assert as_lists(first) == {"C0": ["t0-0", "t0-1"], "C1": ["t1-0", "t1-1"], "C2": []}
     # Follow-up rebalance: C0 and C1 revoked, report what they still own.
-    subs2 = {"C0": coop(["t0", "t1"], "t0-0 t0-1", gen=2),
-             "C1": coop(["t0", "t1"], "t1-0 t1-1", gen=2),
-             "C2": coop(["t0", "t1"], "", gen=2)}
+    subs2 = {
+        "C0": coop(["t0", "t1"], "t0-0 t0-1", gen=2),
+        "C1": coop(["t0", "t1"], "t1-0 t1-1", gen=2),
+        "C2": coop(["t0", "t1"], "", gen=2),
+    }
     second = CooperativeStickyAssignor().assign({"t0": 3, "t1": 3}, subs2)
-    assert as_lists(second) == {"C0": ["t0-0", "t0-1"], "C1": ["t1-0", "t1-1"],
-                                "C2": ["t0-2", "t1-2"]}
+    assert as_lists(second) == {
+        "C0": ["t0-0", "t0-1"],
+        "C1": ["t1-0", "t1-1"],
+        "C2": ["t0-2", "t1-2"],
+    }
 
 
 def test_member_leaving_spreads_its_partitions() -> None:
@@ -113,8 +129,11 @@ def test_unsubscribed_owned_partition_is_released() -> None:
 
 
 def test_highest_generation_claim_wins() -> None:
-    subs = {"A": coop(["t"], "t-0 t-1", gen=3), "B": coop(["t"], "t-0", gen=4),
-            "C": coop(["t"], "", gen=4)}
+    subs = {
+        "A": coop(["t"], "t-0 t-1", gen=3),
+        "B": coop(["t"], "t-0", gen=4),
+        "C": coop(["t"], "", gen=4),
+    }
     raw = CooperativeStickyAssignor().assign_lists({"t": 3}, subs)
     assert TP("t", 0) in raw["B"]
     assert TP("t", 1) in raw["A"]
@@ -130,8 +149,12 @@ def test_same_generation_conflict_nobody_keeps_and_both_revoke_first() -> None:
 
 
 def test_resolve_previous_owners_rules() -> None:
-    claims = {"A": MemberData(tuple(tps("t-0 t-1 t-2")), 5), "B": MemberData(tuple(tps("t-0")), 5),
-              "C": MemberData(tuple(tps("t-1")), 4), "D": MemberData(tuple(tps("t-2 t-9")), 6)}
+    claims = {
+        "A": MemberData(tuple(tps("t-0 t-1 t-2")), 5),
+        "B": MemberData(tuple(tps("t-0")), 5),
+        "C": MemberData(tuple(tps("t-1")), 4),
+        "D": MemberData(tuple(tps("t-2 t-9")), 6),
+    }
     owned = resolve_previous_owners(claims, valid=set(tps("t-0 t-1 t-2 t-3")))
     # t-0: tie at generation 5 -> nobody; t-1: 5 beats 4; t-2: 6 beats 5; t-9 no longer exists.
     assert owned == {"A": tps("t-1"), "B": [], "C": [], "D": tps("t-2")}
@@ -151,8 +174,7 @@ def test_unequal_subscriptions_are_balanced() -> None:
     got = StickyAssignor().assign({"t0": 1, "t1": 2, "t2": 3}, subs)
     check_valid(got, {"t0": 1, "t1": 2, "t2": 3}, subs)
     check_balanced(got, subs)
-    assert as_lists(got) == {"C0": ["t0-0"], "C1": ["t1-0", "t1-1"],
-                             "C2": ["t2-0", "t2-1", "t2-2"]}
+    assert as_lists(got) == {"C0": ["t0-0"], "C1": ["t1-0", "t1-1"], "C2": ["t2-0", "t2-1", "t2-2"]}
 
 
 def test_rack_aware_sticky_places_new_partitions_locally() -> None:
@@ -173,12 +195,22 @@ def test_rack_aware_sticky_moves_misplaced_partition_through_revocation() -> Non
 
 # -- user data and protocol plumbing -----------------------------------------------------------
 
+
 def test_sticky_user_data_java_layout() -> None:
     blob = encode_sticky_user_data(tps("t-0 t-2 u-1"), 7)
-    assert blob.hex() == ("00000002"
-                          + "0001" + b"t".hex() + "00000002" + "00000000" + "00000002"
-                          + "0001" + b"u".hex() + "00000001" + "00000001"
-                          + "00000007")
+    assert blob.hex() == (
+        "00000002"
+        + "0001"
+        + b"t".hex()
+        + "00000002"
+        + "00000000"
+        + "00000002"
+        + "0001"
+        + b"u".hex()
+        + "00000001"
+        + "00000001"
+        + "00000007"
+    )
     md = decode_sticky_user_data(blob)
     assert md.partitions == tuple(tps("t-0 t-2 u-1")) and md.generation == 7
     # v0 (no generation) decodes with the default generation.
@@ -204,7 +236,7 @@ def test_cooperative_user_data_and_generation_fallback() -> None:
     a.on_assignment(Assignment(), 12)
     ud = a.subscription_user_data(set())
     assert ud == b"\x00\x00\x00\x0c"
-    assert member_generation(S(["t"], user_data=ud)) == 12           # v0/v1 subscription
+    assert member_generation(S(["t"], user_data=ud)) == 12  # v0/v1 subscription
     assert member_generation(S(["t"], user_data=ud, generation_id=13)) == 13
     assert member_generation(S(["t"])) == -1
 
@@ -212,13 +244,18 @@ def test_cooperative_user_data_and_generation_fallback() -> None:
 def test_protocols() -> None:
     assert StickyAssignor().supported_protocols == [RebalanceProtocol.EAGER]
     assert CooperativeStickyAssignor().supported_protocols == [
-        RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER]
+        RebalanceProtocol.COOPERATIVE,
+        RebalanceProtocol.EAGER,
+    ]
 
 
 def test_adjust_and_validate_for_any_cooperative_assignor() -> None:
     subs = {"A": coop(["t"], "t-0 t-1"), "B": coop(["t"], "t-2"), "C": coop(["t"], "", gen=0)}
-    proposed = {"A": Assignment(tps("t-0")), "B": Assignment(tps("t-1 t-2")),
-                "C": Assignment(tps("t-3"))}
+    proposed = {
+        "A": Assignment(tps("t-0")),
+        "B": Assignment(tps("t-1 t-2")),
+        "C": Assignment(tps("t-3")),
+    }
     assert partitions_transferring_ownership(proposed, subs) == {TP("t", 1): "B"}
     with pytest.raises(IllegalStateError):
         validate_cooperative_assignment(proposed, subs)
@@ -251,6 +288,7 @@ def test_inputs_validated() -> None:
 
 # -- membership sequences (hypothesis) ---------------------------------------------------------
 
+
 def kept_bound(prev: Mapping[str, set[TP]], members: list[str], total: int) -> int:
     """Most previously owned partitions a balanced assignment can leave in place."""
     floor, extras = divmod(total, len(members))
@@ -259,8 +297,9 @@ def kept_bound(prev: Mapping[str, set[TP]], members: list[str], total: int) -> i
     return base + min(extras, over)
 
 
-def check_sticky_step(prev: Mapping[str, set[TP]], new: Mapping[str, set[TP]],
-                      cluster: Mapping[str, int]) -> None:
+def check_sticky_step(
+    prev: Mapping[str, set[TP]], new: Mapping[str, set[TP]], cluster: Mapping[str, int]
+) -> None:
     existing = all_partitions(cluster)
     members = list(new)
     valid_prev = {m: prev.get(m, set()) & existing for m in members}
@@ -273,13 +312,18 @@ def check_sticky_step(prev: Mapping[str, set[TP]], new: Mapping[str, set[TP]],
     assert total_kept == kept_bound(valid_prev, members, len(existing))
 
 
-events = st.lists(st.one_of(st.tuples(st.just("join"), st.integers(0, 99)),
-                            st.tuples(st.just("leave"), st.integers(0, 20)),
-                            st.tuples(st.just("grow"), st.sampled_from(["a", "b", "c"]),
-                                      st.integers(1, 3))),
-                  min_size=1, max_size=8)
-start_cluster = st.fixed_dictionaries({"a": st.integers(0, 8), "b": st.integers(0, 8),
-                                       "c": st.integers(0, 8)})
+events = st.lists(
+    st.one_of(
+        st.tuples(st.just("join"), st.integers(0, 99)),
+        st.tuples(st.just("leave"), st.integers(0, 20)),
+        st.tuples(st.just("grow"), st.sampled_from(["a", "b", "c"]), st.integers(1, 3)),
+    ),
+    min_size=1,
+    max_size=8,
+)
+start_cluster = st.fixed_dictionaries(
+    {"a": st.integers(0, 8), "b": st.integers(0, 8), "c": st.integers(0, 8)}
+)
 
 
 def apply_event(ev: tuple, members: list[str], cluster: dict[str, int]) -> None:
@@ -304,8 +348,10 @@ def test_eager_sticky_sequences(cluster: dict[str, int], n: int, evs: list[tuple
         apply_event(ev, members, cluster)
         for m in members:
             instances.setdefault(m, StickyAssignor())
-        subs = {m: S(topics, user_data=instances[m].subscription_user_data(set(topics)))
-                for m in members}
+        subs = {
+            m: S(topics, user_data=instances[m].subscription_user_data(set(topics)))
+            for m in members
+        }
         got = instances[members[0]].assign(cluster, subs)
         check_valid(got, cluster, subs)
         assert spread(got) <= 1
@@ -327,8 +373,10 @@ def test_cooperative_sticky_sequences(cluster: dict[str, int], n: int, evs: list
     for ev in [("noop",)] + evs:
         apply_event(ev, members, cluster)
         for round_no in range(2):
-            subs = {m: S(topics, owned_partitions=sorted(owned.get(m, ())), generation_id=gen)
-                    for m in members}
+            subs = {
+                m: S(topics, owned_partitions=sorted(owned.get(m, ())), generation_id=gen)
+                for m in members
+            }
             raw = assignor.assign_lists(cluster, subs)
             got = assignor.assign(cluster, subs)
             # The unadjusted target is balanced and maximally sticky.
@@ -346,19 +394,24 @@ def test_cooperative_sticky_sequences(cluster: dict[str, int], n: int, evs: list
 
 
 @settings(max_examples=120, deadline=None)
-@given(start_cluster, st.lists(st.sets(st.sampled_from(["a", "b", "c"])), min_size=1,
-                               max_size=6), st.data())
-def test_unequal_subscriptions_valid_balanced_stable(cluster: dict[str, int],
-                                                     topic_sets: list[set[str]],
-                                                     data: st.DataObject) -> None:
+@given(
+    start_cluster,
+    st.lists(st.sets(st.sampled_from(["a", "b", "c"])), min_size=1, max_size=6),
+    st.data(),
+)
+def test_unequal_subscriptions_valid_balanced_stable(
+    cluster: dict[str, int], topic_sets: list[set[str]], data: st.DataObject
+) -> None:
     subs0 = {f"m{i}": S(sorted(ts)) for i, ts in enumerate(topic_sets)}
     a = CooperativeStickyAssignor()
     first = a.assign(cluster, subs0)
     check_valid(first, cluster, subs0)
     check_balanced(first, subs0)
     # Members now own their partitions: rerunning changes nothing (stable).
-    subs1 = {m: S(s.topics, owned_partitions=first[m].partitions, generation_id=1)
-             for m, s in subs0.items()}
+    subs1 = {
+        m: S(s.topics, owned_partitions=first[m].partitions, generation_id=1)
+        for m, s in subs0.items()
+    }
     assert a.assign(cluster, subs1) == first
     # Determinism: member order in the input does not matter.
     shuffled = dict(data.draw(st.permutations(list(subs1.items()))))
@@ -371,18 +424,21 @@ def test_unequal_subscriptions_valid_balanced_stable(cluster: dict[str, int],
 
 @settings(max_examples=80, deadline=None)
 @given(start_cluster, st.integers(1, 6), st.data())
-def test_rack_aware_sticky_valid_and_balanced(cluster: dict[str, int], n: int,
-                                              data: st.DataObject) -> None:
+def test_rack_aware_sticky_valid_and_balanced(
+    cluster: dict[str, int], n: int, data: st.DataObject
+) -> None:
     topics = sorted(cluster)
-    subs = {f"m{i}": S(topics, rack_id=data.draw(st.sampled_from([None, "r1", "r2", "r3"])))
-            for i in range(n)}
-    racks = {tp: set(data.draw(st.lists(st.sampled_from(["r1", "r2", "r3"]), min_size=1,
-                                        max_size=2)))
-             for tp in all_partitions(cluster)}
+    subs = {
+        f"m{i}": S(topics, rack_id=data.draw(st.sampled_from([None, "r1", "r2", "r3"])))
+        for i in range(n)
+    }
+    racks = {
+        tp: set(data.draw(st.lists(st.sampled_from(["r1", "r2", "r3"]), min_size=1, max_size=2)))
+        for tp in all_partitions(cluster)
+    }
     got = CooperativeStickyAssignor().assign(cluster, subs, racks)
     check_valid(got, cluster, subs)
     assert spread(got) <= 1
-
 
 
 def test_rack_mismatch_returns_to_owner_when_nobody_better_takes_it() -> None:
@@ -393,8 +449,14 @@ def test_rack_mismatch_returns_to_owner_when_nobody_better_takes_it() -> None:
     got = CooperativeStickyAssignor().assign({"t": 4}, subs, racks)
     assert as_lists(got) == {"A": ["t-0", "t-1"], "B": ["t-2", "t-3"]}
     racks = {TP("t", 0): {"r1"}, TP("t", 1): {"r3"}, TP("t", 2): {"r2"}}
-    subs = {"A": coop(["t"], "t-1", rack_id="r1"), "B": coop(["t"], "t-2", rack_id="r2"),
-            "C": coop(["t"])}
+    subs = {
+        "A": coop(["t"], "t-1", rack_id="r1"),
+        "B": coop(["t"], "t-2", rack_id="r2"),
+        "C": coop(["t"]),
+    }
     raw = CooperativeStickyAssignor().assign_lists({"t": 3}, subs, racks)
     assert {m: sorted(v) for m, v in raw.items()} == {
-        "A": tps("t-0"), "B": tps("t-2"), "C": tps("t-1")}
+        "A": tps("t-0"),
+        "B": tps("t-2"),
+        "C": tps("t-1"),
+    }

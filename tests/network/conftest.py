@@ -20,8 +20,9 @@ def make_client() -> Iterator[Factory]:
     closed after the test. Keyword names use ``_`` for ``.`` (``request_timeout_ms=500``)."""
     made: list[ConsumerNetworkClient] = []
 
-    def factory(bootstrap: str, config: dict[str, Any] | None = None,
-                **kw: Any) -> ConsumerNetworkClient:
+    def factory(
+        bootstrap: str, config: dict[str, Any] | None = None, **kw: Any
+    ) -> ConsumerNetworkClient:
         cfg: dict[str, Any] = {"bootstrap.servers": bootstrap}
         cfg.update({k.replace("_", "."): v for k, v in kw.items()})
         cfg.update(config or {})

@@ -12,8 +12,14 @@ import os
 class ScramServer:
     """Verifies one SCRAM exchange for a user whose password the server knows."""
 
-    def __init__(self, hash_name: str, password: str, iterations: int = 4096,
-                 salt: bytes | None = None, server_nonce: str | None = None) -> None:
+    def __init__(
+        self,
+        hash_name: str,
+        password: str,
+        iterations: int = 4096,
+        salt: bytes | None = None,
+        server_nonce: str | None = None,
+    ) -> None:
         self.hash_name = hash_name
         self.salt = salt or os.urandom(16)
         self.iterations = iterations
@@ -33,8 +39,9 @@ class ScramServer:
         attrs = dict(p.split("=", 1) for p in self.client_first_bare.split(","))
         self.username = attrs["n"]
         nonce = attrs["r"] + self.server_nonce
-        self.server_first = (f"r={nonce},s={base64.b64encode(self.salt).decode()},"
-                             f"i={self.iterations}")
+        self.server_first = (
+            f"r={nonce},s={base64.b64encode(self.salt).decode()},i={self.iterations}"
+        )
         return self.server_first.encode()
 
     def final(self, client_final: bytes) -> tuple[bool, bytes]:

@@ -24,15 +24,33 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 #: The versions this client negotiates with each Apache Kafka line (major.minor of the broker).
 _CONSUMER_APIS = {
-    "API_VERSIONS": 4, "METADATA": 12, "FETCH": 17, "LIST_OFFSETS": 9,
-    "OFFSET_FOR_LEADER_EPOCH": 4, "FIND_COORDINATOR": 6, "JOIN_GROUP": 9, "SYNC_GROUP": 5,
-    "HEARTBEAT": 4, "LEAVE_GROUP": 5, "OFFSET_COMMIT": 9, "OFFSET_FETCH": 9,
-    "SASL_HANDSHAKE": 1, "SASL_AUTHENTICATE": 2, "CONSUMER_GROUP_HEARTBEAT": 1,
+    "API_VERSIONS": 4,
+    "METADATA": 12,
+    "FETCH": 17,
+    "LIST_OFFSETS": 9,
+    "OFFSET_FOR_LEADER_EPOCH": 4,
+    "FIND_COORDINATOR": 6,
+    "JOIN_GROUP": 9,
+    "SYNC_GROUP": 5,
+    "HEARTBEAT": 4,
+    "LEAVE_GROUP": 5,
+    "OFFSET_COMMIT": 9,
+    "OFFSET_FETCH": 9,
+    "SASL_HANDSHAKE": 1,
+    "SASL_AUTHENTICATE": 2,
+    "CONSUMER_GROUP_HEARTBEAT": 1,
 }
 _ADMIN_APIS = {
-    "CREATE_TOPICS": 7, "DELETE_TOPICS": 6, "CREATE_PARTITIONS": 3, "DELETE_RECORDS": 2,
-    "DESCRIBE_GROUPS": 5, "LIST_GROUPS": 5, "DELETE_GROUPS": 2, "PRODUCE": 11,
-    "INIT_PRODUCER_ID": 5, "CONSUMER_GROUP_DESCRIBE": 0,
+    "CREATE_TOPICS": 7,
+    "DELETE_TOPICS": 6,
+    "CREATE_PARTITIONS": 3,
+    "DELETE_RECORDS": 2,
+    "DESCRIBE_GROUPS": 5,
+    "LIST_GROUPS": 5,
+    "DELETE_GROUPS": 2,
+    "PRODUCE": 11,
+    "INIT_PRODUCER_ID": 5,
+    "CONSUMER_GROUP_DESCRIBE": 0,
 }
 EXPECTED: dict[str, dict[str, int]] = {
     "4.4": {**_CONSUMER_APIS, **_ADMIN_APIS},
@@ -45,8 +63,11 @@ def _negotiated(make_client: Factory, bootstrap: str) -> tuple[dict[str, int], A
     cnc = make_client(bootstrap)
     node = any_node(cnc)
     broker_ranges = cnc.client.broker_api_versions(node)
-    chosen = {ApiKey(key).name: version for key in SUPPORTED_VERSIONS
-              if (version := cnc.api_version(node, key)) is not None}
+    chosen = {
+        ApiKey(key).name: version
+        for key in SUPPORTED_VERSIONS
+        if (version := cnc.api_version(node, key)) is not None
+    }
     return chosen, broker_ranges
 
 
@@ -74,8 +95,11 @@ def test_versions_used_against_this_apache_kafka_line(broker: Any, make_client: 
         pytest.skip(f"no table for Apache Kafka {line} (have {', '.join(EXPECTED)})")
     chosen, _ = _negotiated(make_client, broker.bootstrap_servers)
     expected = EXPECTED[line]
-    wrong = {name: (chosen.get(name), want) for name, want in expected.items()
-             if chosen.get(name) != want}
+    wrong = {
+        name: (chosen.get(name), want)
+        for name, want in expected.items()
+        if chosen.get(name) != want
+    }
     assert not wrong, f"Apache Kafka {broker.version}: (chosen, table) differ for {wrong}"
 
 

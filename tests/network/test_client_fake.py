@@ -74,14 +74,24 @@ def test_negotiates_down_to_broker_versions(make_client: Factory) -> None:
 
 def test_api_versions_fallback_after_unsupported_version(make_client: Factory) -> None:
     with FakeCluster() as cluster:
+
         def old_broker(node: int, header: Any, body: dict[str, Any]) -> Reply | None:
             if header.api_version <= 2:
                 return None  # the default answer
             # What a broker that knows ApiVersions v0-2 only answers: v0 UNSUPPORTED_VERSION.
-            return Reply(raw=encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, {
-                "error_code": 35,
-                "api_keys": [{"api_key": ApiKey.API_VERSIONS, "min_version": 0,
-                              "max_version": 2}]}))
+            return Reply(
+                raw=encode_response(
+                    ApiKey.API_VERSIONS,
+                    0,
+                    header.correlation_id,
+                    {
+                        "error_code": 35,
+                        "api_keys": [
+                            {"api_key": ApiKey.API_VERSIONS, "min_version": 0, "max_version": 2}
+                        ],
+                    },
+                )
+            )
 
         cluster.on(ApiKey.API_VERSIONS, old_broker)
         cnc = make_client(cluster.bootstrap_servers)
@@ -172,33 +182,53 @@ def test_max_in_flight_bound(make_client: Factory) -> None:
 
 # ------------------------------------------------------------------------------- SASL
 
+
 def sasl_config(mechanism: str, **extra: Any) -> dict[str, Any]:
-    cfg = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-           "reconnect.backoff.ms": 100, "reconnect.backoff.max.ms": 1000}
+    cfg = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "reconnect.backoff.ms": 100,
+        "reconnect.backoff.max.ms": 1000,
+    }
     cfg.update(extra)
     return cfg
 
 
 def test_sasl_plain_success(make_client: Factory) -> None:
     with FakeCluster(sasl_mechanisms=["PLAIN"]) as cluster:
+
         def check(node: int, header: Any, body: dict[str, Any]) -> dict[str, Any]:
             ok = bytes(body["auth_bytes"]) == b"\x00alice\x00pw"
-            return {"error_code": 0 if ok else 58, "error_message": None if ok else "bad",
-                    "auth_bytes": b"", "session_lifetime_ms": 0}
+            return {
+                "error_code": 0 if ok else 58,
+                "error_message": None if ok else "bad",
+                "auth_bytes": b"",
+                "session_lifetime_ms": 0,
+            }
 
         cluster.on(ApiKey.SASL_AUTHENTICATE, check)
-        cnc = make_client(cluster.bootstrap_servers,
-                          sasl_config("PLAIN", **{"sasl.username": "alice", "sasl.password": "pw"}))
+        cnc = make_client(
+            cluster.bootstrap_servers,
+            sasl_config("PLAIN", **{"sasl.username": "alice", "sasl.password": "pw"}),
+        )
         cnc.await_metadata_update(5000)
         assert [b["mechanism"] for _, b in cluster.requests(ApiKey.SASL_HANDSHAKE)][0] == "PLAIN"
 
 
 def test_sasl_wrong_password_fails_without_retry_storm(make_client: Factory) -> None:
     with FakeCluster(sasl_mechanisms=["PLAIN"]) as cluster:
-        cluster.on(ApiKey.SASL_AUTHENTICATE, lambda n, h, b: {
-            "error_code": 58, "error_message": "Invalid username or password", "auth_bytes": b""})
-        cnc = make_client(cluster.bootstrap_servers, sasl_config(
-            "PLAIN", **{"sasl.username": "alice", "sasl.password": "wrong-pass-123"}))
+        cluster.on(
+            ApiKey.SASL_AUTHENTICATE,
+            lambda n, h, b: {
+                "error_code": 58,
+                "error_message": "Invalid username or password",
+                "auth_bytes": b"",
+            },
+        )
+        cnc = make_client(
+            cluster.bootstrap_servers,
+            sasl_config("PLAIN", **{"sasl.username": "alice", "sasl.password": "wrong-pass-123"}),
+        )
         with pytest.raises(SaslAuthenticationError) as info:
             cnc.await_metadata_update(5000)
         assert "Invalid username or password" in str(info.value)
@@ -213,8 +243,9 @@ def test_sasl_wrong_password_fails_without_retry_storm(make_client: Factory) -> 
         assert cluster.accepted_connections(0) <= 6
 
 
-@pytest.mark.parametrize("mechanism,hash_name", [("SCRAM-SHA-256", "sha256"),
-                                                 ("SCRAM-SHA-512", "sha512")])
+@pytest.mark.parametrize(
+    "mechanism,hash_name", [("SCRAM-SHA-256", "sha256"), ("SCRAM-SHA-512", "sha512")]
+)
 def test_sasl_scram_exchange(make_client: Factory, mechanism: str, hash_name: str) -> None:
     with FakeCluster(sasl_mechanisms=[mechanism]) as cluster:
         servers: dict[int, ScramServer] = {}
@@ -226,18 +257,25 @@ def test_sasl_scram_exchange(make_client: Factory, mechanism: str, hash_name: st
                 return {"error_code": 0, "auth_bytes": servers[0].first(token)}
             ok, final = servers[0].final(token)
             if not ok:
-                return {"error_code": 58, "error_message": "Authentication failed during "
-                        "authentication due to invalid credentials with SASL mechanism " + mechanism}
+                return {
+                    "error_code": 58,
+                    "error_message": "Authentication failed during "
+                    "authentication due to invalid credentials with SASL mechanism " + mechanism,
+                }
             return {"error_code": 0, "auth_bytes": final, "session_lifetime_ms": 0}
 
         cluster.on(ApiKey.SASL_AUTHENTICATE, scram)
-        cnc = make_client(cluster.bootstrap_servers, sasl_config(
-            mechanism, **{"sasl.username": "bob", "sasl.password": "sekrit"}))
+        cnc = make_client(
+            cluster.bootstrap_servers,
+            sasl_config(mechanism, **{"sasl.username": "bob", "sasl.password": "sekrit"}),
+        )
         cnc.await_metadata_update(5000)
         assert len(cluster.requests(ApiKey.SASL_AUTHENTICATE)) == 2
 
-        bad = make_client(cluster.bootstrap_servers, sasl_config(
-            mechanism, **{"sasl.username": "bob", "sasl.password": "nope"}))
+        bad = make_client(
+            cluster.bootstrap_servers,
+            sasl_config(mechanism, **{"sasl.username": "bob", "sasl.password": "nope"}),
+        )
         with pytest.raises(SaslAuthenticationError, match="invalid credentials"):
             bad.await_metadata_update(5000)
 
@@ -255,16 +293,20 @@ def test_sasl_scram_bad_server_signature_is_rejected(make_client: Factory) -> No
             return {"error_code": 0, "auth_bytes": b"v=" + b"A" * 44}
 
         cluster.on(ApiKey.SASL_AUTHENTICATE, imposter)
-        cnc = make_client(cluster.bootstrap_servers, sasl_config(
-            "SCRAM-SHA-256", **{"sasl.username": "bob", "sasl.password": "sekrit"}))
+        cnc = make_client(
+            cluster.bootstrap_servers,
+            sasl_config("SCRAM-SHA-256", **{"sasl.username": "bob", "sasl.password": "sekrit"}),
+        )
         with pytest.raises(SaslAuthenticationError, match="server signature"):
             cnc.await_metadata_update(5000)
 
 
 def test_sasl_unsupported_mechanism(make_client: Factory) -> None:
     with FakeCluster(sasl_mechanisms=["SCRAM-SHA-512"]) as cluster:
-        cnc = make_client(cluster.bootstrap_servers, sasl_config(
-            "PLAIN", **{"sasl.username": "a", "sasl.password": "b"}))
+        cnc = make_client(
+            cluster.bootstrap_servers,
+            sasl_config("PLAIN", **{"sasl.username": "a", "sasl.password": "b"}),
+        )
         with pytest.raises(SaslAuthenticationError, match="SCRAM-SHA-512"):
             cnc.await_metadata_update(5000)
 
@@ -286,13 +328,19 @@ def test_sasl_oauthbearer_success_failure_and_token_refresh(make_client: Factory
             return {"error_code": 0, "auth_bytes": b'{"status":"invalid_token"}'}
 
         cluster.on(ApiKey.SASL_AUTHENTICATE, check)
-        cnc = make_client(cluster.bootstrap_servers, sasl_config(
-            "OAUTHBEARER", **{"sasl.oauthbearer.token.callback": token_cb}))
+        cnc = make_client(
+            cluster.bootstrap_servers,
+            sasl_config("OAUTHBEARER", **{"sasl.oauthbearer.token.callback": token_cb}),
+        )
         cnc.await_metadata_update(5000)
         assert tokens == ["token-0"]
 
-        bad = make_client(cluster.bootstrap_servers, sasl_config(
-            "OAUTHBEARER", **{"sasl.oauthbearer.token.callback": lambda: ("forged", None)}))
+        bad = make_client(
+            cluster.bootstrap_servers,
+            sasl_config(
+                "OAUTHBEARER", **{"sasl.oauthbearer.token.callback": lambda: ("forged", None)}
+            ),
+        )
         with pytest.raises(SaslAuthenticationError, match="invalid_token"):
             bad.await_metadata_update(5000)
 
@@ -306,8 +354,10 @@ def test_oauthbearer_token_callback_never_runs_under_the_network_lock() -> None:
     from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 
     with FakeCluster(sasl_mechanisms=["OAUTHBEARER"]) as cluster:
-        cluster.on(ApiKey.SASL_AUTHENTICATE, lambda n, h, b: {
-            "error_code": 0, "auth_bytes": b"", "session_lifetime_ms": 0})
+        cluster.on(
+            ApiKey.SASL_AUTHENTICATE,
+            lambda n, h, b: {"error_code": 0, "auth_bytes": b"", "session_lifetime_ms": 0},
+        )
         holder: list[ConsumerNetworkClient] = []
         seen: list[tuple[bool, str]] = []  # (lock held by the calling thread, thread name)
 
@@ -317,8 +367,10 @@ def test_oauthbearer_token_callback_never_runs_under_the_network_lock() -> None:
                 seen.append((owned, threading.current_thread().name))
             return f"token-{len(seen)}"
 
-        cfg = {"bootstrap.servers": cluster.bootstrap_servers, **sasl_config(
-            "OAUTHBEARER", **{"sasl.oauthbearer.token.callback": token_cb})}
+        cfg = {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            **sasl_config("OAUTHBEARER", **{"sasl.oauthbearer.token.callback": token_cb}),
+        }
         md = ConsumerMetadata(cfg)
         cnc = ConsumerNetworkClient(NetworkClient(cfg, metadata=md), md)
         holder.append(cnc)
@@ -339,16 +391,22 @@ def test_oauthbearer_token_callback_never_runs_under_the_network_lock() -> None:
 
 def test_sasl_session_lifetime_reconnects_before_expiry(make_client: Factory) -> None:
     with FakeCluster(sasl_mechanisms=["PLAIN"]) as cluster:
-        cluster.on(ApiKey.SASL_AUTHENTICATE, lambda n, h, b: {
-            "error_code": 0, "auth_bytes": b"", "session_lifetime_ms": 300})
-        cnc = make_client(cluster.bootstrap_servers, sasl_config(
-            "PLAIN", **{"sasl.username": "a", "sasl.password": "b"}))
+        cluster.on(
+            ApiKey.SASL_AUTHENTICATE,
+            lambda n, h, b: {"error_code": 0, "auth_bytes": b"", "session_lifetime_ms": 300},
+        )
+        cnc = make_client(
+            cluster.bootstrap_servers,
+            sasl_config("PLAIN", **{"sasl.username": "a", "sasl.password": "b"}),
+        )
         cnc.await_metadata_update(5000)
         assert cnc.await_ready(0, 5000)
         before = len(cluster.requests(ApiKey.SASL_AUTHENTICATE))
         deadline = time.monotonic() + 5
-        while (len(cluster.requests(ApiKey.SASL_AUTHENTICATE)) < before + 2
-               and time.monotonic() < deadline):
+        while (
+            len(cluster.requests(ApiKey.SASL_AUTHENTICATE)) < before + 2
+            and time.monotonic() < deadline
+        ):
             cnc.poll(50)
             cnc.try_connect(0)
         # Each session ended before its 300 ms lifetime and was replaced by a new login.

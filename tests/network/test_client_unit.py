@@ -39,6 +39,7 @@ pytestmark = pytest.mark.timeout(60)
 
 # ------------------------------------------------------------------------------- Future
 
+
 def test_future_callbacks_and_states() -> None:
     seen: list[Any] = []
     f: Future[int] = Future()
@@ -81,6 +82,7 @@ def test_failing_callback_does_not_break_completion() -> None:
 
 # ------------------------------------------------------------------------------- config
 
+
 def test_bootstrap_parsing() -> None:
     assert parse_bootstrap_servers("a:1, b:2") == [("a", 1), ("b", 2)]
     assert parse_bootstrap_servers(["[::1]:9092", "SSL://h:9093"]) == [("::1", 9092), ("h", 9093)]
@@ -89,13 +91,16 @@ def test_bootstrap_parsing() -> None:
             parse_bootstrap_servers(bad)
 
 
-@pytest.mark.parametrize("config,match", [
-    ({"security.protocol": "TLS"}, "security.protocol"),
-    ({"security.protocol": "SASL_PLAINTEXT"}, "GSSAPI"),
-    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}, "callback"),
-    ({"client.dns.lookup": "magic"}, "client.dns.lookup"),
-    ({"request.timeout.ms": 0}, "request.timeout.ms"),
-])
+@pytest.mark.parametrize(
+    "config,match",
+    [
+        ({"security.protocol": "TLS"}, "security.protocol"),
+        ({"security.protocol": "SASL_PLAINTEXT"}, "GSSAPI"),
+        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}, "callback"),
+        ({"client.dns.lookup": "magic"}, "client.dns.lookup"),
+        ({"request.timeout.ms": 0}, "request.timeout.ms"),
+    ],
+)
 def test_bad_configuration_is_rejected(config: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         NetworkClient({"bootstrap.servers": "localhost:9092", **config})
@@ -103,14 +108,20 @@ def test_bad_configuration_is_rejected(config: dict[str, Any], match: str) -> No
 
 # ------------------------------------------------------------------------------- backoff
 
+
 def test_reconnect_backoff_grows_exponentially_with_jitter() -> None:
     from kafkaconsumer.utils.clock import MockTime
 
     port = free_port()
     clock = MockTime(start_ms=1_000_000)  # only moves when told: the delays read exactly
-    client = NetworkClient({"bootstrap.servers": f"127.0.0.1:{port}",
-                            "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 400},
-                           time=clock)
+    client = NetworkClient(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 400,
+        },
+        time=clock,
+    )
     try:
         delays = []
         for _ in range(6):
@@ -134,6 +145,7 @@ def test_reconnect_backoff_grows_exponentially_with_jitter() -> None:
 
 # ------------------------------------------------------------------------------- framing
 
+
 class TrickleServer:
     """Answers ApiVersions one byte at a time (partial reads) and can send a huge frame."""
 
@@ -155,6 +167,7 @@ class TrickleServer:
                     raise EOFError
                 buf += chunk
             return buf
+
         size = struct.unpack(">i", exact(4))[0]
         return exact(size)
 
@@ -166,20 +179,27 @@ class TrickleServer:
                 header, _ = decode_request(self._read_frame(conn))
                 keys: list[dict[str, int]] = [
                     {"api_key": k, "min_version": v[0], "max_version": v[1]}
-                    for k, v in SUPPORTED_VERSIONS.items()]
+                    for k, v in SUPPORTED_VERSIONS.items()
+                ]
                 body: dict[str, Any] = {"error_code": 0, "api_keys": keys}
-                if header.api_key == ApiKey.API_VERSIONS and self.extra_size and \
-                        header.correlation_id > 1:
+                if (
+                    header.api_key == ApiKey.API_VERSIONS
+                    and self.extra_size
+                    and header.correlation_id > 1
+                ):
                     # A large answer: many fake api keys (the client ignores unknown ones).
-                    keys += [{"api_key": 1000 + i % 20000, "min_version": 0,
-                                          "max_version": 0} for i in range(self.extra_size)]
-                frame = encode_response(header.api_key, header.api_version,
-                                        header.correlation_id, body)
+                    keys += [
+                        {"api_key": 1000 + i % 20000, "min_version": 0, "max_version": 0}
+                        for i in range(self.extra_size)
+                    ]
+                frame = encode_response(
+                    header.api_key, header.api_version, header.correlation_id, body
+                )
                 if self.extra_size:
                     conn.sendall(frame)
                 else:
                     for i in range(len(frame)):
-                        conn.sendall(frame[i:i + 1])
+                        conn.sendall(frame[i : i + 1])
         except (EOFError, OSError):
             pass
         finally:
@@ -223,6 +243,7 @@ def test_large_metadata_response(make_client: Factory) -> None:
 
 # ------------------------------------------------------------------------------- lifecycle
 
+
 def test_idle_connection_is_closed(make_client: Factory) -> None:
     with FakeCluster() as cluster:
         cnc = make_client(cluster.bootstrap_servers, connections_max_idle_ms=200)
@@ -245,8 +266,11 @@ def test_least_loaded_node_prefers_idle_ready_nodes(make_client: Factory) -> Non
 
         cluster.on(ApiKey.API_VERSIONS, lambda n, h, b: Reply(None, delay_s=1.0), node_id=0)
         cluster.on(ApiKey.API_VERSIONS, lambda n, h, b: Reply(None, delay_s=1.0), node_id=1)
-        busy = [cnc.send(0, ApiKey.API_VERSIONS, {}), cnc.send(1, ApiKey.API_VERSIONS, {}),
-                cnc.send(1, ApiKey.API_VERSIONS, {})]
+        busy = [
+            cnc.send(0, ApiKey.API_VERSIONS, {}),
+            cnc.send(1, ApiKey.API_VERSIONS, {}),
+            cnc.send(1, ApiKey.API_VERSIONS, {}),
+        ]
         cnc.poll(0)
         assert cnc.client.in_flight_request_count(1) == 2
         assert cnc.least_loaded_node() == 2
@@ -265,8 +289,11 @@ def test_send_to_unready_node_fails_fast() -> None:
 
 def test_unsent_request_to_unreachable_node_times_out() -> None:
     port = free_port()
-    cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"127.0.0.1:{port}",
-                                               "socket.connection.setup.timeout.ms": 200}))
+    cnc = ConsumerNetworkClient(
+        NetworkClient(
+            {"bootstrap.servers": f"127.0.0.1:{port}", "socket.connection.setup.timeout.ms": 200}
+        )
+    )
     try:
         fut = cnc.send(-1, ApiKey.API_VERSIONS, {}, timeout_ms=300)
         cnc.poll(timeout_ms=5000, future=fut)
@@ -283,8 +310,10 @@ def test_all_dns_addresses_are_tried(monkeypatch: pytest.MonkeyPatch) -> None:
 
         def fake_getaddrinfo(host: Any, port: Any, *args: Any, **kw: Any) -> Any:
             if host == "multi.test":
-                return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", dead_port)),
-                        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", good_port))]
+                return [
+                    (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", dead_port)),
+                    (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", good_port)),
+                ]
             return real(host, port, *args, **kw)
 
         monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
@@ -436,11 +465,20 @@ def test_many_threads_send_while_one_polls(make_client: Factory) -> None:
 
 # ------------------------------------------------------------------- coordinator connections
 
+
 def test_coordinator_node_id_maps_to_its_brokers_address() -> None:
     md = ConsumerMetadata({"bootstrap.servers": "127.0.0.1:9"})
-    md.update({"brokers": [{"node_id": 0, "host": "h0", "port": 1000},
-                           {"node_id": 7, "host": "h7", "port": 1007}],
-               "topics": [], "controller_id": 0, "cluster_id": "c"})
+    md.update(
+        {
+            "brokers": [
+                {"node_id": 0, "host": "h0", "port": 1000},
+                {"node_id": 7, "host": "h7", "port": 1007},
+            ],
+            "topics": [],
+            "controller_id": 0,
+            "cluster_id": "c",
+        }
+    )
     client = NetworkClient({"bootstrap.servers": "127.0.0.1:9"}, metadata=md)
     try:
         assert coordinator_node_id(0) == 2**31 - 1 and coordinator_node_id(7) == 2**31 - 8
@@ -488,8 +526,14 @@ def test_request_to_a_node_without_address_fails_without_raising(make_client: Fa
 
 def test_node_without_address_is_a_failed_connect_attempt() -> None:
     md = ConsumerMetadata({})
-    client = NetworkClient({"bootstrap.servers": "127.0.0.1:9", "reconnect.backoff.ms": 1000,
-                            "reconnect.backoff.max.ms": 1000}, metadata=md)
+    client = NetworkClient(
+        {
+            "bootstrap.servers": "127.0.0.1:9",
+            "reconnect.backoff.ms": 1000,
+            "reconnect.backoff.max.ms": 1000,
+        },
+        metadata=md,
+    )
     try:
         md.update({"brokers": [{"node_id": 0, "host": "127.0.0.1", "port": 9}], "topics": []})
         version = md.update_version
@@ -510,6 +554,7 @@ def test_node_without_address_is_a_failed_connect_attempt() -> None:
 
 # ------------------------------------------------------------------- poll(0) and bad bodies
 
+
 @pytest.fixture
 def bare_client() -> Iterator[Callable[[str], ConsumerNetworkClient]]:
     """``bare_client(bootstrap)``: a client without metadata, so its bootstrap connection is
@@ -527,7 +572,8 @@ def bare_client() -> Iterator[Callable[[str], ConsumerNetworkClient]]:
 
 
 def test_poll_with_zero_timeout_still_sends_and_receives(
-        bare_client: Callable[[str], ConsumerNetworkClient]) -> None:
+    bare_client: Callable[[str], ConsumerNetworkClient],
+) -> None:
     with FakeCluster() as cluster:
         cnc = bare_client(cluster.bootstrap_servers)
         assert cnc.await_ready(-1, 5000)
@@ -546,7 +592,8 @@ def test_poll_with_zero_timeout_still_sends_and_receives(
 
 
 def test_unencodable_body_fails_only_its_own_request(
-        bare_client: Callable[[str], ConsumerNetworkClient]) -> None:
+    bare_client: Callable[[str], ConsumerNetworkClient],
+) -> None:
     with FakeCluster() as cluster:
         cnc = bare_client(cluster.bootstrap_servers)
         assert cnc.await_ready(-1, 5000)

@@ -23,9 +23,12 @@ from tests.support.tls_proxy import TlsProxy, make_pki
 
 pytestmark = pytest.mark.timeout(60)
 
-FAST = {"reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 50,
-        "socket.connection.setup.timeout.ms": 300,
-        "socket.connection.setup.timeout.max.ms": 300}
+FAST = {
+    "reconnect.backoff.ms": 20,
+    "reconnect.backoff.max.ms": 50,
+    "socket.connection.setup.timeout.ms": 300,
+    "socket.connection.setup.timeout.max.ms": 300,
+}
 
 
 def closed_port() -> int:
@@ -36,8 +39,11 @@ def closed_port() -> int:
 
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.levelno == logging.WARNING and r.name.startswith("kafkaconsumer")]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.name.startswith("kafkaconsumer")
+    ]
 
 
 def fail_list_topics(bootstrap: str, timeout_ms: int = 1500, **config: Any) -> str:
@@ -57,13 +63,13 @@ def warn_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixt
 
 
 def test_refused_connections_are_warned_once_per_node_and_named_in_the_timeout(
-        warn_log: pytest.LogCaptureFixture) -> None:
+    warn_log: pytest.LogCaptureFixture,
+) -> None:
     p1, p2 = closed_port(), closed_port()
     message = fail_list_topics(f"127.0.0.1:{p1},127.0.0.1:{p2}")
     # Each bootstrap server's own last error.
     assert f"127.0.0.1:{p1}:" in message and f"127.0.0.1:{p2}:" in message, message
-    assert message.count("Connection refused") >= 2 or message.count("ECONNREFUSED") >= 2, \
-        message
+    assert message.count("Connection refused") >= 2 or message.count("ECONNREFUSED") >= 2, message
     warned = warnings_of(warn_log)
     # Dozens of attempts (50 ms backoff over 1.5 s), one WARNING per node with the cause.
     for port in (p1, p2):
@@ -91,7 +97,8 @@ def test_a_new_cause_is_warned_again(warn_log: pytest.LogCaptureFixture) -> None
 
 
 def test_an_unreachable_broker_times_out_with_the_setup_timeout_named(
-        warn_log: pytest.LogCaptureFixture) -> None:
+    warn_log: pytest.LogCaptureFixture,
+) -> None:
     # A listener that accepts and never answers (as a firewall that drops packets would
     # behave after the TCP handshake).
     with FaultProxy("127.0.0.1", closed_port()) as proxy:
@@ -103,7 +110,8 @@ def test_an_unreachable_broker_times_out_with_the_setup_timeout_named(
 
 
 def test_unresolvable_bootstrap_is_rejected_when_the_client_is_built(
-        warn_log: pytest.LogCaptureFixture) -> None:
+    warn_log: pytest.LogCaptureFixture,
+) -> None:
     with pytest.raises(ConfigError, match="bootstrap.servers") as info:
         KafkaConsumer({"bootstrap.servers": "no-such-broker.invalid:9092"})
     assert "no-such-broker.invalid:9092" in str(info.value)
@@ -118,14 +126,16 @@ def test_client_dns_lookup_is_validated_and_canonical_names_are_resolved() -> No
     with pytest.raises(ConfigError, match="client.dns.lookup"):
         KafkaConsumer({"bootstrap.servers": "127.0.0.1:9092", "client.dns.lookup": "default"})
     assert resolve_bootstrap_servers([("127.0.0.1", 9)], "use_all_dns_ips") == [("127.0.0.1", 9)]
-    canonical = resolve_bootstrap_servers([("127.0.0.1", 9)],
-                                          "resolve_canonical_bootstrap_servers_only")
+    canonical = resolve_bootstrap_servers(
+        [("127.0.0.1", 9)], "resolve_canonical_bootstrap_servers_only"
+    )
     expected = socket.gethostbyaddr("127.0.0.1")[0]
     assert canonical == [(expected, 9)]
 
 
 def test_plaintext_client_on_a_sasl_listener_gets_the_hint(
-        warn_log: pytest.LogCaptureFixture) -> None:
+    warn_log: pytest.LogCaptureFixture,
+) -> None:
     # A SASL listener answers ApiVersions and then closes on the first non-SASL request.
     with FakeCluster(n_brokers=1) as cluster:
         cluster.on(ApiKey.METADATA, lambda node, header, body: Reply(close=True))
@@ -136,7 +146,8 @@ def test_plaintext_client_on_a_sasl_listener_gets_the_hint(
 
 
 def test_plaintext_client_on_an_ssl_listener_is_told_so(
-        tmp_path: Any, warn_log: pytest.LogCaptureFixture) -> None:
+    tmp_path: Any, warn_log: pytest.LogCaptureFixture
+) -> None:
     pki = make_pki(str(tmp_path))
     with TlsProxy("127.0.0.1", closed_port(), pki.server_cert, pki.server_key) as proxy:
         message = fail_list_topics(f"127.0.0.1:{proxy.port}")

@@ -49,8 +49,11 @@ def proxy(broker: Any) -> Any:
 
 def bootstrap_only(proxy: FaultProxy, **config: Any) -> ConsumerNetworkClient:
     """A client whose only node is the proxy (no metadata: node -1 stays the target)."""
-    cfg: dict[str, Any] = {"bootstrap.servers": proxy.address, "reconnect.backoff.ms": 20,
-                           "reconnect.backoff.max.ms": 200}
+    cfg: dict[str, Any] = {
+        "bootstrap.servers": proxy.address,
+        "reconnect.backoff.ms": 20,
+        "reconnect.backoff.max.ms": 200,
+    }
     cfg.update({k.replace("_", "."): v for k, v in config.items()})
     return ConsumerNetworkClient(NetworkClient(cfg))
 
@@ -82,8 +85,7 @@ def test_connect_negotiate_and_metadata(broker: Any, make_client: Factory) -> No
 
 
 def test_metadata_sees_topic_created_later(broker: Any, make_client: Factory) -> None:
-    cnc = make_client(broker.bootstrap_servers, allow_auto_create_topics=False,
-                      retry_backoff_ms=50)
+    cnc = make_client(broker.bootstrap_servers, allow_auto_create_topics=False, retry_backoff_ms=50)
     topic = unique_name("net-late")
     assert cnc.metadata is not None
     cnc.metadata.set_topics([topic])
@@ -110,9 +112,16 @@ def test_metadata_sees_added_partitions(broker: Any, make_client: Factory) -> No
     assert node is not None and cnc.await_ready(node, 10_000)
     if cnc.api_version(node, ApiKey.CREATE_PARTITIONS) is None:
         pytest.skip("the broker has no CreatePartitions (covered with the fake broker)")
-    resp = request(cnc, node, ApiKey.CREATE_PARTITIONS, {
-        "topics": [{"name": topic, "count": 3, "assignments": None}], "timeout_ms": 10_000,
-        "validate_only": False})
+    resp = request(
+        cnc,
+        node,
+        ApiKey.CREATE_PARTITIONS,
+        {
+            "topics": [{"name": topic, "count": 3, "assignments": None}],
+            "timeout_ms": 10_000,
+            "validate_only": False,
+        },
+    )
     assert resp["results"][0]["error_code"] == 0
     deadline = time.monotonic() + 20
     while len(cnc.metadata.cluster.partitions_for_topic(topic) or []) < 3:
@@ -193,8 +202,7 @@ def test_cut_and_refused_connections_recover(proxy: FaultProxy) -> None:
 def test_corrupted_response_closes_connection_and_metadata_retries(broker: Any) -> None:
     host, port = broker_address(broker)
     with FaultProxy(host, port) as p:
-        cfg = {"bootstrap.servers": p.address, "retry.backoff.ms": 20,
-               "reconnect.backoff.ms": 20}
+        cfg = {"bootstrap.servers": p.address, "retry.backoff.ms": 20, "reconnect.backoff.ms": 20}
         from kafkaconsumer.metadata import ConsumerMetadata
 
         md = ConsumerMetadata(cfg)
@@ -216,8 +224,11 @@ def test_nothing_listening_times_out_without_spinning() -> None:
     from kafkaconsumer.embedded import free_port
 
     port = free_port()
-    cfg = {"bootstrap.servers": f"127.0.0.1:{port}", "reconnect.backoff.ms": 50,
-           "reconnect.backoff.max.ms": 1000}
+    cfg = {
+        "bootstrap.servers": f"127.0.0.1:{port}",
+        "reconnect.backoff.ms": 50,
+        "reconnect.backoff.max.ms": 1000,
+    }
     from kafkaconsumer.metadata import ConsumerMetadata
 
     md = ConsumerMetadata(cfg)
@@ -275,8 +286,9 @@ def test_fifty_connections_one_selector_one_thread(broker: Any) -> None:
             while not all(f.is_done for f in futures):
                 assert time.monotonic() < deadline
                 cnc.poll(200)
-            assert all(f.succeeded() for f in futures), [f.exception for f in futures
-                                                         if f.failed()][:3]
+            assert all(f.succeeded() for f in futures), [
+                f.exception for f in futures if f.failed()
+            ][:3]
             assert p.accepted == 50
             assert cnc.client.selector_fd_count() == 51  # 50 brokers + the wake-up socket
             assert threading.active_count() == threads_before
@@ -304,14 +316,18 @@ def test_produce_and_fetch_round_trip(broker: Any, make_client: Factory) -> None
 
 # ---------------------------------------------------------------- group coordinator connection
 
+
 def _find_coordinator(cnc: ConsumerNetworkClient, group: str) -> int:
     """The broker id of ``group``'s coordinator (retrying while the broker is still loading)."""
     deadline = time.monotonic() + 20
     while True:
         node = any_node(cnc)
         version = cnc.api_version(node, ApiKey.FIND_COORDINATOR) or 0
-        body: dict[str, Any] = ({"key_type": 0, "coordinator_keys": [group]} if version >= 4
-                                else {"key_type": 0, "key": group})
+        body: dict[str, Any] = (
+            {"key_type": 0, "coordinator_keys": [group]}
+            if version >= 4
+            else {"key_type": 0, "key": group}
+        )
         resp = request(cnc, node, ApiKey.FIND_COORDINATOR, body)
         entry = (resp.get("coordinators") or [resp])[0]
         if entry["error_code"] == 0:
@@ -320,19 +336,29 @@ def _find_coordinator(cnc: ConsumerNetworkClient, group: str) -> int:
         cnc.poll(timeout_ms=100)  # COORDINATOR_NOT_AVAILABLE while the offsets topic is made
 
 
-def _join_group(cnc: ConsumerNetworkClient, node: int, group: str, metadata: bytes,
-                member_id: str = "") -> Future[Any]:
+def _join_group(
+    cnc: ConsumerNetworkClient, node: int, group: str, metadata: bytes, member_id: str = ""
+) -> Future[Any]:
     # Session and rebalance timeouts of 6 s: the broker holds a rebalance (and a JoinGroup
     # waiting on it) for up to that long, and 6 s is Kafka's group.min.session.timeout.ms.
-    return cnc.send(node, ApiKey.JOIN_GROUP, {
-        "group_id": group, "session_timeout_ms": 6000, "rebalance_timeout_ms": 6000,
-        "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": metadata}], "reason": None},
-        timeout_ms=30_000)
+    return cnc.send(
+        node,
+        ApiKey.JOIN_GROUP,
+        {
+            "group_id": group,
+            "session_timeout_ms": 6000,
+            "rebalance_timeout_ms": 6000,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": metadata}],
+            "reason": None,
+        },
+        timeout_ms=30_000,
+    )
 
 
-def _join_answer(cnc: ConsumerNetworkClient, node: int, group: str,
-                 metadata: bytes) -> Future[Any]:
+def _join_answer(cnc: ConsumerNetworkClient, node: int, group: str, metadata: bytes) -> Future[Any]:
     """Send JoinGroup; when the broker asks for a member id first (KIP-394), send it again
     with that id and return the second request's future (not waited for)."""
     fut = _join_group(cnc, node, group, metadata)
@@ -379,11 +405,24 @@ def test_group_requests_use_their_own_connection(broker: Any, make_client: Facto
     cnc.poll(timeout_ms=20_000, future=join_a)
     assert join_a.succeeded() and join_a.value["error_code"] == 0, join_a.value
     a = join_a.value
-    sync = cnc.send(coordinator, ApiKey.SYNC_GROUP, {
-        "group_id": group, "generation_id": a["generation_id"], "member_id": a["member_id"],
-        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
-        "assignments": [{"member_id": a["member_id"],
-                         "assignment": encode_assignment(Assignment(partitions=[tp]))}]})
+    sync = cnc.send(
+        coordinator,
+        ApiKey.SYNC_GROUP,
+        {
+            "group_id": group,
+            "generation_id": a["generation_id"],
+            "member_id": a["member_id"],
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+            "assignments": [
+                {
+                    "member_id": a["member_id"],
+                    "assignment": encode_assignment(Assignment(partitions=[tp])),
+                }
+            ],
+        },
+    )
     cnc.poll(timeout_ms=20_000, future=sync)
     assert sync.succeeded() and sync.value["error_code"] == 0, sync.value
 

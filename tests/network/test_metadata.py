@@ -16,19 +16,45 @@ from kafkaconsumer.utils.clock import MockTime
 TID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 
 
-def response(partitions: int = 2, epoch: int = 0, leader: int = 1, topic: str = "orders",
-             error: int = 0, topic_id: uuid.UUID = TID,
-             extra_topics: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    parts = [{"error_code": 0, "partition_index": i, "leader_id": leader, "leader_epoch": epoch,
-              "replica_nodes": [1, 2], "isr_nodes": [1], "offline_replicas": []}
-             for i in range(partitions)]
+def response(
+    partitions: int = 2,
+    epoch: int = 0,
+    leader: int = 1,
+    topic: str = "orders",
+    error: int = 0,
+    topic_id: uuid.UUID = TID,
+    extra_topics: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    parts = [
+        {
+            "error_code": 0,
+            "partition_index": i,
+            "leader_id": leader,
+            "leader_epoch": epoch,
+            "replica_nodes": [1, 2],
+            "isr_nodes": [1],
+            "offline_replicas": [],
+        }
+        for i in range(partitions)
+    ]
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": 1, "host": "h1", "port": 9092, "rack": "r1"},
-                    {"node_id": 2, "host": "h2", "port": 9093, "rack": None}],
-        "cluster_id": "c1", "controller_id": 1,
-        "topics": [{"error_code": error, "name": topic, "topic_id": topic_id, "is_internal": False,
-                    "partitions": [] if error else parts}] + (extra_topics or []),
+        "brokers": [
+            {"node_id": 1, "host": "h1", "port": 9092, "rack": "r1"},
+            {"node_id": 2, "host": "h2", "port": 9093, "rack": None},
+        ],
+        "cluster_id": "c1",
+        "controller_id": 1,
+        "topics": [
+            {
+                "error_code": error,
+                "name": topic,
+                "topic_id": topic_id,
+                "is_internal": False,
+                "partitions": [] if error else parts,
+            }
+        ]
+        + (extra_topics or []),
     }
 
 
@@ -108,9 +134,20 @@ def test_request_made_while_in_flight_survives_the_response() -> None:
 def test_topic_errors_are_surfaced_with_names() -> None:
     md = ConsumerMetadata({})
     md.set_topics(["orders", "secret"])
-    md.update(response(error=3, extra_topics=[
-        {"error_code": 29, "name": "secret", "topic_id": uuid.UUID(int=0), "is_internal": False,
-         "partitions": []}]))
+    md.update(
+        response(
+            error=3,
+            extra_topics=[
+                {
+                    "error_code": 29,
+                    "name": "secret",
+                    "topic_id": uuid.UUID(int=0),
+                    "is_internal": False,
+                    "partitions": [],
+                }
+            ],
+        )
+    )
     err = md.topic_error("orders")
     assert isinstance(err, UnknownTopicOrPartitionError) and getattr(err, "topic", None) == "orders"
     with pytest.raises(UnknownTopicOrPartitionError, match="orders"):
@@ -149,17 +186,42 @@ def test_transient_topics_expire_after_idle() -> None:
 
 def test_pattern_matching_excludes_internal() -> None:
     md = ConsumerMetadata({})
-    md.update(response(extra_topics=[
-        {"error_code": 0, "name": "__consumer_offsets", "topic_id": uuid.uuid4(),
-         "is_internal": True, "partitions": []},
-        {"error_code": 0, "name": "orders-eu", "topic_id": uuid.uuid4(), "is_internal": False,
-         "partitions": []}]))
+    md.update(
+        response(
+            extra_topics=[
+                {
+                    "error_code": 0,
+                    "name": "__consumer_offsets",
+                    "topic_id": uuid.uuid4(),
+                    "is_internal": True,
+                    "partitions": [],
+                },
+                {
+                    "error_code": 0,
+                    "name": "orders-eu",
+                    "topic_id": uuid.uuid4(),
+                    "is_internal": False,
+                    "partitions": [],
+                },
+            ]
+        )
+    )
     assert md.matching_topics("orders.*") == {"orders", "orders-eu"}
     assert md.matching_topics(".*") == {"orders", "orders-eu"}
     md2 = ConsumerMetadata({"exclude.internal.topics": False})
-    md2.update(md_resp := response(extra_topics=[
-        {"error_code": 0, "name": "__consumer_offsets", "topic_id": uuid.uuid4(),
-         "is_internal": True, "partitions": []}]))
+    md2.update(
+        md_resp := response(
+            extra_topics=[
+                {
+                    "error_code": 0,
+                    "name": "__consumer_offsets",
+                    "topic_id": uuid.uuid4(),
+                    "is_internal": True,
+                    "partitions": [],
+                }
+            ]
+        )
+    )
     assert md_resp and "__consumer_offsets" in md2.matching_topics(".*")
 
 
@@ -175,7 +237,8 @@ def test_handle_error_requests_update_only_for_invalid_metadata() -> None:
 
 
 def test_missing_topic_backs_off_exponentially_and_is_logged_once(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="kafkaconsumer.metadata")
     clock = MockTime(start_ms=1000)
     md = ConsumerMetadata({"retry.backoff.ms": 100, "retry.backoff.max.ms": 1000}, time=clock)
@@ -201,7 +264,8 @@ def test_missing_topic_backs_off_exponentially_and_is_logged_once(
     md.request_update()
     md.update(response(), now_ms=now)
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
-        "metadata: topic 'orders' is available now"]
+        "metadata: topic 'orders' is available now"
+    ]
     md.request_update()
     assert md.time_to_next_update(now) == 100
     # Gone again: logged again.

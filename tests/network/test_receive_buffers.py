@@ -13,8 +13,7 @@ BIG = connection._POOL_MIN
 
 
 def _conn() -> BrokerConnection:
-    return BrokerConnection(0, "127.0.0.1", 9, {}, now_ms=lambda: 0,
-                            next_correlation_id=lambda: 1)
+    return BrokerConnection(0, "127.0.0.1", 9, {}, now_ms=lambda: 0, next_correlation_id=lambda: 1)
 
 
 def test_a_buffer_with_a_live_view_is_never_handed_out_again() -> None:

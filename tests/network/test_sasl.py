@@ -24,10 +24,13 @@ from tests.network.scram_server import ScramServer
 
 # RFC 7677 section 3: SCRAM-SHA-256 exchange for user "user", password "pencil".
 RFC7677_CLIENT_NONCE = "rOprNGfwEbeRWgbNEkqO"
-RFC7677_SERVER_FIRST = (b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-                        b"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
-RFC7677_CLIENT_FINAL = (b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-                        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+RFC7677_SERVER_FIRST = (
+    b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+)
+RFC7677_CLIENT_FINAL = (
+    b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+    b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+)
 RFC7677_SERVER_FINAL = b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
 
 
@@ -58,8 +61,9 @@ def test_scram_server_error_is_reported() -> None:
         mech.evaluate_challenge(b"e=invalid-proof")
 
 
-@pytest.mark.parametrize("mechanism,hash_name", [("SCRAM-SHA-256", "sha256"),
-                                                 ("SCRAM-SHA-512", "sha512")])
+@pytest.mark.parametrize(
+    "mechanism,hash_name", [("SCRAM-SHA-256", "sha256"), ("SCRAM-SHA-512", "sha512")]
+)
 def test_scram_against_independent_server(mechanism: str, hash_name: str) -> None:
     server = ScramServer(hash_name, "pa,ss=word", iterations=4096)
     mech = ScramMechanism(mechanism, "al=ice,x", Secret("pa,ss=word"))
@@ -93,14 +97,17 @@ def test_scram_sha512_bad_server_signature() -> None:
         mech.evaluate_challenge(b"v=" + base64.b64encode(b"\x01" * 64))
 
 
-@pytest.mark.parametrize("server_first,match", [
-    (b"r=someoneelse,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "nonce"),
-    (b"r=rOprNGfwEbeRWgbNEkqO,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "nonce"),
-    (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=1000", "iterations"),
-    (b"r=rOprNGfwEbeRWgbNEkqOxyz,i=4096", "lacks"),
-    (b"m=ext,r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "extension"),
-    (b"garbage", "malformed"),
-])
+@pytest.mark.parametrize(
+    "server_first,match",
+    [
+        (b"r=someoneelse,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "nonce"),
+        (b"r=rOprNGfwEbeRWgbNEkqO,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "nonce"),
+        (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=1000", "iterations"),
+        (b"r=rOprNGfwEbeRWgbNEkqOxyz,i=4096", "lacks"),
+        (b"m=ext,r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "extension"),
+        (b"garbage", "malformed"),
+    ],
+)
 def test_scram_rejects_bad_server_first(server_first: bytes, match: str) -> None:
     mech = ScramMechanism("SCRAM-SHA-256", "user", Secret("pencil"), nonce=RFC7677_CLIENT_NONCE)
     mech.initial_response()
@@ -118,8 +125,11 @@ def test_plain_message_and_completion() -> None:
 def test_secrets_never_in_repr_or_errors(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     secret = Secret("hunter2-very-secret")
-    mechs = [PlainMechanism("alice", secret), ScramMechanism("SCRAM-SHA-256", "alice", secret),
-             OAuthBearerMechanism(OAuthBearerToken("hunter2-very-secret"))]
+    mechs = [
+        PlainMechanism("alice", secret),
+        ScramMechanism("SCRAM-SHA-256", "alice", secret),
+        OAuthBearerMechanism(OAuthBearerToken("hunter2-very-secret")),
+    ]
     texts = [repr(secret), str(secret), f"{secret}"] + [repr(m) for m in mechs]
     server = ScramServer("sha256", "other")
     mech = ScramMechanism("SCRAM-SHA-256", "alice", secret)
@@ -137,8 +147,10 @@ def test_secrets_never_in_repr_or_errors(caplog: pytest.LogCaptureFixture) -> No
 
 
 def test_credentials_from_jaas_config() -> None:
-    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
-            'username="svc" password="p\\"w";')
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="svc" password="p\\"w";'
+    )
     assert parse_jaas_options(jaas) == {"username": "svc", "password": 'p"w'}
     user, password = credentials({"sasl.jaas.config": jaas})
     assert user == "svc" and password.reveal() == 'p"w'
@@ -148,13 +160,13 @@ def test_credentials_from_jaas_config() -> None:
 
 def test_unsupported_mechanism_is_config_error() -> None:
     with pytest.raises(ConfigError, match="GSSAPI"):
-        create_mechanism({"sasl.mechanism": "GSSAPI", "sasl.username": "u",
-                          "sasl.password": "p"})
+        create_mechanism({"sasl.mechanism": "GSSAPI", "sasl.username": "u", "sasl.password": "p"})
 
 
 def _jwt(exp: float) -> str:
     def b64(d: dict[str, object]) -> str:
         return base64.urlsafe_b64encode(json.dumps(d).encode()).decode().rstrip("=")
+
     return f"{b64({'alg': 'none'})}.{b64({'sub': 'me', 'exp': exp})}.sig"
 
 
@@ -221,8 +233,9 @@ def test_oauth_token_cache_failure_is_kept_and_retried_after_backoff() -> None:
             raise result
         return result
 
-    cache = OAuthTokenCache(callback, wall_ms=lambda: now[0], retry_backoff_ms=100,
-                            retry_backoff_max_ms=1000)
+    cache = OAuthTokenCache(
+        callback, wall_ms=lambda: now[0], retry_backoff_ms=100, retry_backoff_max_ms=1000
+    )
     assert cache.refresh_if_due()  # never raises
     with pytest.raises(SaslAuthenticationError, match="raised RuntimeError"):
         cache.token()
@@ -254,8 +267,11 @@ def test_oauth_token_cache_refresher_thread_fetches_after_use_and_stops_on_close
         assert cache.token().value == "tok2"
     finally:
         cache.close()
-    assert not any(t.name == "kafkaconsumer-oauth-refresh" and t.is_alive()
-                   for t in threading.enumerate() if t is cache._thread)
+    assert not any(
+        t.name == "kafkaconsumer-oauth-refresh" and t.is_alive()
+        for t in threading.enumerate()
+        if t is cache._thread
+    )
 
 
 def test_oauth_token_cache_reads_jwt_expiry_and_rejects_expired() -> None:
@@ -276,14 +292,25 @@ def test_oauth_token_cache_reads_jwt_expiry_and_rejects_expired() -> None:
 def test_config_password_objects_and_provider_objects() -> None:
     from kafkaconsumer.config import ConsumerConfig
 
-    cfg = ConsumerConfig({"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
-                          "sasl.mechanism": "PLAIN", "sasl.username": "u",
-                          "sasl.password": "real-secret"})
+    cfg = ConsumerConfig(
+        {
+            "bootstrap.servers": "h:1",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "u",
+            "sasl.password": "real-secret",
+        }
+    )
     mech = create_mechanism(cfg)
     assert mech.initial_response() == b"\x00u\x00real-secret"
-    jaas = ConsumerConfig({"bootstrap.servers": "h:1", "sasl.mechanism": "SCRAM-SHA-256",
-                           "sasl.jaas.config": 'org.apache.kafka.common.security.scram.'
-                           'ScramLoginModule required username="j" password="jpw";'})
+    jaas = ConsumerConfig(
+        {
+            "bootstrap.servers": "h:1",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram."
+            'ScramLoginModule required username="j" password="jpw";',
+        }
+    )
     user, password = credentials(jaas)
     assert (user, password.reveal()) == ("j", "jpw")
 

@@ -31,9 +31,13 @@ def _produce(security: Security, topic: str, count: int) -> None:
 
 
 def _sasl(security: Security, mechanism: str, **extra: Any) -> dict[str, Any]:
-    cfg: dict[str, Any] = {"bootstrap.servers": security.sasl_bootstrap,
-                           "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-                           "request.timeout.ms": 5000, "default.api.timeout.ms": 10000}
+    cfg: dict[str, Any] = {
+        "bootstrap.servers": security.sasl_bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "request.timeout.ms": 5000,
+        "default.api.timeout.ms": 10000,
+    }
     if mechanism in security.users:
         user, password = security.users[mechanism]
         cfg.update({"sasl.username": user, "sasl.password": password})
@@ -45,9 +49,16 @@ def _read_all(cfg: dict[str, Any], topic: str, count: int) -> list[bytes]:
     """Join a group, read ``count`` records, commit them, and check the committed offset."""
     group = unique_name("g-sasl")
     got: list[bytes] = []
-    with KafkaConsumer({**cfg, "group.id": group, "auto.offset.reset": "earliest",
-                        "enable.auto.commit": False, "session.timeout.ms": 6000,
-                        "heartbeat.interval.ms": 500}) as consumer:
+    with KafkaConsumer(
+        {
+            **cfg,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+    ) as consumer:
         consumer.subscribe([topic])
         for _ in range(200):
             for rec in consumer.poll(timeout_ms=200):
@@ -65,13 +76,19 @@ def _read_all(cfg: dict[str, Any], topic: str, count: int) -> list[bytes]:
 def test_sasl_password_mechanisms_consume(secure_kafka: Security, mechanism: str) -> None:
     topic = unique_name("sasl")
     _produce(secure_kafka, topic, 5)
-    assert _read_all(_sasl(secure_kafka, mechanism), topic, 5) == [b"v0", b"v1", b"v2", b"v3",
-                                                                    b"v4"]
+    assert _read_all(_sasl(secure_kafka, mechanism), topic, 5) == [
+        b"v0",
+        b"v1",
+        b"v2",
+        b"v3",
+        b"v4",
+    ]
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_sasl_wrong_password_fails_with_the_mechanism_named(secure_kafka: Security,
-                                                           mechanism: str) -> None:
+def test_sasl_wrong_password_fails_with_the_mechanism_named(
+    secure_kafka: Security, mechanism: str
+) -> None:
     cfg = _sasl(secure_kafka, mechanism, **{"sasl.password": _WRONG})
     with KafkaConsumer(cfg) as consumer:
         with pytest.raises(SaslAuthenticationError) as info:
@@ -90,8 +107,7 @@ def test_sasl_unknown_user_fails(secure_kafka: Security) -> None:
 def test_sasl_scram_user_of_the_other_hash_fails(secure_kafka: Security) -> None:
     # The SCRAM-SHA-512 user has no SHA-256 credential.
     user, password = secure_kafka.users["SCRAM-SHA-512"]
-    cfg = _sasl(secure_kafka, "SCRAM-SHA-256", **{"sasl.username": user,
-                                                   "sasl.password": password})
+    cfg = _sasl(secure_kafka, "SCRAM-SHA-256", **{"sasl.username": user, "sasl.password": password})
     with KafkaConsumer(cfg) as consumer:
         with pytest.raises(SaslAuthenticationError):
             consumer.list_topics(timeout_ms=10000)

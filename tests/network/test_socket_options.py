@@ -22,16 +22,22 @@ def listener() -> socket.socket:
 
 def _connected(config: ConsumerConfig, port: int) -> BrokerConnection:
     ids = itertools.count(1)
-    conn = BrokerConnection(0, "127.0.0.1", port, config, now_ms=lambda: 0,
-                            next_correlation_id=lambda: next(ids))
+    conn = BrokerConnection(
+        0, "127.0.0.1", port, config, now_ms=lambda: 0, next_correlation_id=lambda: next(ids)
+    )
     conn.connect(10_000)
     assert conn.sock is not None
     return conn
 
 
 def test_buffer_sizes_follow_the_java_keys(listener: socket.socket) -> None:
-    config = ConsumerConfig({"bootstrap.servers": "127.0.0.1:1", "receive.buffer.bytes": 32768,
-                             "send.buffer.bytes": 49152})
+    config = ConsumerConfig(
+        {
+            "bootstrap.servers": "127.0.0.1:1",
+            "receive.buffer.bytes": 32768,
+            "send.buffer.bytes": 49152,
+        }
+    )
     conn = _connected(config, listener.getsockname()[1])
     try:
         assert conn.sock is not None

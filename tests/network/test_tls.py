@@ -39,11 +39,20 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     return make_pki(str(tmp_path_factory.mktemp("pki")))
 
 
-def tls_client(bootstrap: str, pki: Pki, ca: str | None = None, with_metadata: bool = True,
-               extra: dict[str, Any] | None = None) -> ConsumerNetworkClient:
-    cfg: dict[str, Any] = {"bootstrap.servers": bootstrap, "security.protocol": "SSL",
-                           "ssl.truststore.location": ca or pki.ca,
-                           "reconnect.backoff.ms": 100, "reconnect.backoff.max.ms": 1000}
+def tls_client(
+    bootstrap: str,
+    pki: Pki,
+    ca: str | None = None,
+    with_metadata: bool = True,
+    extra: dict[str, Any] | None = None,
+) -> ConsumerNetworkClient:
+    cfg: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SSL",
+        "ssl.truststore.location": ca or pki.ca,
+        "reconnect.backoff.ms": 100,
+        "reconnect.backoff.max.ms": 1000,
+    }
     cfg.update(extra or {})
     if not with_metadata:
         return ConsumerNetworkClient(NetworkClient(cfg))
@@ -56,8 +65,7 @@ def proxy_for(broker: Any, pki: Pki, cert: str, key: str, **kw: Any) -> TlsProxy
     return TlsProxy(host, port, cert, key, **kw)
 
 
-def assert_fails_without_storm(cnc: ConsumerNetworkClient, proxy: FaultProxy,
-                               match: str) -> None:
+def assert_fails_without_storm(cnc: ConsumerNetworkClient, proxy: FaultProxy, match: str) -> None:
     with pytest.raises(SslAuthenticationError, match=match):
         cnc.await_metadata_update(5000)
     # Keep the client busy for 2 s: the backoff (100 ms doubling to 1 s) bounds the attempts.
@@ -108,8 +116,10 @@ def test_tls_full_metadata_flow_with_advertised_proxy(pki: Pki) -> None:
     except embedded.EmbeddedBrokerError as exc:
         pytest.skip(str(exc))
     proxy = TlsProxy("127.0.0.1", 1, pki.server_cert, pki.server_key)
-    with proxy, embedded.EmbeddedBroker(advertised_host="localhost",
-                                        advertised_port=proxy.port) as b:
+    with (
+        proxy,
+        embedded.EmbeddedBroker(advertised_host="localhost", advertised_port=proxy.port) as b,
+    ):
         proxy.target = ("127.0.0.1", b.listen_port)
         cnc = tls_client(f"localhost:{proxy.port}", pki)
         try:
@@ -163,8 +173,9 @@ def test_tls_hostname_mismatch(broker: Any, pki: Pki) -> None:
             cnc.close()
         # With the host-name check off (ssl.endpoint.identification.algorithm=""), the same
         # certificate is accepted: the chain is still verified.
-        lax = tls_client(f"localhost:{proxy.port}", pki,
-                         extra={"ssl.endpoint.identification.algorithm": ""})
+        lax = tls_client(
+            f"localhost:{proxy.port}", pki, extra={"ssl.endpoint.identification.algorithm": ""}
+        )
         try:
             assert lax.await_ready(-1, 10_000)
         finally:
@@ -174,9 +185,15 @@ def test_tls_hostname_mismatch(broker: Any, pki: Pki) -> None:
 @pytest.mark.integration
 def test_tls_client_certificate(broker: Any, pki: Pki) -> None:
     with proxy_for(broker, pki, pki.server_cert, pki.server_key, client_ca=pki.ca) as proxy:
-        good = tls_client(f"127.0.0.1:{proxy.port}", pki, extra={
-            "ssl.keystore.location": pki.client_cert, "ssl.key.location": pki.client_key,
-            "ssl.key.password": pki.client_key_password})
+        good = tls_client(
+            f"127.0.0.1:{proxy.port}",
+            pki,
+            extra={
+                "ssl.keystore.location": pki.client_cert,
+                "ssl.key.location": pki.client_key,
+                "ssl.key.password": pki.client_key_password,
+            },
+        )
         try:
             good.await_metadata_update(10_000)
         finally:
@@ -188,8 +205,11 @@ def test_tls_client_certificate(broker: Any, pki: Pki) -> None:
             # when the server's reset overtakes it, just a broken connection.
             with pytest.raises((SslAuthenticationError, KafkaTimeoutError)):
                 anonymous.await_metadata_update(3000)
-            wait_for(lambda: proxy.handshake_failures >= 1, timeout=5,
-                     message="the proxy to see the failed handshake")
+            wait_for(
+                lambda: proxy.handshake_failures >= 1,
+                timeout=5,
+                message="the proxy to see the failed handshake",
+            )
             assert anonymous.metadata is not None
             assert not anonymous.metadata.cluster.brokers()
         finally:
@@ -204,28 +224,37 @@ def test_user_supplied_context_and_bad_settings(pki: Pki) -> None:
     with pytest.raises(ConfigError, match="no such file"):
         build_ssl_context({"ssl.truststore.location": "/nonexistent/ca.pem"})
     with pytest.raises(ConfigError, match="ssl.key.password"):
-        build_ssl_context({"ssl.truststore.location": pki.ca,
-                           "ssl.keystore.location": pki.client_cert,
-                           "ssl.key.location": pki.client_key, "ssl.key.password": "wrong-pw"})
+        build_ssl_context(
+            {
+                "ssl.truststore.location": pki.ca,
+                "ssl.keystore.location": pki.client_cert,
+                "ssl.key.location": pki.client_key,
+                "ssl.key.password": "wrong-pw",
+            }
+        )
     with pytest.raises(ConfigError, match="not supported"):
         build_ssl_context({"ssl.endpoint.identification.algorithm": "ldap"})
     strict = build_ssl_context({"ssl.truststore.location": pki.ca})
     assert strict.check_hostname and strict.verify_mode == ssl.CERT_REQUIRED
     with open(pki.ca) as fh:
         pem = fh.read()
-    inline = build_ssl_context({"ssl.truststore.certificates": pem,
-                                "ssl.endpoint.identification.algorithm": ""})
+    inline = build_ssl_context(
+        {"ssl.truststore.certificates": pem, "ssl.endpoint.identification.algorithm": ""}
+    )
     assert not inline.check_hostname and inline.verify_mode == ssl.CERT_REQUIRED
 
 
 def test_password_not_in_key_error(pki: Pki) -> None:
     with pytest.raises(ConfigError) as info:
-        build_ssl_context({"ssl.truststore.location": pki.ca,
-                           "ssl.keystore.location": pki.client_cert,
-                           "ssl.key.location": pki.client_key,
-                           "ssl.key.password": "topsecret-xyz"})
+        build_ssl_context(
+            {
+                "ssl.truststore.location": pki.ca,
+                "ssl.keystore.location": pki.client_cert,
+                "ssl.key.location": pki.client_key,
+                "ssl.key.password": "topsecret-xyz",
+            }
+        )
     assert "topsecret-xyz" not in str(info.value)
-
 
 
 def test_sasl_ssl_through_tls_proxy_to_fake_broker(pki: Pki) -> None:
@@ -242,15 +271,27 @@ def test_sasl_ssl_through_tls_proxy_to_fake_broker(pki: Pki) -> None:
                 servers.append(ScramServer("sha512", "pw-over-tls"))
                 return {"error_code": 0, "auth_bytes": servers[-1].first(token)}
             ok, final = servers[-1].final(token)
-            return {"error_code": 0 if ok else 58, "auth_bytes": final if ok else b"",
-                    "error_message": None if ok else "bad credentials"}
+            return {
+                "error_code": 0 if ok else 58,
+                "auth_bytes": final if ok else b"",
+                "error_message": None if ok else "bad credentials",
+            }
 
         cluster.on(ApiKey.SASL_AUTHENTICATE, scram)
-        with TlsProxy("127.0.0.1", cluster.brokers[0].port, pki.server_cert,
-                      pki.server_key) as proxy:
-            cnc = tls_client(f"localhost:{proxy.port}", pki, with_metadata=False, extra={
-                "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-                "sasl.username": "tls-user", "sasl.password": "pw-over-tls"})
+        with TlsProxy(
+            "127.0.0.1", cluster.brokers[0].port, pki.server_cert, pki.server_key
+        ) as proxy:
+            cnc = tls_client(
+                f"localhost:{proxy.port}",
+                pki,
+                with_metadata=False,
+                extra={
+                    "security.protocol": "SASL_SSL",
+                    "sasl.mechanism": "SCRAM-SHA-512",
+                    "sasl.username": "tls-user",
+                    "sasl.password": "pw-over-tls",
+                },
+            )
             try:
                 assert cnc.await_ready(-1, 10_000)
                 fut = cnc.send(-1, ApiKey.METADATA, {"topics": None})

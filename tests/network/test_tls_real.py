@@ -30,27 +30,41 @@ def _produce(security: Security, topic: str, count: int) -> None:
 
 
 def _ssl(bootstrap: str, ca: str, **extra: Any) -> dict[str, Any]:
-    cfg: dict[str, Any] = {"bootstrap.servers": bootstrap, "security.protocol": "SSL",
-                           "ssl.truststore.type": "PEM", "ssl.truststore.location": ca,
-                           "request.timeout.ms": 5000, "default.api.timeout.ms": 10000}
+    cfg: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": ca,
+        "request.timeout.ms": 5000,
+        "default.api.timeout.ms": 10000,
+    }
     cfg.update(extra)
     return cfg
 
 
 def _client_cert(security: Security) -> dict[str, Any]:
     pki = security.pki
-    return {"ssl.keystore.type": "PEM",
-            "ssl.keystore.certificate.chain": Path(pki.client_cert).read_text(),
-            "ssl.keystore.key": Path(pki.client_key).read_text(),
-            "ssl.key.password": pki.client_key_password}
+    return {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.certificate.chain": Path(pki.client_cert).read_text(),
+        "ssl.keystore.key": Path(pki.client_key).read_text(),
+        "ssl.key.password": pki.client_key_password,
+    }
 
 
 def _consume(cfg: dict[str, Any], topic: str, count: int) -> list[bytes]:
     group = unique_name("g-tls")
     got: list[bytes] = []
-    with KafkaConsumer({**cfg, "group.id": group, "auto.offset.reset": "earliest",
-                        "enable.auto.commit": False, "session.timeout.ms": 6000,
-                        "heartbeat.interval.ms": 500}) as consumer:
+    with KafkaConsumer(
+        {
+            **cfg,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+    ) as consumer:
         consumer.subscribe([topic])
         for _ in range(200):
             got += [rec.value for rec in consumer.poll(timeout_ms=200)]
@@ -82,8 +96,11 @@ def test_tls_host_name_mismatch(secure_kafka: Security) -> None:
 def test_tls_host_name_check_disabled_accepts_the_mismatch(secure_kafka: Security) -> None:
     # Java's escape hatch: an empty ssl.endpoint.identification.algorithm skips the name check
     # (the chain is still verified).
-    cfg = _ssl(secure_kafka.wronghost_bootstrap, secure_kafka.pki.ca,
-               **{"ssl.endpoint.identification.algorithm": ""})
+    cfg = _ssl(
+        secure_kafka.wronghost_bootstrap,
+        secure_kafka.pki.ca,
+        **{"ssl.endpoint.identification.algorithm": ""},
+    )
     with KafkaConsumer(cfg) as consumer:
         assert isinstance(consumer.list_topics(timeout_ms=10000), dict)
 

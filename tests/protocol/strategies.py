@@ -56,7 +56,9 @@ def value_pairs(field: Field, version: int, flexible: bool) -> st.SearchStrategy
             elem = struct_pairs(field.struct_fields, version, flexible)
         else:
             elem = _pair(_scalar(field.element or ""))
-        strat = st.lists(elem, max_size=3).map(lambda items: ([a for a, _ in items], [b for _, b in items]))
+        strat = st.lists(elem, max_size=3).map(
+            lambda items: ([a for a, _ in items], [b for _, b in items])
+        )
     elif field.struct_fields is not None:
         strat = struct_pairs(field.struct_fields, version, flexible)
     else:
@@ -66,7 +68,9 @@ def value_pairs(field: Field, version: int, flexible: bool) -> st.SearchStrategy
     return strat
 
 
-def struct_pairs(fields: list[Field], version: int, flexible: bool) -> st.SearchStrategy[tuple[dict[str, Any], dict[str, Any]]]:
+def struct_pairs(
+    fields: list[Field], version: int, flexible: bool
+) -> st.SearchStrategy[tuple[dict[str, Any], dict[str, Any]]]:
     """(struct to encode, struct expected after decoding)."""
     parts: dict[str, st.SearchStrategy[Any]] = {}
     for f in fields:
@@ -79,9 +83,13 @@ def struct_pairs(fields: list[Field], version: int, flexible: bool) -> st.Search
             parts[f.name] = value_pairs(f, version, flexible)
     unknown: st.SearchStrategy[dict[int, bytes]] = st.just({})
     if flexible:
-        unknown = st.dictionaries(st.integers(UNKNOWN_TAG_BASE, UNKNOWN_TAG_BASE + 50), st.binary(max_size=6), max_size=2)
+        unknown = st.dictionaries(
+            st.integers(UNKNOWN_TAG_BASE, UNKNOWN_TAG_BASE + 50), st.binary(max_size=6), max_size=2
+        )
 
-    def build(drawn: tuple[dict[str, Any], dict[int, bytes]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def build(
+        drawn: tuple[dict[str, Any], dict[int, bytes]],
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         values, unk = drawn
         body: dict[str, Any] = {}
         expected: dict[str, Any] = {}

@@ -15,18 +15,30 @@ from kafkaconsumer.protocol.messages import APIS
 pytestmark = pytest.mark.timeout(60)
 
 FETCH_BODY: dict[str, Any] = {
-    "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 1 << 20,
-    "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-    "topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 5,
-                                              "partition_max_bytes": 1024}]}],
-    "forgotten_topics_data": [], "rack_id": ""}
+    "replica_id": -1,
+    "max_wait_ms": 500,
+    "min_bytes": 1,
+    "max_bytes": 1 << 20,
+    "isolation_level": 0,
+    "session_id": 0,
+    "session_epoch": -1,
+    "topics": [
+        {
+            "topic": "t",
+            "partitions": [{"partition": 0, "fetch_offset": 5, "partition_max_bytes": 1024}],
+        }
+    ],
+    "forgotten_topics_data": [],
+    "rack_id": "",
+}
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("codecs") / "codecs.marshal"
     assert codegen.write_compiled(str(path), APIS) == sum(
-        2 * (api.max_version - api.min_version + 1) for api in APIS.values())
+        2 * (api.max_version - api.min_version + 1) for api in APIS.values()
+    )
     return path
 
 
@@ -39,7 +51,8 @@ def _encode(cache: codegen.CodecCache, version: int) -> bytes:
 
 
 def test_stored_code_is_used_and_behaves_as_compiled_code(
-        compiled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expected = {v: _encode(codegen.CodecCache(APIS, None), v) for v in (4, 12)}
 
     def no_compile(*_a: Any, **_k: Any) -> Any:
@@ -52,8 +65,9 @@ def test_stored_code_is_used_and_behaves_as_compiled_code(
     assert body["topics"][0]["partitions"][0]["fetch_offset"] == 5
 
 
-def test_code_from_another_generator_is_not_used(compiled: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_code_from_another_generator_is_not_used(
+    compiled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = codegen._generate
     compiled_now: list[str] = []
 

@@ -28,8 +28,20 @@ from kafkaconsumer.protocol.messages import ALL_APIS
 from kafkaconsumer.protocol.schema import Api, VersionRange
 from tests.support import apache_kafka
 
-_PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "string",
-               "bytes", "records", "uuid"}
+_PRIMITIVES = {
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "float64",
+    "bool",
+    "string",
+    "bytes",
+    "records",
+    "uuid",
+}
 
 
 #: Kafka versions whose specs are read, newest first: the version the tests run against, then
@@ -40,8 +52,11 @@ _MAVEN_TIMEOUT_S = 600
 
 def _cache_dir() -> Path:
     override = os.environ.get("KAFKACONSUMER_CACHE_DIR")
-    root = Path(override) if override else (
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafkaconsumer")
+    root = (
+        Path(override)
+        if override
+        else (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafkaconsumer")
+    )
     return root / "kafka-clients"
 
 
@@ -62,15 +77,25 @@ def _clients_jar(version: str) -> Path:
         staging = directory / f"partial-{version}"
         shutil.rmtree(staging, ignore_errors=True)
         result = subprocess.run(
-            ["mvn", "-q", "-B", "dependency:copy",
-             f"-Dartifact=org.apache.kafka:kafka-clients:{version}",
-             f"-DoutputDirectory={staging}"],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT_S,
-            check=False)
+            [
+                "mvn",
+                "-q",
+                "-B",
+                "dependency:copy",
+                f"-Dartifact=org.apache.kafka:kafka-clients:{version}",
+                f"-DoutputDirectory={staging}",
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_MAVEN_TIMEOUT_S,
+            check=False,
+        )
         fetched = staging / jar.name
         assert result.returncode == 0 and fetched.exists(), (
             f"Maven could not fetch kafka-clients {version}: "
-            f"{(result.stdout + result.stderr)[-2000:]}")
+            f"{(result.stdout + result.stderr)[-2000:]}"
+        )
         fetched.rename(jar)
         shutil.rmtree(staging, ignore_errors=True)
     return jar
@@ -109,9 +134,14 @@ def _rng(text: str | None) -> VersionRange:
     return VersionRange(text or "none")
 
 
-def _compare_fields(spec_fields: list[dict[str, Any]], ours: list[Any], versions: list[int],
-                    where: str, common: dict[str, list[dict[str, Any]]],
-                    problems: list[str]) -> None:
+def _compare_fields(
+    spec_fields: list[dict[str, Any]],
+    ours: list[Any],
+    versions: list[int],
+    where: str,
+    common: dict[str, list[dict[str, Any]]],
+    problems: list[str],
+) -> None:
     by_name = {f.name: f for f in ours}
     matched = set()
     for sf in spec_fields:
@@ -150,8 +180,7 @@ def _compare_fields(spec_fields: list[dict[str, Any]], ours: list[Any], versions
         else:
             sub = sf.get("fields") or common.get(element, [])
             # Inside a struct only the versions carrying the struct matter.
-            _compare_fields(sub, field.struct_fields, relevant, f"{where}.{name}", common,
-                            problems)
+            _compare_fields(sub, field.struct_fields, relevant, f"{where}.{name}", common, problems)
         if "default" in sf and _spec_default(sf["default"], element) != field.default:
             problems.append(f"{where}.{name}: default {sf['default']!r} vs {field.default!r}")
     for field in ours:
@@ -183,8 +212,9 @@ def test_definition_matches_the_kafka_clients_message_spec(api: Api) -> None:
             common = {c["name"]: c["fields"] for c in spec.get("commonStructs", [])}
             _compare_fields(spec["fields"], ours, versions, where, common, problems)
         if unchecked:
-            problems.append(f"{kind}: versions {unchecked} are in no spec of Kafka "
-                            f"{', '.join(SPEC_VERSIONS)}")
+            problems.append(
+                f"{kind}: versions {unchecked} are in no spec of Kafka {', '.join(SPEC_VERSIONS)}"
+            )
     assert problems == []
 
 

@@ -31,8 +31,12 @@ from tests.protocol.test_golden_core import GOLDENS, request_header, response_he
 
 pytestmark = pytest.mark.timeout(120)
 
-FUZZ = settings(max_examples=40, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=40,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def outcome(fn: Callable[[], Any]) -> str:
@@ -85,7 +89,9 @@ def decoder(api: Api, version: int, direction: str, frame: bytes) -> Callable[[]
 def test_mutated_frames(api: Api, data: st.DataObject) -> None:
     version, direction, frame = data.draw(valid_frame(api))
     assert outcome(decoder(api, version, direction, frame)) == "ok"
-    mutation = data.draw(st.sampled_from(["truncate", "flip", "huge-int32", "huge-varint", "insert"]))
+    mutation = data.draw(
+        st.sampled_from(["truncate", "flip", "huge-int32", "huge-varint", "insert"])
+    )
     mutated = bytearray(frame)
     if mutation == "truncate":
         cut = data.draw(st.integers(0, max(0, len(frame) - 1)))
@@ -96,10 +102,10 @@ def test_mutated_frames(api: Api, data: st.DataObject) -> None:
             mutated[i] ^= data.draw(st.integers(1, 255))
     elif mutation == "huge-int32" and len(mutated) >= 4:
         i = data.draw(st.integers(0, len(mutated) - 4))
-        mutated[i:i + 4] = b"\x7f\xff\xff\xff"
+        mutated[i : i + 4] = b"\x7f\xff\xff\xff"
     elif mutation == "huge-varint" and mutated:
         i = data.draw(st.integers(0, len(mutated) - 1))
-        mutated[i:i + 1] = encode_uvarint(2**31)
+        mutated[i : i + 1] = encode_uvarint(2**31)
     else:
         i = data.draw(st.integers(0, len(mutated)))
         mutated[i:i] = data.draw(st.binary(min_size=1, max_size=8))
@@ -133,28 +139,74 @@ def test_every_truncation_of_goldens(golden: Any) -> None:
 HUGE_CASES = [
     # (name, api key, version, frame without size prefix)
     ("metadata-v1-brokers-int32-max", 3, 1, struct.pack(">ii", 7, 0x7FFFFFFF) + b"\x00" * 8),
-    ("metadata-v12-brokers-varint-2^31", 3, 12,
-     struct.pack(">i", 7) + b"\x00" + struct.pack(">i", 0) + encode_uvarint(2**31) + b"\x00" * 8),
-    ("metadata-v1-replica-nodes-int32-max", 3, 1,
-     struct.pack(">i", 7) + struct.pack(">i", 0) + struct.pack(">i", -1)
-     + struct.pack(">i", 1) + struct.pack(">h", 0) + b"\x00\x02t1" + b"\x00"
-     + struct.pack(">i", 1) + struct.pack(">hii", 0, 0, 1) + struct.pack(">i", 0x7FFFFFFF) + b"\x00" * 16),
-    ("fetch-v4-records-int32-max", 1, 4,
-     struct.pack(">ii", 7, 0) + struct.pack(">i", 1) + b"\x00\x02t1" + struct.pack(">i", 1)
-     + struct.pack(">ihqq", 0, 0, 0, 0) + struct.pack(">i", -1) + struct.pack(">i", 0x7FFFFFFF) + b"\x00" * 10),
+    (
+        "metadata-v12-brokers-varint-2^31",
+        3,
+        12,
+        struct.pack(">i", 7) + b"\x00" + struct.pack(">i", 0) + encode_uvarint(2**31) + b"\x00" * 8,
+    ),
+    (
+        "metadata-v1-replica-nodes-int32-max",
+        3,
+        1,
+        struct.pack(">i", 7)
+        + struct.pack(">i", 0)
+        + struct.pack(">i", -1)
+        + struct.pack(">i", 1)
+        + struct.pack(">h", 0)
+        + b"\x00\x02t1"
+        + b"\x00"
+        + struct.pack(">i", 1)
+        + struct.pack(">hii", 0, 0, 1)
+        + struct.pack(">i", 0x7FFFFFFF)
+        + b"\x00" * 16,
+    ),
+    (
+        "fetch-v4-records-int32-max",
+        1,
+        4,
+        struct.pack(">ii", 7, 0)
+        + struct.pack(">i", 1)
+        + b"\x00\x02t1"
+        + struct.pack(">i", 1)
+        + struct.pack(">ihqq", 0, 0, 0, 0)
+        + struct.pack(">i", -1)
+        + struct.pack(">i", 0x7FFFFFFF)
+        + b"\x00" * 10,
+    ),
     ("api-versions-v0-keys-int32-max", 18, 0, struct.pack(">ihi", 7, 0, 0x7FFFFFFF) + b"\x00" * 6),
-    ("sasl-handshake-string-length-max", 17, 1,
-     struct.pack(">ihi", 7, 0, 1) + struct.pack(">h", 0x7FFF) + b"x" * 3),
-    ("api-versions-v3-tag-count-huge", 18, 3,
-     struct.pack(">ih", 7, 0) + b"\x01" + struct.pack(">i", 0) + encode_uvarint(2**31 - 1)),
-    ("api-versions-v3-tag-size-huge", 18, 3,
-     struct.pack(">ih", 7, 0) + b"\x01" + struct.pack(">i", 0) + b"\x01\x05" + encode_uvarint(2**31)),
+    (
+        "sasl-handshake-string-length-max",
+        17,
+        1,
+        struct.pack(">ihi", 7, 0, 1) + struct.pack(">h", 0x7FFF) + b"x" * 3,
+    ),
+    (
+        "api-versions-v3-tag-count-huge",
+        18,
+        3,
+        struct.pack(">ih", 7, 0) + b"\x01" + struct.pack(">i", 0) + encode_uvarint(2**31 - 1),
+    ),
+    (
+        "api-versions-v3-tag-size-huge",
+        18,
+        3,
+        struct.pack(">ih", 7, 0)
+        + b"\x01"
+        + struct.pack(">i", 0)
+        + b"\x01\x05"
+        + encode_uvarint(2**31),
+    ),
     ("varint-too-long", 18, 3, struct.pack(">ih", 7, 0) + b"\xff" * 12),
 ]
 
 
-@pytest.mark.parametrize(("name", "api_key", "version", "frame"), HUGE_CASES, ids=[c[0] for c in HUGE_CASES])
-def test_huge_length_prefixes_fail_without_allocating(name: str, api_key: int, version: int, frame: bytes) -> None:
+@pytest.mark.parametrize(
+    ("name", "api_key", "version", "frame"), HUGE_CASES, ids=[c[0] for c in HUGE_CASES]
+)
+def test_huge_length_prefixes_fail_without_allocating(
+    name: str, api_key: int, version: int, frame: bytes
+) -> None:
     decode_response(api_key, version, _valid_response(api_key, version))  # warm the codec first
     tracemalloc.start()
     try:

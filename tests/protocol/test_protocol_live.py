@@ -53,7 +53,9 @@ class RawClient:
     def roundtrip(self, api_key: int, version: int, body: dict[str, Any]) -> bytes:
         """Send one request; return the response frame without its size prefix."""
         self.correlation_id += 1
-        self.sock.sendall(encode_request(api_key, version, self.correlation_id, "kafkaconsumer-tests", body))
+        self.sock.sendall(
+            encode_request(api_key, version, self.correlation_id, "kafkaconsumer-tests", body)
+        )
         (size,) = struct.unpack(">i", self._read_exact(4))
         assert 0 < size < 64 * 1024 * 1024
         frame = self._read_exact(size)
@@ -77,8 +79,11 @@ def api_versions(client: RawClient) -> tuple[int, dict[int, tuple[int, int]]]:
     """ApiVersions at v3; on UNSUPPORTED_VERSION (answered in v0 format) retry at the highest
     version the broker named for ApiVersions itself. Returns (version used, broker ranges)."""
     version = 3
-    frame = client.roundtrip(ApiKey.API_VERSIONS, version, {
-        "client_software_name": "kafkaconsumer-tests", "client_software_version": "0.1.0"})
+    frame = client.roundtrip(
+        ApiKey.API_VERSIONS,
+        version,
+        {"client_software_name": "kafkaconsumer-tests", "client_software_version": "0.1.0"},
+    )
     try:
         _, body = decode_response(ApiKey.API_VERSIONS, version, frame)
     except KafkaProtocolError:
@@ -87,8 +92,9 @@ def api_versions(client: RawClient) -> tuple[int, dict[int, tuple[int, int]]]:
         named = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
         retry = negotiate_version(ApiKey.API_VERSIONS, *named.get(ApiKey.API_VERSIONS, (0, 0)))
         version = 0 if retry is None else retry
-        _, body = decode_response(ApiKey.API_VERSIONS, version,
-                                  client.roundtrip(ApiKey.API_VERSIONS, version, {}))
+        _, body = decode_response(
+            ApiKey.API_VERSIONS, version, client.roundtrip(ApiKey.API_VERSIONS, version, {})
+        )
     assert body["error_code"] == 0
     ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     return version, ranges
@@ -104,8 +110,13 @@ def test_api_versions_then_metadata(raw: RawClient) -> None:
     version = negotiate_version(ApiKey.METADATA, *ranges[ApiKey.METADATA])
     assert version is not None
     assert version == min(SUPPORTED_VERSIONS[ApiKey.METADATA][1], ranges[ApiKey.METADATA][1])
-    request: dict[str, Any] = {"topics": None if version >= 1 else [], "allow_auto_topic_creation": False}
-    _, body = decode_response(ApiKey.METADATA, version, raw.roundtrip(ApiKey.METADATA, version, request))
+    request: dict[str, Any] = {
+        "topics": None if version >= 1 else [],
+        "allow_auto_topic_creation": False,
+    }
+    _, body = decode_response(
+        ApiKey.METADATA, version, raw.roundtrip(ApiKey.METADATA, version, request)
+    )
 
     assert body["brokers"], "metadata lists no broker"
     # The broker we are talking to lists itself (resolve both sides: names may differ).
@@ -129,8 +140,9 @@ def test_metadata_for_an_unknown_topic(raw: RawClient) -> None:
     assert version is not None and version >= 4  # both brokers we test against support v4+
     name = unique_name("proto-missing")
     request = {"topics": [{"name": name}], "allow_auto_topic_creation": False}
-    _, body = decode_response(ApiKey.METADATA, version, raw.roundtrip(ApiKey.METADATA, version, request))
+    _, body = decode_response(
+        ApiKey.METADATA, version, raw.roundtrip(ApiKey.METADATA, version, request)
+    )
     [topic] = body["topics"]
     assert topic["name"] == name
     assert topic["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
-

@@ -31,18 +31,28 @@ pytestmark = pytest.mark.timeout(60)
 # ---------------------------------------------------------------------------------- primitives
 
 
-@pytest.mark.parametrize(("value", "encoded"), [
-    (0, "00"), (1, "01"), (127, "7f"), (128, "8001"), (300, "ac02"), (16384, "808001"),
-    (2**32 - 1, "ffffffff0f"),
-])
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (0, "00"),
+        (1, "01"),
+        (127, "7f"),
+        (128, "8001"),
+        (300, "ac02"),
+        (16384, "808001"),
+        (2**32 - 1, "ffffffff0f"),
+    ],
+)
 def test_unsigned_varint_known_values(value: int, encoded: str) -> None:
     assert T.encode_uvarint(value).hex() == encoded
     raw = bytes.fromhex(encoded)
     assert T.read_uvarint(raw, 0, len(raw)) == (value, len(raw))
 
 
-@pytest.mark.parametrize(("value", "zigzag"), [(0, 0), (-1, 1), (1, 2), (-2, 3), (2**31 - 1, 2**32 - 2),
-                                               (-(2**31), 2**32 - 1)])
+@pytest.mark.parametrize(
+    ("value", "zigzag"),
+    [(0, 0), (-1, 1), (1, 2), (-2, 3), (2**31 - 1, 2**32 - 2), (-(2**31), 2**32 - 1)],
+)
 def test_zigzag_32(value: int, zigzag: int) -> None:
     assert T.zigzag32(value) == zigzag
     assert T.unzigzag(zigzag) == value
@@ -79,7 +89,10 @@ def test_varint_errors() -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.one_of(st.none(), st.text(max_size=40)))
 def test_strings_round_trip(value: str | None) -> None:
-    for write, read in ((T.write_string, T.read_string), (T.write_compact_string, T.read_compact_string)):
+    for write, read in (
+        (T.write_string, T.read_string),
+        (T.write_compact_string, T.read_compact_string),
+    ):
         out = bytearray()
         write(out, value)
         assert read(bytes(out), 0, len(out)) == (value, len(out))
@@ -88,7 +101,10 @@ def test_strings_round_trip(value: str | None) -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.one_of(st.none(), st.binary(max_size=40)))
 def test_bytes_round_trip(value: bytes | None) -> None:
-    for write, read in ((T.write_bytes, T.read_bytes), (T.write_compact_bytes, T.read_compact_bytes)):
+    for write, read in (
+        (T.write_bytes, T.read_bytes),
+        (T.write_compact_bytes, T.read_compact_bytes),
+    ):
         out = bytearray()
         write(out, value)
         assert read(bytes(out), 0, len(out)) == (value, len(out))
@@ -100,7 +116,7 @@ def test_string_known_encodings() -> None:
     T.write_string(out, None)
     T.write_compact_string(out, "ab")
     T.write_compact_string(out, None)
-    assert out.hex() == "0002" "6162" "ffff" "03" "6162" "00"
+    assert out.hex() == "00026162ffff03616200"
 
 
 def test_string_errors() -> None:
@@ -123,7 +139,7 @@ def test_uuid_and_tagged_raw() -> None:
         T.read_uuid(b"\x00" * 15, 0, 15)
     out = bytearray()
     T.write_tagged_raw(out, {5: b"\x01", 1: b""})
-    assert out.hex() == "02" "0100" "050101"  # ascending by tag
+    assert out.hex() == "020100050101"  # ascending by tag
     assert T.read_tagged_raw(bytes(out), 0, len(out)) == ({1: b"", 5: b"\x01"}, len(out))
 
 
@@ -151,8 +167,14 @@ def test_field_validation() -> None:
     with pytest.raises(ValueError, match="duplicate"):
         Struct([Field("a", "int8"), Field("a", "int8")])
     with pytest.raises(ValueError, match="share tag"):
-        Api(99, "T", "0-1", "0+", [Field("a", "int8", tag=0, tagged="0+"),
-                                   Field("b", "int8", tag=0, tagged="0+")], [])
+        Api(
+            99,
+            "T",
+            "0-1",
+            "0+",
+            [Field("a", "int8", tag=0, tagged="0+"), Field("b", "int8", tag=0, tagged="0+")],
+            [],
+        )
     with pytest.raises(ValueError, match="closed range"):
         Api(99, "T", "0+", "none", [], [])
 
@@ -188,10 +210,18 @@ def test_negotiate_version() -> None:
 
 
 def test_supported_versions_of_core_apis() -> None:
-    expected = {ApiKey.API_VERSIONS: (0, 4), ApiKey.METADATA: (0, 12), ApiKey.FIND_COORDINATOR: (0, 6),
-                ApiKey.LIST_OFFSETS: (0, 9), ApiKey.FETCH: (0, 17), ApiKey.PRODUCE: (0, 11),
-                ApiKey.SASL_HANDSHAKE: (0, 1), ApiKey.SASL_AUTHENTICATE: (0, 2),
-                ApiKey.CREATE_TOPICS: (0, 7), ApiKey.DELETE_TOPICS: (0, 6)}
+    expected = {
+        ApiKey.API_VERSIONS: (0, 4),
+        ApiKey.METADATA: (0, 12),
+        ApiKey.FIND_COORDINATOR: (0, 6),
+        ApiKey.LIST_OFFSETS: (0, 9),
+        ApiKey.FETCH: (0, 17),
+        ApiKey.PRODUCE: (0, 11),
+        ApiKey.SASL_HANDSHAKE: (0, 1),
+        ApiKey.SASL_AUTHENTICATE: (0, 2),
+        ApiKey.CREATE_TOPICS: (0, 7),
+        ApiKey.DELETE_TOPICS: (0, 6),
+    }
     for key, versions in expected.items():
         assert SUPPORTED_VERSIONS[key] == versions, key.name
 
@@ -256,28 +286,52 @@ def test_bad_values_raise_protocol_error() -> None:
 
 def test_unknown_tags_round_trip_at_every_level() -> None:
     body = {
-        "throttle_time_ms": 0, "error_code": 0, "session_id": 0, "_unknown_tags": {9: b"top"},
-        "responses": [{"topic_id": uuid.uuid4(), "_unknown_tags": {7: b"t"}, "partitions": [
-            {"partition_index": 1, "records": b"abc", "_unknown_tags": {5: b"\x00\x01"}},
-        ]}],
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": 0,
+        "_unknown_tags": {9: b"top"},
+        "responses": [
+            {
+                "topic_id": uuid.uuid4(),
+                "_unknown_tags": {7: b"t"},
+                "partitions": [
+                    {"partition_index": 1, "records": b"abc", "_unknown_tags": {5: b"\x00\x01"}},
+                ],
+            }
+        ],
     }
     frame = encode_response(ApiKey.FETCH, 13, 4, body)
     _, decoded = decode_response(ApiKey.FETCH, 13, frame[4:])
     assert decoded["_unknown_tags"] == {9: b"top"}
     assert decoded["responses"][0]["_unknown_tags"] == {7: b"t"}
     assert decoded["responses"][0]["partitions"][0]["_unknown_tags"] == {5: b"\x00\x01"}
-    assert "_unknown_tags" not in decode_response(ApiKey.FETCH, 13, encode_response(ApiKey.FETCH, 13, 4, {})[4:])[1]
+    assert (
+        "_unknown_tags"
+        not in decode_response(ApiKey.FETCH, 13, encode_response(ApiKey.FETCH, 13, 4, {})[4:])[1]
+    )
     assert encode_response(ApiKey.FETCH, 13, 4, decoded) == frame
 
 
 def test_records_accept_bytes_like_and_null() -> None:
     for records in (b"xyz", bytearray(b"xyz"), memoryview(b"xyz"), None):
         for version in (3, 9):
-            frame = encode_request(ApiKey.PRODUCE, version, 1, "c", {
-                "acks": 1, "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}]})
+            frame = encode_request(
+                ApiKey.PRODUCE,
+                version,
+                1,
+                "c",
+                {
+                    "acks": 1,
+                    "topic_data": [
+                        {"name": "t", "partition_data": [{"index": 0, "records": records}]}
+                    ],
+                },
+            )
             _, body = decode_request(frame[4:])
             got = body["topic_data"][0]["partition_data"][0]["records"]
-            assert (None if got is None else bytes(got)) == (None if records is None else bytes(records))
+            assert (None if got is None else bytes(got)) == (
+                None if records is None else bytes(records)
+            )
 
 
 def test_api_versions_response_header_is_always_v0() -> None:
@@ -290,9 +344,18 @@ def test_api_versions_response_header_is_always_v0() -> None:
 
 
 def test_generated_source_is_readable_and_compiles() -> None:
-    api = Api(99, "Example", "0-1", "1+", [
-        Field("a", "int32"), Field("b", "[]string", "1+"), Field("c", "uuid", tag=0, tagged="1+"),
-    ], [])
+    api = Api(
+        99,
+        "Example",
+        "0-1",
+        "1+",
+        [
+            Field("a", "int32"),
+            Field("b", "[]string", "1+"),
+            Field("c", "uuid", tag=0, tagged="1+"),
+        ],
+        [],
+    )
     source = generate_source(api, 1, "request")
     assert "def " in source and "unpack_from" in source
     codec = build_codec(api, 1, "request")
@@ -314,7 +377,9 @@ def test_every_registered_api_has_an_api_key_name() -> None:
 
 def test_misspelt_field_is_rejected() -> None:
     body = {"topics": [{"topic": "t", "partitions": [{"partition_index": 0, "fetch_offset": 1}]}]}
-    with pytest.raises(KafkaProtocolError, match=r"Fetch v12 request: unknown field\(s\) \['partition_index'\]"):
+    with pytest.raises(
+        KafkaProtocolError, match=r"Fetch v12 request: unknown field\(s\) \['partition_index'\]"
+    ):
         encode_request(ApiKey.FETCH, 12, 1, "c", body)
     with pytest.raises(KafkaProtocolError, match="unknown field"):
         encode_response(ApiKey.METADATA, 1, 1, {"broker": []})

@@ -26,8 +26,14 @@ def _run(cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "KAFKACONSUMER_NO_EXTENSIONS"}
     full_env.update(env)
     full_env.pop("PYTHONPATH", None)
-    return subprocess.run([sys.executable, "-W", "default", "-c", PROBE], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-W", "default", "-c", PROBE],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_missing_extension_warns_with_cause_cost_and_fix(tmp_path: Path) -> None:

@@ -21,9 +21,11 @@ def _records(n: int) -> list[tuple[bytes | None, bytes | None, list[tuple[str, b
 
 @pytest.mark.parametrize("compression", ["none", "lz4"])
 def test_hint_matches_the_decoder_over_batches_and_a_truncated_tail(compression: str) -> None:
-    data = (encode_batch(_records(5), base_offset=10, compression=compression)
-            + encode_control_batch(True, producer_id=7, base_offset=15)
-            + encode_batch(_records(3), base_offset=16, compression=compression))
+    data = (
+        encode_batch(_records(5), base_offset=10, compression=compression)
+        + encode_control_batch(True, producer_id=7, base_offset=15)
+        + encode_batch(_records(3), base_offset=16, compression=compression)
+    )
     tail = encode_batch(_records(4), base_offset=19, compression=compression)
     for raw in (data, data + tail[: len(tail) // 2]):
         hint = next_offset_after_batches(memoryview(raw))
@@ -37,8 +39,12 @@ def test_no_hint_without_a_complete_batch_or_for_legacy_messages() -> None:
     assert next_offset_after_batches(one[:30]) is None
     assert next_offset_after_batches(one[:-1]) is None
     assert next_offset_after_batches(encode_legacy_message_set(_records(2), magic=1)) is None
-    assert next_offset_after_batches(one + encode_legacy_message_set(_records(1), magic=1,
-                                                                      base_offset=2)) is None
+    assert (
+        next_offset_after_batches(
+            one + encode_legacy_message_set(_records(1), magic=1, base_offset=2)
+        )
+        is None
+    )
 
 
 def test_the_extension_and_the_pure_scan_agree() -> None:

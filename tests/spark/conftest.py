@@ -28,8 +28,10 @@ def _java_missing() -> str | None:
 def spark(broker: Any) -> Iterator[Any]:
     """A ``local[2]`` SparkSession with ``KafkaDataSource`` registered."""
     if broker.is_tansu:
-        pytest.skip("the Spark tests run once per CI run, on Apache Kafka (their time budget); "
-                    "Tansu also lacks DeleteRecords and transactions")
+        pytest.skip(
+            "the Spark tests run once per CI run, on Apache Kafka (their time budget); "
+            "Tansu also lacks DeleteRecords and transactions"
+        )
     pytest.importorskip("pyspark")
     why = _java_missing()
     if why is not None:
@@ -39,15 +41,18 @@ def spark(broker: Any) -> Iterator[Any]:
 
     from kafkaconsumer.spark import register
 
-    session = (SparkSession.builder.master("local[2]").appName("kafkaconsumer-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.driver.memory", "768m")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.showConsoleProgress", "false")
-               # A loaded CI machine can take more than the default 15 s to start a worker.
-               .config("spark.python.authenticate.socketTimeout", "120s")
-               .getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkaconsumer-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "768m")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+        # A loaded CI machine can take more than the default 15 s to start a worker.
+        .config("spark.python.authenticate.socketTimeout", "120s")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     try:
@@ -62,14 +67,18 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         admin.create_topics({topic: partitions})
 
 
-def produce(bootstrap: str, topic: str, rows: Sequence[tuple[Any, ...]], *,
-            compression: str = "none") -> None:
+def produce(
+    bootstrap: str, topic: str, rows: Sequence[tuple[Any, ...]], *, compression: str = "none"
+) -> None:
     """Send ``(partition, key, value, headers)`` rows and wait for every acknowledgement."""
-    producer = KafkaProducer({"bootstrap.servers": bootstrap, "compression.type": compression,
-                              "linger.ms": 5})
+    producer = KafkaProducer(
+        {"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 5}
+    )
     try:
-        futures = [producer.send(topic, value=v, key=k, headers=h or None, partition=p)
-                   for p, k, v, h in rows]
+        futures = [
+            producer.send(topic, value=v, key=k, headers=h or None, partition=p)
+            for p, k, v, h in rows
+        ]
         producer.flush()
         for fut in futures:
             fut.get(30)
@@ -84,8 +93,11 @@ def df_rows(df: Any) -> list[tuple[Any, ...]]:
         d = r.asDict(recursive=True)
         key = None if d["key"] is None else bytes(d["key"])
         value = None if d["value"] is None else bytes(d["value"])
-        headers = [(h["key"], None if h["value"] is None else bytes(h["value"]))
-                   for h in d.get("headers") or []]
-        out.append((d["topic"], d["partition"], d["offset"], key, value, d["timestampType"],
-                    headers))
+        headers = [
+            (h["key"], None if h["value"] is None else bytes(h["value"]))
+            for h in d.get("headers") or []
+        ]
+        out.append(
+            (d["topic"], d["partition"], d["offset"], key, value, d["timestampType"], headers)
+        )
     return sorted(out, key=lambda t: (t[0], t[1], t[2]))

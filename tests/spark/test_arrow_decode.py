@@ -18,13 +18,17 @@ from kafkaconsumer.record import _pyrecords, encode_batch  # noqa: E402
 from tests.record.conftest import CYTHON, EXPECT_EXTENSIONS  # noqa: E402
 from tests.record.test_model import Unit, fetch_data  # noqa: E402
 
-_SETTINGS = settings(max_examples=100, deadline=None,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _decoders() -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = [
-        ("pure", lambda *a, **k: arrow.decode_fetched_arrow(*a, _force_python=True, **k))]
+        ("pure", lambda *a, **k: arrow.decode_fetched_arrow(*a, _force_python=True, **k))
+    ]
     if arrow.USING_EXTENSION:
         out.append(("cython", arrow.decode_fetched_arrow))
     elif EXPECT_EXTENSIONS:
@@ -52,7 +56,11 @@ def _check_same(data: bytes, fetch_offset: int, **kwargs: Any) -> None:
             rows = got.batch.to_pylist()
             for row, rec in zip(rows, expected.records, strict=True):
                 assert (row["key"], row["value"], row["offset"], row["timestampType"]) == (
-                    rec.key, rec.value, rec.offset, rec.timestamp_type)
+                    rec.key,
+                    rec.value,
+                    rec.offset,
+                    rec.timestamp_type,
+                )
                 assert [(h["key"], h["value"]) for h in row["headers"]] == list(rec.headers)
 
 
@@ -68,19 +76,33 @@ def test_arrow_equals_objects(case: dict[str, Any], check_crcs: bool) -> None:
 
 
 @_SETTINGS
-@given(case=fetch_data(), aborted=st.lists(st.fixed_dictionaries({
-    "producer_id": st.integers(min_value=0, max_value=2**40),
-    "first_offset": st.integers(min_value=0, max_value=2**41)}), max_size=4))
+@given(
+    case=fetch_data(),
+    aborted=st.lists(
+        st.fixed_dictionaries(
+            {
+                "producer_id": st.integers(min_value=0, max_value=2**40),
+                "first_offset": st.integers(min_value=0, max_value=2**41),
+            }
+        ),
+        max_size=4,
+    ),
+)
 @pytest.mark.timeout(180)
-def test_arrow_equals_objects_under_read_committed(case: dict[str, Any],
-                                                   aborted: list[dict[str, int]]) -> None:
+def test_arrow_equals_objects_under_read_committed(
+    case: dict[str, Any], aborted: list[dict[str, int]]
+) -> None:
     units: list[Unit] = case["units"]
     for unit in units:
         if unit.records and unit.data[16] == 2:
             pid = int.from_bytes(unit.data[43:51], "big", signed=True)
             if pid >= 0 and pid % 3 == 0:
-                aborted.append({"producer_id": pid,
-                                "first_offset": int.from_bytes(unit.data[:8], "big", signed=True)})
+                aborted.append(
+                    {
+                        "producer_id": pid,
+                        "first_offset": int.from_bytes(unit.data[:8], "big", signed=True),
+                    }
+                )
     data = b"".join(u.data for u in units)
     _check_same(data, case["fetch_offset"], read_committed=True, aborted_transactions=aborted)
 
@@ -88,11 +110,19 @@ def test_arrow_equals_objects_under_read_committed(case: dict[str, Any],
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 @pytest.mark.timeout(60)
 def test_every_codec_with_headers_and_nulls(codec: str) -> None:
-    recs = [(None if i % 4 == 0 else b"k%d" % i, None if i % 5 == 0 else b"v" * (i % 50),
-             [(f"h{j}", None if j == 1 else b"x%d" % i) for j in range(i % 3)], 1000 + i)
-            for i in range(300)]
-    data = b"".join(encode_batch(recs[i:i + 100], base_offset=i, compression=codec,
-                                 partition_leader_epoch=4) for i in range(0, 300, 100))
+    recs = [
+        (
+            None if i % 4 == 0 else b"k%d" % i,
+            None if i % 5 == 0 else b"v" * (i % 50),
+            [(f"h{j}", None if j == 1 else b"x%d" % i) for j in range(i % 3)],
+            1000 + i,
+        )
+        for i in range(300)
+    ]
+    data = b"".join(
+        encode_batch(recs[i : i + 100], base_offset=i, compression=codec, partition_leader_epoch=4)
+        for i in range(0, 300, 100)
+    )
     _check_same(data, 0)
     _check_same(data, 150)
     got = arrow.decode_fetched_arrow(data, "topic-a", 3, 0)
@@ -108,7 +138,9 @@ def test_corrupt_crc_raises_with_topic_partition_offset() -> None:
     for name, decode in _decoders():
         with pytest.raises(CorruptRecordError) as info:
             decode(bytes(data), "topic-a", 3, 70)
-        assert (info.value.topic, info.value.partition, info.value.offset) == ("topic-a", 3, 70), name
+        assert (info.value.topic, info.value.partition, info.value.offset) == ("topic-a", 3, 70), (
+            name
+        )
         # Without CRC checks the damaged value bytes are data, as on the object path.
         got = decode(bytes(data), "topic-a", 3, 70, check_crcs=False)
         assert got.batch.num_rows == 3
@@ -154,4 +186,5 @@ def test_arrow_records_slices_and_converts_back() -> None:
     assert part.to_batch(True).column("offset").to_pylist() == list(range(23, 30))
     objects = _pyrecords.decode_fetched_records(data, "t", 0, 23).records
     assert [r.as_tuple() for r in part.to_records(_pyrecords.ConsumerRecord)] == [
-        r.as_tuple() for r in objects]
+        r.as_tuple() for r in objects
+    ]

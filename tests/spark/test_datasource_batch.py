@@ -41,15 +41,22 @@ def test_every_codec_with_headers_and_spark_schema(spark: Any, broker: Any) -> N
     create_topic(broker.bootstrap_servers, topic, len(CODECS))
     rows_by_codec = []
     for p, codec in enumerate(CODECS):
-        rows = [(p, None if i % 9 == 0 else b"k%d" % i, None if i % 13 == 0 else b"v%d" % i * 3,
-                 [("h", b"%d" % i), ("n", None)] if i % 2 else [])
-                for i in range(200)]
+        rows = [
+            (
+                p,
+                None if i % 9 == 0 else b"k%d" % i,
+                None if i % 13 == 0 else b"v%d" % i * 3,
+                [("h", b"%d" % i), ("n", None)] if i % 2 else [],
+            )
+            for i in range(200)
+        ]
         produce(broker.bootstrap_servers, topic, rows, compression=codec)
         rows_by_codec.extend(rows)
     df = _reader(spark, broker.bootstrap_servers, subscribe=topic, includeHeaders="true")
     assert df.schema.simpleString() == (
         "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
-        "timestamp:timestamp,timestampType:int,headers:array<struct<key:string,value:binary>>>")
+        "timestamp:timestamp,timestampType:int,headers:array<struct<key:string,value:binary>>>"
+    )
     got = df_rows(df)
     assert got == sorted(_expected(topic, rows_by_codec), key=lambda t: (t[1], t[2]))
     plain = _reader(spark, broker.bootstrap_servers, subscribe=topic)
@@ -57,8 +64,15 @@ def test_every_codec_with_headers_and_spark_schema(spark: Any, broker: Any) -> N
     # read_kafka on the driver: the same rows as the Data Source.
     from kafkaconsumer.spark import read_kafka
 
-    driver = read_kafka(spark, {"kafka.bootstrap.servers": broker.bootstrap_servers,
-                                "subscribe": topic, "includeHeaders": "true"}, progress=False)
+    driver = read_kafka(
+        spark,
+        {
+            "kafka.bootstrap.servers": broker.bootstrap_servers,
+            "subscribe": topic,
+            "includeHeaders": "true",
+        },
+        progress=False,
+    )
     assert driver.schema == df.schema
     assert df_rows(driver) == got
     ts = df.selectExpr("min(timestamp) as lo").collect()[0]["lo"]
@@ -76,16 +90,25 @@ def test_json_offsets_timestamps_min_partitions_and_assign(spark: Any, broker: A
     second = [(i % 2, None, b"b%d" % i, []) for i in range(100)]
     produce(broker.bootstrap_servers, topic, second)
     bs = broker.bootstrap_servers
-    ranged = _reader(spark, bs, subscribe=topic,
-                     startingOffsets=f'{{"{topic}":{{"0":10,"1":-2}}}}',
-                     endingOffsets=f'{{"{topic}":{{"0":20,"1":-1}}}}')
+    ranged = _reader(
+        spark,
+        bs,
+        subscribe=topic,
+        startingOffsets=f'{{"{topic}":{{"0":10,"1":-2}}}}',
+        endingOffsets=f'{{"{topic}":{{"0":20,"1":-1}}}}',
+    )
     rows = df_rows(ranged)
     assert [r[2] for r in rows if r[1] == 0] == list(range(10, 20))
     assert [r[2] for r in rows if r[1] == 1] == list(range(100))
     by_ts = _reader(spark, bs, subscribe=topic, startingTimestamp=str(cut_ms))
     assert sorted(r[4] for r in df_rows(by_ts)) == sorted(v for _, _, v, _ in second)
-    split = _reader(spark, bs, subscribePattern=topic.replace("-", ".") + "$", minPartitions="7",
-                    maxRecordsPerPartition="30")
+    split = _reader(
+        spark,
+        bs,
+        subscribePattern=topic.replace("-", ".") + "$",
+        minPartitions="7",
+        maxRecordsPerPartition="30",
+    )
     assert split.rdd.getNumPartitions() >= 7
     split_rows = df_rows(split)
     assert len(split_rows) == 200 and len({(r[1], r[2]) for r in split_rows}) == 200
@@ -107,8 +130,7 @@ def test_fail_on_data_loss_after_delete_records(spark: Any, broker: Any) -> None
     strict = _reader(spark, bs, subscribe=topic, startingOffsets=ranges)
     with pytest.raises(Exception, match=rf"data loss in {topic}-0: offsets \[0, 20\)"):
         strict.collect()
-    lenient = _reader(spark, bs, subscribe=topic, startingOffsets=ranges,
-                      failOnDataLoss="false")
+    lenient = _reader(spark, bs, subscribe=topic, startingOffsets=ranges, failOnDataLoss="false")
     assert [r[2] for r in df_rows(lenient)] == list(range(20, 50))
 
 
@@ -118,8 +140,9 @@ def test_read_committed_skips_aborted_transactions(spark: Any, broker: Any) -> N
     confluent_kafka = pytest.importorskip("confluent_kafka")
     topic = unique_name("sp-txn")
     create_topic(broker.bootstrap_servers, topic, 1)
-    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers,
-                                         "transactional.id": unique_name("txn")})
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": unique_name("txn")}
+    )
     producer.init_transactions(30)
     for txn, commit in enumerate([True, False, True, False, True]):
         producer.begin_transaction()

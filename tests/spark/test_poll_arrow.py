@@ -26,9 +26,13 @@ def _produce(bootstrap: str, topic: str, n: int, partitions: int = 2) -> None:
     producer = KafkaProducer({"bootstrap.servers": bootstrap, "compression.type": "zstd"})
     try:
         for i in range(n):
-            producer.send(topic, value=b"value-%d" % i, key=None if i % 7 == 0 else b"k%d" % i,
-                          headers=[("i", b"%d" % i)] if i % 2 else None,
-                          partition=i % partitions)
+            producer.send(
+                topic,
+                value=b"value-%d" % i,
+                key=None if i % 7 == 0 else b"k%d" % i,
+                headers=[("i", b"%d" % i)] if i % 2 else None,
+                partition=i % partitions,
+            )
         producer.flush()
     finally:
         producer.close()
@@ -36,9 +40,18 @@ def _produce(bootstrap: str, topic: str, n: int, partitions: int = 2) -> None:
 
 def _rows(table: Any) -> list[tuple[Any, ...]]:
     ms = table.column("timestamp").cast(pa.int64()).to_pylist()
-    return sorted((r["partition"], r["offset"], r["key"], r["value"], t, r["timestampType"],
-                   [(h["key"], h["value"]) for h in r["headers"]])
-                  for r, t in zip(table.to_pylist(), ms, strict=True))
+    return sorted(
+        (
+            r["partition"],
+            r["offset"],
+            r["key"],
+            r["value"],
+            t,
+            r["timestampType"],
+            [(h["key"], h["value"]) for h in r["headers"]],
+        )
+        for r, t in zip(table.to_pylist(), ms, strict=True)
+    )
 
 
 def test_poll_arrow_returns_what_poll_returns(broker: Any) -> None:
@@ -56,6 +69,7 @@ def test_poll_arrow_returns_what_poll_returns(broker: Any) -> None:
             assert batch.schema == arrow.SCHEMA_WITH_HEADERS
             got.append(batch)
             return sum(b.num_rows for b in got) >= 500
+
         wait_for(more, timeout=30, interval=0, message="500 rows")
         assert consumer.position(tps[0]) == 250 and consumer.position(tps[1]) == 250
         assert consumer.poll_arrow(0).schema == arrow.SCHEMA
@@ -66,20 +80,28 @@ def test_poll_arrow_returns_what_poll_returns(broker: Any) -> None:
         def more_objects() -> bool:
             expected.extend(consumer.poll(200))
             return len(expected) >= 500
+
         wait_for(more_objects, timeout=30, interval=0, message="500 records")
     table = pa.Table.from_batches(got)
-    assert _rows(table) == sorted((r.partition, r.offset, r.key, r.value, r.timestamp,
-                                   r.timestamp_type, list(r.headers)) for r in expected)
+    assert _rows(table) == sorted(
+        (r.partition, r.offset, r.key, r.value, r.timestamp, r.timestamp_type, list(r.headers))
+        for r in expected
+    )
 
 
 def test_poll_arrow_commits_and_mixes_with_poll(broker: Any) -> None:
     topic = unique_name("arrow")
     group = unique_name("g")
     _produce(broker.bootstrap_servers, topic, 300, partitions=1)
-    cfg = {"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest",
-           "group.id": group, "enable.auto.commit": False, "session.timeout.ms": 3000,
-           "heartbeat.interval.ms": 1000,
-           "max.poll.records": 50}
+    cfg = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "auto.offset.reset": "earliest",
+        "group.id": group,
+        "enable.auto.commit": False,
+        "session.timeout.ms": 3000,
+        "heartbeat.interval.ms": 1000,
+        "max.poll.records": 50,
+    }
     seen: list[int] = []
     with KafkaConsumer(cfg) as consumer:
         consumer.subscribe([topic])
@@ -87,6 +109,7 @@ def test_poll_arrow_commits_and_mixes_with_poll(broker: Any) -> None:
         def first_rows() -> bool:
             seen.extend(consumer.poll_arrow(200).column("offset").to_pylist())
             return bool(seen)
+
         wait_for(first_rows, timeout=30, interval=0, message="the first rows")
         assert len(seen) <= 50
         # Switch to poll() mid-partition: it continues exactly after the Arrow rows.
@@ -103,6 +126,7 @@ def test_poll_arrow_commits_and_mixes_with_poll(broker: Any) -> None:
         def remaining() -> bool:
             rest.extend(consumer.poll_arrow(200).column("offset").to_pylist())
             return len(seen) + len(rest) >= 300
+
         wait_for(remaining, timeout=30, interval=0, message="the rest")
     assert seen + rest == list(range(300))
 

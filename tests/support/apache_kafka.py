@@ -195,7 +195,11 @@ def ensure_kafka(version: str | None = None) -> Path:
         staging = home / "libs.partial"
         shutil.rmtree(staging, ignore_errors=True)
         cmd = [
-            "mvn", "-q", "-B", "-f", str(home / "pom.xml"),
+            "mvn",
+            "-q",
+            "-B",
+            "-f",
+            str(home / "pom.xml"),
             "dependency:copy-dependencies",
             f"-DoutputDirectory={staging}",
             "-DincludeScope=runtime",
@@ -204,8 +208,12 @@ def ensure_kafka(version: str | None = None) -> Path:
         started = time.monotonic()
         try:
             result = subprocess.run(
-                cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                timeout=_MAVEN_TIMEOUT_S, check=False,
+                cmd,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=_MAVEN_TIMEOUT_S,
+                check=False,
             )
         except subprocess.TimeoutExpired as exc:
             raise ApacheKafkaError(
@@ -250,8 +258,9 @@ def broker_api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int,
     return versions
 
 
-def _request(host: str, port: int, api_key: int, version: int, body: bytes,
-             timeout: float = 5.0) -> bytes:
+def _request(
+    host: str, port: int, api_key: int, version: int, body: bytes, timeout: float = 5.0
+) -> bytes:
     """Send one request with a v1 header; return the response after its correlation id."""
     client_id = b"kafkaconsumer-tests"
     correlation_id = 0x4B00 + api_key
@@ -315,16 +324,18 @@ def _cluster_id() -> str:
 
 def _log4j_properties() -> str:
     # WARN everywhere keeps the log small; the lifecycle lines say when a node came up or stopped.
-    return "\n".join([
-        "log4j.rootLogger=WARN, stdout",
-        "log4j.appender.stdout=org.apache.log4j.ConsoleAppender",
-        "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout",
-        "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n",
-        "log4j.logger.kafka.server.BrokerServer=INFO",
-        "log4j.logger.kafka.server.ControllerServer=INFO",
-        "log4j.logger.kafka.server.KafkaRaftServer=INFO",
-        "",
-    ])
+    return "\n".join(
+        [
+            "log4j.rootLogger=WARN, stdout",
+            "log4j.appender.stdout=org.apache.log4j.ConsoleAppender",
+            "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n",
+            "log4j.logger.kafka.server.BrokerServer=INFO",
+            "log4j.logger.kafka.server.ControllerServer=INFO",
+            "log4j.logger.kafka.server.KafkaRaftServer=INFO",
+            "",
+        ]
+    )
 
 
 #: SASL users created at start: mechanism -> (user name, password).
@@ -362,11 +373,13 @@ class Security:
     wronghost_bootstrap: str = ""
 
     @staticmethod
-    def unsecured_jwt(sub: str | None = "alice", lifetime_s: float = 3600.0,
-                      issued_s_ago: float = 0.0) -> str:
+    def unsecured_jwt(
+        sub: str | None = "alice", lifetime_s: float = 3600.0, issued_s_ago: float = 0.0
+    ) -> str:
         """An unsigned JWT (``alg: none``) the broker's unsecured validator accepts while
         ``lifetime_s`` lasts; a negative lifetime gives an expired token, ``sub=None`` one
         without the subject claim (which the broker rejects)."""
+
         def part(obj: Mapping[str, object]) -> str:
             raw = json.dumps(obj, separators=(",", ":")).encode()
             return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
@@ -387,6 +400,7 @@ def _listener_names(security: bool) -> list[str]:
 
 def _security_props(pki: Pki, workdir: Path) -> dict[str, str]:
     """Broker properties of the secured listeners (the keystores are written into workdir)."""
+
     def keystore(name: str, cert: str, key: str) -> str:
         path = workdir / name
         path.write_text(Path(key).read_text() + Path(cert).read_text())
@@ -398,14 +412,12 @@ def _security_props(pki: Pki, workdir: Path) -> dict[str, str]:
     scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
     return {
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            "org.apache.kafka.common.security.plain.PlainLoginModule required "
-            f"{plain_users};",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f"{plain_users};",
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
         "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
-        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
-            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
-            'unsecuredLoginStringClaim_sub="broker";',
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'unsecuredLoginStringClaim_sub="broker";',
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": server,
         "ssl.truststore.type": "PEM",
@@ -423,9 +435,16 @@ class KafkaNode:
     Thread-safety: start/stop/kill from one thread at a time; attributes may be read anywhere.
     """
 
-    def __init__(self, node_id: int, roles: tuple[str, ...], ports: Mapping[str, int],
-                 workdir: Path, props: Mapping[str, str], libs: Path,
-                 jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        roles: tuple[str, ...],
+        ports: Mapping[str, int],
+        workdir: Path,
+        props: Mapping[str, str],
+        libs: Path,
+        jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
+    ) -> None:
         """Describe the node; nothing runs until :meth:`start` (the cluster formats first)."""
         self.node_id = node_id
         self.roles = roles
@@ -467,10 +486,17 @@ class KafkaNode:
     def java(self, main_class: str, *args: str, heap: str = _HEAP) -> list[str]:
         """A ``java`` command line running ``main_class`` on the broker's class path."""
         return [
-            "java", f"-Xmx{heap}", "-Xss1m", "-XX:+ExitOnOutOfMemoryError", *self.jvm_options,
+            "java",
+            f"-Xmx{heap}",
+            "-Xss1m",
+            "-XX:+ExitOnOutOfMemoryError",
+            *self.jvm_options,
             "-Djava.awt.headless=true",
             f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
-            "-cp", f"{self.libs}/*", main_class, *args,
+            "-cp",
+            f"{self.libs}/*",
+            main_class,
+            *args,
         ]
 
     def start(self) -> None:
@@ -481,8 +507,11 @@ class KafkaNode:
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
                 self.java("kafka.Kafka", str(self.config_path), heap=heap),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent, cwd=self.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+                cwd=self.workdir,
             )
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -502,13 +531,15 @@ class KafkaNode:
             if self._proc is None or self._proc.poll() is not None:
                 code = None if self._proc is None else self._proc.returncode
                 raise ApacheKafkaError(
-                    f"Kafka node {self.node_id} exited with code {code}: {self.log_tail()}")
+                    f"Kafka node {self.node_id} exited with code {code}: {self.log_tail()}"
+                )
             if self.probe():
                 return
             if time.monotonic() >= deadline:
                 raise ApacheKafkaError(
                     f"Kafka node {self.node_id} did not answer ApiVersions within {timeout:.0f} s:"
-                    f" {self.log_tail()}")
+                    f" {self.log_tail()}"
+                )
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
@@ -554,9 +585,14 @@ class KafkaNode:
 
 
 #: Security protocol of each listener name.
-_PROTOCOLS = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT",
-              "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SSL": "SSL", "MTLS": "SSL",
-              "SSL_WRONGHOST": "SSL"}
+_PROTOCOLS = {
+    "PLAINTEXT": "PLAINTEXT",
+    "CONTROLLER": "PLAINTEXT",
+    "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+    "SSL": "SSL",
+    "MTLS": "SSL",
+    "SSL_WRONGHOST": "SSL",
+}
 
 #: Partitions of ``__consumer_offsets`` (Kafka's default is 50: slower to create and load).
 OFFSETS_PARTITIONS = 10
@@ -580,9 +616,16 @@ class KafkaCluster:
         the full JIT, as the benchmarks want).
     """
 
-    def __init__(self, version: str | None = None, *, brokers: int = 1, racks: bool = False,
-                 extra_config: Mapping[str, str] | None = None, security: bool = False,
-                 jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS) -> None:
+    def __init__(
+        self,
+        version: str | None = None,
+        *,
+        brokers: int = 1,
+        racks: bool = False,
+        extra_config: Mapping[str, str] | None = None,
+        security: bool = False,
+        jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
+    ) -> None:
         """Describe the cluster; nothing is fetched or started until :meth:`start`."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
@@ -654,8 +697,12 @@ class KafkaCluster:
     def __enter__(self) -> KafkaCluster:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     # ---- what tests use ----
@@ -705,8 +752,9 @@ class KafkaCluster:
     def heal(self, timeout: float = _START_TIMEOUT_S) -> list[int]:
         """Start every stopped node and wait until all brokers are registered and every
         partition of the internal topics has its full ISR; return the ids that were restarted."""
-        restarted = [node_id for node_id, node in sorted(self.nodes.items())
-                     if not node.is_running()]
+        restarted = [
+            node_id for node_id, node in sorted(self.nodes.items()) if not node.is_running()
+        ]
         for node_id in restarted:
             self.nodes[node_id].start()
         for node_id in restarted:
@@ -748,7 +796,8 @@ class KafkaCluster:
             if time.monotonic() >= deadline:
                 raise ApacheKafkaError(
                     f"group coordinators not ready after {timeout:.0f} s for __consumer_offsets "
-                    f"partitions {sorted(pending)}: {last}")
+                    f"partitions {sorted(pending)}: {last}"
+                )
             time.sleep(0.1)
 
     def wait_in_sync(self, topics: list[str] | None = None, timeout: float = 60.0) -> None:
@@ -760,7 +809,8 @@ class KafkaCluster:
                 md = self._admin_metadata()
                 lagging = [
                     f"{name}-{pid}"
-                    for name, topic in md.topics.items() if topics is None or name in topics
+                    for name, topic in md.topics.items()
+                    if topics is None or name in topics
                     for pid, part in topic.partitions.items()
                     if part.leader < 0 or len(part.isrs) < len(part.replicas)
                 ]
@@ -769,8 +819,9 @@ class KafkaCluster:
             except Exception as exc:
                 lagging = [str(exc)]
             if time.monotonic() >= deadline:
-                raise ApacheKafkaError(f"partitions not in sync after {timeout:.0f} s: "
-                                       f"{lagging[:10]}")
+                raise ApacheKafkaError(
+                    f"partitions not in sync after {timeout:.0f} s: {lagging[:10]}"
+                )
             time.sleep(0.2)
 
     def leader_of(self, topic: str, partition: int = 0, timeout: float = 30.0) -> int:
@@ -803,19 +854,27 @@ class KafkaCluster:
                     last = exc
             if time.monotonic() >= deadline:
                 raise ApacheKafkaError(
-                    f"no coordinator for group {group_id!r} after {timeout} s: {last}")
+                    f"no coordinator for group {group_id!r} after {timeout} s: {last}"
+                )
             time.sleep(0.2)
 
-    def create_topic(self, name: str, partitions: int = 1, replication: int | None = None,
-                     config: Mapping[str, str] | None = None, timeout: float = 30.0) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication: int | None = None,
+        config: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
         """Create a topic (replicated on every broker, at most 3, by default) and wait until
         every partition has its leader and full ISR."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
         factor = replication or min(3, len(self.brokers))
         admin = AdminClient({"bootstrap.servers": self.live_bootstrap_servers()})
-        new = NewTopic(name, num_partitions=partitions, replication_factor=factor,
-                       config=dict(config or {}))
+        new = NewTopic(
+            name, num_partitions=partitions, replication_factor=factor, config=dict(config or {})
+        )
         admin.create_topics([new], operation_timeout=timeout)[name].result(timeout=timeout)
         self.wait_in_sync([name], timeout=timeout)
 
@@ -833,8 +892,14 @@ class KafkaCluster:
 
     # ---- building ----
 
-    def _props(self, node_id: int, roles: tuple[str, ...], ports: Mapping[str, int],
-               voters: str, data: Path) -> dict[str, str]:
+    def _props(
+        self,
+        node_id: int,
+        roles: tuple[str, ...],
+        ports: Mapping[str, int],
+        voters: str,
+        data: Path,
+    ) -> dict[str, str]:
         replication = str(min(3, self.broker_count))
         listeners = [f"{name}://127.0.0.1:{port}" for name, port in ports.items()]
         props = {
@@ -845,7 +910,8 @@ class KafkaCluster:
             "listeners": ",".join(listeners),
             # A broker-only node must map the controllers' listener too.
             "listener.security.protocol.map": ",".join(
-                f"{name}:{_PROTOCOLS[name]}" for name in {**ports, "CONTROLLER": 0}),
+                f"{name}:{_PROTOCOLS[name]}" for name in {**ports, "CONTROLLER": 0}
+            ),
             "log.dirs": str(data),
             "num.partitions": "1",
             "offsets.topic.replication.factor": replication,
@@ -868,13 +934,15 @@ class KafkaCluster:
         if "broker" in roles:
             props["inter.broker.listener.name"] = "PLAINTEXT"
             props["advertised.listeners"] = ",".join(
-                entry for entry in listeners if not entry.startswith("CONTROLLER:"))
+                entry for entry in listeners if not entry.startswith("CONTROLLER:")
+            )
             if self._security_props:
                 props.update(self._security_props)
             if self.racks:
                 props["broker.rack"] = f"rack-{node_id}"
                 props["replica.selector.class"] = (
-                    "org.apache.kafka.common.replica.RackAwareReplicaSelector")
+                    "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+                )
         props.update(self.extra_config)
         return props
 
@@ -901,13 +969,15 @@ class KafkaCluster:
             if "controller" in roles:
                 node_ports["CONTROLLER"] = free_port()
             ports[node_id] = node_ports
-        voters = ",".join(f"{node_id}@127.0.0.1:{ports[node_id]['CONTROLLER']}"
-                          for node_id, roles in layout if "controller" in roles)
+        voters = ",".join(
+            f"{node_id}@127.0.0.1:{ports[node_id]['CONTROLLER']}"
+            for node_id, roles in layout
+            if "controller" in roles
+        )
         for node_id, roles in layout:
             data = root / f"data-{node_id}"
             props = self._props(node_id, roles, ports[node_id], voters, data)
-            node = KafkaNode(node_id, roles, ports[node_id], root, props, libs,
-                             self.jvm_options)
+            node = KafkaNode(node_id, roles, ports[node_id], root, props, libs, self.jvm_options)
             node.write_config()
             self.nodes[node_id] = node
         if self.security is not None:
@@ -931,11 +1001,28 @@ class KafkaCluster:
                 if self.security is not None:
                     user, password = self.security.users[mechanism]
                     scram += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
-            cmd = node.java("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                            "-c", str(node.config_path), *scram, heap="256m")
-            procs.append((node, subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True)))
+            cmd = node.java(
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                str(node.config_path),
+                *scram,
+                heap="256m",
+            )
+            procs.append(
+                (
+                    node,
+                    subprocess.Popen(
+                        cmd,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    ),
+                )
+            )
         failures = []
         for node, proc in procs:
             try:
@@ -944,8 +1031,9 @@ class KafkaCluster:
                 proc.kill()
                 output, _ = proc.communicate()
             if proc.returncode != 0:
-                failures.append(f"node {node.node_id} (exit {proc.returncode}): "
-                                f"{(output or '')[-1500:]}")
+                failures.append(
+                    f"node {node.node_id} (exit {proc.returncode}): {(output or '')[-1500:]}"
+                )
         if failures:
             raise ApacheKafkaError("formatting the Kafka storage failed: " + "; ".join(failures))
 
@@ -962,7 +1050,8 @@ class KafkaCluster:
                 logger.debug("metadata not ready: %s", exc)
             if time.monotonic() >= deadline:
                 raise ApacheKafkaError(
-                    f"not all {self.broker_count} brokers registered within {timeout:.0f} s")
+                    f"not all {self.broker_count} brokers registered within {timeout:.0f} s"
+                )
             time.sleep(0.2)
 
     def __iter__(self) -> Iterator[KafkaNode]:

@@ -216,7 +216,9 @@ class Reply:
         if self.delay_s < 0:
             raise ValueError(f"delay_s must be >= 0, got {self.delay_s}")
         if sum((self.close, self.raw is not None, self.drop)) > 1:
-            raise ValueError("a Reply closes the connection, sends raw bytes or drops the answer: one of them")
+            raise ValueError(
+                "a Reply closes the connection, sends raw bytes or drops the answer: one of them"
+            )
 
 
 #: A handler: ``(node_id, request_header, request_body) -> dict | Reply | None`` (None: let the
@@ -243,7 +245,9 @@ def response_frame(header: RequestHeader, payload: bytes) -> bytes:
 # Bodies: fitting to a version and building error responses
 
 
-def fit_body(api_key: int, version: int, body: dict[str, Any], kind: str = "response") -> dict[str, Any]:
+def fit_body(
+    api_key: int, version: int, body: dict[str, Any], kind: str = "response"
+) -> dict[str, Any]:
     """A copy of ``body`` without the fields (at any depth) that ``version`` does not carry.
 
     Lets one body serve every version; the encoder fills the fields left out with defaults.
@@ -266,7 +270,9 @@ def _fit(fields: list[Field], version: int, value: dict[str, Any]) -> dict[str, 
             continue
         if f.struct_fields is not None and item is not None:
             if f.is_array:
-                item = [_fit(f.struct_fields, version, e) if isinstance(e, dict) else e for e in item]
+                item = [
+                    _fit(f.struct_fields, version, e) if isinstance(e, dict) else e for e in item
+                ]
             elif isinstance(item, dict):
                 item = _fit(f.struct_fields, version, item)
         out[key] = item
@@ -292,7 +298,14 @@ _SCALAR_SOURCES: dict[str, tuple[str, ...]] = {
     "name": ("topic",),
     "topic": ("name",),
 }
-_COPYABLE = {"string": str, "int8": int, "int16": int, "int32": int, "int64": int, "uuid": uuid.UUID}
+_COPYABLE = {
+    "string": str,
+    "int8": int,
+    "int16": int,
+    "int32": int,
+    "int64": int,
+    "uuid": uuid.UUID,
+}
 # How a bare string or int element of a request array is named in a response struct.
 _STRING_KEYS = ("name", "group_id", "key", "topic")
 _INT_KEYS = ("partition_index", "partition")
@@ -323,7 +336,9 @@ def _request_element(element: Any) -> dict[str, Any] | None:
     return None
 
 
-def _error_fill(fields: list[Field], version: int, code: int, request: dict[str, Any] | None) -> dict[str, Any]:
+def _error_fill(
+    fields: list[Field], version: int, code: int, request: dict[str, Any] | None
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields:
         if not f.present_in(version):
@@ -342,7 +357,8 @@ def _error_fill(fields: list[Field], version: int, code: int, request: dict[str,
                             break
                 if source:
                     out[f.name] = [
-                        _error_fill(f.struct_fields, version, code, _request_element(e)) for e in source
+                        _error_fill(f.struct_fields, version, code, _request_element(e))
+                        for e in source
                     ]
             elif f.nullable.empty or not f.nullable_in(version):
                 out[f.name] = _error_fill(f.struct_fields, version, code, None)
@@ -434,7 +450,9 @@ class _Group:
     def instance_owner(self, instance_id: str | None) -> str | None:
         if instance_id is None:
             return None
-        return next((m.member_id for m in self.members.values() if m.group_instance_id == instance_id), None)
+        return next(
+            (m.member_id for m in self.members.values() if m.group_instance_id == instance_id), None
+        )
 
 
 class FakeBroker:
@@ -564,7 +582,9 @@ class FakeCluster:
         self._wake_w: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
-        self._commands: collections.deque[tuple[Callable[[], None], threading.Event]] = collections.deque()
+        self._commands: collections.deque[tuple[Callable[[], None], threading.Event]] = (
+            collections.deque()
+        )
         self._timers: list[tuple[float, int, _Conn, RequestHeader, Reply]] = []
         # Deferred answers settled by the coordinator, to send outside the lock.
         self._settled: list[_Deferred] = []
@@ -647,7 +667,9 @@ class FakeCluster:
             else:
                 entries.append((node_id, handler))
 
-    def script(self, api_key: int, responses: Iterable[ScriptEntry], *, node_id: int | None = None) -> None:
+    def script(
+        self, api_key: int, responses: Iterable[ScriptEntry], *, node_id: int | None = None
+    ) -> None:
         """Answer the next requests of ``api_key`` (on ``node_id`` only, if given) with
         ``responses`` in order (dicts, :class:`Reply` objects, handlers or None); afterwards the
         handler or the default answers again. Appends to any script already queued."""
@@ -656,8 +678,15 @@ class FakeCluster:
             for entry in responses:
                 queue.append((node_id, entry))
 
-    def fail(self, api_key: int, error_code: int, *, times: int = 1, node_id: int | None = None,
-             delay_s: float = 0.0) -> None:
+    def fail(
+        self,
+        api_key: int,
+        error_code: int,
+        *,
+        times: int = 1,
+        node_id: int | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
         """Script the next ``times`` requests of ``api_key`` to fail with ``error_code`` (see
         :func:`error_body`), optionally after ``delay_s``."""
         if times < 1:
@@ -674,25 +703,35 @@ class FakeCluster:
         with self._lock:
             return len(self._scripts.get(int(api_key), ()))
 
-    def set_api_versions(self, versions: dict[int, tuple[int, int]], *, node_id: int | None = None) -> None:
+    def set_api_versions(
+        self, versions: dict[int, tuple[int, int]], *, node_id: int | None = None
+    ) -> None:
         """What ApiVersions advertises (on ``node_id`` only, if given): ``{key: (min, max)}``."""
         with self._lock:
             self._api_versions[node_id] = dict(versions)
 
     # ---------------------------------------------------------------- recording
 
-    def requests(self, api_key: int | None = None, *, node_id: int | None = None) -> list[tuple[RequestHeader, dict[str, Any]]]:
+    def requests(
+        self, api_key: int | None = None, *, node_id: int | None = None
+    ) -> list[tuple[RequestHeader, dict[str, Any]]]:
         """The decoded requests received so far, oldest first, as ``(header, body)``; filtered by
         api key and node when given."""
         with self._lock:
             return [
                 (header, body)
                 for node, header, body in self._recorded
-                if (api_key is None or header.api_key == api_key) and (node_id is None or node == node_id)
+                if (api_key is None or header.api_key == api_key)
+                and (node_id is None or node == node_id)
             ]
 
     def wait_for_requests(
-        self, api_key: int | None = None, count: int = 1, *, node_id: int | None = None, timeout_s: float = 10.0
+        self,
+        api_key: int | None = None,
+        count: int = 1,
+        *,
+        node_id: int | None = None,
+        timeout_s: float = 10.0,
     ) -> list[tuple[RequestHeader, dict[str, Any]]]:
         """Wait until at least ``count`` matching requests were received; returns them all.
 
@@ -724,8 +763,14 @@ class FakeCluster:
 
     # ---------------------------------------------------------------- topics, leaders, coordinator
 
-    def add_topic(self, name: str, partitions: int, *, topic_id: uuid.UUID | None = None,
-                  leaders: list[int] | None = None) -> uuid.UUID:
+    def add_topic(
+        self,
+        name: str,
+        partitions: int,
+        *,
+        topic_id: uuid.UUID | None = None,
+        leaders: list[int] | None = None,
+    ) -> uuid.UUID:
         """Create (or replace) topic ``name``; leaders default to round-robin over the nodes.
         Returns its topic id."""
         if partitions < 1:
@@ -738,7 +783,10 @@ class FakeCluster:
             self._topics[name] = _Topic(
                 name,
                 tid,
-                [_Partition(leaders[p] if leaders else ids[p % len(ids)]) for p in range(partitions)],
+                [
+                    _Partition(leaders[p] if leaders else ids[p % len(ids)])
+                    for p in range(partitions)
+                ],
             )
             return tid
 
@@ -747,7 +795,9 @@ class FakeCluster:
         with self._lock:
             return self._topics[name].topic_id
 
-    def set_leader(self, topic: str, partition: int, node_id: int, *, leader_epoch: int | None = None) -> None:
+    def set_leader(
+        self, topic: str, partition: int, node_id: int, *, leader_epoch: int | None = None
+    ) -> None:
         """Move the leadership of a partition (bumping its leader epoch unless given)."""
         with self._lock:
             p = self._topics[topic].partitions[partition]
@@ -762,7 +812,9 @@ class FakeCluster:
 
     # ---------------------------------------------------------------- partition logs
 
-    def append(self, topic: str, partition: int, records: Iterable[tuple[Any, ...]], **encode_kwargs: Any) -> int:
+    def append(
+        self, topic: str, partition: int, records: Iterable[tuple[Any, ...]], **encode_kwargs: Any
+    ) -> int:
         """Append one record batch to a partition's log, as a producer would; returns its base
         offset. ``records`` are ``(key, value)`` or ``(key, value, headers, timestamp_ms)``;
         ``encode_kwargs`` go to :func:`kafkaconsumer.record.encode_batch` (compression,
@@ -772,7 +824,9 @@ class FakeCluster:
         rows = [r if len(r) >= 4 else (r[0], r[1], [], None) for r in records]
         with self._lock:
             p = self._topics[topic].partitions[partition]
-            return self._append_batches(p, encode_batch(rows, base_offset=p.log_end, **encode_kwargs))
+            return self._append_batches(
+                p, encode_batch(rows, base_offset=p.log_end, **encode_kwargs)
+            )
 
     def append_batch(self, topic: str, partition: int, batches: bytes) -> int:
         """Append already encoded v2 record batches (their base offsets are rewritten to follow
@@ -844,8 +898,15 @@ class FakeCluster:
             group = self._groups.get(group_id)
             return dict(group.offsets) if group else {}
 
-    def set_committed(self, group_id: str, topic: str, partition: int, offset: int,
-                      leader_epoch: int = -1, metadata: str | None = "") -> None:
+    def set_committed(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        leader_epoch: int = -1,
+        metadata: str | None = "",
+    ) -> None:
         """Store a committed offset as if a client had committed it."""
         with self._lock:
             self._group(group_id).offsets[(topic, partition)] = (offset, leader_epoch, metadata)
@@ -856,14 +917,23 @@ class FakeCluster:
         with self._lock:
             g = self._groups.get(group_id)
             if g is None:
-                return {"state": "Dead", "generation": -1, "leader": None, "protocol_name": None, "members": {}}
+                return {
+                    "state": "Dead",
+                    "generation": -1,
+                    "leader": None,
+                    "protocol_name": None,
+                    "members": {},
+                }
             return {
                 "state": g.state,
                 "generation": g.generation,
                 "leader": g.leader,
                 "protocol_name": g.protocol_name,
                 "members": {
-                    m.member_id: {"group_instance_id": m.group_instance_id, "assignment": m.assignment}
+                    m.member_id: {
+                        "group_instance_id": m.group_instance_id,
+                        "assignment": m.assignment,
+                    }
                     for m in g.members.values()
                 },
             }
@@ -1072,7 +1142,9 @@ class FakeCluster:
         while len(conn.inbuf) >= 4:
             (size,) = _SIZE.unpack_from(conn.inbuf, 0)
             if size < 0 or size > _MAX_FRAME:
-                logger.warning("fake broker %d: bad frame size %d, closing", conn.broker.node_id, size)
+                logger.warning(
+                    "fake broker %d: bad frame size %d, closing", conn.broker.node_id, size
+                )
                 self._close_conn(conn)
                 return
             if len(conn.inbuf) < 4 + size:
@@ -1142,14 +1214,19 @@ class FakeCluster:
         if result is None:
             logger.warning(
                 "fake broker %d: no answer for api %d v%d, closing the connection",
-                node, header.api_key, header.api_version,
+                node,
+                header.api_key,
+                header.api_version,
             )
             self._close_conn(conn)
             return
         reply = result if isinstance(result, Reply) else Reply(result)
         if reply.delay_s > 0:
             conn.busy = True
-            heapq.heappush(self._timers, (time.monotonic() + reply.delay_s, next(self._timer_seq), conn, header, reply))
+            heapq.heappush(
+                self._timers,
+                (time.monotonic() + reply.delay_s, next(self._timer_seq), conn, header, reply),
+            )
             return
         self._apply(conn, header, reply)
 
@@ -1185,7 +1262,12 @@ class FakeCluster:
                 self._drain(conn)
 
     def _resolve(
-        self, entry: tuple[str, Any], node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+        self,
+        entry: tuple[str, Any],
+        node: int,
+        header: RequestHeader,
+        body: dict[str, Any],
+        conn: _Conn,
     ) -> dict[str, Any] | Reply | _Deferred | None:
         kind, value = entry
         result: dict[str, Any] | Reply | _Deferred | None = None
@@ -1204,8 +1286,12 @@ class FakeCluster:
             if default is not None:
                 with self._lock:
                     result = default(node, header, body, conn)
-        elif (isinstance(result, Reply) and result.body is None and default is not None
-              and not (result.close or result.drop or result.raw is not None)):
+        elif (
+            isinstance(result, Reply)
+            and result.body is None
+            and default is not None
+            and not (result.close or result.drop or result.raw is not None)
+        ):
             # A Reply without a body delays the default answer.
             with self._lock:
                 answer = default(node, header, body, conn)
@@ -1217,7 +1303,9 @@ class FakeCluster:
         if isinstance(result, (Reply, _Deferred)):
             return result
         if result is not None and not isinstance(result, dict):
-            raise TypeError(f"handler returned {type(result).__name__}, expected dict, Reply or None")
+            raise TypeError(
+                f"handler returned {type(result).__name__}, expected dict, Reply or None"
+            )
         return result
 
     def _apply(self, conn: _Conn, header: RequestHeader, reply: Reply) -> None:
@@ -1233,10 +1321,16 @@ class FakeCluster:
         else:
             try:
                 body = fit_body(header.api_key, header.api_version, reply.body or {})
-                data = encode_response(header.api_key, header.api_version, header.correlation_id, body)
+                data = encode_response(
+                    header.api_key, header.api_version, header.correlation_id, body
+                )
             except Exception as exc:
-                logger.exception("fake broker %d: cannot encode the answer to api %d v%d",
-                                 conn.broker.node_id, header.api_key, header.api_version)
+                logger.exception(
+                    "fake broker %d: cannot encode the answer to api %d v%d",
+                    conn.broker.node_id,
+                    header.api_key,
+                    header.api_version,
+                )
                 self.errors.append(exc)
                 self._close_conn(conn)
                 return
@@ -1250,13 +1344,20 @@ class FakeCluster:
             self._close_conn(conn)
             return
         if header.api_key != API_VERSIONS:
-            logger.warning("fake broker %d: api %d v%d unknown, closing",
-                           conn.broker.node_id, header.api_key, header.api_version)
+            logger.warning(
+                "fake broker %d: api %d v%d unknown, closing",
+                conn.broker.node_id,
+                header.api_key,
+                header.api_version,
+            )
             self._close_conn(conn)
             return
         # As a real broker: answer ApiVersions v0 with UNSUPPORTED_VERSION and our ranges.
         with self._lock:
-            body = {"error_code": _UNSUPPORTED_VERSION, "api_keys": self._api_keys(conn.broker.node_id)}
+            body = {
+                "error_code": _UNSUPPORTED_VERSION,
+                "api_keys": self._api_keys(conn.broker.node_id),
+            }
             self._recorded.append((conn.broker.node_id, header, {}))
             self._changed.notify_all()
         conn.outbuf += encode_response(API_VERSIONS, 0, header.correlation_id, body)
@@ -1267,9 +1368,14 @@ class FakeCluster:
 
     def _api_keys(self, node: int) -> list[dict[str, int]]:
         versions = self._api_versions.get(node, self._api_versions[None])
-        return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(versions.items())]
+        return [
+            {"api_key": k, "min_version": lo, "max_version": hi}
+            for k, (lo, hi) in sorted(versions.items())
+        ]
 
-    def _api_versions_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any] | Reply:
+    def _api_versions_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any] | Reply:
         api_keys = self._api_keys(node)
         advertised = next((k for k in api_keys if k["api_key"] == API_VERSIONS), None)
         if advertised is not None and header.api_version > advertised["max_version"]:
@@ -1281,12 +1387,16 @@ class FakeCluster:
     def _live(self) -> list[FakeBroker]:
         return [b for b in self.brokers if b.alive]
 
-    def _metadata_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _metadata_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         live = self._live()
         live_ids = {b.node_id for b in live}
         requested = body.get("topics")
         if requested is None or (header.api_version == 0 and not requested):
-            wanted: list[tuple[str | None, uuid.UUID | None]] = [(name, None) for name in sorted(self._topics)]
+            wanted: list[tuple[str | None, uuid.UUID | None]] = [
+                (name, None) for name in sorted(self._topics)
+            ]
         else:
             wanted = [(t.get("name"), t.get("topic_id")) for t in requested]
         auto_create = self.auto_create_topics and body.get("allow_auto_topic_creation", True)
@@ -1301,8 +1411,13 @@ class FakeCluster:
             elif tid is not None and tid.int != 0:
                 topic = next((t for t in self._topics.values() if t.topic_id == tid), None)
                 if topic is None:
-                    topics.append({"error_code": _UNKNOWN_TOPIC_ID, "topic_id": tid,
-                                   "name": None if header.api_version >= 12 else ""})
+                    topics.append(
+                        {
+                            "error_code": _UNKNOWN_TOPIC_ID,
+                            "topic_id": tid,
+                            "name": None if header.api_version >= 12 else "",
+                        }
+                    )
                     continue
             if topic is None:
                 topics.append({"error_code": _UNKNOWN_TOPIC_OR_PARTITION, "name": name})
@@ -1311,44 +1426,67 @@ class FakeCluster:
             for index, p in enumerate(topic.partitions):
                 up = p.leader in live_ids
                 leader = p.leader if up else -1
-                partitions.append({
-                    "error_code": _NONE if up else _LEADER_NOT_AVAILABLE,
-                    "partition_index": index,
-                    "leader_id": leader,
-                    "leader_epoch": p.leader_epoch,
-                    "replica_nodes": [p.leader],
-                    "isr_nodes": [p.leader] if up else [],
-                    "offline_replicas": [] if up else [p.leader],
-                })
-            topics.append({
-                "error_code": _NONE,
-                "name": topic.name,
-                "topic_id": topic.topic_id,
-                "is_internal": False,
-                "partitions": partitions,
-                "topic_authorized_operations": _AUTHORIZED_OPERATIONS_UNKNOWN,
-            })
+                partitions.append(
+                    {
+                        "error_code": _NONE if up else _LEADER_NOT_AVAILABLE,
+                        "partition_index": index,
+                        "leader_id": leader,
+                        "leader_epoch": p.leader_epoch,
+                        "replica_nodes": [p.leader],
+                        "isr_nodes": [p.leader] if up else [],
+                        "offline_replicas": [] if up else [p.leader],
+                    }
+                )
+            topics.append(
+                {
+                    "error_code": _NONE,
+                    "name": topic.name,
+                    "topic_id": topic.topic_id,
+                    "is_internal": False,
+                    "partitions": partitions,
+                    "topic_authorized_operations": _AUTHORIZED_OPERATIONS_UNKNOWN,
+                }
+            )
         return {
             "throttle_time_ms": 0,
-            "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in live],
+            "brokers": [
+                {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in live
+            ],
             "cluster_id": self.cluster_id,
             "controller_id": live[0].node_id if live else -1,
             "topics": topics,
             "cluster_authorized_operations": _AUTHORIZED_OPERATIONS_UNKNOWN,
         }
 
-    def _find_coordinator_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _find_coordinator_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         coordinator = self.broker(self._coordinator_id)
 
         def one(key: str) -> dict[str, Any]:
             if not coordinator.alive:
-                return {"key": key, "error_code": _COORDINATOR_NOT_AVAILABLE, "error_message": None,
-                        "node_id": -1, "host": "", "port": -1}
-            return {"key": key, "error_code": _NONE, "error_message": None, "node_id": coordinator.node_id,
-                    "host": coordinator.host, "port": coordinator.port}
+                return {
+                    "key": key,
+                    "error_code": _COORDINATOR_NOT_AVAILABLE,
+                    "error_message": None,
+                    "node_id": -1,
+                    "host": "",
+                    "port": -1,
+                }
+            return {
+                "key": key,
+                "error_code": _NONE,
+                "error_message": None,
+                "node_id": coordinator.node_id,
+                "host": coordinator.host,
+                "port": coordinator.port,
+            }
 
         if header.api_version >= 4:
-            return {"throttle_time_ms": 0, "coordinators": [one(k) for k in body.get("coordinator_keys") or []]}
+            return {
+                "throttle_time_ms": 0,
+                "coordinators": [one(k) for k in body.get("coordinator_keys") or []],
+            }
         answer = one(body.get("key", ""))
         answer.pop("key")
         answer["throttle_time_ms"] = 0
@@ -1378,7 +1516,9 @@ class FakeCluster:
         m = g.members.pop(member_id, None)
         if m is None:
             return
-        self._settle(m.join, {"error_code": _UNKNOWN_MEMBER_ID, "generation_id": -1, "member_id": member_id})
+        self._settle(
+            m.join, {"error_code": _UNKNOWN_MEMBER_ID, "generation_id": -1, "member_id": member_id}
+        )
         self._settle(m.sync, {"error_code": _UNKNOWN_MEMBER_ID})
         if g.leader == member_id:
             g.leader = None
@@ -1413,35 +1553,59 @@ class FakeCluster:
         if g.leader not in g.members:
             g.leader = next(iter(g.members))
         leader = g.members[g.leader]
-        common = [name for name, _ in leader.protocols
-                  if all(any(n == name for n, _ in m.protocols) for m in g.members.values())]
+        common = [
+            name
+            for name, _ in leader.protocols
+            if all(any(n == name for n, _ in m.protocols) for m in g.members.values())
+        ]
         g.protocol_name = common[0] if common else leader.protocols[0][0]
         now = time.monotonic()
         for m in g.members.values():
             m.assignment = b""
             m.last_seen = now
-            roster = [{"member_id": x.member_id, "group_instance_id": x.group_instance_id,
-                       "metadata": x.metadata_for(g.protocol_name)} for x in g.members.values()]
-            self._settle(m.join, {
-                "error_code": _NONE, "generation_id": g.generation, "protocol_type": g.protocol_type,
-                "protocol_name": g.protocol_name, "leader": g.leader, "skip_assignment": False,
-                "member_id": m.member_id, "members": roster if m.member_id == g.leader else [],
-            })
+            roster = [
+                {
+                    "member_id": x.member_id,
+                    "group_instance_id": x.group_instance_id,
+                    "metadata": x.metadata_for(g.protocol_name),
+                }
+                for x in g.members.values()
+            ]
+            self._settle(
+                m.join,
+                {
+                    "error_code": _NONE,
+                    "generation_id": g.generation,
+                    "protocol_type": g.protocol_type,
+                    "protocol_name": g.protocol_name,
+                    "leader": g.leader,
+                    "skip_assignment": False,
+                    "member_id": m.member_id,
+                    "members": roster if m.member_id == g.leader else [],
+                },
+            )
             m.join = None
 
     def _tick_groups(self, now: float) -> None:
         # Called with the lock held on every turn of the broker loop.
         for g in list(self._groups.values()):
-            if g.state == "PreparingRebalance" and g.rebalance_deadline is not None and now >= g.rebalance_deadline:
+            if (
+                g.state == "PreparingRebalance"
+                and g.rebalance_deadline is not None
+                and now >= g.rebalance_deadline
+            ):
                 self._maybe_complete_join(g, deadline_passed=True)
             for m in list(g.members.values()):
                 waiting = m.join is not None or m.sync is not None
                 if not waiting and now - m.last_seen > m.session_timeout_ms / 1000.0:
-                    logger.info("fake coordinator: member %s of group %s expired", m.member_id, g.group_id)
+                    logger.info(
+                        "fake coordinator: member %s of group %s expired", m.member_id, g.group_id
+                    )
                     self._remove_member(g, m.member_id)
 
-    def _member_error(self, g: _Group | None, member_id: str, instance_id: str | None,
-                      generation: int | None) -> int:
+    def _member_error(
+        self, g: _Group | None, member_id: str, instance_id: str | None, generation: int | None
+    ) -> int:
         # Validates a request of a group member; a valid member counts as alive.
         if g is None:
             return _UNKNOWN_MEMBER_ID
@@ -1462,12 +1626,16 @@ class FakeCluster:
             group = self._groups[group_id] = _Group(group_id)
         return group
 
-    def _not_coordinator(self, node: int, header: RequestHeader, body: dict[str, Any]) -> dict[str, Any] | None:
+    def _not_coordinator(
+        self, node: int, header: RequestHeader, body: dict[str, Any]
+    ) -> dict[str, Any] | None:
         if node == self._coordinator_id:
             return None
         return error_body(header.api_key, header.api_version, _NOT_COORDINATOR, body)
 
-    def _join_group_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> Any:
+    def _join_group_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> Any:
         refused = self._not_coordinator(node, header, body)
         if refused is not None:
             return refused
@@ -1477,13 +1645,24 @@ class FakeCluster:
         member_id = body.get("member_id") or ""
         instance_id = body.get("group_instance_id")
         # Brokers send a null protocol name on errors only where it may be null (v7+).
-        failed: dict[str, Any] = {"generation_id": -1, "member_id": member_id,
-                                  "protocol_name": None if header.api_version >= 7 else ""}
+        failed: dict[str, Any] = {
+            "generation_id": -1,
+            "member_id": member_id,
+            "protocol_name": None if header.api_version >= 7 else "",
+        }
         if not protocol_type or not protocols:
             return dict(failed, error_code=_INCONSISTENT_GROUP_PROTOCOL)
-        if g.members and (protocol_type != g.protocol_type or not any(
-                all(any(n == name for n, _ in m.protocols) for m in g.members.values() if m.member_id != member_id)
-                for name, _ in protocols)):
+        if g.members and (
+            protocol_type != g.protocol_type
+            or not any(
+                all(
+                    any(n == name for n, _ in m.protocols)
+                    for m in g.members.values()
+                    if m.member_id != member_id
+                )
+                for name, _ in protocols
+            )
+        ):
             return dict(failed, error_code=_INCONSISTENT_GROUP_PROTOCOL)
         if not member_id:
             member_id = f"{header.client_id or 'member'}-{uuid.uuid4()}"
@@ -1500,7 +1679,11 @@ class FakeCluster:
                 return dict(failed, error_code=_MEMBER_ID_REQUIRED, member_id=member_id)
         elif member_id not in g.members and member_id not in g.pending_member_ids:
             owner = g.instance_owner(instance_id)
-            code = _FENCED_INSTANCE_ID if owner is not None and owner != member_id else _UNKNOWN_MEMBER_ID
+            code = (
+                _FENCED_INSTANCE_ID
+                if owner is not None and owner != member_id
+                else _UNKNOWN_MEMBER_ID
+            )
             return dict(failed, error_code=code)
         g.pending_member_ids.discard(member_id)
         member = g.members.get(member_id)
@@ -1511,7 +1694,9 @@ class FakeCluster:
         member.client_host = conn.peer
         member.session_timeout_ms = body.get("session_timeout_ms", 10000)
         rebalance_timeout = body.get("rebalance_timeout_ms", -1)
-        member.rebalance_timeout_ms = rebalance_timeout if rebalance_timeout >= 0 else member.session_timeout_ms
+        member.rebalance_timeout_ms = (
+            rebalance_timeout if rebalance_timeout >= 0 else member.session_timeout_ms
+        )
         member.protocols = protocols
         member.last_seen = time.monotonic()
         self._settle(member.join, dict(failed, error_code=_UNKNOWN_MEMBER_ID))  # a duplicate join
@@ -1523,24 +1708,33 @@ class FakeCluster:
             self._prepare_rebalance(g)
         return deferred
 
-    def _sync_group_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> Any:
+    def _sync_group_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> Any:
         refused = self._not_coordinator(node, header, body)
         if refused is not None:
             return refused
         g = self._groups.get(body["group_id"])
         member_id = body.get("member_id", "")
-        code = self._member_error(g, member_id, body.get("group_instance_id"), body.get("generation_id", -1))
+        code = self._member_error(
+            g, member_id, body.get("group_instance_id"), body.get("generation_id", -1)
+        )
         if code != _NONE or g is None:
             return {"error_code": code}
-        if (body.get("protocol_type") not in (None, g.protocol_type)
-                or body.get("protocol_name") not in (None, g.protocol_name)):
+        if body.get("protocol_type") not in (None, g.protocol_type) or body.get(
+            "protocol_name"
+        ) not in (None, g.protocol_name):
             return {"error_code": _INCONSISTENT_GROUP_PROTOCOL}
         if g.state == "PreparingRebalance":
             return {"error_code": _REBALANCE_IN_PROGRESS}
         member = g.members[member_id]
         if g.state == "Stable":
-            return {"error_code": _NONE, "protocol_type": g.protocol_type, "protocol_name": g.protocol_name,
-                    "assignment": member.assignment}
+            return {
+                "error_code": _NONE,
+                "protocol_type": g.protocol_type,
+                "protocol_name": g.protocol_name,
+                "assignment": member.assignment,
+            }
         deferred = member.sync = _Deferred()
         if member_id == g.leader:
             for item in body.get("assignments") or []:
@@ -1549,23 +1743,38 @@ class FakeCluster:
                     target.assignment = bytes(item["assignment"] or b"")
             g.state = "Stable"
             for m in g.members.values():
-                self._settle(m.sync, {"error_code": _NONE, "protocol_type": g.protocol_type,
-                                      "protocol_name": g.protocol_name, "assignment": m.assignment})
+                self._settle(
+                    m.sync,
+                    {
+                        "error_code": _NONE,
+                        "protocol_type": g.protocol_type,
+                        "protocol_name": g.protocol_name,
+                        "assignment": m.assignment,
+                    },
+                )
                 m.sync = None
         return deferred
 
-    def _heartbeat_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _heartbeat_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         refused = self._not_coordinator(node, header, body)
         if refused is not None:
             return refused
         g = self._groups.get(body["group_id"])
-        code = self._member_error(g, body.get("member_id", ""), body.get("group_instance_id"),
-                                  body.get("generation_id", -1))
+        code = self._member_error(
+            g,
+            body.get("member_id", ""),
+            body.get("group_instance_id"),
+            body.get("generation_id", -1),
+        )
         if code == _NONE and g is not None and g.state == "PreparingRebalance":
             code = _REBALANCE_IN_PROGRESS
         return {"error_code": code}
 
-    def _leave_group_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _leave_group_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         refused = self._not_coordinator(node, header, body)
         if refused is not None:
             return refused
@@ -1586,11 +1795,18 @@ class FakeCluster:
             return {"error_code": leave(body.get("member_id", ""), None)}
         members = []
         for m in body.get("members") or []:
-            members.append({"member_id": m["member_id"], "group_instance_id": m.get("group_instance_id"),
-                            "error_code": leave(m["member_id"], m.get("group_instance_id"))})
+            members.append(
+                {
+                    "member_id": m["member_id"],
+                    "group_instance_id": m.get("group_instance_id"),
+                    "error_code": leave(m["member_id"], m.get("group_instance_id")),
+                }
+            )
         return {"error_code": _NONE, "members": members}
 
-    def _offset_commit_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _offset_commit_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         refused = self._not_coordinator(node, header, body)
         if refused is not None:
             return refused
@@ -1612,17 +1828,22 @@ class FakeCluster:
             for p in t.get("partitions") or []:
                 if code == _NONE:
                     g.offsets[(t["name"], p["partition_index"])] = (
-                        p["committed_offset"], p.get("committed_leader_epoch", -1), p.get("committed_metadata"))
+                        p["committed_offset"],
+                        p.get("committed_leader_epoch", -1),
+                        p.get("committed_metadata"),
+                    )
                 partitions.append({"partition_index": p["partition_index"], "error_code": code})
             topics.append({"name": t["name"], "partitions": partitions})
         return {"throttle_time_ms": 0, "topics": topics}
 
-    def _fetch_offsets(self, group_id: str, topics: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    def _fetch_offsets(
+        self, group_id: str, topics: list[dict[str, Any]] | None
+    ) -> list[dict[str, Any]]:
         group = self._groups.get(group_id)
         offsets = group.offsets if group else {}
         if topics is None:
             names: dict[str, list[int]] = {}
-            for (name, partition) in sorted(offsets):
+            for name, partition in sorted(offsets):
                 names.setdefault(name, []).append(partition)
             wanted = list(names.items())
         else:
@@ -1632,23 +1853,43 @@ class FakeCluster:
             rows = []
             for partition in partitions:
                 offset, epoch, metadata = offsets.get((name, partition), (-1, -1, ""))
-                rows.append({"partition_index": partition, "committed_offset": offset,
-                             "committed_leader_epoch": epoch, "metadata": metadata, "error_code": _NONE})
+                rows.append(
+                    {
+                        "partition_index": partition,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": epoch,
+                        "metadata": metadata,
+                        "error_code": _NONE,
+                    }
+                )
             out.append({"name": name, "partitions": rows})
         return out
 
-    def _offset_fetch_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _offset_fetch_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         refused = self._not_coordinator(node, header, body)
         if refused is not None:
             return refused
         if header.api_version >= 8:
-            groups = [{"group_id": g["group_id"], "topics": self._fetch_offsets(g["group_id"], g.get("topics")),
-                       "error_code": _NONE} for g in body.get("groups") or []]
+            groups = [
+                {
+                    "group_id": g["group_id"],
+                    "topics": self._fetch_offsets(g["group_id"], g.get("topics")),
+                    "error_code": _NONE,
+                }
+                for g in body.get("groups") or []
+            ]
             return {"throttle_time_ms": 0, "groups": groups}
-        return {"throttle_time_ms": 0, "topics": self._fetch_offsets(body["group_id"], body.get("topics")),
-                "error_code": _NONE}
+        return {
+            "throttle_time_ms": 0,
+            "topics": self._fetch_offsets(body["group_id"], body.get("topics")),
+            "error_code": _NONE,
+        }
 
-    def _describe_groups_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _describe_groups_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         out = []
         for group_id in body.get("groups") or []:
             if node != self._coordinator_id:
@@ -1659,18 +1900,33 @@ class FakeCluster:
                 out.append({"error_code": _NONE, "group_id": group_id, "group_state": "Dead"})
                 continue
             known = g.state in ("Stable", "CompletingRebalance")
-            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                        "client_id": m.client_id, "client_host": m.client_host,
-                        "member_metadata": m.metadata_for(g.protocol_name) if known else b"",
-                        "member_assignment": m.assignment if g.state == "Stable" else b""}
-                       for m in g.members.values()]
-            out.append({"error_code": _NONE, "group_id": group_id, "group_state": g.state,
-                         "protocol_type": g.protocol_type or "",
-                         "protocol_data": (g.protocol_name or "") if known else "",
-                         "members": members, "authorized_operations": _AUTHORIZED_OPERATIONS_UNKNOWN})
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata_for(g.protocol_name) if known else b"",
+                    "member_assignment": m.assignment if g.state == "Stable" else b"",
+                }
+                for m in g.members.values()
+            ]
+            out.append(
+                {
+                    "error_code": _NONE,
+                    "group_id": group_id,
+                    "group_state": g.state,
+                    "protocol_type": g.protocol_type or "",
+                    "protocol_data": (g.protocol_name or "") if known else "",
+                    "members": members,
+                    "authorized_operations": _AUTHORIZED_OPERATIONS_UNKNOWN,
+                }
+            )
         return {"throttle_time_ms": 0, "groups": out}
 
-    def _list_groups_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _list_groups_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         groups = []
         if node == self._coordinator_id:
             states = set(body.get("states_filter") or [])
@@ -1680,11 +1936,19 @@ class FakeCluster:
                     continue
                 if types and "classic" not in types:
                     continue
-                groups.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                               "group_state": g.state, "group_type": "classic"})
+                groups.append(
+                    {
+                        "group_id": g.group_id,
+                        "protocol_type": g.protocol_type or "",
+                        "group_state": g.state,
+                        "group_type": "classic",
+                    }
+                )
         return {"throttle_time_ms": 0, "error_code": _NONE, "groups": groups}
 
-    def _delete_groups_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _delete_groups_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         results = []
         for group_id in body.get("groups_names") or []:
             if node != self._coordinator_id:
@@ -1708,7 +1972,9 @@ class FakeCluster:
             return _UNKNOWN_LEADER_EPOCH
         return _NONE
 
-    def _produce_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any] | Reply:
+    def _produce_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any] | Reply:
         responses = []
         for t in body.get("topic_data") or []:
             topic = self._topics.get(t["name"])
@@ -1723,7 +1989,9 @@ class FakeCluster:
                     row["error_code"] = self._leader_error(node, p, -1)
                     if row["error_code"] == _NONE:
                         try:
-                            row["base_offset"] = self._append_batches(p, bytes(pd["records"] or b""))
+                            row["base_offset"] = self._append_batches(
+                                p, bytes(pd["records"] or b"")
+                            )
                         except ValueError:
                             row["error_code"] = _CORRUPT_MESSAGE
                         row["log_start_offset"] = p.log_start
@@ -1739,7 +2007,9 @@ class FakeCluster:
         tid = entry.get("topic_id")
         return next((t for t in self._topics.values() if t.topic_id == tid), None)
 
-    def _fetch_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any] | Reply:
+    def _fetch_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any] | Reply:
         responses = []
         got_data = False
         max_bytes = body.get("max_bytes", 2**31 - 1)
@@ -1748,16 +2018,28 @@ class FakeCluster:
             rows = []
             for fp in t.get("partitions") or []:
                 index = fp["partition"]
-                row: dict[str, Any] = {"partition_index": index, "error_code": _NONE, "records": None}
+                row: dict[str, Any] = {
+                    "partition_index": index,
+                    "error_code": _NONE,
+                    "records": None,
+                }
                 rows.append(row)
                 if topic is None or not 0 <= index < len(topic.partitions):
                     unknown_id = header.api_version >= 13 and topic is None
-                    row["error_code"] = _UNKNOWN_TOPIC_ID if unknown_id else _UNKNOWN_TOPIC_OR_PARTITION
+                    row["error_code"] = (
+                        _UNKNOWN_TOPIC_ID if unknown_id else _UNKNOWN_TOPIC_OR_PARTITION
+                    )
                     continue
                 p = topic.partitions[index]
-                row.update(high_watermark=p.log_end, last_stable_offset=p.log_end, log_start_offset=p.log_start)
+                row.update(
+                    high_watermark=p.log_end,
+                    last_stable_offset=p.log_end,
+                    log_start_offset=p.log_start,
+                )
                 row["error_code"] = self._leader_error(node, p, fp.get("current_leader_epoch", -1))
-                if row["error_code"] == _NOT_LEADER_OR_FOLLOWER and p.leader in {b.node_id for b in self._live()}:
+                if row["error_code"] == _NOT_LEADER_OR_FOLLOWER and p.leader in {
+                    b.node_id for b in self._live()
+                }:
                     row["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.leader_epoch}
                 if row["error_code"] != _NONE:
                     continue
@@ -1780,23 +2062,39 @@ class FakeCluster:
                     row["records"] = b"".join(chunks)
                     max_bytes -= size
                     got_data = True
-            topic_key = {"topic_id": t.get("topic_id")} if header.api_version >= 13 else {"topic": t.get("topic")}
+            topic_key = (
+                {"topic_id": t.get("topic_id")}
+                if header.api_version >= 13
+                else {"topic": t.get("topic")}
+            )
             responses.append({**topic_key, "partitions": rows})
-        answer = {"throttle_time_ms": 0, "error_code": _NONE, "session_id": 0, "responses": responses}
+        answer = {
+            "throttle_time_ms": 0,
+            "error_code": _NONE,
+            "session_id": 0,
+            "responses": responses,
+        }
         wait_ms = body.get("max_wait_ms", 0)
         if not got_data and wait_ms > 0:
             # Like a broker waiting for data that never comes, capped to keep tests quick.
             return Reply(answer, delay_s=min(wait_ms / 1000.0, self.fetch_wait_cap_s))
         return answer
 
-    def _list_offsets_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _list_offsets_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         topics = []
         for t in body.get("topics") or []:
             topic = self._topics.get(t["name"])
             rows = []
             for lp in t.get("partitions") or []:
                 index = lp["partition_index"]
-                row: dict[str, Any] = {"partition_index": index, "error_code": _NONE, "timestamp": -1, "offset": -1}
+                row: dict[str, Any] = {
+                    "partition_index": index,
+                    "error_code": _NONE,
+                    "timestamp": -1,
+                    "offset": -1,
+                }
                 rows.append(row)
                 if topic is None or not 0 <= index < len(topic.partitions):
                     row["error_code"] = _UNKNOWN_TOPIC_OR_PARTITION
@@ -1825,14 +2123,20 @@ class FakeCluster:
             topics.append({"name": t["name"], "partitions": rows})
         return {"throttle_time_ms": 0, "topics": topics}
 
-    def _delete_records_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _delete_records_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         topics = []
         for t in body.get("topics") or []:
             topic = self._topics.get(t["name"])
             rows = []
             for dp in t.get("partitions") or []:
                 index = dp["partition_index"]
-                row: dict[str, Any] = {"partition_index": index, "low_watermark": -1, "error_code": _NONE}
+                row: dict[str, Any] = {
+                    "partition_index": index,
+                    "low_watermark": -1,
+                    "error_code": _NONE,
+                }
                 rows.append(row)
                 if topic is None or not 0 <= index < len(topic.partitions):
                     row["error_code"] = _UNKNOWN_TOPIC_OR_PARTITION
@@ -1850,17 +2154,33 @@ class FakeCluster:
             topics.append({"name": t["name"], "partitions": rows})
         return {"throttle_time_ms": 0, "topics": topics}
 
-    def _init_producer_id_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _init_producer_id_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         producer_id = body.get("producer_id", -1)
         if producer_id >= 0:
             # An existing producer bumps its epoch.
-            return {"error_code": _NONE, "producer_id": producer_id, "producer_epoch": body.get("producer_epoch", -1) + 1}
+            return {
+                "error_code": _NONE,
+                "producer_id": producer_id,
+                "producer_epoch": body.get("producer_epoch", -1) + 1,
+            }
         return {"error_code": _NONE, "producer_id": next(self._producer_ids), "producer_epoch": 0}
 
-    def _sasl_handshake_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
+    def _sasl_handshake_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
         ok = body.get("mechanism") in self.sasl_mechanisms
-        return {"error_code": _NONE if ok else _UNSUPPORTED_SASL_MECHANISM, "mechanisms": list(self.sasl_mechanisms)}
+        return {
+            "error_code": _NONE if ok else _UNSUPPORTED_SASL_MECHANISM,
+            "mechanisms": list(self.sasl_mechanisms),
+        }
 
-    def _sasl_authenticate_default(self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn) -> dict[str, Any]:
-        return {"error_code": _SASL_AUTHENTICATION_FAILED,
-                "error_message": "the fake broker has no SASL exchange scripted", "auth_bytes": b""}
+    def _sasl_authenticate_default(
+        self, node: int, header: RequestHeader, body: dict[str, Any], conn: _Conn
+    ) -> dict[str, Any]:
+        return {
+            "error_code": _SASL_AUTHENTICATION_FAILED,
+            "error_message": "the fake broker has no SASL exchange scripted",
+            "auth_bytes": b"",
+        }

@@ -80,7 +80,7 @@ class _Pair:
                 pos += step
                 continue
             need = 6 - len(self.req_head)
-            self.req_head += data[pos:pos + need]
+            self.req_head += data[pos : pos + need]
             pos += need
             if len(self.req_head) < 6:
                 return
@@ -97,8 +97,15 @@ class FaultProxy:
     settings and the proxy thread applies them.
     """
 
-    def __init__(self, target_host: str, target_port: int, *, listen_host: str = "127.0.0.1",
-                 listeners: int = 1, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        target_host: str,
+        target_port: int,
+        *,
+        listen_host: str = "127.0.0.1",
+        listeners: int = 1,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.target = (target_host, target_port)
         self._ssl_context = ssl_context
         self._lock = threading.Lock()
@@ -233,10 +240,12 @@ class FaultProxy:
     def corrupt_next_response(self, fn: Callable[[bytes], bytes] | None = None) -> None:
         """Rewrite the next chunk the broker sends (default: garble the bytes after the
         correlation id so that the response cannot be decoded)."""
+
         def garble(data: bytes) -> bytes:
             # Keep the size and correlation id (8 bytes) so the client sees a well-framed,
             # malformed body; the rest become 0xFF (huge lengths, invalid counts).
             return data[:8] + b"\xff" * (len(data) - 8)
+
         with self._lock:
             self._corrupt = fn or garble
         self._wake()
@@ -337,8 +346,9 @@ class FaultProxy:
             conn.setblocking(False)
             if self._ssl_context is not None:
                 try:
-                    conn = self._ssl_context.wrap_socket(conn, server_side=True,
-                                                         do_handshake_on_connect=False)
+                    conn = self._ssl_context.wrap_socket(
+                        conn, server_side=True, do_handshake_on_connect=False
+                    )
                 except (ssl.SSLError, OSError):
                     _reset(conn)
                     continue
@@ -406,8 +416,7 @@ class FaultProxy:
         while not pair.closed:
             try:
                 data = sock.recv(65536)
-            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
-                    ssl.SSLWantWriteError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 return
             except OSError:
                 self._close_pair(pair, reset=True)
@@ -421,8 +430,9 @@ class FaultProxy:
                 pair.scan_requests(data)
             with self._lock:
                 deliver_at = time.monotonic() + self._latency_ms / 1000.0
-                if self._black_hole or (self._black_hole_apis
-                                        and self._black_hole_apis & pair.api_keys):
+                if self._black_hole or (
+                    self._black_hole_apis and self._black_hole_apis & pair.api_keys
+                ):
                     pair.poisoned = True
                     pair.to_client.clear()
                     pair.to_upstream.clear()
@@ -445,8 +455,11 @@ class FaultProxy:
         if self._partitioned:
             for pair in self._pairs:  # read on (bytes queue up), write nothing
                 for sock, kind in ((pair.client, "client"), (pair.upstream, "upstream")):
-                    if sock is None or pair.closed or (kind == "upstream"
-                                                       and not pair.upstream_connected):
+                    if (
+                        sock is None
+                        or pair.closed
+                        or (kind == "upstream" and not pair.upstream_connected)
+                    ):
                         continue  # a connect in progress keeps its write interest
                     try:
                         if self._sel.get_key(sock).events != selectors.EVENT_READ:
@@ -465,8 +478,10 @@ class FaultProxy:
             if pair.closed:
                 continue
             # Ask for write readiness only while bytes are due but could not be written.
-            for sock, queue, kind in ((pair.client, pair.to_client, "client"),
-                                      (pair.upstream, pair.to_upstream, "upstream")):
+            for sock, queue, kind in (
+                (pair.client, pair.to_client, "client"),
+                (pair.upstream, pair.to_upstream, "upstream"),
+            ):
                 if sock is None or (kind == "client" and pair.handshaking):
                     continue
                 if kind == "upstream" and not pair.upstream_connected:
@@ -480,8 +495,14 @@ class FaultProxy:
                 except (KeyError, ValueError):
                     pass
 
-    def _flush(self, pair: _Pair, sock: socket.socket, queue: collections.deque[list[Any]], now: float,
-               to_client: bool) -> None:
+    def _flush(
+        self,
+        pair: _Pair,
+        sock: socket.socket,
+        queue: collections.deque[list[Any]],
+        now: float,
+        to_client: bool,
+    ) -> None:
         while queue and queue[0][0] <= now:
             data: bytes = queue[0][1]
             limit = pair.cut_after if to_client else None
@@ -490,8 +511,12 @@ class FaultProxy:
             if chunk:
                 try:
                     sent = sock.send(chunk)
-                except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError,
-                        ssl.SSLWantReadError):
+                except (
+                    BlockingIOError,
+                    InterruptedError,
+                    ssl.SSLWantWriteError,
+                    ssl.SSLWantReadError,
+                ):
                     return
                 except OSError:
                     self._close_pair(pair, reset=True)

@@ -50,12 +50,16 @@ def test_stopped_leader_moves_and_comes_back(kafka_cluster: apache_kafka.KafkaCl
     leader = kafka_cluster.leader_of(topic)
     kafka_cluster.stop_node(leader)
     assert not kafka_cluster.node(leader).is_running()
-    new_leader = wait_for(lambda: (now := kafka_cluster.leader_of(topic)) != leader and now,
-                          timeout=60, message="a new leader")
+    new_leader = wait_for(
+        lambda: (now := kafka_cluster.leader_of(topic)) != leader and now,
+        timeout=60,
+        message="a new leader",
+    )
     assert new_leader in (1, 2, 3)
     # Our consumer reads through the surviving brokers.
-    with KafkaConsumer(bootstrap_servers=kafka_cluster.bootstrap_servers,
-                       request_timeout_ms=5000) as consumer:
+    with KafkaConsumer(
+        bootstrap_servers=kafka_cluster.bootstrap_servers, request_timeout_ms=5000
+    ) as consumer:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         assert consumer.end_offsets([tp], timeout_ms=30000)[tp] == 0
@@ -64,7 +68,8 @@ def test_stopped_leader_moves_and_comes_back(kafka_cluster: apache_kafka.KafkaCl
 
 
 def test_cluster_is_healthy_after_a_test_stopped_a_node(
-        kafka_cluster: apache_kafka.KafkaCluster) -> None:
+    kafka_cluster: apache_kafka.KafkaCluster,
+) -> None:
     # Runs after the test above (file order): the guard restarted what it stopped.
     assert all(n.is_running() for n in kafka_cluster.nodes.values())
 
@@ -81,8 +86,14 @@ def test_nodes_die_with_the_process_that_started_them(tmp_path) -> None:
         "print(c._tmp.name, c.node(1).pid, flush=True)\n"
         "import os; os._exit(0)\n"  # no atexit: only the death signal can stop the broker
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=180, check=True, cwd=os.getcwd())
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+        cwd=os.getcwd(),
+    )
     workdir, pid_text = out.stdout.split()[-2:]
     pid = int(pid_text)
 

@@ -30,8 +30,10 @@ def _key() -> ec.EllipticCurvePrivateKey:
 
 def _pem_key(key: ec.EllipticCurvePrivateKey, password: bytes | None = None) -> bytes:
     enc: serialization.KeySerializationEncryption = (
-        serialization.BestAvailableEncryption(password) if password
-        else serialization.NoEncryption())
+        serialization.BestAvailableEncryption(password)
+        if password
+        else serialization.NoEncryption()
+    )
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, enc)
 
 
@@ -42,22 +44,43 @@ def _name(cn: str) -> x509.Name:
 def _ca(cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _key()
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(_name(cn))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                         content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False,
-                                         encipher_only=False, decipher_only=False), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(cn))
+        .issuer_name(_name(cn))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
     return cert, key
 
 
-def _leaf(ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, cn: str, dns: list[str],
-          ips: list[str], expired: bool = False,
-          client: bool = False) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def _leaf(
+    ca: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    cn: str,
+    dns: list[str],
+    ips: list[str],
+    expired: bool = False,
+    client: bool = False,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _key()
     now = datetime.datetime.now(datetime.timezone.utc)
     if expired:
@@ -66,12 +89,21 @@ def _leaf(ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, cn: str, dns
         start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)
     sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
     sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
-    builder = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca.subject)
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(start).not_valid_after(end)
-               .add_extension(x509.ExtendedKeyUsage(
-                   [ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]),
-                   critical=False))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(cn))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]
+            ),
+            critical=False,
+        )
+    )
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
     return builder.sign(ca_key, hashes.SHA256()), key
@@ -81,21 +113,22 @@ def _leaf(ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, cn: str, dns
 class Pki:
     """Paths of the PEM files :func:`make_pki` wrote."""
 
-    ca: str             # the trusted CA
-    other_ca: str       # an unrelated CA (the "wrong CA" case)
-    server_cert: str    # valid for localhost / 127.0.0.1
+    ca: str  # the trusted CA
+    other_ca: str  # an unrelated CA (the "wrong CA" case)
+    server_cert: str  # valid for localhost / 127.0.0.1
     server_key: str
-    expired_cert: str   # signed by ca, expired
+    expired_cert: str  # signed by ca, expired
     expired_key: str
     wronghost_cert: str  # signed by ca, valid only for broker.invalid
     wronghost_key: str
-    client_cert: str    # client certificate (mutual TLS), signed by ca
-    client_key: str     # encrypted with client_key_password
+    client_cert: str  # client certificate (mutual TLS), signed by ca
+    client_key: str  # encrypted with client_key_password
     client_key_password: str = "s3cret-key-pass"
 
 
 def make_pki(directory: str) -> Pki:
     """Write a CA, server/expired/wrong-host/client certificates into ``directory``."""
+
     def write(name: str, data: bytes) -> str:
         path = os.path.join(directory, name)
         with open(path, "wb") as fh:
@@ -143,10 +176,22 @@ class TlsProxy(FaultProxy):
     Thread-safety: as FaultProxy.
     """
 
-    def __init__(self, target_host: str, target_port: int, certfile: str, keyfile: str, *,
-                 client_ca: str | None = None, listen_host: str = "127.0.0.1") -> None:
-        super().__init__(target_host, target_port, listen_host=listen_host,
-                         ssl_context=server_context(certfile, keyfile, client_ca))
+    def __init__(
+        self,
+        target_host: str,
+        target_port: int,
+        certfile: str,
+        keyfile: str,
+        *,
+        client_ca: str | None = None,
+        listen_host: str = "127.0.0.1",
+    ) -> None:
+        super().__init__(
+            target_host,
+            target_port,
+            listen_host=listen_host,
+            ssl_context=server_context(certfile, keyfile, client_ca),
+        )
 
     def set_certificate(self, certfile: str, keyfile: str) -> None:
         """Serve another certificate to new connections."""

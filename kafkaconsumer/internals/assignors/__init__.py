@@ -79,10 +79,14 @@ def get_assignor_class(name: str) -> type[ConsumerPartitionAssignor]:
         return ASSIGNORS[key]
     except KeyError:
         known = sorted(ASSIGNORS) + sorted(k for k in _ALIASES if k.startswith(_JAVA_PACKAGE))
-        raise ValueError(f"unknown partition assignor {name!r}; known: {', '.join(known)}") from None
+        raise ValueError(
+            f"unknown partition assignor {name!r}; known: {', '.join(known)}"
+        ) from None
 
 
-def resolve_assignors(spec: AssignorSpec | Iterable[AssignorSpec]) -> list[ConsumerPartitionAssignor]:
+def resolve_assignors(
+    spec: AssignorSpec | Iterable[AssignorSpec],
+) -> list[ConsumerPartitionAssignor]:
     """Instances for a ``partition.assignment.strategy`` value, in preference order.
 
     Accepts a comma-separated string, or a list of names, classes and instances. Duplicate
@@ -104,8 +108,7 @@ def resolve_assignors(spec: AssignorSpec | Iterable[AssignorSpec]) -> list[Consu
                 raise TypeError(f"{item.__name__} is not a ConsumerPartitionAssignor")
             out.append(item())
         elif isinstance(item, str):
-            out.extend(resolve_assignors(item) if "," in item
-                       else [get_assignor_class(item)()])
+            out.extend(resolve_assignors(item) if "," in item else [get_assignor_class(item)()])
         else:
             raise TypeError(f"cannot use {item!r} as a partition assignor")
     if not out:

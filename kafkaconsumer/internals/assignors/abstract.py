@@ -68,8 +68,10 @@ class RebalanceProtocol(enum.IntEnum):
 def normalize_partitions(cluster_partitions: PartitionsInput) -> dict[str, list[TopicPartition]]:
     """``{topic: sorted TopicPartitions}`` from counts or id lists; empty topics are dropped."""
     if not isinstance(cluster_partitions, Mapping):
-        raise TypeError("cluster_partitions must map topic -> partition count or partition ids, "
-                        f"got {type(cluster_partitions).__name__}")
+        raise TypeError(
+            "cluster_partitions must map topic -> partition count or partition ids, "
+            f"got {type(cluster_partitions).__name__}"
+        )
     out: dict[str, list[TopicPartition]] = {}
     for topic, spec in cluster_partitions.items():
         if not isinstance(topic, str):
@@ -99,8 +101,11 @@ def member_sort_key(member_id: str, subscription: Subscription) -> tuple[int, st
     return (1, member_id, "")
 
 
-def use_rack_aware_assignment(consumer_racks: AbstractSet[str], partition_racks: AbstractSet[str],
-                              racks_per_partition: Iterable[AbstractSet[str]]) -> bool:
+def use_rack_aware_assignment(
+    consumer_racks: AbstractSet[str],
+    partition_racks: AbstractSet[str],
+    racks_per_partition: Iterable[AbstractSet[str]],
+) -> bool:
     """KIP-881's rule (Java ``useRackAwareAssignment``): use racks only when some consumer rack
     holds replicas, and not every partition has replicas on every rack (else any choice is
     equally local)."""
@@ -111,21 +116,23 @@ def use_rack_aware_assignment(consumer_racks: AbstractSet[str], partition_racks:
 
 def _check_subscriptions(subscriptions: Mapping[str, Subscription]) -> None:
     if not isinstance(subscriptions, Mapping):
-        raise TypeError(f"subscriptions must map member id -> Subscription, "
-                        f"got {type(subscriptions).__name__}")
+        raise TypeError(
+            f"subscriptions must map member id -> Subscription, got {type(subscriptions).__name__}"
+        )
     for member_id, sub in subscriptions.items():
         if not isinstance(member_id, str):
             raise TypeError(f"member ids must be str, got {member_id!r}")
         if not isinstance(sub, Subscription):
-            raise TypeError(f"subscription of {member_id!r} must be a Subscription, "
-                            f"got {type(sub).__name__}")
+            raise TypeError(
+                f"subscription of {member_id!r} must be a Subscription, got {type(sub).__name__}"
+            )
 
 
-def prepare_assignment_inputs(cluster_partitions: PartitionsInput,
-                              subscriptions: Mapping[str, Subscription],
-                              partition_racks: PartitionRacks | None
-                              ) -> tuple[dict[str, list[TopicPartition]],
-                                         dict[TopicPartition, frozenset[str]]]:
+def prepare_assignment_inputs(
+    cluster_partitions: PartitionsInput,
+    subscriptions: Mapping[str, Subscription],
+    partition_racks: PartitionRacks | None,
+) -> tuple[dict[str, list[TopicPartition]], dict[TopicPartition, frozenset[str]]]:
     """Validate ``subscriptions`` and normalise the inputs every assignor starts from.
 
     Returns the partitions of the subscribed topics only (unknown topics were never in the map)
@@ -169,8 +176,12 @@ class ConsumerPartitionAssignor(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def assign(self, cluster_partitions: PartitionsInput, subscriptions: Mapping[str, Subscription],
-               partition_racks: PartitionRacks | None = None) -> dict[str, Assignment]:
+    def assign(
+        self,
+        cluster_partitions: PartitionsInput,
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: PartitionRacks | None = None,
+    ) -> dict[str, Assignment]:
         """Compute every member's Assignment (see the module docstring for the inputs)."""
 
     def on_assignment(self, assignment: Assignment, generation: int) -> None:  # noqa: B027
@@ -189,11 +200,16 @@ class AbstractPartitionAssignor(ConsumerPartitionAssignor):
     Thread-safety: see :class:`ConsumerPartitionAssignor`.
     """
 
-    def assign(self, cluster_partitions: PartitionsInput, subscriptions: Mapping[str, Subscription],
-               partition_racks: PartitionRacks | None = None) -> dict[str, Assignment]:
+    def assign(
+        self,
+        cluster_partitions: PartitionsInput,
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: PartitionRacks | None = None,
+    ) -> dict[str, Assignment]:
         """Validate inputs, run :meth:`assign_partitions`, wrap the result per member."""
-        partitions, racks = prepare_assignment_inputs(cluster_partitions, subscriptions,
-                                                      partition_racks)
+        partitions, racks = prepare_assignment_inputs(
+            cluster_partitions, subscriptions, partition_racks
+        )
         raw = self.assign_partitions(partitions, subscriptions, racks)
         out: dict[str, Assignment] = {}
         for member_id in subscriptions:
@@ -205,8 +221,10 @@ class AbstractPartitionAssignor(ConsumerPartitionAssignor):
         return out
 
     @abc.abstractmethod
-    def assign_partitions(self, partitions_per_topic: dict[str, list[TopicPartition]],
-                          subscriptions: Mapping[str, Subscription],
-                          partition_racks: Mapping[TopicPartition, frozenset[str]]
-                          ) -> dict[str, list[TopicPartition]]:
+    def assign_partitions(
+        self,
+        partitions_per_topic: dict[str, list[TopicPartition]],
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: Mapping[TopicPartition, frozenset[str]],
+    ) -> dict[str, list[TopicPartition]]:
         """Assign; ``partitions_per_topic`` holds only subscribed topics with partitions."""

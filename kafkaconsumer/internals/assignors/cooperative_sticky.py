@@ -54,8 +54,9 @@ def member_generation(subscription: Subscription) -> int:
     return DEFAULT_GENERATION
 
 
-def _current_claimants(subscriptions: Mapping[str, Subscription]
-                       ) -> dict[TopicPartition, tuple[int, list[str]]]:
+def _current_claimants(
+    subscriptions: Mapping[str, Subscription],
+) -> dict[TopicPartition, tuple[int, list[str]]]:
     """Per partition: the highest generation claiming it and every member claiming it."""
     claims: dict[TopicPartition, dict[str, int]] = {}
     for m, sub in subscriptions.items():
@@ -69,9 +70,12 @@ def _current_claimants(subscriptions: Mapping[str, Subscription]
     return out
 
 
-def _held_by_other(tp: TopicPartition, member: str,
-                   claims: Mapping[TopicPartition, tuple[int, list[str]]],
-                   subscriptions: Mapping[str, Subscription]) -> bool:
+def _held_by_other(
+    tp: TopicPartition,
+    member: str,
+    claims: Mapping[TopicPartition, tuple[int, list[str]]],
+    subscriptions: Mapping[str, Subscription],
+) -> bool:
     entry = claims.get(tp)
     if entry is None:
         return False
@@ -86,8 +90,9 @@ def _held_by_other(tp: TopicPartition, member: str,
 
 
 def partitions_transferring_ownership(
-        assignments: Mapping[str, Assignment | Sequence[TopicPartition]],
-        subscriptions: Mapping[str, Subscription]) -> dict[TopicPartition, str]:
+    assignments: Mapping[str, Assignment | Sequence[TopicPartition]],
+    subscriptions: Mapping[str, Subscription],
+) -> dict[TopicPartition, str]:
     """Partitions an assignment gives to a member while another still claims them.
 
     Returns ``{partition: member it was assigned to}``.
@@ -102,8 +107,9 @@ def partitions_transferring_ownership(
     return out
 
 
-def adjust_for_cooperative(assignments: Mapping[str, Assignment],
-                           subscriptions: Mapping[str, Subscription]) -> dict[str, Assignment]:
+def adjust_for_cooperative(
+    assignments: Mapping[str, Assignment], subscriptions: Mapping[str, Subscription]
+) -> dict[str, Assignment]:
     """Remove from each member the partitions another member still claims ("revoke first").
 
     The previous owner finds them missing from its own assignment, revokes them and rejoins;
@@ -115,8 +121,12 @@ def adjust_for_cooperative(assignments: Mapping[str, Assignment],
     moving = partitions_transferring_ownership(assignments, subscriptions)
     if not moving:
         return dict(assignments)
-    logger.info("Cooperative rebalance: %d partition(s) will be revoked from their current owner "
-                "before being reassigned: %s", len(moving), sorted(moving))
+    logger.info(
+        "Cooperative rebalance: %d partition(s) will be revoked from their current owner "
+        "before being reassigned: %s",
+        len(moving),
+        sorted(moving),
+    )
     out: dict[str, Assignment] = {}
     for m, a in assignments.items():
         kept = tuple(tp for tp in a.partitions if moving.get(TopicPartition(*tp)) != m)
@@ -124,8 +134,9 @@ def adjust_for_cooperative(assignments: Mapping[str, Assignment],
     return out
 
 
-def validate_cooperative_assignment(assignments: Mapping[str, Assignment],
-                                    subscriptions: Mapping[str, Subscription]) -> None:
+def validate_cooperative_assignment(
+    assignments: Mapping[str, Assignment], subscriptions: Mapping[str, Subscription]
+) -> None:
     """Raise IllegalStateError when an assignment moves a partition without revoking it first.
 
     The leader calls this on the output of a COOPERATIVE assignor (Java's
@@ -135,7 +146,8 @@ def validate_cooperative_assignment(assignments: Mapping[str, Assignment],
     if moving:
         raise IllegalStateError(
             "Assignor supporting the COOPERATIVE protocol gave partitions to a new owner in the "
-            f"same rebalance that revoked them: {sorted(moving)}")
+            f"same rebalance that revoked them: {sorted(moving)}"
+        )
 
 
 class CooperativeStickyAssignor(AbstractStickyAssignor):
@@ -173,12 +185,18 @@ class CooperativeStickyAssignor(AbstractStickyAssignor):
 
     def member_data(self, subscription: Subscription) -> MemberData:
         """Owned partitions and generation straight from the Subscription."""
-        return MemberData(partitions=tuple(subscription.owned_partitions),
-                          generation=member_generation(subscription),
-                          rack_id=subscription.rack_id)
+        return MemberData(
+            partitions=tuple(subscription.owned_partitions),
+            generation=member_generation(subscription),
+            rack_id=subscription.rack_id,
+        )
 
-    def assign(self, cluster_partitions: PartitionsInput, subscriptions: Mapping[str, Subscription],
-               partition_racks: PartitionRacks | None = None) -> dict[str, Assignment]:
+    def assign(
+        self,
+        cluster_partitions: PartitionsInput,
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: PartitionRacks | None = None,
+    ) -> dict[str, Assignment]:
         """Sticky assignment, minus partitions that must be revoked by their owner first."""
         raw = super().assign(cluster_partitions, subscriptions, partition_racks)
         return adjust_for_cooperative(raw, subscriptions)

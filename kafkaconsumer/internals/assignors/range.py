@@ -36,12 +36,27 @@ class _TopicState:
     Thread-safety: not thread-safe; lives inside one ``assign`` call.
     """
 
-    __slots__ = ("topic", "consumers", "consumer_racks", "partitions", "partition_racks",
-                 "unassigned", "assigned_count", "per_consumer", "extra_left", "needs_rack_aware")
+    __slots__ = (
+        "topic",
+        "consumers",
+        "consumer_racks",
+        "partitions",
+        "partition_racks",
+        "unassigned",
+        "assigned_count",
+        "per_consumer",
+        "extra_left",
+        "needs_rack_aware",
+    )
 
-    def __init__(self, topic: str, partitions: list[TopicPartition], consumers: list[str],
-                 member_racks: Mapping[str, str],
-                 partition_racks: Mapping[TopicPartition, frozenset[str]]) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partitions: list[TopicPartition],
+        consumers: list[str],
+        member_racks: Mapping[str, str],
+        partition_racks: Mapping[TopicPartition, frozenset[str]],
+    ) -> None:
         self.topic = topic
         self.consumers = consumers
         self.consumer_racks = {c: member_racks.get(c) for c in consumers}
@@ -59,7 +74,8 @@ class _TopicState:
             self.partition_racks = {}
         all_partition_racks = {r for rs in self.partition_racks.values() for r in rs}
         self.needs_rack_aware = use_rack_aware_assignment(
-            all_consumer_racks, all_partition_racks, self.partition_racks.values())
+            all_consumer_racks, all_partition_racks, self.partition_racks.values()
+        )
 
     def racks_match(self, consumer: str, tp: TopicPartition) -> bool:
         rack = self.consumer_racks.get(consumer)
@@ -92,10 +108,12 @@ class RangeAssignor(AbstractPartitionAssignor):
         """``"range"``."""
         return "range"
 
-    def assign_partitions(self, partitions_per_topic: dict[str, list[TopicPartition]],
-                          subscriptions: Mapping[str, Subscription],
-                          partition_racks: Mapping[TopicPartition, frozenset[str]]
-                          ) -> dict[str, list[TopicPartition]]:
+    def assign_partitions(
+        self,
+        partitions_per_topic: dict[str, list[TopicPartition]],
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: Mapping[TopicPartition, frozenset[str]],
+    ) -> dict[str, list[TopicPartition]]:
         """Range-assign each topic among its subscribers (rack-aware when it applies)."""
         assignment: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
         member_racks = {m: s.rack_id for m, s in subscriptions.items() if s.rack_id}
@@ -105,8 +123,11 @@ class RangeAssignor(AbstractPartitionAssignor):
             consumers = [m for m in ordered if topic in subscriptions[m].topics]
             if not consumers:
                 continue
-            states.append(_TopicState(topic, partitions_per_topic[topic], consumers,
-                                      member_racks, partition_racks))
+            states.append(
+                _TopicState(
+                    topic, partitions_per_topic[topic], consumers, member_racks, partition_racks
+                )
+            )
 
         if any(s.needs_rack_aware for s in states):
             self._assign_with_rack_matching(states, assignment)
@@ -115,13 +136,21 @@ class RangeAssignor(AbstractPartitionAssignor):
         return assignment
 
     @staticmethod
-    def _assign(consumer: str, tps: list[TopicPartition], state: _TopicState,
-                assignment: dict[str, list[TopicPartition]]) -> None:
+    def _assign(
+        consumer: str,
+        tps: list[TopicPartition],
+        state: _TopicState,
+        assignment: dict[str, list[TopicPartition]],
+    ) -> None:
         assignment[consumer].extend(tps)
         state.on_assigned(consumer, tps)
 
-    def _assign_ranges(self, state: _TopicState, may_assign: Callable[[str, TopicPartition], bool],
-                       assignment: dict[str, list[TopicPartition]]) -> None:
+    def _assign_ranges(
+        self,
+        state: _TopicState,
+        may_assign: Callable[[str, TopicPartition], bool],
+        assignment: dict[str, list[TopicPartition]],
+    ) -> None:
         for consumer in state.consumers:
             if not state.unassigned:
                 break
@@ -137,8 +166,9 @@ class RangeAssignor(AbstractPartitionAssignor):
             if chosen:
                 self._assign(consumer, chosen, state, assignment)
 
-    def _assign_with_rack_matching(self, states: list[_TopicState],
-                                   assignment: dict[str, list[TopicPartition]]) -> None:
+    def _assign_with_rack_matching(
+        self, states: list[_TopicState], assignment: dict[str, list[TopicPartition]]
+    ) -> None:
         # Group topics by (subscribers, partition count): such topics are co-partitioned and
         # partition i of each must go to the same member.
         groups: dict[tuple[tuple[str, ...], int], list[_TopicState]] = {}
@@ -151,15 +181,20 @@ class RangeAssignor(AbstractPartitionAssignor):
                 state = group[0]
                 self._assign_ranges(state, state.racks_match, assignment)
 
-    def _assign_co_partitioned(self, consumers: list[str], num_partitions: int,
-                               group: list[_TopicState],
-                               assignment: dict[str, list[TopicPartition]]) -> None:
+    def _assign_co_partitioned(
+        self,
+        consumers: list[str],
+        num_partitions: int,
+        group: list[_TopicState],
+        assignment: dict[str, list[TopicPartition]],
+    ) -> None:
         remaining = list(consumers)
         for i in range(num_partitions):
             match = None
             for c in remaining:
-                if all(s.racks_match(c, s.partitions[i]) and s.max_assignable(c) > 0
-                       for s in group):
+                if all(
+                    s.racks_match(c, s.partitions[i]) and s.max_assignable(c) > 0 for s in group
+                ):
                     match = c
                     break
             if match is None:

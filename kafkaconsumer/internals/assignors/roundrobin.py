@@ -32,10 +32,12 @@ class RoundRobinAssignor(AbstractPartitionAssignor):
         """``"roundrobin"``."""
         return "roundrobin"
 
-    def assign_partitions(self, partitions_per_topic: dict[str, list[TopicPartition]],
-                          subscriptions: Mapping[str, Subscription],
-                          partition_racks: Mapping[TopicPartition, frozenset[str]]
-                          ) -> dict[str, list[TopicPartition]]:
+    def assign_partitions(
+        self,
+        partitions_per_topic: dict[str, list[TopicPartition]],
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: Mapping[TopicPartition, frozenset[str]],
+    ) -> dict[str, list[TopicPartition]]:
         """Deal every partition to the next subscribed member in circular member order."""
         assignment: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
         members = sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))

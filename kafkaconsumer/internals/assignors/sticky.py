@@ -66,6 +66,7 @@ class MemberData:
 
 # -- StickyAssignor user data (Java layout: [topic, [partition]] then int32 generation) ---------
 
+
 def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: int) -> bytes:
     """The eager sticky assignor's user data: previous assignment then generation (Java v1)."""
     grouped: dict[str, list[int]] = {}
@@ -103,7 +104,7 @@ def decode_sticky_user_data(data: bytes) -> MemberData:
         pos += 2
         need(tlen)
         try:
-            topic = data[pos:pos + tlen].decode("utf-8")
+            topic = data[pos : pos + tlen].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValueError("sticky assignor user data has a non UTF-8 topic") from exc
         pos += tlen
@@ -125,9 +126,10 @@ def decode_sticky_user_data(data: bytes) -> MemberData:
 
 # -- ownership ---------------------------------------------------------------------------------
 
-def resolve_previous_owners(claims: Mapping[str, MemberData],
-                            valid: AbstractSet[TopicPartition] | None = None
-                            ) -> dict[str, list[TopicPartition]]:
+
+def resolve_previous_owners(
+    claims: Mapping[str, MemberData], valid: AbstractSet[TopicPartition] | None = None
+) -> dict[str, list[TopicPartition]]:
     """Who keeps which previously owned partition: the single highest-generation claimant.
 
     ``valid`` (optional) limits the result to partitions that may still be owned. Partitions
@@ -148,12 +150,18 @@ def resolve_previous_owners(claims: Mapping[str, MemberData],
         if len(winners) == 1:
             owned[winners[0]].append(tp)
         else:
-            logger.warning("Partition %s is claimed by members %s in the same generation %d; "
-                           "none of them keeps it", tp, sorted(winners), top)
+            logger.warning(
+                "Partition %s is claimed by members %s in the same generation %d; "
+                "none of them keeps it",
+                tp,
+                sorted(winners),
+                top,
+            )
     return owned
 
 
 # -- the assignment itself ---------------------------------------------------------------------
+
 
 class _StickyRun:
     """One sticky assignment computation (keeps the shared state of its phases together).
@@ -161,10 +169,13 @@ class _StickyRun:
     Thread-safety: not thread-safe; lives inside one ``assign`` call.
     """
 
-    def __init__(self, partitions: dict[str, list[TopicPartition]],
-                 subscriptions: Mapping[str, Subscription],
-                 member_data: Mapping[str, MemberData],
-                 partition_racks: Mapping[TopicPartition, frozenset[str]]) -> None:
+    def __init__(
+        self,
+        partitions: dict[str, list[TopicPartition]],
+        subscriptions: Mapping[str, Subscription],
+        member_data: Mapping[str, MemberData],
+        partition_racks: Mapping[TopicPartition, frozenset[str]],
+    ) -> None:
         self.members = sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
         self.order = {m: i for i, m in enumerate(self.members)}
         self.topics = {m: frozenset(subscriptions[m].topics) for m in self.members}
@@ -174,12 +185,13 @@ class _StickyRun:
             rack = member_data[m].rack_id
             if rack:
                 self.member_rack[m] = rack
-        all_partition_racks = {r for tp in self.all_partitions
-                               for r in partition_racks.get(tp, ())}
+        all_partition_racks = {r for tp in self.all_partitions for r in partition_racks.get(tp, ())}
         self.partition_racks = partition_racks
         self.rack_aware = use_rack_aware_assignment(
-            set(self.member_rack.values()), all_partition_racks,
-            [partition_racks.get(tp, frozenset()) for tp in self.all_partitions])
+            set(self.member_rack.values()),
+            all_partition_racks,
+            [partition_racks.get(tp, frozenset()) for tp in self.all_partitions],
+        )
         valid = set(self.all_partitions)
         owned = resolve_previous_owners(member_data, valid)
         self.previous_owner: dict[TopicPartition, str] = {}
@@ -211,8 +223,13 @@ class _StickyRun:
         rack = self.rack_aware
 
         def key(m: str) -> tuple[int, int, int, int]:
-            return (1 if rack and self.racks_mismatch(m, tp) else 0, count[m],
-                    0 if m == prev else 1, self.order[m])
+            return (
+                1 if rack and self.racks_mismatch(m, tp) else 0,
+                count[m],
+                0 if m == prev else 1,
+                self.order[m],
+            )
+
         return min(candidates, key=key)
 
     def run(self) -> dict[str, list[TopicPartition]]:
@@ -249,8 +266,9 @@ class _StickyRun:
         for tp in self.all_partitions:
             if tp in kept:
                 continue
-            candidates = [m for m in members
-                          if count[m] < floor or (count[m] == floor and extras > 0)]
+            candidates = [
+                m for m in members if count[m] < floor or (count[m] == floor and extras > 0)
+            ]
             m = self._pick(tp, candidates, count)
             if count[m] == floor:
                 extras -= 1
@@ -287,8 +305,11 @@ class _StickyRun:
                     targets = [b for b in eligible[tp] if b != a and count[b] < count[a] - 1]
                     if not targets:
                         continue
-                    b = self._pick(tp, targets, count) if self.rack_aware else \
-                        min(targets, key=lambda x: (count[x], self.order[x]))
+                    b = (
+                        self._pick(tp, targets, count)
+                        if self.rack_aware
+                        else min(targets, key=lambda x: (count[x], self.order[x]))
+                    )
                     self.assignment[a].remove(tp)
                     self.assignment[b].append(tp)
                     count[a] -= 1
@@ -306,19 +327,26 @@ class AbstractStickyAssignor(ConsumerPartitionAssignor):
     def member_data(self, subscription: Subscription) -> MemberData:
         """Previous ownership and generation of one member, from its Subscription."""
 
-    def assign(self, cluster_partitions: PartitionsInput, subscriptions: Mapping[str, Subscription],
-               partition_racks: PartitionRacks | None = None) -> dict[str, Assignment]:
+    def assign(
+        self,
+        cluster_partitions: PartitionsInput,
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: PartitionRacks | None = None,
+    ) -> dict[str, Assignment]:
         """Balanced, then sticky, then rack-local assignment of every member."""
         raw = self.assign_lists(cluster_partitions, subscriptions, partition_racks)
         return {m: Assignment(partitions=tuple(sorted(raw.get(m, [])))) for m in subscriptions}
 
-    def assign_lists(self, cluster_partitions: PartitionsInput,
-                     subscriptions: Mapping[str, Subscription],
-                     partition_racks: PartitionRacks | None = None
-                     ) -> dict[str, list[TopicPartition]]:
+    def assign_lists(
+        self,
+        cluster_partitions: PartitionsInput,
+        subscriptions: Mapping[str, Subscription],
+        partition_racks: PartitionRacks | None = None,
+    ) -> dict[str, list[TopicPartition]]:
         """Like :meth:`assign` but returns plain partition lists (no Assignment wrapping)."""
-        partitions, racks = prepare_assignment_inputs(cluster_partitions, subscriptions,
-                                                      partition_racks)
+        partitions, racks = prepare_assignment_inputs(
+            cluster_partitions, subscriptions, partition_racks
+        )
         data = {}
         for m, sub in subscriptions.items():
             md = self.member_data(sub)

@@ -19,7 +19,9 @@ def _register(apis: list[Api]) -> None:
     """Add definitions to the registry; a key defined twice is an error."""
     for api in apis:
         if api.key in APIS:
-            raise ValueError(f"api key {api.key} defined twice ({APIS[api.key].name} and {api.name})")
+            raise ValueError(
+                f"api key {api.key} defined twice ({APIS[api.key].name} and {api.name})"
+            )
         APIS[api.key] = api
 
 

@@ -76,7 +76,9 @@ JOIN_GROUP = Api(
             "members",
             [
                 Field("member_id", "string"),
-                Field("group_instance_id", "string", "5+", nullable="5+", default=None, ignorable=True),
+                Field(
+                    "group_instance_id", "string", "5+", nullable="5+", default=None, ignorable=True
+                ),
                 Field("metadata", "bytes"),
             ],
         ),
@@ -324,14 +326,23 @@ DESCRIBE_GROUPS = Api(
                     "members",
                     [
                         Field("member_id", "string"),
-                        Field("group_instance_id", "string", "4+", nullable="4+", default=None, ignorable=True),
+                        Field(
+                            "group_instance_id",
+                            "string",
+                            "4+",
+                            nullable="4+",
+                            default=None,
+                            ignorable=True,
+                        ),
                         Field("client_id", "string"),
                         Field("client_host", "string"),
                         Field("member_metadata", "bytes"),
                         Field("member_assignment", "bytes"),
                     ],
                 ),
-                Field("authorized_operations", "int32", "3+", default=_AUTHORIZED_OPERATIONS_UNKNOWN),
+                Field(
+                    "authorized_operations", "int32", "3+", default=_AUTHORIZED_OPERATIONS_UNKNOWN
+                ),
             ],
         ),
     ],
