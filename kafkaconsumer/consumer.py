@@ -13,14 +13,14 @@ import datetime
 import logging
 import re
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.interceptors import ConsumerInterceptors
 from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
-from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
+from kafkaconsumer.internals.fetcher import Fetch, FetchConfig, Fetcher
 from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
 from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
@@ -45,6 +45,10 @@ from kafkaconsumer.structs import (
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer, to_timeout_ms
 
+#: ``commit_async`` callback: ``callback(offsets, exception)`` (the exception is None on success).
+OffsetCommitCallback = Callable[
+    [Mapping[TopicPartition, OffsetAndMetadata], BaseException | None], Any
+]
 logger = logging.getLogger(__name__)
 
 __all__ = ["KafkaConsumer"]
@@ -236,7 +240,11 @@ class KafkaConsumer:
         finally:
             self._release()
 
-    def subscribe(self, topics: Iterable[str] | re.Pattern[str], listener: Any = None) -> None:
+    def subscribe(
+        self,
+        topics: Iterable[str] | re.Pattern[str],
+        listener: Any = None,
+    ) -> None:
         """Join the group for ``topics`` (a list of names, or a compiled ``re.Pattern``).
 
         ``listener`` is a :class:`~kafkaconsumer.listener.ConsumerRebalanceListener` called
@@ -426,7 +434,7 @@ class KafkaConsumer:
 
     def _poll_for_fetches(
         self, timer: Timer, max_records: int | None = None, arrow: bool = False
-    ) -> Any:
+    ) -> Fetch:
         poll_ms = timer.remaining_ms
         if self._coordinator is not None:
             poll_ms = min(
@@ -790,7 +798,9 @@ class KafkaConsumer:
             self._release()
 
     def commit_async(
-        self, offsets: Mapping[TopicPartition, Any] | None = None, callback: Any = None
+        self,
+        offsets: Mapping[TopicPartition, Any] | None = None,
+        callback: OffsetCommitCallback | None = None,
     ) -> None:
         """Commit ``offsets`` (default: the current positions) without waiting;
         ``callback(offsets, exception)`` runs in a later :meth:`poll` or commit call."""
@@ -938,7 +948,7 @@ class KafkaConsumer:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[ConsumerRecord]:
         """Poll forever, yielding records one at a time; stops when the consumer is closed."""
         while not self._closed:
             records = self.poll(timeout_ms=1000)
