@@ -1,0 +1,52 @@
+"""The Data Source on ``local-cluster[2,1,1024]``: two executor JVMs, each with its own Python
+workers, return the same rows as the driver-side read. This is the proof that the readers run
+distributed (only the package, no JVM Kafka jar, is needed on the executors)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import unique_name
+
+from .conftest import _java_missing, create_topic, produce
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+
+def test_local_cluster_reads_the_same_rows(broker: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    why = _java_missing()
+    if why is not None:
+        pytest.skip(why)
+    bs = broker.bootstrap_servers
+    topic = unique_name("sp-cluster")
+    create_topic(bs, topic, 3)
+    produce(bs, topic, [(i % 3, b"k%d" % i, b"v%d" % i, []) for i in range(300)])
+    import pyspark
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_HOME=os.path.dirname(pyspark.__file__),
+               SPARK_WORKER_DIR=str(tmp_path / "work"),
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "tests.spark.cluster_job", bs, topic],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    from kafkaconsumer.spark.driver import read_kafka_table
+
+    table = read_kafka_table({"kafka.bootstrap.servers": bs, "subscribe": topic},
+                             progress=False)
+    expected = sorted([r["partition"], r["offset"], r["key"].hex().upper(),
+                       r["value"].hex().upper()] for r in table.to_pylist())
+    assert sorted(result["rows"]) == expected and len(expected) == 300
+    # Two executor JVMs ran the tasks, in Python workers of two different daemons.
+    assert result["executors"] == 2
+    assert len(result["daemons"]) == 2
