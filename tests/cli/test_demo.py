@@ -63,13 +63,6 @@ def test_eager_demo_on_the_session_broker(broker: Any) -> None:
     ) in text
 
 
-def test_consumer_protocol_is_refused_until_the_client_has_it() -> None:
-    if _consumer_protocol_supported():
-        pytest.skip("the client implements the consumer protocol")
-    with pytest.raises(CommandError, match="KIP-848"):
-        run_demo("127.0.0.1:1", protocol="consumer")
-
-
 def test_version_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["--version"])
