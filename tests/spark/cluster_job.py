@@ -15,30 +15,44 @@ def main(bootstrap: str, topic: str) -> None:
 
     from kafkaconsumer.spark import register
 
-    spark = (SparkSession.builder.master("local-cluster[2,1,1024]")
-             .appName("kafkaconsumer-local-cluster")
-             .config("spark.ui.enabled", "false")
-             .config("spark.executor.memory", "512m")
-             .config("spark.driver.memory", "512m")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.python.authenticate.socketTimeout", "120s")
-             .config("spark.task.maxFailures", "1")
-             # The executors import this checkout's package (PYTHONPATH as the driver's).
-             .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .appName("kafkaconsumer-local-cluster")
+        .config("spark.ui.enabled", "false")
+        .config("spark.executor.memory", "512m")
+        .config("spark.driver.memory", "512m")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.python.authenticate.socketTimeout", "120s")
+        .config("spark.task.maxFailures", "1")
+        # The executors import this checkout's package (PYTHONPATH as the driver's).
+        .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+        .getOrCreate()
+    )
     try:
         spark.sparkContext.setLogLevel(os.environ.get("CLUSTER_JOB_LOG", "ERROR"))
         register(spark)
-        df = (spark.read.format("kafkaconsumer").option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", topic).option("minPartitions", "4").load())
-        rows = df.selectExpr("partition", "offset", "hex(key) as key",
-                             "hex(value) as value").collect()
+        df = (
+            spark.read.format("kafkaconsumer")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("minPartitions", "4")
+            .load()
+        )
+        rows = df.selectExpr(
+            "partition", "offset", "hex(key) as key", "hex(value) as value"
+        ).collect()
         # The parent of a Python worker is its executor's pyspark daemon: one per executor.
         daemons = df.rdd.mapPartitions(lambda _: [__import__("os").getppid()]).collect()
         executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
-        print(json.dumps({"rows": [[r["partition"], r["offset"], r["key"], r["value"]]
-                                   for r in rows],
-                          "daemons": sorted(set(daemons)), "executors": executors}))
+        print(
+            json.dumps(
+                {
+                    "rows": [[r["partition"], r["offset"], r["key"], r["value"]] for r in rows],
+                    "daemons": sorted(set(daemons)),
+                    "executors": executors,
+                }
+            )
+        )
     finally:
         spark.stop()
 

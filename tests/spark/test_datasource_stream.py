@@ -29,17 +29,26 @@ def _offsets_in(spark: Any, out: Path, query: Any = None) -> list[tuple[int, int
 
 
 def _start(spark: Any, bs: str, topic: str, out: Path, checkpoint: Path) -> Any:
-    stream = (spark.readStream.format("kafkaconsumer")
-              .option("kafka.bootstrap.servers", bs).option("subscribe", topic)
-              .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "40")
-              .load())
-    return (stream.writeStream.format("parquet").option("path", str(out))
-            .option("checkpointLocation", str(checkpoint)).trigger(processingTime="200 milliseconds")
-            .start())
+    stream = (
+        spark.readStream.format("kafkaconsumer")
+        .option("kafka.bootstrap.servers", bs)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "40")
+        .load()
+    )
+    return (
+        stream.writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
 
 
 def test_stream_to_parquet_limits_and_restarts_without_loss_or_repeats(
-        spark: Any, broker: Any, tmp_path: Path) -> None:
+    spark: Any, broker: Any, tmp_path: Path
+) -> None:
     bs = broker.bootstrap_servers
     topic = unique_name("sp-stream")
     create_topic(bs, topic, 2)
@@ -47,12 +56,20 @@ def test_stream_to_parquet_limits_and_restarts_without_loss_or_repeats(
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     query = _start(spark, bs, topic, out, checkpoint)
     try:
-        wait_for(lambda: len(_offsets_in(spark, out, query)) >= 100, timeout=120, interval=0.5,
-                 message="the first 100 records in the sink")
+        wait_for(
+            lambda: len(_offsets_in(spark, out, query)) >= 100,
+            timeout=120,
+            interval=0.5,
+            message="the first 100 records in the sink",
+        )
         # Records produced between micro-batches are picked up by the running query.
         produce(bs, topic, [(i % 2, None, b"b%d" % i, []) for i in range(60)])
-        wait_for(lambda: len(_offsets_in(spark, out, query)) >= 160, timeout=120, interval=0.5,
-                 message="160 records in the sink")
+        wait_for(
+            lambda: len(_offsets_in(spark, out, query)) >= 160,
+            timeout=120,
+            interval=0.5,
+            message="160 records in the sink",
+        )
         sizes = [p["numInputRows"] for p in query.recentProgress]
     finally:
         query.stop()
@@ -62,13 +79,16 @@ def test_stream_to_parquet_limits_and_restarts_without_loss_or_repeats(
     produce(bs, topic, [(i % 2, None, b"c%d" % i, []) for i in range(50)])
     query = _start(spark, bs, topic, out, checkpoint)
     try:
-        wait_for(lambda: len(_offsets_in(spark, out, query)) >= 210, timeout=120, interval=0.5,
-                 message="210 records in the sink after the restart")
+        wait_for(
+            lambda: len(_offsets_in(spark, out, query)) >= 210,
+            timeout=120,
+            interval=0.5,
+            message="210 records in the sink after the restart",
+        )
         offsets = _offsets_in(spark, out)
     finally:
         query.stop()
     assert offsets == sorted([(0, o) for o in range(105)] + [(1, o) for o in range(105)])
-    checkpointed = sorted(p.name for p in (checkpoint / "offsets").iterdir()
-                          if p.name.isdigit())
+    checkpointed = sorted(p.name for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
     text = (checkpoint / "offsets" / checkpointed[-1]).read_text()
     assert f'"{topic}":{{"0":105,"1":105}}' in text.replace(" ", "")

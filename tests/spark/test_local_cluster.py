@@ -34,20 +34,31 @@ def test_local_cluster_reads_the_same_rows(broker: Any, tmp_path: Path) -> None:
     import pyspark
 
     root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               SPARK_HOME=os.path.dirname(pyspark.__file__),
-               SPARK_WORKER_DIR=str(tmp_path / "work"),
-               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "tests.spark.cluster_job", bs, topic],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=280)
+    env = dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        SPARK_HOME=os.path.dirname(pyspark.__file__),
+        SPARK_WORKER_DIR=str(tmp_path / "work"),
+        PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.spark.cluster_job", bs, topic],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     from kafkaconsumer.spark.driver import read_kafka_table
 
-    table = read_kafka_table({"kafka.bootstrap.servers": bs, "subscribe": topic},
-                             progress=False)
-    expected = sorted([r["partition"], r["offset"], r["key"].hex().upper(),
-                       r["value"].hex().upper()] for r in table.to_pylist())
+    table = read_kafka_table({"kafka.bootstrap.servers": bs, "subscribe": topic}, progress=False)
+    expected = sorted(
+        [r["partition"], r["offset"], r["key"].hex().upper(), r["value"].hex().upper()]
+        for r in table.to_pylist()
+    )
     assert sorted(result["rows"]) == expected and len(expected) == 300
     # Two executor JVMs ran the tasks, in Python workers of two different daemons.
     assert result["executors"] == 2
