@@ -50,12 +50,17 @@ _ADMIN_APIS = {
     "DELETE_GROUPS": 2,
     "PRODUCE": 11,
     "INIT_PRODUCER_ID": 5,
-    "CONSUMER_GROUP_DESCRIBE": 0,
+    "CONSUMER_GROUP_DESCRIBE": 1,
 }
 EXPECTED: dict[str, dict[str, int]] = {
     "4.4": {**_CONSUMER_APIS, **_ADMIN_APIS},
-    # 3.9 offers the KIP-848 heartbeat at v0 only (it became v1 with the 4.0 GA).
-    "3.9": {**_CONSUMER_APIS, **_ADMIN_APIS, "CONSUMER_GROUP_HEARTBEAT": 0},
+    # 3.9 offers the KIP-848 heartbeat and describe at v0 only (v1 came with the 4.0 GA).
+    "3.9": {
+        **_CONSUMER_APIS,
+        **_ADMIN_APIS,
+        "CONSUMER_GROUP_HEARTBEAT": 0,
+        "CONSUMER_GROUP_DESCRIBE": 0,
+    },
 }
 
 
