@@ -652,8 +652,14 @@ class KafkaCluster:
         if missing:
             raise ApacheKafkaError(missing)
         libs = ensure_kafka(self.version)
-        last: ApacheKafkaError | None = None
-        for _ in range(3):  # a free port taken by someone else between choosing and binding
+        last: Exception | None = None
+        # A free port can be taken by someone else between choosing and binding, and a busy
+        # machine can make a node miss its start-up deadline once: start afresh, three times.
+        for attempt in range(3):
+            if last is not None:
+                logger.warning(
+                    "Kafka cluster start failed (attempt %d), retrying: %s", attempt, last
+                )
             self._tmp = tempfile.TemporaryDirectory(prefix="kafkaconsumer-kafka-")
             try:
                 self._build(libs, Path(self._tmp.name))
@@ -665,11 +671,9 @@ class KafkaCluster:
                 self._wait_registered()
                 self.wait_groups_ready()
                 return self
-            except ApacheKafkaError as exc:
+            except (ApacheKafkaError, OSError, subprocess.SubprocessError) as exc:
                 last = exc
                 self.stop()
-                if "Address already in use" not in str(exc):
-                    break
         assert last is not None
         raise last
 
