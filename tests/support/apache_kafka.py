@@ -319,7 +319,12 @@ def group_partition(group_id: str, partitions: int) -> int:
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    # A Kafka cluster id is a URL-safe base64 UUID; one that starts with "-" (1 in 64) would be
+    # read as an option by kafka-storage's argument parser, so draw again.
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 def _log4j_properties() -> str:
@@ -1008,7 +1013,7 @@ class KafkaCluster:
             cmd = node.java(
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
+                "--cluster-id",
                 cluster_id,
                 "-c",
                 str(node.config_path),

@@ -106,3 +106,10 @@ def test_nodes_die_with_the_process_that_started_them(tmp_path) -> None:
 
     wait_for(gone, timeout=60, message=f"broker pid {pid} to exit")
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_cluster_ids_never_look_like_an_option() -> None:
+    # kafka-storage's parser read an id starting with "-" as an option: 1 start in 64 failed.
+    ids = [apache_kafka._cluster_id() for _ in range(5000)]
+    assert not [i for i in ids if i.startswith("-")]
+    assert len(set(ids)) == len(ids)
