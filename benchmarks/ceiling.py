@@ -96,27 +96,29 @@ def _split_bootstrap(bootstrap: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _leaders(bootstrap: str, topic: str, timeout_s: float) -> dict[int, tuple[str, int, list[int]]]:
-    """``{node: (host, port, partitions)}`` for ``topic``."""
+def _leaders(
+    bootstrap: str, topics: list[str], timeout_s: float
+) -> dict[int, tuple[str, int, list[tuple[str, int]]]]:
+    """``{node: (host, port, [(topic, partition), ...])}`` for ``topics``."""
     conn = _Conn(*_split_bootstrap(bootstrap), timeout_s)
     try:
         conn.send(
             ApiKey.METADATA,
             _METADATA_VERSION,
-            {"topics": [{"name": topic}], "allow_auto_topic_creation": False},
+            {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False},
         )
         md = conn.receive(ApiKey.METADATA, _METADATA_VERSION)
     finally:
         conn.close()
     brokers = {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
-    out: dict[int, tuple[str, int, list[int]]] = {}
+    out: dict[int, tuple[str, int, list[tuple[str, int]]]] = {}
     for t in md["topics"]:
         if t["error_code"]:
-            raise SystemExit(f"metadata for {topic}: error {t['error_code']}")
+            raise SystemExit(f"metadata for {t['name']}: error {t['error_code']}")
         for p in t["partitions"]:
             node = p["leader_id"]
             host, port = brokers[node]
-            out.setdefault(node, (host, port, []))[2].append(p["partition_index"])
+            out.setdefault(node, (host, port, []))[2].append((t["name"], p["partition_index"]))
     return out
 
 
@@ -146,8 +148,9 @@ def measure(
     partition_max_bytes: int = PARTITION_MAX_BYTES,
     timeout_s: float = 300.0,
 ) -> dict[str, Any]:
-    """Fetch ``records`` records of ``topic`` from offset 0; returns the rate and CPU used."""
-    leaders = _leaders(bootstrap, topic, timeout_s)
+    """Fetch ``records`` records of ``topic`` (a comma-separated list of topics) from offset 0;
+    returns the rate and CPU used."""
+    leaders = _leaders(bootstrap, topic.split(","), timeout_s)
     conns = {node: _Conn(host, port, timeout_s) for node, (host, port, _) in leaders.items()}
     offsets = {node: dict.fromkeys(parts, 0) for node, (_, _, parts) in leaders.items()}
     n = fetches = nbytes = 0
@@ -159,14 +162,15 @@ def measure(
             if time.perf_counter() > deadline:
                 raise SystemExit(f"ceiling: only {n} of {records} records in {timeout_s} s")
             for node, conn in conns.items():
-                parts = [
-                    {
-                        "partition": p,
-                        "fetch_offset": off,
-                        "partition_max_bytes": partition_max_bytes,
-                    }
-                    for p, off in offsets[node].items()
-                ]
+                by_topic: dict[str, list[dict[str, int]]] = {}
+                for (t, p), off in offsets[node].items():
+                    by_topic.setdefault(t, []).append(
+                        {
+                            "partition": p,
+                            "fetch_offset": off,
+                            "partition_max_bytes": partition_max_bytes,
+                        }
+                    )
                 conn.send(
                     ApiKey.FETCH,
                     _FETCH_VERSION,
@@ -177,7 +181,7 @@ def measure(
                         "isolation_level": 0,
                         "session_id": 0,
                         "session_epoch": -1,
-                        "topics": [{"topic": topic, "partitions": parts}],
+                        "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
                         "forgotten_topics_data": [],
                         "rack_id": "",
                     },
@@ -189,6 +193,7 @@ def measure(
                     raise SystemExit(f"fetch error {body['error_code']}")
                 for t in body["responses"]:
                     for p in t["partitions"]:
+                        key = (t["topic"], p["partition_index"])
                         if p["error_code"]:
                             raise SystemExit(
                                 f"fetch error {p['error_code']} on partition {p['partition_index']}"
@@ -200,7 +205,7 @@ def measure(
                         got, next_offset = _count_batches(raw)
                         n += got
                         if next_offset >= 0:
-                            offsets[node][p["partition_index"]] = next_offset
+                            offsets[node][key] = next_offset
         elapsed = time.perf_counter() - start
     finally:
         for conn in conns.values():
@@ -221,7 +226,7 @@ def measure(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
+    ap.add_argument("--topic", required=True, help="a topic, or several comma-separated")
     ap.add_argument("--records", type=int, required=True)
     ap.add_argument("--partitions", type=int, help="ignored: read from the metadata")
     ap.add_argument("--timeout", type=float, default=300.0)

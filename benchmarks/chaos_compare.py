@@ -1,19 +1,25 @@
-"""Recovery after network faults: kafkaconsumer against librdkafka (confluent-kafka), same faults.
+"""Recovery after network and broker faults: kafkaconsumer against librdkafka (confluent-kafka).
 
 Runs the chaos scenarios of ``tests/chaos/`` (a group of three members committing after every
-batch and on revocation, member ``a`` behind a fault proxy, one Apache Kafka node) once with
-our consumer and once with confluent-kafka's, and prints the recovery time after each heal (until
-every record acknowledged before the heal is consumed), the worst delay of a record, and the
-records delivered twice. Not in CI; numbers are for the report, never asserted.
+batch and on revocation) once with our consumer and once with confluent-kafka's, one after the
+other on the same cluster, and prints the recovery time after each heal (until every record
+acknowledged before the heal is consumed), the worst delay of a record, and the records
+delivered twice. Not in CI; numbers are for the report, never asserted.
+
+* ``network``: member ``a`` behind a fault proxy, one Apache Kafka node (latency, black hole,
+  a 5 s partition, resets mid-response).
+* ``broker``: the three-broker cluster of ``tests/chaos/test_broker_faults.py`` (the leader's
+  broker SIGKILLed and restarted, a graceful restart, the coordinator's broker stopped).
 
 ::
 
-    python -m benchmarks.chaos_compare [--rounds 1]
+    python -m benchmarks.chaos_compare [--faults network|broker|all] [--rounds 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import threading
@@ -26,9 +32,15 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from tests.chaos.cluster import ProxiedKafkaCluster  # noqa: E402
-from tests.chaos.scenario import member_config, run_scenario  # noqa: E402
+from tests.chaos.scenario import Outcome, member_config, run_scenario  # noqa: E402
+from tests.chaos.test_broker_faults import COMPARED_FAULTS as BROKER_FAULTS  # noqa: E402
+from tests.chaos.test_broker_faults import run_broker_fault  # noqa: E402
+from tests.chaos.test_network_faults import reset_repeatedly  # noqa: E402
 from tests.chaos.workload import Member  # noqa: E402
 from tests.helpers import unique_name  # noqa: E402
+from tests.support.apache_kafka import KafkaCluster  # noqa: E402
+
+CLIENTS: list[tuple[str, type[Member]]] = []  # filled below, once LibrdkafkaMember exists
 
 
 class LibrdkafkaMember(Member):
@@ -52,6 +64,8 @@ class LibrdkafkaMember(Member):
                 "reconnect.backoff.ms": cfg["reconnect_backoff_ms"],
                 "reconnect.backoff.max.ms": cfg["reconnect_backoff_max_ms"],
                 "retry.backoff.ms": cfg["retry_backoff_ms"],
+                # Our metadata.max.age.ms where a scenario shortens it (broker faults).
+                "topic.metadata.refresh.interval.ms": cfg.get("metadata_max_age_ms", 300_000),
                 "log_level": 0,
             }
         )
@@ -117,12 +131,7 @@ def _faults(
         return time.monotonic()
 
     def resets(members: list[Member]) -> float:
-        deadline = time.monotonic() + 6
-        while time.monotonic() < deadline:
-            before = proxy.accepted
-            proxy.cut_mid_response(after_bytes=200)
-            proxy.wait_for_accepted(before + 1, timeout=3)
-            time.sleep(0.3)
+        reset_repeatedly(proxy, 6, lambda: 200)
         return time.monotonic()
 
     return [
@@ -133,16 +142,26 @@ def _faults(
     ]
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run every fault with both clients (see the module docstring)."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=1)
-    args = ap.parse_args(argv)
-    rows: list[tuple[str, str, float, float, int]] = []
+Row = tuple[str, str, float, float, int]
+
+
+def _row(name: str, client: str, run: Callable[[], Outcome]) -> Row:
+    try:
+        out = run()
+    except AssertionError as exc:
+        print(f"{client}: {name}: FAILED {exc}", flush=True)
+        return (name, client, float("nan"), float("nan"), -1)
+    print(out.line(), flush=True)
+    return (name, client, out.recovery_s, out.worst_delay_s, len(out.duplicates))
+
+
+def network_rows(rounds: int) -> list[Row]:
+    """The proxy faults on one node, each with both clients."""
+    rows: list[Row] = []
     with ProxiedKafkaCluster(brokers=1) as cluster:
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for name, a_extra, fault in _faults(cluster):
-                for client, cls in (("kafkaconsumer", Member), ("librdkafka", LibrdkafkaMember)):
+                for client, cls in CLIENTS:
                     topic = unique_name("cmp")
                     cluster.create_topic(topic, partitions=6)
                     group = unique_name("cmp-g")
@@ -151,29 +170,63 @@ def main(argv: list[str] | None = None) -> None:
                         member_config(cluster.bootstrap_servers, group, "b"),
                         member_config(cluster.bootstrap_servers, group, "c"),
                     ]
+
+                    run = functools.partial(
+                        run_scenario,
+                        f"{client}: {name}",
+                        topic=topic,
+                        direct_bootstrap=cluster.bootstrap_servers,
+                        configs=configs,
+                        fault=fault,
+                        member_cls=cls,
+                    )
                     try:
-                        out = run_scenario(
-                            f"{client}: {name}",
-                            topic=topic,
-                            direct_bootstrap=cluster.bootstrap_servers,
-                            configs=configs,
-                            fault=fault,
-                            member_cls=cls,
-                        )
-                    except AssertionError as exc:
-                        print(f"{client}: {name}: FAILED {exc}", flush=True)
-                        rows.append((name, client, float("nan"), float("nan"), -1))
-                    else:
-                        print(out.line(), flush=True)
-                        rows.append(
-                            (name, client, out.recovery_s, out.worst_delay_s, len(out.duplicates))
-                        )
+                        rows.append(_row(name, client, run))
                     finally:
                         cluster.restore_proxies()
+    return rows
+
+
+def _broker_outcome(cluster: Any, name: str, build: Any, cls: type[Member]) -> Outcome:
+    return run_broker_fault(cluster, name, build, cls)[0]
+
+
+def broker_rows(rounds: int) -> list[Row]:
+    """The broker faults on three brokers, each with both clients; the cluster is healed
+    (stopped brokers started, ISRs full) between runs."""
+    rows: list[Row] = []
+    with KafkaCluster(brokers=3, racks=True) as cluster:
+        for _ in range(rounds):
+            for name, build in BROKER_FAULTS:
+                for client, cls in CLIENTS:
+                    run = functools.partial(
+                        _broker_outcome, cluster, f"{client}: {name}", build, cls
+                    )
+                    try:
+                        rows.append(_row(name, client, run))
+                    finally:
+                        cluster.heal()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run every fault with both clients (see the module docstring)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--faults", choices=("network", "broker", "all"), default="all")
+    args = ap.parse_args(argv)
+    rows: list[Row] = []
+    if args.faults in ("network", "all"):
+        rows += network_rows(args.rounds)
+    if args.faults in ("broker", "all"):
+        rows += broker_rows(args.rounds)
     print("\n| fault | client | recovery after heal (s) | worst record delay (s) | twice |")
     print("|---|---|---|---|---|")
     for name, client, rec, worst, dup in rows:
         print(f"| {name} | {client} | {rec:.2f} | {worst:.2f} | {dup} |")
+
+
+CLIENTS.extend([("kafkaconsumer", Member), ("librdkafka", LibrdkafkaMember)])
 
 
 if __name__ == "__main__":

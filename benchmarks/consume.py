@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,62 +54,79 @@ ARROW_MAX_RECORDS = 100_000
 # and process CPU time (every thread) of its consume loop; the parent measures nothing itself.
 
 
-def _work_kafkaconsumer(
-    bootstrap: str, topic: str, partitions: int, records: int
+def _pairs(topic: str, partitions: int) -> list[tuple[str, int]]:
+    """(topic, partition) of every partition of the comma-separated ``topic`` list."""
+    return [(t, p) for t in topic.split(",") for p in range(partitions)]
+
+
+def _measure(
+    step: Callable[[], tuple[int, int]], records: int, close: Callable[[], Any]
 ) -> tuple[float, int, float]:
+    """Call ``step`` (one poll: returns records seen and the sum of their value lengths) until
+    ``records`` were seen, then ``close`` the client; (elapsed_s, checksum, cpu_s) of the loop.
+    A function call per poll is all this adds to a client's own loop."""
+    n = total = 0
+    cpu0 = time.process_time()
+    start = time.perf_counter()
+    while n < records:
+        got, size = step()
+        n += got
+        total += size
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
+    close()
+    return elapsed, total, cpu
+
+
+def _our_consumer(bootstrap: str, topic: str, partitions: int) -> Any:
+    """This client, assigned every partition of ``topic`` from the beginning."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from kafkaconsumer.consumer import KafkaConsumer
     from kafkaconsumer.structs import TopicPartition
 
     c = KafkaConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    tps = [TopicPartition(t, p) for t, p in _pairs(topic, partitions)]
     c.assign(tps)
     c.seek_to_beginning(tps)
-    n = total = 0
-    cpu0 = time.process_time()
-    start = time.perf_counter()
-    while n < records:
+    return c
+
+
+def _work_kafkaconsumer(
+    bootstrap: str, topic: str, partitions: int, records: int
+) -> tuple[float, int, float]:
+    c = _our_consumer(bootstrap, topic, partitions)
+
+    def step() -> tuple[int, int]:
+        n = total = 0
         for rec in c.poll(timeout_ms=1000):
             total += len(rec.value)
             n += 1
-    elapsed = time.perf_counter() - start
-    cpu = time.process_time() - cpu0
-    c.close()
-    return elapsed, total, cpu
+        return n, total
+
+    return _measure(step, records, c.close)
 
 
 def _work_kafkaconsumer_arrow(
     bootstrap: str, topic: str, partitions: int, records: int
 ) -> tuple[float, int, float]:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    c = _our_consumer(bootstrap, topic, partitions)
     import kafkaconsumer.arrow  # noqa: F401 - loaded up front, as pyarrow is (set-up cost)
 
     # pyarrow imports pandas on the first scalar it builds (about half a second); that is
     # set-up, not per-record work, so it happens here (poll_arrow's first call would pay it).
     pa.scalar(0)
-    from kafkaconsumer.consumer import KafkaConsumer
-    from kafkaconsumer.structs import TopicPartition
 
-    c = KafkaConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    c.assign(tps)
-    c.seek_to_beginning(tps)
-    n = total = 0
-    cpu0 = time.process_time()
-    start = time.perf_counter()
-    while n < records:
+    def step() -> tuple[int, int]:
         batch = c.poll_arrow(timeout_ms=1000, max_records=ARROW_MAX_RECORDS)
-        if batch.num_rows:
-            # Every value is read: the sum of their lengths, computed over the column.
-            total += pc.sum(pc.binary_length(batch.column("value"))).as_py()
-            n += batch.num_rows
-    elapsed = time.perf_counter() - start
-    cpu = time.process_time() - cpu0
-    c.close()
-    return elapsed, total, cpu
+        if not batch.num_rows:
+            return 0, 0
+        # Every value is read: the sum of their lengths, computed over the column.
+        return batch.num_rows, pc.sum(pc.binary_length(batch.column("value"))).as_py()
+
+    return _measure(step, records, c.close)
 
 
 def _work_kafka_python(
@@ -119,21 +137,19 @@ def _work_kafka_python(
     c = kafka.KafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
     )
-    tps = [kafka.TopicPartition(topic, p) for p in range(partitions)]
+    tps = [kafka.TopicPartition(t, p) for t, p in _pairs(topic, partitions)]
     c.assign(tps)
     c.seek_to_beginning(*tps)
-    n = total = 0
-    cpu0 = time.process_time()
-    start = time.perf_counter()
-    while n < records:
+
+    def step() -> tuple[int, int]:
+        n = total = 0
         for recs in c.poll(timeout_ms=1000).values():
             for rec in recs:
                 total += len(rec.value)
                 n += 1
-    elapsed = time.perf_counter() - start
-    cpu = time.process_time() - cpu0
-    c.close()
-    return elapsed, total, cpu
+        return n, total
+
+    return _measure(step, records, c.close)
 
 
 def _work_aiokafka(
@@ -148,7 +164,7 @@ def _work_aiokafka(
             bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
         )
         await c.start()
-        tps = [aiokafka.TopicPartition(topic, p) for p in range(partitions)]
+        tps = [aiokafka.TopicPartition(t, p) for t, p in _pairs(topic, partitions)]
         c.assign(tps)
         await c.seek_to_beginning(*tps)
         n = total = 0
@@ -184,24 +200,22 @@ def _work_confluent(
     )
     c.assign(
         [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(partitions)
+            confluent_kafka.TopicPartition(t, p, confluent_kafka.OFFSET_BEGINNING)
+            for t, p in _pairs(topic, partitions)
         ]
     )
-    n = total = 0
-    cpu0 = time.process_time()
-    start = time.perf_counter()
-    while n < records:
+
+    def step() -> tuple[int, int]:
+        n = total = 0
         for msg in c.consume(num_messages=500, timeout=1.0):
             if msg.error():
                 continue
             value = msg.value()
             total += len(value) if value is not None else 0
             n += 1
-    elapsed = time.perf_counter() - start
-    cpu = time.process_time() - cpu0
-    c.close()
-    return elapsed, total, cpu
+        return n, total
+
+    return _measure(step, records, c.close)
 
 
 WORKERS = {
@@ -419,6 +433,12 @@ def main() -> None:
         "--partitions", default="8", help="partition counts, comma-separated (e.g. 8,256)"
     )
     ap.add_argument("--codecs", default="none,lz4")
+    ap.add_argument(
+        "--topics",
+        type=int,
+        default=1,
+        help="spread --records evenly over this many topics of --partitions each",
+    )
     ap.add_argument("--clients", default=",".join(CLIENTS))
     add_broker_arguments(ap)
     ap.add_argument("--timeout", type=float, default=900.0, help="per client run, seconds")
@@ -433,6 +453,8 @@ def main() -> None:
         partition_counts = _int_list(args.partitions)
     except ValueError:
         ap.error("--sizes and --partitions take comma-separated integers")
+    if args.topics < 1 or args.records % args.topics:
+        ap.error("--topics must be positive and divide --records")
     if args.records < 1 or not sizes or not partition_counts or min(sizes + partition_counts) < 1:
         ap.error("--records, --sizes and --partitions must be positive")
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
@@ -455,13 +477,19 @@ def _run(
     print(f"{args.records:,} records per topic, broker {bootstrap} ({broker.label})")
     for size in sizes:
         value = bytes(range(256)) * (size // 256 + 1)
-        expected = sum(len(value[i % 256 : i % 256 + size]) for i in range(args.records))
+        per_topic = args.records // args.topics
+        expected = args.topics * sum(len(value[i % 256 : i % 256 + size]) for i in range(per_topic))
         for partitions in partition_counts:
             for codec in [c.strip() for c in args.codecs.split(",") if c.strip()]:
-                topic = f"bench-{codec}-{size}-{partitions}-{uuid.uuid4().hex[:8]}"
+                name = f"bench-{codec}-{size}-{partitions}-{uuid.uuid4().hex[:8]}"
+                names = [name] if args.topics == 1 else [f"{name}-{i}" for i in range(args.topics)]
                 t0 = time.perf_counter()
-                produce(bootstrap, topic, partitions, args.records, size, codec)
-                print(f"produced {topic} in {time.perf_counter() - t0:.1f} s")
+                for one in names:
+                    produce(bootstrap, one, partitions, per_topic, size, codec)
+                print(
+                    f"produced {', '.join(names[:3])}{' ...' if len(names) > 3 else ''} in {time.perf_counter() - t0:.1f} s"
+                )
+                topic = ",".join(names)
                 # Best of two ceiling runs, one before and one after the clients: the
                 # broker's page cache is warm for both, and noise only lowers a rate.
                 ceilings = [run_ceiling(bootstrap, topic, args.records, args.timeout)]
@@ -473,14 +501,19 @@ def _run(
                 good = [c for c in ceilings if "error" not in c]
                 ceiling = max(good, key=rate) if good else ceilings[0]
                 print_table(
-                    f"{size} B, {partitions} partitions, codec={codec}", ceiling, results, expected
+                    f"{size} B, {args.topics} x {partitions} partitions, codec={codec}",
+                    ceiling,
+                    results,
+                    expected,
                 )
                 top = rate(ceiling) if "error" not in ceiling else None
                 for r in [ceiling, *results]:
                     rows.append(
                         {
                             "size": size,
-                            "partitions": partitions,
+                            "partitions": (
+                                partitions if args.topics == 1 else f"{args.topics}x{partitions}"
+                            ),
                             "codec": codec,
                             "ceiling_rate": top,
                             "result": r,

@@ -1,5 +1,5 @@
-"""Record-batch decoding benchmark: our Cython and pure paths against kafka-python's and
-aiokafka's record readers, on the same pre-built in-memory fetch data.
+"""Record-batch decoding benchmark: our Cython and pure paths, to record objects and to Arrow,
+against kafka-python's and aiokafka's record readers, on the same pre-built in-memory fetch data.
 
     python -m benchmarks.decode [--records N] [--repeat R] [--codecs none,gzip,...]
 
@@ -10,7 +10,11 @@ linger writes), grouped into fetch responses of at most 1 MiB (the default
 max.partition.fetch.bytes); every reader decodes the same responses one at a time and drops
 the records of one before the next, as a consumer does.
 
-Every reader checks CRCs (our decoder with check_crcs=True, the others through
+The Arrow readers (``kafkaconsumer.arrow.decode_fetched_arrow``: Cython, and the pure-Python
+twin) build one ``pyarrow.RecordBatch`` per response and count the non-null values of its
+``value`` column; they run when pyarrow is installed.
+
+Every reader checks CRCs (our decoders with check_crcs=True, the others through
 ``batch.validate_crc()``, as their consumers do by default) and reads every record's value;
 before timing, each reader must count every record of a sample response and reject the same
 response with one value byte flipped (so none of them skips the CRC check).
@@ -104,6 +108,18 @@ def read_ours(module: Any) -> Callable[[bytes], int]:
     return run
 
 
+def read_arrow(force_python: bool) -> Callable[[bytes], int]:
+    """Our Arrow decoder (Cython, or the pure-Python twin), as ``poll_arrow`` calls it."""
+    from kafkaconsumer import arrow
+
+    def run(data: bytes) -> int:
+        result = arrow.decode_fetched_arrow(data, "bench", 0, 0, _force_python=force_python)
+        values = result.batch.column(1)
+        return int(len(values) - values.null_count)
+
+    return run
+
+
 def read_memory_records(cls: Any) -> Callable[[bytes], int]:
     """kafka-python's / aiokafka's MemoryRecords: batch by batch, record by record."""
 
@@ -130,6 +146,14 @@ def readers() -> dict[str, Callable[[bytes], int]]:
     if _crecords is not None:
         found["ours (Cython)"] = read_ours(_crecords)
     found["ours (pure)"] = read_ours(_pyrecords)
+    try:
+        from kafkaconsumer import arrow
+    except ImportError:  # pyarrow is not installed
+        pass
+    else:
+        if arrow.USING_EXTENSION:
+            found["ours Arrow (Cython)"] = read_arrow(False)
+        found["ours Arrow (pure)"] = read_arrow(True)
     try:
         from aiokafka.record._crecords import MemoryRecords as AioMemoryRecords
 
@@ -207,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratios are against {ref}; MB/s counts fetched (wire) bytes")
     print("every reader counted every record and rejected a corrupted value (CRC checked)")
     header = (
-        f"{'workload':<18} {'reader':<18} {'records/s':>12} {'MB/s':>8} {'us/rec':>7} {'ratio':>6}"
+        f"{'workload':<18} {'reader':<20} {'records/s':>12} {'MB/s':>8} {'us/rec':>7} {'ratio':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -220,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in names:
                 t = times[name]
                 print(
-                    f"{codec + ' ' + str(size) + 'B':<18} {name:<18} {n / t:>12,.0f} "
+                    f"{codec + ' ' + str(size) + 'B':<18} {name:<20} {n / t:>12,.0f} "
                     f"{wire / t / 1e6:>8.1f} {t / n * 1e6:>7.2f} {times[ref] / t:>6.2f}"
                 )
             print()

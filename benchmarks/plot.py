@@ -1,7 +1,7 @@
 """Plots and a markdown table from a recorded benchmark run.
 
     python benchmarks/plot.py                                  # every file in benchmarks/results
-    python benchmarks/plot.py benchmarks/results/consume-2026-11-23.json --out docs/img
+    python benchmarks/plot.py benchmarks/results/consume-idle-2026-11-23.json --out docs/img
 
 A result file is JSON: ``machine``, ``broker``, ``command`` and ``date`` describe the run;
 ``rows`` holds one object per measured client and topic (``size``, ``partitions``, ``codec``,
@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CLIENT_ORDER = ("kafkaconsumer", "kafka-python", "aiokafka", "confluent-kafka")
+CLIENT_ORDER = (
+    "kafkaconsumer",
+    "kafkaconsumer-arrow",
+    "kafka-python",
+    "aiokafka",
+    "confluent-kafka",
+)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -71,16 +77,18 @@ def table(data: dict[str, Any]) -> str:
 
 
 def plot(data: dict[str, Any], out: Path) -> None:
-    """Bar charts of records/s and CPU µs/record per client, grouped by topic."""
+    """Bar charts of records/s (top) and CPU µs/record (bottom) per client, grouped by topic."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     rows = [r for r in data["rows"] if r["client"] != "ceiling"]
     topics = _topics(rows)
     clients = [c for c in CLIENT_ORDER if any(r["client"] == c for r in rows)]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    # One row per metric, wide enough for every topic's group of bars.
+    fig, axes = plt.subplots(2, 1, figsize=(max(11.0, 1.5 * len(topics)), 8.0))
     width = 0.8 / max(1, len(clients))
     for metric, ax, label in (
         ("records_per_s", axes[0], "records/s (higher is better)"),
@@ -97,8 +105,13 @@ def plot(data: dict[str, Any], out: Path) -> None:
                 values.append(match[0] if match else 0)
             ax.bar([t + i * width for t in range(len(topics))], values, width, label=client)
         ax.set_xticks([t + width * (len(clients) - 1) / 2 for t in range(len(topics))])
-        ax.set_xticklabels([f"{s} B, {p} partitions\n{c}" for s, p, c in topics])
-        ax.set_ylabel(label)
+        ax.set_xticklabels([f"{s} B\n{p} partitions\n{c}" for s, p, c in topics], fontsize=8)
+        ax.yaxis.set_major_formatter(
+            matplotlib.ticker.StrMethodFormatter(
+                "{x:,.0f}" if metric == "records_per_s" else "{x:,.1f}"
+            )
+        )
+        ax.set_ylabel(label, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{data['machine']}; broker: {data['broker']}", fontsize=9)

@@ -35,6 +35,7 @@ about half the session timeout, so absolute times there are dominated by the bro
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import threading
@@ -45,6 +46,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.brokers import add_broker_arguments, bench_broker, choice  # noqa: E402
+from tests.group.members import set_group_config  # noqa: E402
 
 CLIENTS = ("kafkaconsumer", "kafka-python", "confluent-kafka")
 PROTOCOLS = ("range", "cooperative-sticky", "consumer")
@@ -68,55 +70,99 @@ class _Log:
 # Each member runs ``loop(stop)`` in a thread: subscribe, consume until stop is set, close.
 
 
-def _ours(
+@dataclasses.dataclass
+class _Member:
+    """Who a member is: its cluster, group, topic, protocol (or assignor) and name."""
+
+    bootstrap: str
+    group: str
+    topic: str
+    protocol: str
+    name: str
+    log: _Log
+    settings: dict[str, int]
+
+    def unpack(self) -> tuple[str, str, str, str, str, _Log, dict[str, int]]:
+        """The fields in order (a shallow astuple: the log is shared, not copied)."""
+        return (
+            self.bootstrap,
+            self.group,
+            self.topic,
+            self.protocol,
+            self.name,
+            self.log,
+            self.settings,
+        )
+
+
+def _config(
     bootstrap: str,
     group: str,
-    topic: str,
     protocol: str,
     name: str,
-    log: _Log,
     settings: dict[str, int],
-) -> Callable[[threading.Event], None]:
+    **classic_extra: Any,
+) -> dict[str, Any]:
+    """The settings of a member, in the key names this client and librdkafka share."""
+    group_settings: dict[str, Any] = {"group.protocol": "consumer"}
+    if protocol != "consumer":
+        group_settings = {
+            "partition.assignment.strategy": protocol,
+            **classic_extra,
+            **{k: v for k, v in settings.items() if not k.startswith("_")},
+        }
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": name,
+        "auto.offset.reset": "latest",
+        "enable.auto.commit": True,
+        "auto.commit.interval.ms": 1000,
+        **group_settings,
+    }
+
+
+def _consume(
+    consumer: Any,
+    topic: str,
+    name: str,
+    log: _Log,
+    stop: threading.Event,
+    poll: Callable[[], list[int]],
+) -> None:
+    """Subscribe, log the partition of every record ``poll()`` returns until stopped, close."""
+    consumer.subscribe([topic])
+    while not stop.is_set():
+        parts = poll()
+        if parts:
+            log.add(name, parts)
+    consumer.close()
+
+
+def _ours(m: _Member) -> Callable[[threading.Event], None]:
+    bootstrap, group, topic, protocol, name, log, settings = m.unpack()
+
     def loop(stop: threading.Event) -> None:
         from kafkaconsumer.consumer import KafkaConsumer
 
-        group_settings: dict[str, Any] = {"group.protocol": "consumer"}
-        if protocol != "consumer":
-            group_settings = {
-                "partition.assignment.strategy": protocol,
-                "internal.cooperative.rejoin.delay.ms": settings.get("_rejoin_delay_ms", 0),
-                **{k: v for k, v in settings.items() if not k.startswith("_")},
-            }
         c = KafkaConsumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "client.id": name,
-                "auto.offset.reset": "latest",
-                "enable.auto.commit": True,
-                "auto.commit.interval.ms": 1000,
-                **group_settings,
-            }
+            _config(
+                bootstrap,
+                group,
+                protocol,
+                name,
+                settings,
+                **{"internal.cooperative.rejoin.delay.ms": settings.get("_rejoin_delay_ms", 0)},
+            )
         )
-        c.subscribe([topic])
-        while not stop.is_set():
-            records = c.poll(100)
-            if records:
-                log.add(name, [r.partition for r in records])
-        c.close()
+        _consume(c, topic, name, log, stop, lambda: [r.partition for r in c.poll(100)])
 
     return loop
 
 
-def _kafka_python(
-    bootstrap: str,
-    group: str,
-    topic: str,
-    protocol: str,
-    name: str,
-    log: _Log,
-    settings: dict[str, int],
-) -> Callable[[threading.Event], None]:
+def _kafka_python(m: _Member) -> Callable[[threading.Event], None]:
+    bootstrap, group, topic, protocol, name, log, settings = m.unpack()
+
     def loop(stop: threading.Event) -> None:
         import kafka
         from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
@@ -134,52 +180,28 @@ def _kafka_python(
             session_timeout_ms=settings["session.timeout.ms"],
             heartbeat_interval_ms=settings["heartbeat.interval.ms"],
         )
-        c.subscribe([topic])
-        while not stop.is_set():
+
+        def poll() -> list[int]:
             batch = c.poll(timeout_ms=100)
-            for tp, recs in batch.items():
-                log.add(name, [tp.partition] * len(recs))
-        c.close()
+            return [tp.partition for tp, recs in batch.items() for _r in recs]
+
+        _consume(c, topic, name, log, stop, poll)
 
     return loop
 
 
-def _confluent(
-    bootstrap: str,
-    group: str,
-    topic: str,
-    protocol: str,
-    name: str,
-    log: _Log,
-    settings: dict[str, int],
-) -> Callable[[threading.Event], None]:
+def _confluent(m: _Member) -> Callable[[threading.Event], None]:
+    bootstrap, group, topic, protocol, name, log, settings = m.unpack()
+
     def loop(stop: threading.Event) -> None:
         from confluent_kafka import Consumer
 
-        group_settings: dict[str, Any] = {"group.protocol": "consumer"}
-        if protocol != "consumer":
-            group_settings = {
-                "partition.assignment.strategy": protocol,
-                **{k: v for k, v in settings.items() if not k.startswith("_")},
-            }
-        c = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "client.id": name,
-                "auto.offset.reset": "latest",
-                "enable.auto.commit": True,
-                "auto.commit.interval.ms": 1000,
-                **group_settings,
-            }
-        )
-        c.subscribe([topic])
-        while not stop.is_set():
-            msgs = c.consume(500, 0.1)
-            parts = [int(m.partition() or 0) for m in msgs if m.error() is None]
-            if parts:
-                log.add(name, parts)
-        c.close()
+        c = Consumer(_config(bootstrap, group, protocol, name, settings))
+
+        def poll() -> list[int]:
+            return [int(m.partition() or 0) for m in c.consume(500, 0.1) if m.error() is None]
+
+        _consume(c, topic, name, log, stop, poll)
 
     return loop
 
@@ -212,32 +234,6 @@ def _create_topic(bootstrap: str, partitions: int) -> str:
     fs = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
     fs[topic].result(30)
     return topic
-
-
-def _set_group_heartbeat(bootstrap: str, group: str, interval_ms: int) -> None:
-    """Give a consumer-protocol group its own heartbeat interval (a broker group config)."""
-    from confluent_kafka.admin import (
-        AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(
-        ResourceType.GROUP,
-        group,
-        incremental_configs=[
-            ConfigEntry(
-                "consumer.heartbeat.interval.ms",
-                str(interval_ms),
-                incremental_operation=AlterConfigOpType.SET,
-            )
-        ],
-    )
-    for fut in admin.incremental_alter_configs([resource]).values():
-        fut.result(30)
 
 
 def analyse(
@@ -305,7 +301,9 @@ def run_scenario(
     topic = _create_topic(bootstrap, partitions)
     group = f"rebalance-{client}-{protocol}-{uuid.uuid4().hex[:6]}"
     if protocol == "consumer" and settings.get("_consumer_heartbeat_ms"):
-        _set_group_heartbeat(bootstrap, group, settings["_consumer_heartbeat_ms"])
+        # A consumer-protocol group's heartbeat interval is a broker-side group config.
+        interval = str(settings["_consumer_heartbeat_ms"])
+        set_group_config(bootstrap, group, {"consumer.heartbeat.interval.ms": interval})
     log = _Log()
     stop_producer = threading.Event()
     producer = threading.Thread(
@@ -316,7 +314,7 @@ def run_scenario(
     stops = {n: threading.Event() for n in ("A", "B")}
     threads = {
         n: threading.Thread(
-            target=make(bootstrap, group, topic, protocol, n, log, settings),
+            target=make(_Member(bootstrap, group, topic, protocol, n, log, settings)),
             args=(stops[n],),
             daemon=True,
         )

@@ -11,8 +11,9 @@ class per broker error code). Everything else (``kafkaconsumer.internals``, ``ka
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .admin import KafkaAdminClient
 from .config import ConsumerConfig
 from .consumer import KafkaConsumer
 from .errors import (
@@ -66,7 +67,6 @@ from .errors import (
 )
 from .interceptors import ConsumerInterceptor
 from .listener import ConsumerRebalanceListener
-from .producer import KafkaProducer
 from .record import ConsumerRecord
 from .serialization import Deserializer, Serializer
 from .structs import (
@@ -76,6 +76,25 @@ from .structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
+
+if TYPE_CHECKING:
+    from .admin import KafkaAdminClient
+    from .producer import KafkaProducer
+
+
+def __getattr__(name: str) -> Any:
+    # The admin client and the producer load on first use: a plain consumer needs neither, and
+    # they are a good part of the package's import time.
+    if name == "KafkaAdminClient":
+        from .admin import KafkaAdminClient
+
+        return KafkaAdminClient
+    if name == "KafkaProducer":
+        from .producer import KafkaProducer
+
+        return KafkaProducer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "__version__",

@@ -39,6 +39,7 @@ from kafkaconsumer.errors import (
 from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
+from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
@@ -251,7 +252,9 @@ class KafkaAdminClient:
         self._metadata = Metadata(self.config, time=self._time)
         # Admin metadata covers brokers and the controller; topic lists are asked for per call.
         self._metadata.set_topics([])
-        self._network = NetworkClient(self.config, time=self._time, metadata=self._metadata)
+        self._network = NetworkClient(
+            NetworkSettings.from_config(self.config), time=self._time, metadata=self._metadata
+        )
         self._client = ConsumerNetworkClient(self._network, self._metadata)
         self._default_timeout = int(self.config["default.api.timeout.ms"])
         self._backoff_ms = int(self.config["retry.backoff.ms"])

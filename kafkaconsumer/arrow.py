@@ -17,8 +17,8 @@ becomes a Spark DataFrame without conversion:
 :func:`decode_fetched_arrow` is the Arrow twin of ``record.decode_fetched_records``: the same
 checks (CRC32C/CRC32, every codec, v0/v1/v2, control batches, aborted transactions under
 read_committed, offsets below the fetch offset dropped) and the same errors. The Cython module
-``record._carrow`` fills the Arrow buffers with no Python object per record; without it the
-object decoder's records are copied into the same buffers (slower, same arrays).
+``record._carrow`` fills the Arrow buffers with no Python object per record, for every format;
+without it the object decoder's records are copied into the same buffers (slower, same arrays).
 
 :meth:`KafkaConsumer.poll_arrow` hands fetched data out as Arrow; :func:`read_offset_ranges`
 reads fixed offset ranges into a ``pyarrow.Table`` (the bounded read under the Spark
@@ -27,10 +27,12 @@ integration). ``pyarrow`` is needed (the ``arrow`` extra).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import accumulate
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -90,6 +92,7 @@ SCHEMA_WITH_HEADERS = pa.schema([*_FIELDS, pa.field("headers", HEADER_TYPE)])
 # Buffers are any objects with the buffer protocol; offsets start at 0.
 
 _columns_impl: Any = None
+_carrow_mod: Any = None
 #: True when the Cython Arrow decoder is in use.
 USING_EXTENSION = False
 if os.environ.get("KAFKACONSUMER_NO_EXTENSIONS") != "1":
@@ -99,6 +102,7 @@ if os.environ.get("KAFKACONSUMER_NO_EXTENSIONS") != "1":
         logger.debug("Cython Arrow decoder not available (%s); using the pure-Python one", exc)
     else:
         _columns_impl = _carrow.decode_columns
+        _carrow_mod = _carrow
         USING_EXTENSION = True
 
 
@@ -125,6 +129,38 @@ class ArrowDecodeResult(NamedTuple):
 
 def _buf(obj: Any) -> pa.Buffer | None:
     return None if obj is None else pa.py_buffer(obj)
+
+
+# Columns are made from buffers: ``pa.scalar``/``pa.array`` convert Python values, which makes
+# pyarrow import pandas when it is installed (about half a second on the first poll_arrow()),
+# and ``pa.repeat`` appends row by row.
+def _repeat_string_buffers(data: bytes, rows: int) -> tuple[Any, Any]:
+    if _carrow_mod is not None:
+        offsets, repeated = _carrow_mod.repeat_string_buffers(data, rows)
+        return offsets, repeated
+    return array("i", [len(data) * i for i in range(rows + 1)]), data * rows
+
+
+def _repeated_topic(topic: str, rows: int) -> pa.Array:
+    offsets, data = _repeat_string_buffers(topic.encode("utf-8"), rows)
+    return pa.Array.from_buffers(
+        pa.string(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=0
+    )
+
+
+def _repeated_int32(value: int, rows: int) -> pa.Array:
+    return pa.Array.from_buffers(
+        pa.int32(), rows, [None, pa.py_buffer(array("i", [value]) * rows)], null_count=0
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _no_headers() -> pa.Array:
+    """The (empty) child array of a headers column in which no row has a header."""
+    empty = array("i", [0])
+    keys = _binary(pa.string(), 0, None, 0, empty, b"")
+    values = _binary(pa.binary(), 0, None, 0, empty, b"")
+    return pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE.value_type))
 
 
 def _binary(
@@ -156,8 +192,8 @@ def _assemble(
     arrays = [
         _binary(pa.binary(), rows, kvalid, knulls, koffs, kdata),
         _binary(pa.binary(), rows, vvalid, vnulls, voffs, vdata),
-        pa.repeat(pa.scalar(topic, pa.string()), rows),
-        pa.repeat(pa.scalar(partition, pa.int32()), rows),
+        _repeated_topic(topic, rows),
+        _repeated_int32(partition, rows),
         pa.Array.from_buffers(pa.int64(), rows, [None, _buf(offsets)], null_count=0),
         pa.Array.from_buffers(
             pa.timestamp("ms", tz="UTC"), rows, [None, _buf(timestamps)], null_count=0
@@ -167,9 +203,12 @@ def _assemble(
     if hdr is None:
         hdr = (array("i", [0]) * (rows + 1), 0, array("i", [0]), b"", None, 0, array("i", [0]), b"")
     list_offsets, count, hkoffs, hkdata, hvvalid, hvnulls, hvoffs, hvdata = hdr
-    hkeys = _binary(pa.string(), count, None, 0, hkoffs, hkdata)
-    hvalues = _binary(pa.binary(), count, hvvalid, hvnulls, hvoffs, hvdata)
-    struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=list(HEADER_TYPE.value_type))
+    if count:
+        hkeys = _binary(pa.string(), count, None, 0, hkoffs, hkdata)
+        hvalues = _binary(pa.binary(), count, hvvalid, hvnulls, hvoffs, hvdata)
+        struct = pa.StructArray.from_arrays([hkeys, hvalues], fields=list(HEADER_TYPE.value_type))
+    else:
+        struct = _no_headers()
     arrays.append(
         pa.Array.from_buffers(
             HEADER_TYPE, rows, [None, _buf(list_offsets)], null_count=0, children=[struct]
@@ -179,56 +218,51 @@ def _assemble(
     return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA_WITH_HEADERS), epoch_array
 
 
+def _bitmap(flags: list[bool]) -> bytearray | None:
+    """An Arrow validity bitmap of ``flags`` (True: valid); None when all are valid."""
+    if all(flags):
+        return None
+    # Eight flags per byte, least significant bit first: as an int's bits, reversed per byte.
+    bits = int("".join("1" if f else "0" for f in reversed(flags)) or "0", 2)
+    return bytearray(bits.to_bytes((len(flags) + 7) // 8 or 1, "little"))
+
+
+def _binary_column(values: list[Any]) -> tuple[bytearray | None, int, array[int], bytes]:
+    """(validity, null count, int32 offsets, data) of a binary column of bytes-or-None."""
+    present = [v is not None for v in values]
+    data = b"".join([v for v in values if v is not None])
+    offsets = array("i", [0])
+    offsets.extend(accumulate(len(v) if v is not None else 0 for v in values))
+    return _bitmap(present), len(values) - sum(present), offsets, data
+
+
 def _columns_from_records(records: Iterable[Any]) -> tuple[int, tuple[Any, ...]]:
-    """The column tuple of ConsumerRecords (the pure-Python decoder, legacy conversions)."""
-    kvalid, vvalid, hvvalid = bytearray(), bytearray(), bytearray()
-    koffs, voffs, hkoffs, hvoffs, loffs = (array("i", [0]) for _ in range(5))
-    kdata, vdata, hkdata, hvdata = bytearray(), bytearray(), bytearray(), bytearray()
-    offsets, timestamps = array("q"), array("q")
-    ts_types, epochs = array("i"), array("i")
-    knulls = vnulls = hvnulls = rows = hcount = 0
-    for rec in records:
-        if rows & 7 == 0:
-            kvalid.append(0)
-            vvalid.append(0)
-        key, value = rec.key, rec.value
-        if key is None:
-            knulls += 1
-        else:
-            kdata += key
-            kvalid[rows >> 3] |= 1 << (rows & 7)
-        koffs.append(len(kdata))
-        if value is None:
-            vnulls += 1
-        else:
-            vdata += value
-            vvalid[rows >> 3] |= 1 << (rows & 7)
-        voffs.append(len(vdata))
-        offsets.append(rec.offset)
-        timestamps.append(rec.timestamp)
-        ts_types.append(rec.timestamp_type)
-        epochs.append(-1 if rec.leader_epoch is None else rec.leader_epoch)
-        for hkey, hvalue in rec.headers:
-            if hcount & 7 == 0:
-                hvvalid.append(0)
-            hkdata += hkey.encode("utf-8")
-            hkoffs.append(len(hkdata))
-            if hvalue is None:
-                hvnulls += 1
-            else:
-                hvdata += hvalue
-                hvvalid[hcount >> 3] |= 1 << (hcount & 7)
-            hvoffs.append(len(hvdata))
-            hcount += 1
-        loffs.append(hcount)
-        rows += 1
-    hdr = (loffs, hcount, hkoffs, hkdata, hvvalid if hvnulls else None, hvnulls, hvoffs, hvdata)
-    return rows, (
-        kvalid if knulls else None,
+    """The column tuple of ConsumerRecords (the pure-Python decoder, legacy conversions).
+
+    Column by column with built-ins (join, accumulate, array) rather than row by row: the
+    pure-Python Arrow path then costs little more than the object decoder under it."""
+    recs = records if isinstance(records, list) else list(records)
+    kvalid, knulls, koffs, kdata = _binary_column([r.key for r in recs])
+    vvalid, vnulls, voffs, vdata = _binary_column([r.value for r in recs])
+    offsets = array("q", [r.offset for r in recs])
+    timestamps = array("q", [r.timestamp for r in recs])
+    ts_types = array("i", [r.timestamp_type for r in recs])
+    epochs = array("i", [-1 if r.leader_epoch is None else r.leader_epoch for r in recs])
+    headers = [r.headers for r in recs]
+    loffs = array("i", [0])
+    loffs.extend(accumulate(len(h) for h in headers))
+    pairs = [pair for h in headers for pair in h]
+    hkeys = [k.encode("utf-8") for k, _v in pairs]
+    hkoffs = array("i", [0])
+    hkoffs.extend(accumulate(len(k) for k in hkeys))
+    hvvalid, hvnulls, hvoffs, hvdata = _binary_column([v for _k, v in pairs])
+    hdr = (loffs, len(pairs), hkoffs, b"".join(hkeys), hvvalid, hvnulls, hvoffs, hvdata)
+    return len(recs), (
+        kvalid,
         knulls,
         koffs,
         kdata,
-        vvalid if vnulls else None,
+        vvalid,
         vnulls,
         voffs,
         vdata,
@@ -275,7 +309,6 @@ def decode_fetched_arrow(
             read_committed=read_committed,
             aborted_transactions=aborted_transactions,
             include_headers=True,
-            legacy_decode=_decode_objects,
         )
     else:
         decode = _pyrecords.decode_fetched_records if _force_python else _decode_objects
@@ -428,7 +461,8 @@ def concat_batches(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 def empty_batch(include_headers: bool = False) -> pa.RecordBatch:
     """A record batch with no rows and :func:`schema` ``(include_headers)``."""
-    return pa.RecordBatch.from_pylist([], schema=schema(include_headers))
+    target = schema(include_headers)
+    return pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in target], schema=target)
 
 
 # ----------------------------------------------------------------------------- bounded reads
@@ -466,12 +500,26 @@ def _reader_config(config: Mapping[str, Any]) -> dict[str, Any]:
     # log must surface as data loss, not be reset silently.
     cfg["enable.auto.commit"] = False
     cfg["auto.offset.reset"] = "none"
+    # Unless told otherwise, each poll hands out all that was fetched, and a fetch brings up
+    # to 8 MiB of a partition: a bounded read usually reads one partition, and few large
+    # batches cost less per record downstream (Spark takes each yielded batch as one Arrow
+    # message) than the 500-record polls of a consumer loop.
+    cfg.setdefault("max.poll.records", 1 << 30)
+    cfg.setdefault("max.partition.fetch.bytes", 8 << 20)
     return cfg
+
+
+#: Offset ranges ``{TopicPartition: (start, end)}``, or a function that works them out with
+#: the reading consumer when the read starts (for bounds resolved at read time).
+Ranges = (
+    Mapping[TopicPartition, tuple[int, int]]
+    | Callable[[KafkaConsumer], Mapping[TopicPartition, tuple[int, int]]]
+)
 
 
 def iter_offset_ranges(
     config: Mapping[str, Any],
-    ranges: Mapping[TopicPartition, tuple[int, int]],
+    ranges: Ranges,
     *,
     include_headers: bool = False,
     fail_on_data_loss: bool = True,
@@ -486,13 +534,16 @@ def iter_offset_ranges(
     :class:`DataLossError` naming the partition and range, or with ``fail_on_data_loss=False``
     are skipped with a warning. Gaps inside the range (compaction, transaction markers, aborted
     records under read_committed) are not loss. ``poll_timeout_ms`` without any progress raises
-    ``KafkaTimeoutError``.
+    ``KafkaTimeoutError``. ``ranges`` may be a function of the reading consumer that returns
+    the ranges (bounds looked up when the read starts, on the same connections).
     """
-    pending = {tp: (int(s), int(e)) for tp, (s, e) in ranges.items() if int(e) > int(s)}
-    if not pending:
-        return
     names = schema(include_headers).names
     with KafkaConsumer(_reader_config(config)) as consumer:
+        if callable(ranges):
+            ranges = ranges(consumer)
+        pending = {tp: (int(s), int(e)) for tp, (s, e) in ranges.items() if int(e) > int(s)}
+        if not pending:
+            return
         consumer.assign(list(pending))
         for tp, (start, _end) in pending.items():
             consumer.seek(tp, start)
@@ -538,9 +589,12 @@ def iter_offset_ranges(
 
 
 def _payload_bytes(batch: pa.RecordBatch) -> int:
-    return int(batch.column(0).buffers()[2].size if batch.column(0).buffers()[2] else 0) + int(
-        batch.column(1).buffers()[2].size if batch.column(1).buffers()[2] else 0
-    )
+    # Key and value bytes in the batch's rows (a data buffer's size is its allocation, and a
+    # slice shares its parent's buffer).
+    total = 0
+    for column in (batch.column(0), batch.column(1)):
+        total += pc.sum(pc.binary_length(column)).as_py() or 0
+    return int(total)
 
 
 def _skip_lost(

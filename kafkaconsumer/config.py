@@ -48,6 +48,9 @@ __all__ = [
     "ConsumerConfig",
     "ProducerConfig",
     "AdminClientConfig",
+    "CONSUMER_MAX_IN_FLIGHT_REQUESTS",
+    "config_default",
+    "config_value",
 ]
 
 
@@ -1873,6 +1876,8 @@ class AbstractConfig(Mapping[str, Any]):
     _DEFINITIONS: ClassVar[dict[str, ConfigKey]] = {}
     _SNAKE: ClassVar[dict[str, str]] = {}
     _CLIENT_ID_PREFIX: ClassVar[str] = "client"
+    #: Keys without effect this configuration (or one it re-wraps) warned about.
+    _warned: frozenset[str] = frozenset()
     _client_id_seq: ClassVar[itertools.count[int]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -1888,10 +1893,14 @@ class AbstractConfig(Mapping[str, Any]):
             raise ConfigError(
                 f"configs must be a mapping of config keys to values, got {type(configs).__name__}"
             )
+        # Keys without effect already warned about by a configuration this one re-wraps:
+        # the warning is once per configuration the user wrote, not per wrapper of it.
+        warned: set[str] = set()
         if isinstance(configs, AbstractConfig):
             # Re-wrapping a config keeps its generated client.id instead of minting a new one.
             inherited = configs.originals()
             inherited.setdefault("client.id", configs["client.id"])
+            warned = set(configs._warned)
             configs = inherited
         originals: dict[str, Any] = {}
         for source in (configs or {}, kwargs):
@@ -1912,11 +1921,14 @@ class AbstractConfig(Mapping[str, Any]):
                 if key.validator is not None:
                     value = key.validator(name, value)
                 if key.java_only and value is not None and value != key.default:
-                    logger.warning("config %s has no effect in this Python client", name)
+                    if name not in warned:
+                        logger.warning("config %s has no effect in this Python client", name)
+                        warned.add(name)
             else:
                 value = key.default
             values[name] = value
         self._values = values
+        self._warned = frozenset(warned)
         self._post_process()
 
     # -- mapping protocol ------------------------------------------------------------------
@@ -2146,6 +2158,12 @@ def _finish(cls: type[AbstractConfig], keys: list[ConfigKey]) -> None:
     cls._SNAKE = {k.snake_name: k.name for k in keys}
 
 
+#: Requests in flight per broker connection for the clients whose configuration has no
+#: ``max.in.flight.requests.per.connection`` key (the consumer and the admin client): Java's
+#: consumer builds its network client with this fixed bound. Not a key: it cannot be set.
+CONSUMER_MAX_IN_FLIGHT_REQUESTS = 100
+
+
 class ConsumerConfig(AbstractConfig):
     """Configuration of :class:`~kafkaconsumer.consumer.KafkaConsumer` (Java ``ConsumerConfig``).
 
@@ -2216,3 +2234,21 @@ class AdminClientConfig(AbstractConfig):
 _finish(ConsumerConfig, _consumer_keys())
 _finish(ProducerConfig, _producer_keys())
 _finish(AdminClientConfig, _admin_keys())
+
+
+def config_default(key: str) -> Any:
+    """The default of a configuration key (the consumer's, else the producer's or the admin
+    client's), for settings that tests build from plain mappings: read from the key
+    definitions, never restated."""
+    for cls in (ConsumerConfig, ProducerConfig, AdminClientConfig):
+        definition = cls._DEFINITIONS.get(key)
+        if definition is not None:
+            return definition.default
+    raise KeyError(key)
+
+
+def config_value(config: Mapping[str, Any], key: str) -> Any:
+    """``config[key]``, or the key's default (:func:`config_default`) when ``config`` (a plain
+    mapping a test built) lacks it or leaves it None."""
+    value = config.get(key)
+    return config_default(key) if value is None else value

@@ -29,10 +29,12 @@ from kafkaconsumer.internals.subscription_state import (
     SubscriptionState,
     current_leader,
 )
+from kafkaconsumer.listener import ConsumerRebalanceListener, NoOpConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
 from kafkaconsumer.metrics import FetchManagerMetrics, KafkaConsumerMetrics, Metrics
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
+from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.record import ConsumerRecord
 from kafkaconsumer.serialization import resolve_deserializer
 from kafkaconsumer.structs import (
@@ -97,15 +99,15 @@ class KafkaConsumer:
 
         Raises :class:`~kafkaconsumer.errors.ConfigError` for invalid configuration.
         """
-        raw: dict[str, Any] = dict(configs or {})
-        raw.update(kwargs)
         self._closed = True  # until construction succeeds, close() has nothing to do
         self._closing = False
         self._owner = _NO_THREAD
         self._refcount = 0
         self._guard = threading.Lock()
         self._time = _time if _time is not None else SYSTEM_TIME
-        self.config = ConsumerConfig(raw)
+        # A ConsumerConfig passed in is re-wrapped, not flattened: its client.id and the
+        # warnings it already logged carry over.
+        self.config = ConsumerConfig(configs, **kwargs)
         cfg = self.config
         self._client_id = cfg["client.id"]
         self._group_id = cfg["group.id"]
@@ -127,7 +129,9 @@ class KafkaConsumer:
         self._metrics = Metrics.from_config(cfg, time=self._time)
         self._fetch_metrics = FetchManagerMetrics(self._metrics, self._client_id)
         self._consumer_metrics = KafkaConsumerMetrics(self._metrics, self._client_id)
-        self._net = NetworkClient(cfg, time=self._time, metadata=self._metadata)
+        self._net = NetworkClient(
+            NetworkSettings.from_config(cfg), time=self._time, metadata=self._metadata
+        )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
         try:
             self._fetcher = Fetcher(
@@ -152,6 +156,7 @@ class KafkaConsumer:
                     self._metadata,
                     time=self._time,
                     interceptors=self._interceptors,
+                    metrics=self._metrics,
                 )
         except BaseException:
             self._client.close()
@@ -243,7 +248,7 @@ class KafkaConsumer:
     def subscribe(
         self,
         topics: Iterable[str] | re.Pattern[str],
-        listener: Any = None,
+        listener: ConsumerRebalanceListener | None = None,
     ) -> None:
         """Join the group for ``topics`` (a list of names, or a compiled ``re.Pattern``).
 
@@ -261,8 +266,6 @@ class KafkaConsumer:
                     f"listener must be a ConsumerRebalanceListener, got {type(listener).__name__}"
                 )
             if listener is None:
-                from kafkaconsumer.listener import NoOpConsumerRebalanceListener
-
                 listener = NoOpConsumerRebalanceListener()
             if isinstance(topics, re.Pattern):
                 logger.info("subscribed to pattern: %r", topics.pattern)
@@ -379,7 +382,12 @@ class KafkaConsumer:
                 fetch = self._poll_for_fetches(timer, max_records, arrow)
                 if not fetch.is_empty():
                     # Pipelining: the next fetch goes out while the user handles these records.
-                    if self._fetcher.send_fetches() > 0:
+                    # While a partition still waits for its offset reset or validation, the
+                    # answer is read now, not once the buffer drains: that partition fetches
+                    # meanwhile (Java polls whenever any request is pending; counting them
+                    # takes the network lock on every poll, and an in-flight fetch alone is
+                    # left to the next wait).
+                    if self._fetcher.send_fetches() > 0 or not self._cached_all_positions:
                         self._client.poll_no_wakeup()
                     return fetch
                 timer.update()
@@ -450,10 +458,18 @@ class KafkaConsumer:
         poll_timer = Timer(self._time, poll_ms)
         # A response may have landed (on another polling thread) since collect_fetch().
         if not self._fetcher.has_available_fetches():
+            metadata_version = self._metadata.update_version
             while True:
                 self._client.poll(timeout_ms=poll_timer.remaining_ms)
                 poll_timer.update()
-                if poll_timer.is_expired() or self._fetcher.has_available_fetches():
+                if (
+                    poll_timer.is_expired()
+                    or self._fetcher.has_available_fetches()
+                    or self._metadata.update_version != metadata_version
+                ):
+                    # New metadata may name new leaders: poll() points the positions at them
+                    # and validates them first, as Java's loop does after every network poll;
+                    # fetching on would ask the old leader until this wait ends.
                     break
                 # Responses may have freed nodes for another fetch (or asked for a reset).
                 self._fetcher.send_fetches()

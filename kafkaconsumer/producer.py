@@ -48,6 +48,7 @@ from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.future import Future
+from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.record import encode_batch
 from kafkaconsumer.serialization import resolve_serializer
@@ -292,7 +293,9 @@ class KafkaProducer:
             )
         self._partitioner: Callable[..., int] | None = partitioner
         self._metadata = Metadata(cfg, time=self._time)
-        self._network = NetworkClient(cfg, time=self._time, metadata=self._metadata)
+        self._network = NetworkClient(
+            NetworkSettings.from_config(cfg), time=self._time, metadata=self._metadata
+        )
         self._client = ConsumerNetworkClient(self._network, self._metadata)
         self._lock = threading.RLock()
         self._topics: set[str] = set()

@@ -152,10 +152,22 @@ class StringDeserializer(Deserializer):
             ) from exc
 
 
-class _StructDeserializer(Deserializer):
+class _FixedLayout:
+    """One number in a fixed ``struct`` layout, named by the subclass's ``layout=`` keyword;
+    the Java class name in errors is the subclass's own name.
+    """
+
     _struct: struct.Struct
     _java: str
 
+    def __init_subclass__(cls, layout: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if layout:
+            cls._struct = struct.Struct(layout)
+            cls._java = cls.__name__
+
+
+class _StructDeserializer(_FixedLayout, Deserializer):
     def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
         """Read one big-endian number from exactly the right number of bytes."""
         if data is None:
@@ -167,39 +179,24 @@ class _StructDeserializer(Deserializer):
         return self._struct.unpack(data)[0]
 
 
-class IntegerDeserializer(_StructDeserializer):
+class IntegerDeserializer(_StructDeserializer, layout=">i"):
     """4-byte big-endian signed int (Java ``IntegerDeserializer``)."""
 
-    _struct = struct.Struct(">i")
-    _java = "IntegerDeserializer"
 
-
-class LongDeserializer(_StructDeserializer):
+class LongDeserializer(_StructDeserializer, layout=">q"):
     """8-byte big-endian signed long (Java ``LongDeserializer``)."""
 
-    _struct = struct.Struct(">q")
-    _java = "LongDeserializer"
 
-
-class ShortDeserializer(_StructDeserializer):
+class ShortDeserializer(_StructDeserializer, layout=">h"):
     """2-byte big-endian signed short (Java ``ShortDeserializer``)."""
 
-    _struct = struct.Struct(">h")
-    _java = "ShortDeserializer"
 
-
-class FloatDeserializer(_StructDeserializer):
+class FloatDeserializer(_StructDeserializer, layout=">f"):
     """4-byte IEEE 754 float (Java ``FloatDeserializer``)."""
 
-    _struct = struct.Struct(">f")
-    _java = "FloatDeserializer"
 
-
-class DoubleDeserializer(_StructDeserializer):
+class DoubleDeserializer(_StructDeserializer, layout=">d"):
     """8-byte IEEE 754 double (Java ``DoubleDeserializer``)."""
-
-    _struct = struct.Struct(">d")
-    _java = "DoubleDeserializer"
 
 
 class BooleanDeserializer(Deserializer):
@@ -366,10 +363,7 @@ class StringSerializer(Serializer):
         return data.encode(self.encoding)
 
 
-class _StructSerializer(Serializer):
-    _struct: struct.Struct
-    _java: str
-
+class _StructSerializer(_FixedLayout, Serializer):
     def serialize(self, topic: str, data: Any, headers: Headers | None = None) -> bytes | None:
         """Write one big-endian number."""
         if data is None:
@@ -380,39 +374,24 @@ class _StructSerializer(Serializer):
             raise SerializationError(f"{self._java} cannot write {data!r}: {exc}") from exc
 
 
-class IntegerSerializer(_StructSerializer):
+class IntegerSerializer(_StructSerializer, layout=">i"):
     """4-byte big-endian signed int."""
 
-    _struct = struct.Struct(">i")
-    _java = "IntegerSerializer"
 
-
-class LongSerializer(_StructSerializer):
+class LongSerializer(_StructSerializer, layout=">q"):
     """8-byte big-endian signed long."""
 
-    _struct = struct.Struct(">q")
-    _java = "LongSerializer"
 
-
-class ShortSerializer(_StructSerializer):
+class ShortSerializer(_StructSerializer, layout=">h"):
     """2-byte big-endian signed short."""
 
-    _struct = struct.Struct(">h")
-    _java = "ShortSerializer"
 
-
-class FloatSerializer(_StructSerializer):
+class FloatSerializer(_StructSerializer, layout=">f"):
     """4-byte IEEE 754 float."""
 
-    _struct = struct.Struct(">f")
-    _java = "FloatSerializer"
 
-
-class DoubleSerializer(_StructSerializer):
+class DoubleSerializer(_StructSerializer, layout=">d"):
     """8-byte IEEE 754 double."""
-
-    _struct = struct.Struct(">d")
-    _java = "DoubleSerializer"
 
 
 class BooleanSerializer(Serializer):

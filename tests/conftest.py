@@ -14,7 +14,8 @@ When the choice falls past Apache Kafka, the session says why once in the termin
 ``broker.is_tansu``/``broker.is_apache`` let a test skip what a broker lacks, and
 ``broker.api_versions`` holds the broker's ApiVersions ranges.
 
-``kafka_cluster`` is a 3-broker Apache Kafka cluster with racks (see
+``kafka_cluster`` is a 3-broker Apache Kafka cluster with racks and, on every broker, the
+secured listeners of ``secure_kafka`` (``kafka_cluster.security``; see
 ``tests/support/apache_kafka.py``), started once per session when a test first asks for it; after
 each test that used it, every stopped node is started again and the cluster waits until all
 partitions are back in sync. Tests using it get a 300 s timeout (the first one pays the start).
@@ -29,7 +30,7 @@ else a single node started for it once; it skips like ``kafka_cluster``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -103,14 +104,16 @@ def _apache() -> Iterator[BrokerInfo]:
 
 
 def _docker() -> Iterator[BrokerInfo]:
-    from testcontainers.kafka import KafkaContainer  # type: ignore[import-untyped]
+    from testcontainers.kafka import KafkaContainer
 
-    kafka = KafkaContainer("apache/kafka:3.7.0")
+    # The same Kafka version as the Maven-fetched broker would be (the image is tagged by version).
+    version = apache_kafka.requested_version()
+    kafka = KafkaContainer(f"apache/kafka:{version}")
     # The tests' 3 s sessions and immediate first rebalances, as on the broker started here.
     kafka.with_env("KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", "500")
     kafka.with_env("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
     with kafka:
-        yield BrokerInfo(kafka.get_bootstrap_server(), "docker-kafka", "3.7.0")
+        yield BrokerInfo(kafka.get_bootstrap_server(), "docker-kafka", version)
 
 
 def _tansu() -> Iterator[BrokerInfo]:
@@ -120,9 +123,9 @@ def _tansu() -> Iterator[BrokerInfo]:
         yield BrokerInfo(embedded.bootstrap_servers, "tansu", "", {"embedded": embedded})
 
 
-@pytest.fixture(scope="session")
-def broker(request: pytest.FixtureRequest) -> Iterator[BrokerInfo]:
-    """The real broker of this test session."""
+def choose_broker(say: Callable[[str], None]) -> Generator[BrokerInfo, None, None]:
+    """Start (or name) the session's broker in the order of the module docstring, yield it,
+    stop it; ``say`` tells the terminal once why the choice fell past Apache Kafka."""
     forced = os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower()
     if forced:
         if forced not in _KINDS:
@@ -140,11 +143,17 @@ def broker(request: pytest.FixtureRequest) -> Iterator[BrokerInfo]:
         yield from _apache()
         return
     if _docker_answers():
-        _say(request.config, f"{missing}: using Apache Kafka in Docker instead")
+        say(f"{missing}: using Apache Kafka in Docker instead")
         yield from _docker()
         return
-    _say(request.config, f"{missing}: using the embedded Tansu broker instead")
+    say(f"{missing}: using the embedded Tansu broker instead")
     yield from _tansu()
+
+
+@pytest.fixture(scope="session")
+def broker(request: pytest.FixtureRequest) -> Iterator[BrokerInfo]:
+    """The real broker of this test session."""
+    yield from choose_broker(lambda message: _say(request.config, message))
 
 
 #: Seconds granted to a test that uses a fixture which starts JVMs (when it has no own timeout).
@@ -174,7 +183,8 @@ def _skip_unless_apache_possible() -> None:
 @pytest.fixture(scope="session")
 def _kafka_cluster_session() -> Iterator[apache_kafka.KafkaCluster]:
     _skip_unless_apache_possible()
-    with apache_kafka.KafkaCluster(brokers=3, racks=True) as cluster:
+    # The secured listeners on every broker cost no extra process.
+    with apache_kafka.KafkaCluster(brokers=3, racks=True, security=True) as cluster:
         yield cluster
 
 
@@ -182,8 +192,9 @@ def _kafka_cluster_session() -> Iterator[apache_kafka.KafkaCluster]:
 def kafka_cluster(
     _kafka_cluster_session: apache_kafka.KafkaCluster,
 ) -> Iterator[apache_kafka.KafkaCluster]:
-    """The session's 3-broker cluster (controller 100, brokers 1-3 in racks rack-1..rack-3);
-    nodes a test stopped are started again after it."""
+    """The session's 3-broker cluster (controller 100, brokers 1-3 in racks rack-1..rack-3, the
+    secured listeners on each: ``kafka_cluster.security``); nodes a test stopped are started
+    again after it."""
     yield _kafka_cluster_session
     _kafka_cluster_session.heal()
 

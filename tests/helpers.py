@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkaconsumer.network.settings import NetworkSettings
 
 
 def unique_name(prefix: str = "t") -> str:
@@ -27,3 +33,24 @@ def wait_for(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {message}")
         time.sleep(interval)
+
+
+def network_settings(config: Mapping[str, Any], **fixed: Any) -> NetworkSettings:
+    """The network settings of a consumer configured with ``config`` (Java keys), with
+    ``fixed`` settings replaced (``max_in_flight_requests_per_connection``, which a consumer's
+    configuration cannot set)."""
+    from kafkaconsumer.config import ConsumerConfig
+    from kafkaconsumer.network.settings import NetworkSettings
+
+    settings = NetworkSettings.from_config(ConsumerConfig(config))
+    return dataclasses.replace(settings, **fixed) if fixed else settings
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT.
+
+    A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored
+    across fork and exec: a Python child would then never see KeyboardInterrupt (CI runs from
+    such a job). The child gets the default disposition back, so Python installs its handler.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -13,6 +13,8 @@ from typing import Any, TextIO
 __all__ = [
     "CommandError",
     "add_connection_args",
+    "add_admin_args",
+    "admin_client",
     "client_config",
     "read_properties",
     "parse_property",
@@ -50,6 +52,36 @@ def add_connection_args(parser: argparse.ArgumentParser) -> None:
         help="a client configuration key (Java name, e.g. fetch.max.bytes=1048576); "
         "repeatable; wins over --config-file",
     )
+
+
+def add_admin_args(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    """Options of the commands that ask the cluster through the admin client: the connection,
+    ``--json`` (unless the command prints nothing to parse) and ``--timeout-ms``."""
+    add_connection_args(parser)
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=15_000,
+        metavar="MS",
+        help="give up when the cluster has not answered within this time (default: 15000)",
+    )
+
+
+def admin_client(args: argparse.Namespace) -> Any:
+    """A :class:`~kafkaconsumer.admin.KafkaAdminClient` for the command line's cluster, whose
+    calls give up after ``--timeout-ms``."""
+    from kafkaconsumer.admin import KafkaAdminClient
+    from kafkaconsumer.config import config_default
+
+    config = client_config(args)
+    config.setdefault("default.api.timeout.ms", args.timeout_ms)
+    # A single request never outlives the command's own limit; the default comes from the keys.
+    config.setdefault(
+        "request.timeout.ms", min(config_default("request.timeout.ms"), args.timeout_ms)
+    )
+    return KafkaAdminClient(config)
 
 
 def parse_property(text: str) -> tuple[str, str]:

@@ -26,6 +26,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from kafkaconsumer.listener import ConsumerRebalanceListener
+
 from ._common import CommandError
 
 __all__ = ["add_parser", "run_demo", "PROTOCOLS"]
@@ -147,7 +149,7 @@ class _Demo:
             return len(self.seen)
 
 
-class _Member:
+class _Member(ConsumerRebalanceListener):
     """One member: polls, commits after every batch, and only then counts the batch as
     processed. A batch whose commit the coordinator refuses because a rebalance is under way
     is rolled back (the member seeks back to its first record), so those records are read

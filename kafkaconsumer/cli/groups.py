@@ -13,7 +13,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from ._common import CommandError, add_connection_args, client_config, print_json, print_table
+from ._common import CommandError, add_admin_args, admin_client, print_json, print_table
 
 __all__ = ["add_parser", "parse_duration_ms", "parse_datetime_ms"]
 
@@ -55,16 +55,13 @@ def parse_datetime_ms(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-def _common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
-    add_connection_args(p)
-    if json_flag:
-        p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+def _group_args(p: argparse.ArgumentParser, verb: str) -> None:
     p.add_argument(
-        "--timeout-ms",
-        type=int,
-        default=15_000,
-        metavar="MS",
-        help="give up when the cluster has not answered within this time (default: 15000)",
+        "--group",
+        action="append",
+        required=True,
+        metavar="GROUP",
+        help=f"group to {verb} (repeatable)",
     )
 
 
@@ -83,7 +80,7 @@ def add_parser(sub: Any) -> None:
         description="List every group the cluster knows, with its type "
         "(classic or consumer), protocol type and state.",
     )
-    _common(lst)
+    add_admin_args(lst)
     lst.set_defaults(run=_list)
 
     desc = gsub.add_parser(
@@ -93,14 +90,8 @@ def add_parser(sub: Any) -> None:
         "with its assigned partitions (classic and consumer-protocol groups), "
         "then the committed offset, end offset and lag of each partition.",
     )
-    _common(desc)
-    desc.add_argument(
-        "--group",
-        action="append",
-        required=True,
-        metavar="GROUP",
-        help="group to describe (repeatable)",
-    )
+    add_admin_args(desc)
+    _group_args(desc, "describe")
     desc.set_defaults(run=_describe)
 
     lag = gsub.add_parser(
@@ -109,7 +100,7 @@ def add_parser(sub: Any) -> None:
         description="Show, for each partition the group has committed or is assigned, the "
         "committed offset, the end offset (high watermark) and the lag.",
     )
-    _common(lag)
+    add_admin_args(lag)
     lag.add_argument("--group", required=True, metavar="GROUP", help="the group")
     lag.set_defaults(run=_lag)
 
@@ -119,7 +110,7 @@ def add_parser(sub: Any) -> None:
         description="Compute new committed offsets for an inactive group and, with "
         "--execute, commit them. Without --execute nothing changes.",
     )
-    _common(reset)
+    add_admin_args(reset)
     reset.add_argument("--group", required=True, metavar="GROUP", help="the group")
     scope = reset.add_mutually_exclusive_group(required=True)
     scope.add_argument(
@@ -167,14 +158,8 @@ def add_parser(sub: Any) -> None:
         help="delete inactive groups and their offsets",
         description="Delete groups that have no members, with their committed offsets.",
     )
-    _common(delete, json_flag=False)
-    delete.add_argument(
-        "--group",
-        action="append",
-        required=True,
-        metavar="GROUP",
-        help="group to delete (repeatable)",
-    )
+    add_admin_args(delete, json_flag=False)
+    _group_args(delete, "delete")
     delete.set_defaults(run=_delete)
 
     doff = gsub.add_parser(
@@ -182,7 +167,7 @@ def add_parser(sub: Any) -> None:
         help="delete a group's committed offsets for some partitions",
         description="Delete a group's committed offsets for topics it no longer consumes.",
     )
-    _common(doff, json_flag=False)
+    add_admin_args(doff, json_flag=False)
     doff.add_argument("--group", required=True, metavar="GROUP", help="the group")
     doff.add_argument(
         "--topic",
@@ -192,15 +177,6 @@ def add_parser(sub: Any) -> None:
         help="a topic, or some of its partitions (repeatable)",
     )
     doff.set_defaults(run=_delete_offsets)
-
-
-def _admin(args: argparse.Namespace) -> Any:
-    from kafkaconsumer.admin import KafkaAdminClient
-
-    config = client_config(args)
-    config.setdefault("default.api.timeout.ms", args.timeout_ms)
-    config.setdefault("request.timeout.ms", min(30_000, args.timeout_ms))
-    return KafkaAdminClient(config)
 
 
 def _topic_partitions(admin: Any, specs: list[str]) -> list[Any]:
@@ -225,7 +201,7 @@ def _topic_partitions(admin: Any, specs: list[str]) -> list[Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_client(args) as admin:
         groups = admin.list_groups()
     if args.json:
         print_json(
@@ -296,7 +272,7 @@ def _print_lag(group: str, rows: list[dict[str, Any]], owner: dict[Any, str]) ->
 
 
 def _describe(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_client(args) as admin:
         described = admin.describe_groups(args.group)
         lags = {}
         for g in described.values():
@@ -369,7 +345,7 @@ def _partitions_text(tps: Any) -> str:
 
 
 def _lag(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_client(args) as admin:
         described = admin.describe_groups([args.group])[args.group]
         if described.state == "Dead":
             raise CommandError(f"group {args.group!r} does not exist")
@@ -401,7 +377,7 @@ def _reset(args: argparse.Namespace) -> int:
         when_ms = parse_datetime_ms(args.to_datetime)
     elif args.by_duration is not None:
         when_ms = int(time.time() * 1000) - parse_duration_ms(args.by_duration)
-    with _admin(args) as admin:
+    with admin_client(args) as admin:
         state = admin.describe_groups([args.group])[args.group].state
         if state not in ("Empty", "Dead"):
             raise CommandError(
@@ -473,7 +449,7 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_client(args) as admin:
         admin.delete_consumer_groups(args.group)
     for g in args.group:
         print(f"Deleted group {g}")
@@ -481,7 +457,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _delete_offsets(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_client(args) as admin:
         tps = _topic_partitions(admin, args.topic)
         admin.delete_consumer_group_offsets(args.group, tps)
     print(f"Deleted the committed offsets of group {args.group} for {_partitions_text(tps)}")

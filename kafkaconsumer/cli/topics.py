@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._common import add_connection_args, client_config, print_json, print_table
+from ._common import add_admin_args, admin_client, print_json, print_table
 
 __all__ = ["add_parser"]
 
@@ -23,19 +23,11 @@ def add_parser(sub: Any) -> None:
         help="every topic and its partition count",
         description="List every topic with its partition count.",
     )
-    add_connection_args(lst)
+    add_admin_args(lst)
     lst.add_argument(
         "--include-internal",
         action="store_true",
         help="also list internal topics (__consumer_offsets, ...)",
-    )
-    lst.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    lst.add_argument(
-        "--timeout-ms",
-        type=int,
-        default=15_000,
-        metavar="MS",
-        help="give up when the cluster has not answered within this time (default: 15000)",
     )
     lst.set_defaults(run=_list)
     desc = tsub.add_parser(
@@ -45,7 +37,7 @@ def add_parser(sub: Any) -> None:
         "replicas, and the topic's configuration (values that differ from the "
         "broker default unless --all-configs).",
     )
-    add_connection_args(desc)
+    add_admin_args(desc)
     desc.add_argument(
         "--topic",
         action="append",
@@ -55,28 +47,11 @@ def add_parser(sub: Any) -> None:
     desc.add_argument(
         "--all-configs", action="store_true", help="show every config value, defaults included"
     )
-    desc.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    desc.add_argument(
-        "--timeout-ms",
-        type=int,
-        default=15_000,
-        metavar="MS",
-        help="give up when the cluster has not answered within this time (default: 15000)",
-    )
     desc.set_defaults(run=_describe)
 
 
-def _admin(args: argparse.Namespace) -> Any:
-    from kafkaconsumer.admin import KafkaAdminClient
-
-    config = client_config(args)
-    config.setdefault("default.api.timeout.ms", args.timeout_ms)
-    config.setdefault("request.timeout.ms", min(30_000, args.timeout_ms))
-    return KafkaAdminClient(config)
-
-
 def _list(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_client(args) as admin:
         topics = admin.list_topics(include_internal=args.include_internal)
     if args.json:
         print_json([{"topic": t, "partitions": n} for t, n in sorted(topics.items())])
@@ -89,7 +64,7 @@ def _describe(args: argparse.Namespace) -> int:
     from kafkaconsumer.admin import ConfigResource
     from kafkaconsumer.errors import UnsupportedVersionError
 
-    with _admin(args) as admin:
+    with admin_client(args) as admin:
         topics = admin.describe_topics(args.topic)
         configs: dict[str, dict[str, Any]] | None
         try:

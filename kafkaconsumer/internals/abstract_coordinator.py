@@ -24,6 +24,7 @@ coordinator lock is held. Retries back off exponentially with jitter (KIP-580).
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -31,6 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkaconsumer import errors as Errors
+from kafkaconsumer.config import config_default, config_value
+from kafkaconsumer.internals.interfaces import CoordinatorClient
+from kafkaconsumer.metrics import ConsumerCoordinatorMetrics
 from kafkaconsumer.network.client import coordinator_node_id
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.utils.backoff import ExponentialBackoff
@@ -54,8 +58,19 @@ __all__ = [
 _FIND_COORDINATOR = 10
 _JOIN_GROUP = 11
 _HEARTBEAT = 12
+_OFFSET_COMMIT = 8
+_CONSUMER_GROUP_HEARTBEAT = 68
 _LEAVE_GROUP = 13
 _SYNC_GROUP = 14
+#: The sensor each request's round trip is recorded in (``consumer-coordinator-metrics``).
+_LATENCY_SENSORS: dict[int, Callable[[ConsumerCoordinatorMetrics, float], None]] = {
+    _JOIN_GROUP: ConsumerCoordinatorMetrics.record_join_latency,
+    _SYNC_GROUP: ConsumerCoordinatorMetrics.record_sync_latency,
+    _HEARTBEAT: ConsumerCoordinatorMetrics.record_heartbeat,
+    _CONSUMER_GROUP_HEARTBEAT: ConsumerCoordinatorMetrics.record_heartbeat,
+    _OFFSET_COMMIT: ConsumerCoordinatorMetrics.record_commit_latency,
+}
+_HEARTBEAT_APIS = frozenset((_HEARTBEAT, _CONSUMER_GROUP_HEARTBEAT))
 
 #: Extra room given to a JoinGroup request on top of the rebalance timeout: the coordinator may
 #: hold the request for the whole rebalance timeout before answering.
@@ -117,16 +132,6 @@ class UnjoinedGroupError(Errors.KafkaError):
     retriable = True
 
 
-def _cfg(config: Mapping[str, Any], key: str, default: Any) -> Any:
-    """Read a Java-named key, falling back to the snake_case spelling and then ``default``."""
-    if key in config:
-        value = config[key]
-    else:
-        snake = key.replace(".", "_")
-        value = config[snake] if snake in config else default
-    return default if value is None and default is not None else value
-
-
 @dataclass(frozen=True)
 class GroupRebalanceConfig:
     """The settings the membership protocol needs (Java ``GroupRebalanceConfig``).
@@ -136,13 +141,13 @@ class GroupRebalanceConfig:
 
     group_id: str
     group_instance_id: str | None = None
-    session_timeout_ms: int = 45000
-    rebalance_timeout_ms: int = 300000
-    heartbeat_interval_ms: int = 3000
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 1000
-    request_timeout_ms: int = 30000
-    leave_group_on_close: bool = True
+    session_timeout_ms: int = config_default("session.timeout.ms")
+    rebalance_timeout_ms: int = config_default("max.poll.interval.ms")
+    heartbeat_interval_ms: int = config_default("heartbeat.interval.ms")
+    retry_backoff_ms: int = config_default("retry.backoff.ms")
+    retry_backoff_max_ms: int = config_default("retry.backoff.max.ms")
+    request_timeout_ms: int = config_default("request.timeout.ms")
+    leave_group_on_close: bool = config_default("internal.leave.group.on.close")
     client_rack: str | None = None
 
     def __post_init__(self) -> None:
@@ -171,19 +176,21 @@ class GroupRebalanceConfig:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> GroupRebalanceConfig:
-        """Build from a consumer configuration with Java key names (snake_case accepted)."""
-        rack = _cfg(config, "client.rack", "") or None
+        """Build from a consumer configuration with Java key names (a key missing from a
+        plain mapping takes the ConsumerConfig default)."""
+
+        get = functools.partial(config_value, config)
         return cls(
-            group_id=_cfg(config, "group.id", None) or "",
-            group_instance_id=_cfg(config, "group.instance.id", None) or None,
-            session_timeout_ms=int(_cfg(config, "session.timeout.ms", 45000)),
-            rebalance_timeout_ms=int(_cfg(config, "max.poll.interval.ms", 300000)),
-            heartbeat_interval_ms=int(_cfg(config, "heartbeat.interval.ms", 3000)),
-            retry_backoff_ms=int(_cfg(config, "retry.backoff.ms", 100)),
-            retry_backoff_max_ms=int(_cfg(config, "retry.backoff.max.ms", 1000)),
-            request_timeout_ms=int(_cfg(config, "request.timeout.ms", 30000)),
-            leave_group_on_close=bool(_cfg(config, "internal.leave.group.on.close", True)),
-            client_rack=rack,
+            group_id=config.get("group.id") or "",
+            group_instance_id=config.get("group.instance.id") or None,
+            session_timeout_ms=int(get("session.timeout.ms")),
+            rebalance_timeout_ms=int(get("max.poll.interval.ms")),
+            heartbeat_interval_ms=int(get("heartbeat.interval.ms")),
+            retry_backoff_ms=int(get("retry.backoff.ms")),
+            retry_backoff_max_ms=int(get("retry.backoff.max.ms")),
+            request_timeout_ms=int(get("request.timeout.ms")),
+            leave_group_on_close=bool(get("internal.leave.group.on.close")),
+            client_rack=config.get("client.rack") or None,
         )
 
 
@@ -213,7 +220,7 @@ class AbstractCoordinator:
     def __init__(
         self,
         rebalance_config: GroupRebalanceConfig,
-        client: Any,
+        client: CoordinatorClient,
         *,
         time: Time | None = None,
         heartbeat: Any = None,
@@ -253,6 +260,13 @@ class AbstractCoordinator:
         # then runs the assignment (outside response processing, bounded by its timer).
         self._leader_step: Future[dict[str, Any]] | None = None
         self._leader_deadline_ms: int | None = None
+        #: The ``consumer-coordinator-metrics`` sensors (set by the subclass that reports them).
+        self.sensors: ConsumerCoordinatorMetrics | None = None
+        # When the current rebalance began (None between rebalances; a failed round does not
+        # restart it, as in Java) and when a heartbeat last went out (the gauge's reference).
+        # Written under the lock.
+        self._rebalance_start_ms: int | None = None
+        self.last_heartbeat_sent_ms: int | None = None
 
     # ------------------------------------------------------------------ hooks for subclasses
     def protocol_type(self) -> str:
@@ -305,7 +319,7 @@ class AbstractCoordinator:
         """The coordinator node id, or None (marking it unknown when its connection is dead)."""
         with self._lock:
             node = self.coordinator
-            if node is not None and self._client_is_unavailable(node):
+            if node is not None and self.client.is_unavailable(node):
                 self.mark_coordinator_unknown("coordinator unavailable", is_disconnected=True)
                 return None
             return node
@@ -325,7 +339,7 @@ class AbstractCoordinator:
                 # Forget it first: callbacks of in-flight requests may re-enter here.
                 self.coordinator = None
                 if not is_disconnected:
-                    self._client_disconnect(old)
+                    self.client.disconnect_async(old)
                 self._last_time_of_connection_ms = self.time.monotonic_ms()
             elif self._last_time_of_connection_ms >= 0:
                 gone = self.time.monotonic_ms() - self._last_time_of_connection_ms
@@ -358,7 +372,7 @@ class AbstractCoordinator:
 
     def _send_find_coordinator_request(self, node: int) -> Future[None]:
         group_id = self.rebalance_config.group_id
-        version = self._api_version(node, _FIND_COORDINATOR)
+        version = self.client.api_version(node, _FIND_COORDINATOR)
         if version is None:
             # Not connected yet, so the version is unknown: v3 (single key) works on every
             # broker since Kafka 2.4 and carries the same answer.
@@ -422,7 +436,7 @@ class AbstractCoordinator:
                     host,
                     port,
                 )
-                self._client_try_connect(self.coordinator)
+                self.client.try_connect(self.coordinator)
                 self.heartbeat.reset_session_timeout()
             result.success(None)
         elif code == Errors.GroupAuthorizationFailedError.errno:
@@ -469,7 +483,7 @@ class AbstractCoordinator:
                     raise exc
             else:
                 node = self.check_and_get_coordinator()
-                if node is not None and self._client_is_unavailable(node):
+                if node is not None and self.client.is_unavailable(node):
                     # Found one but cannot connect to it: back off before asking again.
                     self.mark_coordinator_unknown("coordinator unavailable")
                     self._count_lookup(failed=True)
@@ -575,6 +589,7 @@ class AbstractCoordinator:
                     state = self.state
                     self._join_attempts = 0
                 if not self._has_generation_reset(gen) and state is MemberState.STABLE:
+                    self._record_rebalance()
                     self.on_join_complete(
                         gen.generation_id, gen.member_id, gen.protocol_name, future.value
                     )
@@ -694,6 +709,18 @@ class AbstractCoordinator:
         """
         return True
 
+    def _record_rebalance(self) -> None:
+        """The rebalance that began at ``_rebalance_start_ms`` completed (Java records it when
+        the SyncGroup answer lands)."""
+        with self._lock:
+            start, self._rebalance_start_ms = self._rebalance_start_ms, None
+        if self.sensors is not None and start is not None:
+            self.sensors.record_rebalance(self.time.monotonic_ms() - start)
+
+    def _record_failed_rebalance(self, exc: BaseException) -> None:
+        if self.sensors is not None:
+            self.sensors.record_rebalance(0, failed=True)
+
     def _reset_join_group_future(self) -> None:
         with self._lock:
             self.join_future = None
@@ -710,7 +737,10 @@ class AbstractCoordinator:
                     self.heartbeat_thread.disable()
                 self._leader_step = Future()
                 self._leader_deadline_ms = None
+                if self._rebalance_start_ms is None:
+                    self._rebalance_start_ms = self.time.monotonic_ms()
                 self.join_future = self._send_join_group_request()
+                self.join_future.add_errback(self._record_failed_rebalance)
             return self.join_future
 
     def _send_join_group_request(self) -> Future[bytes]:
@@ -1237,7 +1267,7 @@ class AbstractCoordinator:
                     "group_instance_id": self.rebalance_config.group_instance_id,
                     "reason": _truncate_reason(reason),
                 }
-                version = self._api_version(node, _LEAVE_GROUP)
+                version = self.client.api_version(node, _LEAVE_GROUP)
                 body: dict[str, Any] = {"group_id": self.rebalance_config.group_id}
                 if version is not None and version < 3:
                     body["member_id"] = gen.member_id
@@ -1330,6 +1360,19 @@ class AbstractCoordinator:
         version: int | None = None,
     ) -> Future[Any]:
         future: Future[Any] = self.client.send(node, api_key, body, version, timeout_ms=timeout_ms)
+        sensors = self.sensors
+        if sensors is not None:
+            record = _LATENCY_SENSORS.get(api_key)
+            now = self.time.monotonic_ms()
+            if api_key in _HEARTBEAT_APIS:
+                with self._lock:
+                    self.last_heartbeat_sent_ms = now
+            if record is not None:
+                # Any answer counts, error codes included: the round trip is what is measured
+                # (Java records the response's request latency in each response handler).
+                future.add_callback(
+                    lambda _response: record(sensors, self.time.monotonic_ms() - now)
+                )
         return future
 
     def _compose(
@@ -1362,31 +1405,6 @@ class AbstractCoordinator:
         request.add_callback(on_success)
         request.add_errback(on_failure)
         return result
-
-    def _api_version(self, node: int, api_key: int) -> int | None:
-        try:
-            version = self.client.api_version(node, api_key)
-        except Exception:  # not connected yet: let the client pick at send time
-            return None
-        return int(version) if version is not None else None
-
-    def _client_is_unavailable(self, node: int) -> bool:
-        try:
-            return bool(self.client.is_unavailable(node))
-        except Exception:
-            return False
-
-    def _client_disconnect(self, node: int) -> None:
-        try:
-            self.client.disconnect_async(node)
-        except Exception:
-            logger.debug("disconnect from %s failed", node, exc_info=True)
-
-    def _client_try_connect(self, node_id: int) -> None:
-        try:
-            self.client.try_connect(node_id)
-        except Exception:
-            logger.debug("try_connect(%s) failed", node_id, exc_info=True)
 
     def _client_poll_no_wakeup(self) -> None:
         self.client.poll_no_wakeup()

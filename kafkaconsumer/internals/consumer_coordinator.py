@@ -38,13 +38,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafkaconsumer import errors as Errors
+from kafkaconsumer.config import config_value
 from kafkaconsumer.internals.abstract_coordinator import (
     NO_GENERATION,
     AbstractCoordinator,
     Generation,
     GroupRebalanceConfig,
     MemberState,
-    _cfg,
     _error_for,
 )
 from kafkaconsumer.internals.assignors import (
@@ -71,12 +71,16 @@ from kafkaconsumer.internals.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from kafkaconsumer.internals.interfaces import CoordinatorClient
+from kafkaconsumer.internals.subscription_pattern import INTERNAL_TOPICS, to_broker_regex
 from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
     LeaderAndEpoch,
     SubscriptionState,
 )
 from kafkaconsumer.listener import RevocationTracker
+from kafkaconsumer.metadata import ConsumerMetadata
+from kafkaconsumer.metrics import ConsumerCoordinatorMetrics, Metrics
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kafkaconsumer.utils.clock import Time
@@ -93,7 +97,6 @@ _CLASSIC_ONLY_KEYS = (
     "heartbeat.interval.ms",
 )
 _CONSUMER_ONLY_KEYS = ("group.remote.assignor",)
-_warned_keys: set[tuple[str, str]] = set()
 
 
 def _is_set(config: Mapping[str, Any], key: str) -> bool:
@@ -104,11 +107,11 @@ def _is_set(config: Mapping[str, Any], key: str) -> bool:
 
 
 def _warn_keys_of_other_protocol(config: Mapping[str, Any], protocol: str) -> None:
-    """Warn once per key and protocol when a key of the other group protocol is set."""
+    """Warn when a key of the other group protocol is set: once per configuration (each
+    consumer builds one coordinator from its configuration), as Java's config check does."""
     keys = _CLASSIC_ONLY_KEYS if protocol == "consumer" else _CONSUMER_ONLY_KEYS
     for key in keys:
-        if _is_set(config, key) and (protocol, key) not in _warned_keys:
-            _warned_keys.add((protocol, key))
+        if _is_set(config, key):
             logger.warning(
                 "%s is set but has no effect with group.protocol=%s (it only applies "
                 "to group.protocol=%s)",
@@ -131,12 +134,18 @@ _COOPERATIVE_STICKY = "cooperative-sticky"
 _JOIN_ATTENTION_MS = 50
 _DEFAULT_REASON = "rebalance enforced by user"
 
+#: A failed commit whose cause this member did not witness (e.g. ILLEGAL_GENERATION from a
+#: rebalance that completed without it): Java's generic text, not a guess at the cause.
 _COMMIT_FAILED_MESSAGE = (
     "Commit cannot be completed since the group has already rebalanced and assigned the "
-    "partitions to another member. This usually means the time between two calls to poll() was "
-    "longer than max.poll.interval.ms, so this consumer was removed from the group. Raise "
-    "max.poll.interval.ms, or return fewer records per poll() with max.poll.records, so that "
-    "each batch is processed in time."
+    "partitions to another member: this consumer's generation is no longer current. The next "
+    "poll() rejoins the group; records of the partitions it lost may be delivered again to their "
+    "new owner."
+)
+#: Codes by which a coordinator says it removed the member (ILLEGAL_GENERATION only says the
+#: group moved on without it, which the generic text covers).
+_EXPULSION_CODES = frozenset(
+    {Errors.UnknownMemberIdError.errno, Errors.FencedMemberEpochError.errno}
 )
 
 
@@ -156,16 +165,20 @@ class ConsumerCoordinator(AbstractCoordinator):
     def __init__(
         self,
         config: Mapping[str, Any],
-        client: Any,
+        client: CoordinatorClient,
         subscriptions: SubscriptionState,
-        metadata: Any,
+        metadata: ConsumerMetadata,
         *,
         time: Time | None = None,
         assignors: list[ConsumerPartitionAssignor] | None = None,
         heartbeat: Any = None,
         interceptors: Any = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """Build the coordinator from the consumer's config (Java keys).
+
+        With ``metrics`` (the consumer's registry) it reports the
+        ``consumer-coordinator-metrics`` group there, as Java's ``ConsumerCoordinatorMetrics``.
 
         ``assignors`` overrides ``partition.assignment.strategy``; ``interceptors`` receive
         ``on_commit`` after successful commits (on the user's thread, no lock held); ``heartbeat`` replaces the timers (tests).
@@ -174,25 +187,34 @@ class ConsumerCoordinator(AbstractCoordinator):
             GroupRebalanceConfig.from_config(config), client, time=time, heartbeat=heartbeat
         )
         self.config = config
-        self.group_protocol = str(_cfg(config, "group.protocol", "classic")).lower()
+        self.group_protocol = str(config_value(config, "group.protocol")).lower()
         self.membership: ConsumerMembershipManager | None = None
         self._hb_manager: ConsumerHeartbeatRequestManager | None = None
+        #: The last (pattern, reason it stays on the client) decided, to log each change once.
+        self._regex_decision: tuple[re.Pattern[str], str | None] | None = None
+        #: The last ((pattern, ConsumerGroupHeartbeat version, internal topics), regex).
+        self._regex_cache: tuple[tuple[Any, ...], str | None] | None = None
         if self.group_protocol == "consumer":
             self.membership = ConsumerMembershipManager(
                 self.rebalance_config.group_id,
                 group_instance_id=self.rebalance_config.group_instance_id,
                 rack_id=self.rebalance_config.client_rack,
                 rebalance_timeout_ms=self.rebalance_config.rebalance_timeout_ms,
-                server_assignor=_cfg(config, "group.remote.assignor", None) or None,
+                server_assignor=config_value(config, "group.remote.assignor") or None,
             )
         _warn_keys_of_other_protocol(config, self.group_protocol)
         self.subscriptions = subscriptions
         self.metadata = metadata
         self.interceptors = interceptors
-        if assignors is None:
-            strategy = _cfg(
-                config, "partition.assignment.strategy", ["range", "cooperative-sticky"]
+        if metrics is not None:
+            self.sensors = ConsumerCoordinatorMetrics(
+                metrics,
+                str(config.get("client.id") or ""),
+                assigned_partitions=subscriptions.num_assigned_partitions,
+                last_heartbeat_ms=lambda: self.last_heartbeat_sent_ms,
             )
+        if assignors is None:
+            strategy = config_value(config, "partition.assignment.strategy")
             try:
                 assignors = resolve_assignors(strategy)
             except (TypeError, ValueError) as exc:
@@ -209,14 +231,14 @@ class ConsumerCoordinator(AbstractCoordinator):
                 "the assignors in partition.assignment.strategy "
                 f"{[a.name for a in self.assignors]} share no rebalance protocol"
             ) from None
-        self.auto_commit_enabled = bool(_cfg(config, "enable.auto.commit", True))
-        self.auto_commit_interval_ms = int(_cfg(config, "auto.commit.interval.ms", 5000))
+        self.auto_commit_enabled = bool(config_value(config, "enable.auto.commit"))
+        self.auto_commit_interval_ms = int(config_value(config, "auto.commit.interval.ms"))
         self.next_auto_commit_timer = self.time.timer(self.auto_commit_interval_ms)
         self.require_stable = (
-            str(_cfg(config, "isolation.level", "read_uncommitted")).lower() == "read_committed"
+            str(config_value(config, "isolation.level")).lower() == "read_committed"
         )
         self.throw_on_fetch_stable_offset_unsupported = bool(
-            _cfg(config, "internal.throw.on.fetch.stable.offset.unsupported", False)
+            config_value(config, "internal.throw.on.fetch.stable.offset.unsupported")
         )
         # Async commit completions, delivered in order on the user's thread.
         self.completed_offset_commits: collections.deque[
@@ -243,14 +265,15 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._group_metadata = ConsumerGroupMetadata(
             self.rebalance_config.group_id, -1, "", self.rebalance_config.group_instance_id
         )
-        # Set when the coordinator fenced this static member (another instance joined with
-        # the same group.instance.id), so that a later failed commit names that cause.
-        self._fenced_by_instance = False
+        # Why this member last left the group (poll timeout, expulsion by the coordinator,
+        # fenced static instance), as the text of a later CommitFailedError: the same error
+        # has different remedies. Kept until the member joins again; the first cause wins.
+        self._departure: str | None = None
         # Delay of the cooperative follow-up rejoin (0 = at once, as Java). Some brokers answer
         # a follower's pending SyncGroup only periodically; rejoining at once can then make
         # that SyncGroup fail and cost the group another round.
         self.cooperative_rejoin_delay_ms = int(
-            _cfg(config, "internal.cooperative.rejoin.delay.ms", 0)
+            config_value(config, "internal.cooperative.rejoin.delay.ms")
         )
         self._follow_up_rejoin_at: int | None = None
         self.revocations = RevocationTracker()
@@ -477,19 +500,60 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def _reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
         if code == Errors.FencedInstanceIdError.errno:
-            self._fenced_by_instance = True
+            self._note_fenced_instance()
+        elif code in _EXPULSION_CODES:
+            self.note_expulsion(api, Errors.for_code(code).name)
         super()._reset_state_on_response_error(api, code, reset_member_id)
 
+    def handle_poll_timeout_expiry(self) -> None:
+        """Classic protocol: note the cause for a later failed commit, then leave the group."""
+        self.note_poll_timeout()
+        super().handle_poll_timeout_expiry()
+
+    def _note_departure(self, message: str) -> None:
+        with self._lock:
+            if self._departure is None:
+                self._departure = message
+
+    def _note_fenced_instance(self) -> None:
+        self._note_departure(
+            "Commit cannot be completed since this consumer was fenced: another consumer "
+            f"joined group {self.rebalance_config.group_id!r} with the same "
+            f"group.instance.id {self.rebalance_config.group_instance_id!r} and took over "
+            "its partitions. Give every instance its own group.instance.id."
+        )
+
+    def note_poll_timeout(self) -> None:
+        """The heartbeat thread left the group because poll() was not called in time."""
+        self._note_departure(
+            "Commit cannot be completed since this consumer left group "
+            f"{self.rebalance_config.group_id!r}: the time between two calls to poll() was "
+            f"longer than max.poll.interval.ms ({self.rebalance_config.rebalance_timeout_ms} ms), "
+            "so its partitions were assigned to other members. Raise max.poll.interval.ms, or "
+            "return fewer records per poll() with max.poll.records, so that each batch is "
+            "processed in time; the next poll() rejoins the group."
+        )
+
+    def note_expulsion(self, api: str, error_name: str) -> None:
+        """The coordinator answered ``api`` saying this member is no longer in the group."""
+        if self.membership is None:
+            session = f"session.timeout.ms ({self.rebalance_config.session_timeout_ms} ms)"
+        else:
+            session = "the group's session timeout"
+        self._note_departure(
+            "Commit cannot be completed since the coordinator of group "
+            f"{self.rebalance_config.group_id!r} removed this consumer from the group ({error_name} "
+            f"in a {api} response): none of its heartbeats arrived within {session}, usually "
+            "because the network or the coordinator's broker was unreachable (or an administrator "
+            "removed it). Its partitions may have been assigned to other members; the "
+            "next poll() rejoins the group."
+        )
+
     def _commit_failed(self) -> Errors.CommitFailedError:
-        """The error of a commit the group no longer accepts, naming the likely cause."""
-        if self._fenced_by_instance:
-            return Errors.CommitFailedError(
-                "Commit cannot be completed since this consumer was fenced: another consumer "
-                f"joined group {self.rebalance_config.group_id!r} with the same "
-                f"group.instance.id {self.rebalance_config.group_instance_id!r} and took over "
-                "its partitions. Give every instance its own group.instance.id."
-            )
-        return Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE)
+        """The error of a commit the group no longer accepts, naming the cause when known."""
+        with self._lock:
+            departure = self._departure
+        return Errors.CommitFailedError(departure or _COMMIT_FAILED_MESSAGE)
 
     # ======================================================================== listeners
     def _listener(self) -> Any:
@@ -754,7 +818,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             member_id,
             self.rebalance_config.group_instance_id,
         )
-        self._fenced_by_instance = False
+        self._departure = None
         owned = set(self.subscriptions.assigned_partitions())
         decoded = decode_assignment(assignment)
         assigned = set(decoded.partitions)
@@ -856,6 +920,10 @@ class ConsumerCoordinator(AbstractCoordinator):
             )
             remaining = set(self.subscriptions.assigned_partitions()) - due
             self.subscriptions.assign_from_subscribed(sorted(remaining))
+            manager = self._hb_manager
+            if in_group and manager is not None:
+                # Only now may the broker give them to their next owner.
+                self._acknowledge_owned(self.membership, manager, remaining)
             if exc is not None:
                 raise exc
             return
@@ -1229,7 +1297,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                         sent,
                         self.rebalance_config.group_instance_id,
                     )
-                    self._fenced_by_instance = True
+                    self._note_fenced_instance()
                     with self._lock:
                         unchanged = self.generation == sent
                         preparing = self.state is MemberState.PREPARING_REBALANCE
@@ -1263,7 +1331,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                             )
                         )
                     else:
-                        future.failure(Errors.CommitFailedError(_COMMIT_FAILED_MESSAGE))
+                        future.failure(self._commit_failed())
                     return
                 if code == Errors.RebalanceInProgressError.errno:
                     # Only possible between JoinGroup and SyncGroup: rejoin, keep the generation.
@@ -1405,7 +1473,12 @@ class ConsumerCoordinator(AbstractCoordinator):
                 return dict(future.value)
             exc = future.exception
             assert exc is not None
-            if not getattr(exc, "retriable", False):
+            # Java retries STALE_MEMBER_EPOCH while the member holds an epoch: the next request
+            # carries the current one. Out of the group it fails, as UNKNOWN_MEMBER_ID does.
+            stale = isinstance(exc, Errors.StaleMemberEpochError)
+            if not getattr(exc, "retriable", False) and not (
+                stale and self.generation_if_stable() is not None
+            ):
                 raise exc
             if timer.is_expired():
                 return None
@@ -1424,13 +1497,20 @@ class ConsumerCoordinator(AbstractCoordinator):
         for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
-        version = self._api_version(node, _OFFSET_FETCH)
+        version = self.client.api_version(node, _OFFSET_FETCH)
         if version is None:
             # Unknown until connected: v7 carries require_stable and the single-group layout.
             version = 7
         body: dict[str, Any] = {"require_stable": self.require_stable}
+        member = self.generation_if_stable() if self.membership is not None else None
         if version >= 8:
-            body["groups"] = [{"group_id": self.rebalance_config.group_id, "topics": topics}]
+            group: dict[str, Any] = {"group_id": self.rebalance_config.group_id, "topics": topics}
+            if version >= 9 and member is not None:
+                # KIP-848: a consumer-protocol member proves it is in the group (v9+); the
+                # broker answers STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID when it is not.
+                group["member_id"] = member.member_id
+                group["member_epoch"] = member.generation_id
+            body["groups"] = [group]
         else:
             body["group_id"] = self.rebalance_config.group_id
             body["topics"] = topics
@@ -1448,7 +1528,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         logger.debug("fetching committed offsets for %s", [str(tp) for tp in sorted(partitions)])
         request = self._send(node, _OFFSET_FETCH, body, version=version)
         return self._compose(
-            request, self.generation_snapshot(), self._handle_offset_fetch_response
+            request, member or self.generation_snapshot(), self._handle_offset_fetch_response
         )
 
     def _handle_offset_fetch_response(
@@ -1477,6 +1557,24 @@ class ConsumerCoordinator(AbstractCoordinator):
                 future.failure(
                     Errors.GroupAuthorizationFailedError(
                         f"not authorized to access group {self.rebalance_config.group_id}"
+                    )
+                )
+            elif top_code in (
+                Errors.StaleMemberEpochError.errno,
+                Errors.UnknownMemberIdError.errno,
+            ):
+                logger.error(
+                    "OffsetFetch failed with %s for member %s epoch %s: the member is not part of "
+                    "the group at that epoch (it left, was fenced or moved on)",
+                    name,
+                    sent.member_id,
+                    sent.generation_id,
+                )
+                future.failure(
+                    _error_for(
+                        top_code,
+                        f"OffsetFetch failed with {name} for group "
+                        f"{self.rebalance_config.group_id}",
                     )
                 )
             else:
@@ -1569,10 +1667,58 @@ class ConsumerCoordinator(AbstractCoordinator):
     def heartbeat_subscription(self) -> tuple[list[str] | None, str | None]:
         """What the next ConsumerGroupHeartbeat subscribes to: (topic names, broker regex).
 
-        A ``re`` pattern is matched locally against the metadata and sent as names, as the
-        Java client does for a ``java.util.regex.Pattern``.
+        A ``re`` pattern goes to the broker as ``SubscribedTopicRegex`` when the coordinator
+        speaks ConsumerGroupHeartbeat v1 (Apache Kafka 4.0+) and RE2 can read it; otherwise it
+        is matched locally against the metadata and sent as names, as the Java client does
+        for a ``java.util.regex.Pattern``. Called with the coordinator lock held.
         """
+        pattern = (
+            self.subscriptions.subscribed_pattern
+            if self.subscriptions.has_pattern_subscription()
+            else None
+        )
+        if pattern is not None:
+            regex = self._broker_regex(pattern)
+            if regex is not None:
+                return None, regex
         return sorted(self.subscriptions.subscription()), None
+
+    def _broker_regex(self, pattern: re.Pattern[str]) -> str | None:
+        node = self.coordinator
+        version = (
+            self.client.api_version(node, CONSUMER_GROUP_HEARTBEAT) if node is not None else None
+        )
+        internal: frozenset[str] = frozenset()
+        if self.metadata.exclude_internal_topics:
+            internal = INTERNAL_TOPICS | frozenset(self.metadata.cluster.internal_topics)
+        key = (pattern, version, internal)
+        cached = self._regex_cache
+        if cached is not None and cached[0] == key:
+            # Asked on every poll and heartbeat: analyse a pattern once per situation.
+            return cached[1]
+        if version is None or version < 1:
+            reason: str | None = "the coordinator does not support ConsumerGroupHeartbeat v1"
+            regex = None
+        else:
+            regex, reason = to_broker_regex(pattern, internal)
+        self._regex_cache = (key, regex)
+        if self._regex_decision != (pattern, reason):
+            self._regex_decision = (pattern, reason)
+            if reason is None:
+                logger.info(
+                    "group %s: the broker matches the subscription pattern %r",
+                    self.rebalance_config.group_id,
+                    regex,
+                )
+            else:
+                logger.info(
+                    "group %s: the subscription pattern %r is matched by the client and sent "
+                    "as topic names: %s",
+                    self.rebalance_config.group_id,
+                    pattern.pattern,
+                    reason,
+                )
+        return regex
 
     def broker_description(self) -> str:
         """The coordinator broker, for error messages."""
@@ -1624,6 +1770,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             state = m.state
             if state in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.LEAVING):
                 m.transition_to_joining()
+                self._departure = None
                 manager.request_heartbeat()
             elif (
                 m.sent is not None
@@ -1648,6 +1795,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.subscriptions.assign_from_subscribed(())
         with self._lock:
             m.transition_to_joining()
+            self._departure = None
             manager.request_heartbeat()
         if exc is not None:
             raise exc
@@ -1690,8 +1838,9 @@ class ConsumerCoordinator(AbstractCoordinator):
         revoked = owned - resolved
         added = resolved - owned
         if revoked and self.kip983_enabled:
-            # KIP-983: the revocation completes at the start of a later poll (begin_poll);
-            # nothing is acknowledged before it has.
+            # KIP-983: the revocation completes at the start of a later poll (begin_poll) and
+            # the broker hears of it only then; the partitions that arrive are taken now, so
+            # processing goes on at full speed while the revoked ones are being finished.
             new = revoked - pending_revoke
             if new:
                 self.subscriptions.mark_pending_revocation(new)
@@ -1701,6 +1850,8 @@ class ConsumerCoordinator(AbstractCoordinator):
                     self.rebalance_config.group_id,
                     sorted(new),
                 )
+            if added:
+                self._assign_reconciled(m, manager, owned | added, added, revoked=set())
             return
         first_exc: BaseException | None = None
         if revoked:
@@ -1713,15 +1864,48 @@ class ConsumerCoordinator(AbstractCoordinator):
             first_exc = self.invoke_partitions_revoked(revoked)
             self.subscriptions.assign_from_subscribed(sorted(owned - revoked))
         new_owned = (owned - revoked) | added
-        owned_ids = self._topic_ids_of(new_owned)
-        if not revoked and not added and owned_ids == acked:
+        if not revoked and not added and self._topic_ids_of(new_owned) == acked:
             return
+        try:
+            self._assign_reconciled(m, manager, new_owned, added, revoked)
+        finally:
+            if first_exc is not None:
+                raise first_exc
+
+    def _assign_reconciled(
+        self,
+        m: ConsumerMembershipManager,
+        manager: ConsumerHeartbeatRequestManager,
+        new_owned: set[TopicPartition],
+        added: set[TopicPartition],
+        revoked: set[TopicPartition],
+    ) -> None:
+        """Own ``new_owned``, tell the listener about ``added``, acknowledge in a heartbeat."""
         self._maybe_update_joined_subscription(new_owned)
         self.subscriptions.assign_from_subscribed(sorted(new_owned))
         if self.auto_commit_enabled:
             self.next_auto_commit_timer.update_and_reset(self.auto_commit_interval_ms)
         assign_exc = self.invoke_partitions_assigned(added)
-        first_exc = first_exc or assign_exc
+        self._acknowledge_owned(m, manager, new_owned)
+        logger.info(
+            "group %s: reconciled assignment at epoch %d: %s (added %s, revoked %s)",
+            self.rebalance_config.group_id,
+            m.member_epoch,
+            sorted(map(str, new_owned)),
+            sorted(map(str, added)),
+            sorted(map(str, revoked)),
+        )
+        if assign_exc is not None:
+            raise assign_exc
+
+    def _acknowledge_owned(
+        self,
+        m: ConsumerMembershipManager,
+        manager: ConsumerHeartbeatRequestManager,
+        owned: set[TopicPartition],
+    ) -> None:
+        """Report ``owned`` to the broker in the next heartbeat, sent at once."""
+        owned_ids = self._topic_ids_of(owned)
         with self._lock:
             m.complete_reconciliation(owned_ids)
             self._group_metadata = ConsumerGroupMetadata(
@@ -1731,16 +1915,6 @@ class ConsumerCoordinator(AbstractCoordinator):
                 self.rebalance_config.group_instance_id,
             )
             manager.request_heartbeat()
-        logger.info(
-            "group %s: reconciled assignment at epoch %d: %s (added %s, revoked %s)",
-            self.rebalance_config.group_id,
-            m.member_epoch,
-            sorted(map(str, new_owned)),
-            sorted(map(str, added)),
-            sorted(map(str, revoked)),
-        )
-        if first_exc is not None:
-            raise first_exc
 
     def _time_to_next_poll_consumer_protocol(
         self, now_ms: int, m: ConsumerMembershipManager

@@ -53,6 +53,8 @@ _FATAL = {
 
 #: The longest the thread sleeps between two looks at the member (wakes earlier when notified).
 _IDLE_WAIT_MS = 1000
+#: How often the thread looks again while the coordinator connection is being set up.
+_CONNECT_WAIT_MS = 10
 
 
 def protocol_not_supported(broker: str) -> Errors.UnsupportedVersionError:
@@ -154,6 +156,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                 cfg.group_id,
                 cfg.rebalance_timeout_ms,
             )
+            c.note_poll_timeout()
             epoch = m.transition_to_leaving()
             self._send_leave(epoch)
             m.transition_to_stale()
@@ -173,6 +176,11 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
             return
         node = c.check_and_get_coordinator()
         if node is None:
+            return
+        if not c.client.ready(node):
+            # What the heartbeat carries depends on the versions the coordinator speaks (the
+            # broker-side regex needs v1): build it once the connection is up.
+            c._lock.wait(_CONNECT_WAIT_MS / 1000.0)
             return
         body = m.build_heartbeat(*c.heartbeat_subscription())
         epoch = int(body["member_epoch"])
@@ -278,6 +286,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                     m.member_id,
                     m.member_epoch,
                 )
+                c.note_expulsion("ConsumerGroupHeartbeat", name)
                 m.transition_to_fenced()
                 self._next_at = 0
                 c.on_new_target()

@@ -254,10 +254,12 @@ class ConsumerMembershipManager:
                 body["rack_id"] = new.rack_id
             if new.rebalance_timeout_ms != sent.rebalance_timeout_ms:
                 body["rebalance_timeout_ms"] = new.rebalance_timeout_ms
-            if names != sent.subscribed_topic_names and names is not None:
-                body["subscribed_topic_names"] = list(names)
-            if regex != sent.subscribed_topic_regex and regex is not None:
-                body["subscribed_topic_regex"] = regex
+            if names != sent.subscribed_topic_names:
+                # Moving to a broker-side regex clears the names the broker holds ([]).
+                body["subscribed_topic_names"] = list(names) if names is not None else []
+            if regex != sent.subscribed_topic_regex:
+                # An empty regex clears the one the broker holds (as the Java client sends).
+                body["subscribed_topic_regex"] = regex if regex is not None else ""
             if new.server_assignor != sent.server_assignor:
                 body["server_assignor"] = new.server_assignor
             if owned != sent.owned:

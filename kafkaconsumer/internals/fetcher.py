@@ -15,6 +15,10 @@ buffered bytes stay under ``fetch.max.bytes``. Prefetched data is handed out onl
 position still equals its fetch offset (a seek or an error in between makes it stale, and it
 is dropped), so seeks, pauses and ``max.poll.records`` keep the Java semantics.
 
+A partition seeked (or reset, or validated) while its broker holds a long-poll fetch is fetched
+at once over a second connection to that broker (``seek_fetch_node_id``, sessionless), not
+after ``fetch.max.wait.ms``: the broker answers one connection's requests in order.
+
 Hot path: response bytes -> ``decode_fetched_records`` (Cython) -> list of ``ConsumerRecord`` ->
 slices to the user. With the default bytes deserializers no per-record Python code runs here.
 """
@@ -29,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafkaconsumer import errors as Errors
+from kafkaconsumer.config import config_default, config_value
 from kafkaconsumer.internals.completed_fetch import CompletedFetch
 from kafkaconsumer.internals.fetch_session import (
     ZERO_UUID,
@@ -36,12 +41,15 @@ from kafkaconsumer.internals.fetch_session import (
     FetchSessionHandler,
     PartitionData,
 )
+from kafkaconsumer.internals.interfaces import FetchClient, FetchMetadata
 from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
     LeaderAndEpoch,
     SubscriptionState,
+    TopicPartitionState,
     current_leader,
 )
+from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.record import ConsumerRecord, decode_fetched_records
 from kafkaconsumer.structs import TopicPartition
@@ -86,35 +94,35 @@ class FetchConfig(NamedTuple):
     Thread-safety: immutable (a NamedTuple).
     """
 
-    min_bytes: int = 1
-    max_bytes: int = 52428800
-    max_wait_ms: int = 500
-    fetch_size: int = 1048576
-    max_poll_records: int = 500
-    check_crcs: bool = True
-    read_committed: bool = False
-    client_rack: str = ""
-    metadata_max_age_ms: int = 300000
-    retry_backoff_ms: int = 100
-    request_timeout_ms: int = 30000
+    min_bytes: int = config_default("fetch.min.bytes")
+    max_bytes: int = config_default("fetch.max.bytes")
+    max_wait_ms: int = config_default("fetch.max.wait.ms")
+    fetch_size: int = config_default("max.partition.fetch.bytes")
+    max_poll_records: int = config_default("max.poll.records")
+    check_crcs: bool = config_default("check.crcs")
+    read_committed: bool = config_default("isolation.level") == "read_committed"
+    client_rack: str = config_default("client.rack")
+    metadata_max_age_ms: int = config_default("metadata.max.age.ms")
+    retry_backoff_ms: int = config_default("retry.backoff.ms")
+    request_timeout_ms: int = config_default("request.timeout.ms")
     fetch_sessions: bool = True
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], fetch_sessions: bool = True) -> FetchConfig:
-        """Pick the keys out of a Java-keyed config mapping (missing keys take Java defaults)."""
-        d = cls()
+        """Pick the keys out of a Java-keyed config mapping (a missing key takes the
+        ConsumerConfig default)."""
         return cls(
-            min_bytes=int(config.get("fetch.min.bytes", d.min_bytes)),
-            max_bytes=int(config.get("fetch.max.bytes", d.max_bytes)),
-            max_wait_ms=int(config.get("fetch.max.wait.ms", d.max_wait_ms)),
-            fetch_size=int(config.get("max.partition.fetch.bytes", d.fetch_size)),
-            max_poll_records=int(config.get("max.poll.records", d.max_poll_records)),
-            check_crcs=bool(config.get("check.crcs", d.check_crcs)),
-            read_committed=config.get("isolation.level", "read_uncommitted") == "read_committed",
-            client_rack=str(config.get("client.rack", "") or ""),
-            metadata_max_age_ms=int(config.get("metadata.max.age.ms", d.metadata_max_age_ms)),
-            retry_backoff_ms=int(config.get("retry.backoff.ms", d.retry_backoff_ms)),
-            request_timeout_ms=int(config.get("request.timeout.ms", d.request_timeout_ms)),
+            min_bytes=int(config_value(config, "fetch.min.bytes")),
+            max_bytes=int(config_value(config, "fetch.max.bytes")),
+            max_wait_ms=int(config_value(config, "fetch.max.wait.ms")),
+            fetch_size=int(config_value(config, "max.partition.fetch.bytes")),
+            max_poll_records=int(config_value(config, "max.poll.records")),
+            check_crcs=bool(config_value(config, "check.crcs")),
+            read_committed=config_value(config, "isolation.level") == "read_committed",
+            client_rack=str(config_value(config, "client.rack") or ""),
+            metadata_max_age_ms=int(config_value(config, "metadata.max.age.ms")),
+            retry_backoff_ms=int(config_value(config, "retry.backoff.ms")),
+            request_timeout_ms=int(config_value(config, "request.timeout.ms")),
             fetch_sessions=fetch_sessions,
         )
 
@@ -153,9 +161,10 @@ class _FetchTarget(NamedTuple):
     Thread-safety: immutable (a NamedTuple).
     """
 
-    node: int
+    node: int  # the connection: the broker's id, or its seek_fetch_node_id
     data: FetchRequestData
     version: int | None  # None: the negotiated version, known only once connected
+    broker: int  # the broker that serves it
 
 
 class Fetcher:
@@ -169,8 +178,8 @@ class Fetcher:
 
     def __init__(
         self,
-        client: Any,
-        metadata: Any,
+        client: FetchClient,
+        metadata: FetchMetadata,
         subscriptions: SubscriptionState,
         config: FetchConfig | Mapping[str, Any],
         *,
@@ -197,18 +206,30 @@ class Fetcher:
         self._next_in_line: CompletedFetch | None = None
         self._sessions: dict[int, FetchSessionHandler] = {}
         self._pending_nodes: set[int] = set()
+        # Second fetch connections with a fetch in flight (see _prepare_fetch_requests).
+        self._seek_pending: set[int] = set()
+        # Per connection with a fetch in flight: the fetch-state transition number when it
+        # went out, and the offset it asked for per partition.
+        self._in_flight: dict[int, tuple[int, dict[TopicPartition, int]]] = {}
+        # The subscription's fetchable_mark when the last fetch went out.
+        self._sent_at_mark: tuple[int, int, int] | None = None
         self._closed = False
         # A failure of the response handler, raised by the next collect_fetch.
         self._response_error: Errors.KafkaError | None = None
         self._isolation = _READ_COMMITTED if self._config.read_committed else 0
         # The buffer's shape when _prefetch_points last found nothing (see there).
         self._no_prefetch_at: tuple[int, int, int] | None = None
+        # What _prepare_fetch_requests last walked every fetchable partition for and found
+        # nothing to send (see there); reset whenever a fetch goes out or comes back.
+        self._nothing_to_fetch_at: tuple[Any, ...] | None = None
 
     # -- sending -------------------------------------------------------------------------
-    def _session(self, node: int) -> FetchSessionHandler:
+    def _session(self, node: int, seek_connection: bool = False) -> FetchSessionHandler:
         handler = self._sessions.get(node)
         if handler is None:
-            handler = FetchSessionHandler(node, enabled=self._config.fetch_sessions)
+            # A second connection's fetches are sessionless: each names its few partitions.
+            enabled = self._config.fetch_sessions and not seek_connection
+            handler = FetchSessionHandler(node, enabled=enabled)
             self._sessions[node] = handler
         return handler
 
@@ -246,21 +267,13 @@ class Fetcher:
         known = cache.get(node)
         if known is not None:
             return known
-        check = getattr(self._client, "is_unavailable", None)
-        if check is None:
-            result = False
-        else:
-            try:
-                result = bool(check(node))
-            except Exception:  # noqa: BLE001 - an unknown node is simply not usable
-                result = True
+        result = self._client.is_unavailable(node)
         cache[node] = result
         return result
 
     def _topic_id(self, topic: str) -> uuid.UUID:
-        getter = getattr(self._metadata.cluster, "topic_id", None)
-        tid = getter(topic) if getter is not None else None
-        return tid if isinstance(tid, uuid.UUID) else ZERO_UUID
+        tid = self._metadata.cluster.topic_id(topic)
+        return ZERO_UUID if tid is None else tid
 
     def _prefetch_points(self) -> dict[TopicPartition, tuple[int, int]]:
         """Partitions to fetch ahead of their buffered data: ``tp -> (start, end)`` where
@@ -313,14 +326,14 @@ class Fetcher:
 
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
         pending = self._pending_nodes
-        if pending:
-            # Every broker has a fetch in flight: nothing can go out. poll() asks on each
-            # network wakeup (every few dozen KiB of a large response), so this is the hot case.
-            brokers = getattr(self._metadata.cluster, "brokers", None)
-            if brokers is not None and len(pending) >= len(brokers()):
+        subs = self._subscriptions
+        if pending and subs.fetchable_mark() == self._sent_at_mark:
+            # Every broker has a fetch in flight and no partition was seeked since: nothing
+            # can go out. poll() asks on each network wakeup (every few dozen KiB of a large
+            # response), so this is the hot case.
+            if len(pending) >= len(self._metadata.cluster.brokers()):
                 return []
         buffered = self._buffered_partitions()
-        subs = self._subscriptions
         if len(buffered) >= subs.num_assigned_partitions() and (
             self._pending_nodes or not buffered
         ):
@@ -332,9 +345,29 @@ class Fetcher:
             buffered = buffered.difference(prefetch)
         if len(buffered) >= subs.num_assigned_partitions():
             return []
+        # While partitions drain one by one, every poll would walk all the others only to find
+        # them caught up on a node that still sends buffered data (an O(partitions) cost per
+        # poll, O(partitions^2) per pass over the buffer). The walk's answer depends on the
+        # partitions' fetch states, the buffered set, the prefetch points and the leaders. Once
+        # a walk found nothing, and while no fetch went out or came back (that clears the
+        # mark) and no fetch state or leader changed, only the partitions drained since can
+        # change the answer: those are checked instead of walking all.
+        last = self._nothing_to_fetch_at
+        mark = (subs.fetchable_mark(), frozenset(buffered), self._metadata.cluster)
+        if (
+            last is not None
+            and last[2] is mark[2]
+            and last[0] == mark[0]
+            and (last[1] == mark[1] or self._drained_caught_up(last[1].difference(buffered)))
+        ):
+            self._nothing_to_fetch_at = mark
+            return []
+        remember = not prefetch
         now = self._time.monotonic_ms()
         builders: dict[int, FetchSessionHandler.Builder] = {}
+        brokers_of: dict[int, int] = {}
         lagging: set[int] = set()
+        seek_fetching = self._seek_fetching()
         unavailable: dict[int, bool] = {}
         fetch_size = self._config.fetch_size
         for tp, state in subs.fetchable_states(buffered):
@@ -347,6 +380,7 @@ class Fetcher:
                 if current.leader is None:
                     logger.debug("no leader known for %s; requesting metadata", tp)
                     self._metadata.request_update()
+                    remember = False
                     continue
                 # Positions set by seek() carry no leader yet; adopt the current one.
                 subs.maybe_validate_position_for_current_leader(
@@ -358,9 +392,9 @@ class Fetcher:
                 leader = current.leader
             node = leader
             if state.preferred_read_replica is not None:
+                # The replica expires with time, not with any change the mark sees.
+                remember = False
                 node = self._select_read_replica(tp, leader, now, unavailable)
-            if node in pending or self._is_unavailable(node, unavailable):
-                continue
             offset = position.offset
             hw = state.high_watermark
             ahead = prefetch.get(tp)
@@ -369,9 +403,28 @@ class Fetcher:
                     continue  # the buffered data is stale (a seek): it goes first
                 offset = ahead[1]
                 hw = None  # known to lag: prefetch points stop short of the end
+            broker = node
+            if tp in seek_fetching:
+                continue
+            if node in pending:
+                sent_at, asked = self._in_flight.get(node, (0, {}))
+                if state.transitioned_at <= sent_at or asked.get(tp) == offset:
+                    continue
+                # Seeked (or reset, or validated) since the broker's fetch went out: that fetch
+                # may be held for fetch.max.wait.ms (the broker answers a connection's requests
+                # in order), so the new position is read at once over a second connection;
+                # the old fetch's data for it is stale and dropped when it arrives.
+                node = seek_fetch_node_id(broker)
+                if node in self._seek_pending:
+                    continue
+                hw = None  # fetch it whatever the broker's other partitions hold
+            if self._is_unavailable(node, unavailable):
+                remember = False  # a node becomes ready with time, not with the mark
+                continue
             builder = builders.get(node)
             if builder is None:
-                builder = builders[node] = self._session(node).new_builder()
+                builder = builders[node] = self._session(node, node != broker).new_builder()
+                brokers_of[node] = broker
             if hw is None or offset < hw:
                 lagging.add(node)
             epoch = position.current_leader.epoch
@@ -399,8 +452,64 @@ class Fetcher:
                     continue
             data = builder.build()
             version = self._fetch_version(node, data.can_use_topic_ids)
-            targets.append(_FetchTarget(node, data, version))
+            targets.append(_FetchTarget(node, data, version, brokers_of[node]))
+        if not targets and remember:
+            self._nothing_to_fetch_at = mark
         return targets
+
+    def _drained_caught_up(self, drained: Iterable[TopicPartition]) -> bool:
+        """Whether the walk would still send nothing with ``drained`` (partitions whose buffered
+        data was handed out since the last walk found nothing) among its candidates: each is
+        unfetchable, or caught up with its leader still sending buffered data or fetched
+        from already (caller holds the lock)."""
+        subs = self._subscriptions
+        for tp in drained:
+            state = subs.assigned_state_or_none(tp)
+            if state is None or not state.is_fetchable or state.position is None:
+                continue
+            leader = state.position.current_leader.leader
+            hw = state.high_watermark
+            if (
+                leader is None
+                or state.preferred_read_replica is not None
+                or hw is None
+                or state.position.offset < hw
+            ):
+                return False
+            if leader in self._pending_nodes:
+                sent_at, asked = self._in_flight.get(leader, (0, {}))
+                if state.transitioned_at > sent_at and asked.get(tp) != state.position.offset:
+                    return False  # the walk would fetch it on the second connection
+            elif not self._sends_buffered_data(leader):
+                return False
+        return True
+
+    def _sends_buffered_data(self, node: int) -> bool:
+        """Whether ``node`` sent buffered data of an unpaused partition (see _busy_nodes)."""
+        subs = self._subscriptions
+        nil = self._next_in_line
+        if nil is not None and not nil.is_consumed and nil.node == node:
+            if not subs.is_paused(nil.tp):
+                return True
+        return any(
+            cf.node == node and not cf.is_consumed and not subs.is_paused(cf.tp)
+            for cf in self._completed
+        )
+
+    def _seek_fetching(self) -> set[TopicPartition]:
+        """The partitions a second-connection fetch is reading now (caller holds the lock)."""
+        out: set[TopicPartition] = set()
+        for node in self._seek_pending:
+            out.update(self._in_flight.get(node, (0, {}))[1])
+        return out
+
+    def _fetch_done(self, node: int) -> None:
+        """Bookkeeping when the fetch on connection ``node`` is answered or fails, or could
+        not be sent (caller holds the lock)."""
+        self._pending_nodes.discard(node)
+        self._seek_pending.discard(node)
+        self._in_flight.pop(node, None)
+        self._nothing_to_fetch_at = None
 
     def _busy_nodes(self) -> set[int]:
         """The nodes that sent the buffered data of unpaused partitions (caller holds the lock).
@@ -423,8 +532,7 @@ class Fetcher:
         Until the connection is up the version is unknown; then only a request that works at
         any version (every topic has an id, or v12 is forced) is queued.
         """
-        getter = getattr(self._client, "api_version", None)
-        version = getter(node, ApiKey.FETCH) if getter is not None else None
+        version = self._client.api_version(node, ApiKey.FETCH)
         if version is None:
             return None if can_use_topic_ids else _TOPIC_ID_MIN_VERSION - 1
         if not can_use_topic_ids and version >= _TOPIC_ID_MIN_VERSION:
@@ -484,19 +592,22 @@ class Fetcher:
                 return 0
             targets = self._prepare_fetch_requests()
             sent = 0
+            if targets:
+                self._sent_at_mark = self._subscriptions.fetchable_mark()
             for target in targets:
                 body = self._build_body(target)
-                self._pending_nodes.add(target.node)
+                if target.node == target.broker:
+                    self._pending_nodes.add(target.node)
+                else:
+                    self._seek_pending.add(target.node)
+                self._in_flight[target.node] = (
+                    TopicPartitionState.last_transition,
+                    {tp: pd.fetch_offset for tp, pd in target.data.session_partitions.items()},
+                )
+                self._nothing_to_fetch_at = None
                 start = self._time.monotonic_ms()
-                try:
-                    future = self._client.send(
-                        target.node, ApiKey.FETCH, body, version=target.version
-                    )
-                except Exception as exc:  # noqa: BLE001 - treat like a failed request
-                    self._pending_nodes.discard(target.node)
-                    self._session(target.node).handle_error(exc)
-                    logger.debug("could not send fetch to node %s: %s", target.node, exc)
-                    continue
+                # send() never raises: a closed client fails the future, handled below.
+                future = self._client.send(target.node, ApiKey.FETCH, body, version=target.version)
                 future.add_callback(self._make_success_handler(target, start))
                 future.add_errback(self._make_failure_handler(target))
                 sent += 1
@@ -528,14 +639,14 @@ class Fetcher:
                         self._response_error.__cause__ = exc
             finally:
                 with self._lock:
-                    self._pending_nodes.discard(target.node)
+                    self._fetch_done(target.node)
 
         return on_success
 
     def _make_failure_handler(self, target: _FetchTarget) -> Callable[[BaseException], None]:
         def on_failure(exc: BaseException) -> None:
             with self._lock:
-                self._pending_nodes.discard(target.node)
+                self._fetch_done(target.node)
                 handler = self._sessions.get(target.node)
                 if handler is not None:
                     handler.handle_error(exc)
@@ -567,8 +678,7 @@ class Fetcher:
                 if tid is not None and tid != ZERO_UUID:
                     name = handler.topic_name(tid) if handler is not None else None
                     if name is None:
-                        getter = getattr(self._metadata.cluster, "topic_name", None)
-                        name = getter(tid) if getter is not None else None
+                        name = self._metadata.cluster.topic_name(tid)
                     if name is None:
                         logger.debug("fetch response names unknown topic id %s", tid)
                         continue
@@ -591,7 +701,7 @@ class Fetcher:
                     # Java treats this as a broker bug; ignoring it is safe: we re-fetch.
                     logger.debug("fetch response has %s, which the request did not ask for", tp)
                     continue
-                cf = CompletedFetch(tp, part, req.fetch_offset, target.node)
+                cf = CompletedFetch(tp, part, req.fetch_offset, target.broker)
                 self._completed.append(cf)
         metrics = self._metrics
         if metrics is not None:
@@ -599,6 +709,10 @@ class Fetcher:
             throttle = response.get("throttle_time_ms", 0)
             if throttle:
                 metrics.record_throttle_time(throttle)
+
+    def in_flight_fetches(self) -> int:
+        """How many fetch requests are sent and not yet answered (one per node at most)."""
+        return len(self._pending_nodes)
 
     # -- collecting ----------------------------------------------------------------------
     def has_available_fetches(self) -> bool:
@@ -912,15 +1026,13 @@ class Fetcher:
                 "forgotten_topics_data": [],
                 "rack_id": self._config.client_rack,
             }
-            try:
-                futures.append(self._client.send(node, ApiKey.FETCH, body))
-            except Exception:  # noqa: BLE001 - closing sessions is best effort
-                logger.debug("could not send session close to node %s", node, exc_info=True)
+            futures.append(self._client.send(node, ApiKey.FETCH, body))
         for fut in futures:
             timer.update()
             if timer.is_expired():
                 break
             try:
                 self._client.poll(timeout_ms=timer.remaining_ms, future=fut)
-            except Exception:  # noqa: BLE001 - best effort
+            except Errors.KafkaError as exc:  # closing the sessions is best effort
+                logger.debug("could not close the fetch sessions: %s", exc)
                 break

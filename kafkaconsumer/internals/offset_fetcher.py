@@ -21,7 +21,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkaconsumer import errors as Errors
+from kafkaconsumer.config import config_value
 from kafkaconsumer.errors import LogTruncationError
+from kafkaconsumer.internals.interfaces import OffsetClient, OffsetMetadata
 from kafkaconsumer.internals.subscription_state import (
     EpochEndOffset,
     FetchPosition,
@@ -80,6 +82,15 @@ class _ListOffsetResult:
         self.to_retry: set[TopicPartition] = set()
 
 
+def _describe(truncation: LogTruncation) -> str:
+    """``topic-p at offset N (epoch E)`` and where the leader's log diverges from it."""
+    pos = truncation.fetch_position
+    where = f"{truncation.topic_partition} at offset {pos.offset} (epoch {pos.offset_epoch})"
+    if truncation.divergent_offset is None:
+        return f"{where}: the leader has no epoch at or before it"
+    return f"{where}: the leader's log diverges from offset {truncation.divergent_offset.offset}"
+
+
 class OffsetFetcher:
     """ListOffsets / OffsetForLeaderEpoch lookups for the consumer.
 
@@ -91,8 +102,8 @@ class OffsetFetcher:
 
     def __init__(
         self,
-        client: Any,
-        metadata: Any,
+        client: OffsetClient,
+        metadata: OffsetMetadata,
         subscriptions: SubscriptionState,
         config: Mapping[str, Any],
         *,
@@ -103,13 +114,13 @@ class OffsetFetcher:
         self._metadata = metadata
         self._subscriptions = subscriptions
         self._time = time if time is not None else SYSTEM_TIME
-        self._request_timeout_ms = int(config.get("request.timeout.ms", 30000))
+        self._request_timeout_ms = int(config_value(config, "request.timeout.ms"))
         # KIP-580: each consecutive failure of a partition's reset or validation (and each
         # round of a blocking lookup) waits longer, from retry.backoff.ms up to its max.
         self._backoff = ExponentialBackoff(
-            int(config.get("retry.backoff.ms", 100)),
+            int(config_value(config, "retry.backoff.ms")),
             2.0,
-            int(config.get("retry.backoff.max.ms", 1000)),
+            int(config_value(config, "retry.backoff.max.ms")),
             0.2,
         )
         self._failures: dict[TopicPartition, int] = {}
@@ -140,29 +151,13 @@ class OffsetFetcher:
     def _leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
 
-    def _api_version(self, node: int, api: ApiKey) -> int | None:
-        getter = getattr(self._client, "api_version", None)
-        if getter is None:
-            return None
-        try:
-            version = getter(node, api)
-        except Exception:  # noqa: BLE001 - unknown node: treat as unknown version
-            return None
-        return None if version is None else int(version)
-
     def _lacks_api(self, node: int, api: ApiKey) -> bool:
         """True when the node is connected and did not advertise ``api`` at all.
 
         Read through ``ConsumerNetworkClient.execute``, under the network client's lock (the
         connection table may change under a concurrent poll).
         """
-        execute = getattr(self._client, "execute", None)
-        if execute is None:
-            return False
-        try:
-            versions = execute(lambda client: client.broker_api_versions(node))
-        except Exception:  # noqa: BLE001 - unknown node or client without the accessor
-            return False
+        versions = self._client.execute(lambda client: client.broker_api_versions(node))
         return bool(versions) and int(api) not in versions
 
     def _supports_validation(self, node: int) -> bool:
@@ -171,7 +166,7 @@ class OffsetFetcher:
         Unknown (not connected yet) counts as supported, as in Java; a broker that turns out
         to lack the API fails the request and the position is trusted.
         """
-        version = self._api_version(node, ApiKey.OFFSET_FOR_LEADER_EPOCH)
+        version = self._client.api_version(node, ApiKey.OFFSET_FOR_LEADER_EPOCH)
         if version is not None:
             return version >= _MIN_VALIDATION_VERSION
         return not self._lacks_api(node, ApiKey.OFFSET_FOR_LEADER_EPOCH)
@@ -337,11 +332,10 @@ class OffsetFetcher:
             attempt += 1
 
     def _await_metadata(self, timer: Timer) -> None:
-        waiter = getattr(self._client, "await_metadata_update", None)
-        if waiter is None or timer.is_expired():
+        if timer.is_expired():
             return
         try:
-            waiter(timeout_ms=min(timer.remaining_ms, self._request_timeout_ms))
+            self._client.await_metadata_update(min(timer.remaining_ms, self._request_timeout_ms))
         except Errors.KafkaTimeoutError:
             pass
         timer.update()
@@ -614,8 +608,7 @@ class OffsetFetcher:
                 }
                 with self._lock:
                     self._cached_validation_error = LogTruncationError(
-                        "truncation detected for partitions "
-                        f"{sorted(str(t.topic_partition) for t in truncations)}",
+                        "truncation detected: " + "; ".join(sorted(map(_describe, truncations))),
                         divergent,
                     )
 

@@ -15,10 +15,14 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from kafkaconsumer.errors import IllegalStateError, NoOffsetForPartitionError
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from kafkaconsumer.internals.interfaces import ClusterView
+    from kafkaconsumer.listener import ConsumerRebalanceListener
 
 logger = logging.getLogger(__name__)
 
@@ -129,19 +133,14 @@ class LeaderAndEpoch(NamedTuple):
 _NO_LEADER = LeaderAndEpoch(None, None)
 
 
-def current_leader(cluster: Any, tp: TopicPartition) -> LeaderAndEpoch:
+def current_leader(cluster: ClusterView, tp: TopicPartition) -> LeaderAndEpoch:
     """The leader of ``tp`` and its epoch in the metadata snapshot ``cluster`` (None for
     either when unknown or negative).
-
-    Accepts a leader given as a node object (``node_id``/``id``) and a snapshot without
-    ``leader_epoch``, as test doubles provide.
     """
     leader = cluster.leader_for(tp)
-    if leader is not None and not isinstance(leader, int):
-        leader = getattr(leader, "node_id", getattr(leader, "id", leader))
     if leader is not None and leader < 0:
         leader = None
-    epoch = cluster.leader_epoch(tp) if hasattr(cluster, "leader_epoch") else None
+    epoch = cluster.leader_epoch(tp)
     if epoch is not None and epoch < 0:
         epoch = None
     return LeaderAndEpoch(leader, epoch)
@@ -198,6 +197,7 @@ class TopicPartitionState:
         "preferred_read_replica",
         "preferred_read_replica_expire_ms",
         "end_offset_requested",
+        "transitioned_at",
     )
 
     #: The number of the latest transition of any partition's fetch state (see _TRANSITIONS).
@@ -217,6 +217,8 @@ class TopicPartitionState:
         self.preferred_read_replica: int | None = None
         self.preferred_read_replica_expire_ms: int | None = None
         self.end_offset_requested = False
+        #: The number (see _TRANSITIONS) of this partition's latest fetch-state transition.
+        self.transitioned_at = 0
 
     def _transition(
         self,
@@ -229,7 +231,7 @@ class TopicPartitionState:
         if new_state not in _VALID_TRANSITIONS[self.fetch_state]:
             return False
         self.fetch_state = new_state
-        TopicPartitionState.last_transition = next(_TRANSITIONS)
+        TopicPartitionState.last_transition = self.transitioned_at = next(_TRANSITIONS)
         if position is not None:
             self.position = position
         if on_transition is not None:
@@ -367,8 +369,11 @@ class SubscriptionState:
         # dict keeps insertion order: the fetch order, rotated by move_partition_to_end.
         self._assignment: dict[TopicPartition, TopicPartitionState] = {}
         self._default_reset_strategy = OffsetResetStrategy.parse(default_reset_strategy)
-        self._rebalance_listener: Any = None
+        self._rebalance_listener: ConsumerRebalanceListener | None = None
         self._assignment_id = 0
+        # Counts pause(), resume() and mark_pending_revocation(): with the transition number
+        # and the assignment id it tells when any partition's fetchability may have changed.
+        self._flag_changes = 0
         # (transition number, assignment dict) when every partition was FETCHING / when none
         # awaited validation; see _TRANSITIONS.
         self._all_fetching_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = None
@@ -383,7 +388,9 @@ class SubscriptionState:
         elif self._subscription_type is not kind:
             raise IllegalStateError(_MUTUALLY_EXCLUSIVE)
 
-    def subscribe(self, topics: Iterable[str], listener: Any = None) -> bool:
+    def subscribe(
+        self, topics: Iterable[str], listener: ConsumerRebalanceListener | None = None
+    ) -> bool:
         """Subscribe to a topic list; True when the subscription changed."""
         topic_set = frozenset(topics)
         with self._lock:
@@ -391,7 +398,9 @@ class SubscriptionState:
             self._set_subscription_type(SubscriptionType.AUTO_TOPICS)
             return self._change_subscription(topic_set)
 
-    def subscribe_pattern(self, pattern: re.Pattern[str], listener: Any = None) -> None:
+    def subscribe_pattern(
+        self, pattern: re.Pattern[str], listener: ConsumerRebalanceListener | None = None
+    ) -> None:
         """Subscribe to every topic whose whole name matches ``pattern``."""
         with self._lock:
             self._rebalance_listener = listener
@@ -493,7 +502,7 @@ class SubscriptionState:
         return self._subscription_type is SubscriptionType.USER_ASSIGNED
 
     @property
-    def rebalance_listener(self) -> Any:
+    def rebalance_listener(self) -> ConsumerRebalanceListener | None:
         """The listener given to :meth:`subscribe` (or None)."""
         return self._rebalance_listener
 
@@ -903,11 +912,13 @@ class SubscriptionState:
         """Stop fetching ``tp`` (buffered data is kept)."""
         with self._lock:
             self._assigned_state(tp).paused = True
+            self._flag_changes += 1
 
     def resume(self, tp: TopicPartition) -> None:
         """Fetch ``tp`` again."""
         with self._lock:
             self._assigned_state(tp).paused = False
+            self._flag_changes += 1
 
     def is_paused(self, tp: TopicPartition) -> bool:
         """True when ``tp`` is assigned and paused."""
@@ -927,6 +938,14 @@ class SubscriptionState:
                 state = self._assignment.get(tp)
                 if state is not None:
                     state.pending_revocation = True
+            self._flag_changes += 1
+
+    def fetchable_mark(self) -> tuple[int, int, int]:
+        """A value that differs whenever any partition may have become fetchable or stopped
+        being so (a fetch-state transition such as a seek or reset, a new assignment, pause,
+        resume, pending revocation): equal marks mean the same partitions are fetchable from
+        the same positions, except positions the fetcher itself advanced."""
+        return (TopicPartitionState.last_transition, self._assignment_id, self._flag_changes)
 
     def is_fetchable(self, tp: TopicPartition) -> bool:
         """True when ``tp`` is assigned, positioned, not paused and not pending revocation."""

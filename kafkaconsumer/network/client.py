@@ -15,7 +15,9 @@ Group coordinator traffic has a connection of its own, as in Java: node id
 :func:`coordinator_node_id` (``2**31 - 1 - broker id``) addresses the same broker as ``broker
 id`` over a second socket, so that a JoinGroup the broker holds for the whole rebalance never
 delays (or waits behind) the fetches on the broker's own connection; a broker answers the
-requests of one connection strictly in order.
+requests of one connection strictly in order. For the same reason :func:`seek_fetch_node_id`
+(``2**30 - 1 - broker id``) names a third socket to a broker, on which the fetcher reads a
+partition re-positioned by ``seek()`` while the broker holds a long-poll fetch on the first.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import re
 import selectors
 import socket
 import ssl
@@ -35,13 +38,15 @@ from kafkaconsumer.errors import (
     ConfigError,
     KafkaConnectionError,
     KafkaError,
+    KafkaTimeoutError,
     NodeNotReadyError,
     UnsupportedVersionError,
 )
-from kafkaconsumer.metadata import Metadata
+from kafkaconsumer.metadata import Cluster, Metadata
 from kafkaconsumer.network.connection import BrokerConnection
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.network.sasl import OAuthTokenCache
+from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.network.ssl_context import build_ssl_context
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.utils.clock import SYSTEM_TIME
@@ -52,10 +57,12 @@ __all__ = [
     "NetworkClient",
     "parse_bootstrap_servers",
     "resolve_bootstrap_servers",
-    "DEFAULTS",
     "Clock",
     "COORDINATOR_NODE_ID_BASE",
     "coordinator_node_id",
+    "SEEK_FETCH_NODE_ID_BASE",
+    "seek_fetch_node_id",
+    "broker_of",
 ]
 
 #: Node ids ``COORDINATOR_NODE_ID_BASE - broker id`` name a broker's group coordinator
@@ -72,29 +79,26 @@ def coordinator_node_id(broker_id: int) -> int:
     return COORDINATOR_NODE_ID_BASE - int(broker_id)
 
 
-#: Java defaults of the keys this layer reads (the consumer config fills them normally).
-DEFAULTS: dict[str, Any] = {
-    "bootstrap.servers": None,
-    "client.id": "",
-    "client.dns.lookup": "use_all_dns_ips",
-    "security.protocol": "PLAINTEXT",
-    "request.timeout.ms": 30000,
-    "reconnect.backoff.ms": 50,
-    "reconnect.backoff.max.ms": 1000,
-    "retry.backoff.ms": 100,
-    "socket.connection.setup.timeout.ms": 10000,
-    "socket.connection.setup.timeout.max.ms": 30000,
-    "connections.max.idle.ms": 540000,
-    "max.in.flight.requests.per.connection": 100,
-    "receive.buffer.bytes": 65536,
-    "send.buffer.bytes": 131072,
-    "metadata.max.age.ms": 300000,
-    "metadata.recovery.strategy": "none",
-    "sasl.mechanism": "GSSAPI",
-    "sasl.login.refresh.window.factor": 0.8,
-    "sasl.login.retry.backoff.ms": 100,
-    "sasl.login.retry.backoff.max.ms": 10000,
-}
+#: Node ids ``SEEK_FETCH_NODE_ID_BASE - broker id`` name a broker's second fetch connection,
+#: used only for partitions seeked while a fetch to that broker is in flight.
+SEEK_FETCH_NODE_ID_BASE = 2**30 - 1
+
+
+def seek_fetch_node_id(broker_id: int) -> int:
+    """The node id of the second fetch connection to broker ``broker_id``."""
+    return SEEK_FETCH_NODE_ID_BASE - int(broker_id)
+
+
+def broker_of(node_id: int, cluster: Cluster) -> int:
+    """The broker a connection id addresses: ``node_id`` itself when ``cluster`` names it (or
+    it is no derived id), else the broker behind a coordinator or second-fetch id."""
+    if node_id < 0 or cluster.broker(node_id) is not None:
+        return node_id
+    for base in (COORDINATOR_NODE_ID_BASE, SEEK_FETCH_NODE_ID_BASE):
+        if 0 <= base - node_id and cluster.broker(base - node_id) is not None:
+            return base - node_id
+    return node_id
+
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _JITTER = 0.2
@@ -182,6 +186,8 @@ def resolve_bootstrap_servers(
 # Repeats of one node's connection failure with the same cause are logged at WARNING at most
 # this often (Java logs every one; librdkafka suppresses identical repeats).
 _WARN_INTERVAL_MS = 30_000
+# Figures in a cause (elapsed ms, a counter) vary between repeats of one failure.
+_FIGURES = re.compile(r"\d+")
 
 
 class _NodeState:
@@ -207,7 +213,8 @@ class _NodeState:
         self.last_error: KafkaError | None = None
         self.auth_error: AuthenticationError | None = None
         self.attempts = 0
-        # Rate limit of the connection-failure WARNING (see _warn_failure).
+        # Rate limit of the connection-failure WARNING (see _warn_failure); warned_text is
+        # the cause with its figures masked.
         self.warned_ms: int | None = None
         self.warned_text = ""
         self.suppressed = 0
@@ -223,43 +230,41 @@ class NetworkClient:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        settings: NetworkSettings,
         *,
         time: Clock | None = None,
         metadata: Metadata | None = None,
     ) -> None:
-        """Set up the selector and the bootstrap pseudo nodes from ``config``; no connection is
-        made yet. ``time`` has ``monotonic_ms()``; ``metadata``, when given, is kept fresh by
-        :meth:`poll`.
+        """Set up the selector and the bootstrap pseudo nodes from ``settings``; no connection
+        is made yet. ``time`` has ``monotonic_ms()``; ``metadata``, when given, is kept fresh
+        by :meth:`poll`.
         """
-        merged = dict(DEFAULTS)
-        merged.update({k: v for k, v in config.items() if v is not None or k not in DEFAULTS})
-        self.config: Mapping[str, Any] = merged
+        self.settings = settings
         self._clock: Clock = time or SYSTEM_TIME
-        protocol = str(merged["security.protocol"]).upper()
+        protocol = settings.security_protocol
         if protocol not in _PROTOCOLS:
             raise ConfigError(
-                f"security.protocol {merged['security.protocol']!r} is not one of "
-                f"{', '.join(_PROTOCOLS)}"
+                f"security.protocol {protocol!r} is not one of {', '.join(_PROTOCOLS)}"
             )
         self._protocol = protocol
-        lookup = str(merged["client.dns.lookup"])
+        lookup = settings.client_dns_lookup
         if lookup not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"):
             raise ConfigError(
                 f"client.dns.lookup {lookup!r} is not one of use_all_dns_ips, "
                 "resolve_canonical_bootstrap_servers_only"
             )
         self._bootstrap = resolve_bootstrap_servers(
-            parse_bootstrap_servers(merged["bootstrap.servers"]), lookup
+            parse_bootstrap_servers(settings.bootstrap_servers), lookup
         )
+        security = settings.security
         self._ssl_context: ssl.SSLContext | None = None
         if protocol in ("SSL", "SASL_SSL"):
-            self._ssl_context = build_ssl_context(merged)
+            self._ssl_context = build_ssl_context(security)
         self._token_cache: OAuthTokenCache | None = None
         if protocol.startswith("SASL"):
-            mech = str(merged["sasl.mechanism"]).upper()
+            mech = settings.sasl_mechanism
             if mech == "OAUTHBEARER":
-                cb = merged.get("sasl.oauthbearer.token.callback") or merged.get(
+                cb = security.get("sasl.oauthbearer.token.callback") or security.get(
                     "sasl.oauthbearer.token.provider"
                 )
                 if cb is None:
@@ -268,31 +273,31 @@ class NetworkClient:
                     )
                 self._token_cache = OAuthTokenCache(
                     cb,
-                    float(merged["sasl.login.refresh.window.factor"]),
-                    retry_backoff_ms=int(merged["sasl.login.retry.backoff.ms"]),
-                    retry_backoff_max_ms=int(merged["sasl.login.retry.backoff.max.ms"]),
+                    settings.sasl_login_refresh_window_factor,
+                    retry_backoff_ms=settings.sasl_login_retry_backoff_ms,
+                    retry_backoff_max_ms=settings.sasl_login_retry_backoff_max_ms,
                 )
             elif mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
                 raise ConfigError(
                     f"sasl.mechanism {mech!r} is not supported (PLAIN, "
                     "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)"
                 )
-        self._reconnect_backoff_ms = int(merged["reconnect.backoff.ms"])
+        self._reconnect_backoff_ms = settings.reconnect_backoff_ms
         self._reconnect_backoff_max_ms = max(
-            self._reconnect_backoff_ms, int(merged["reconnect.backoff.max.ms"])
+            self._reconnect_backoff_ms, settings.reconnect_backoff_max_ms
         )
-        self._setup_timeout_ms = int(merged["socket.connection.setup.timeout.ms"])
+        self._setup_timeout_ms = settings.socket_connection_setup_timeout_ms
         self._setup_timeout_max_ms = max(
-            self._setup_timeout_ms, int(merged["socket.connection.setup.timeout.max.ms"])
+            self._setup_timeout_ms, settings.socket_connection_setup_timeout_max_ms
         )
-        self._idle_ms = int(merged["connections.max.idle.ms"])
-        strategy = str(merged["metadata.recovery.strategy"]).lower()
+        self._idle_ms = settings.connections_max_idle_ms
+        strategy = settings.metadata_recovery_strategy
         if strategy not in ("none", "rebootstrap"):
             raise ConfigError(
                 f"metadata.recovery.strategy {strategy!r} is not 'none' or 'rebootstrap'"
             )
         self._rebootstrap = strategy == "rebootstrap"
-        self._request_timeout_ms = int(merged["request.timeout.ms"])
+        self._request_timeout_ms = settings.request_timeout_ms
         if self._request_timeout_ms <= 0:
             raise ConfigError("request.timeout.ms must be > 0")
 
@@ -347,19 +352,17 @@ class NetworkClient:
         """Host and port of a node, or None when unknown.
 
         Bootstrap pseudo ids (-1, -2, ...) map to ``bootstrap.servers``; a coordinator
-        connection id (:func:`coordinator_node_id`) maps to its broker's address.
+        connection id (:func:`coordinator_node_id`) or second fetch connection id
+        (:func:`seek_fetch_node_id`) maps to its broker's address.
         """
         if node_id < 0:
             idx = -node_id - 1
             return self._bootstrap[idx] if idx < len(self._bootstrap) else None
         if self.metadata is not None:
             cluster = self.metadata.cluster
-            broker = cluster.broker(node_id)
-            if broker is None:
-                # Not a broker: a group coordinator connection id names broker BASE - id.
-                # Real broker ids win, so an id that is both (never seen in practice) stays a
-                # broker.
-                broker = cluster.broker(COORDINATOR_NODE_ID_BASE - node_id)
+            # Real broker ids win over the derived ones (coordinator, second fetch connection),
+            # so an id that is both (never seen in practice) stays a broker.
+            broker = cluster.broker(broker_of(node_id, cluster))
             if broker is not None:
                 return broker.host, broker.port
         # A node the metadata no longer names (a broker that left, or the coordinator while a
@@ -479,7 +482,7 @@ class NetworkClient:
                 node_id,
                 host,
                 port,
-                self.config,
+                self.settings,
                 now_ms=self.now_ms,
                 next_correlation_id=self._next_correlation_id,
                 ssl_context=self._ssl_context,
@@ -563,8 +566,15 @@ class NetworkClient:
         backoff = min(backoff, self._reconnect_backoff_max_ms)
         backoff = int(backoff * (1 + self._random.uniform(-_JITTER, _JITTER)))
         st.backoff_until_ms = now_ms + backoff
-        if not was_ready and error is not None and not isinstance(error, AuthenticationError):
-            # Authentication failures are logged at ERROR where they happen.
+        if (
+            error is not None
+            and not isinstance(error, AuthenticationError)
+            and (not was_ready or isinstance(error, KafkaTimeoutError))
+        ):
+            # Authentication failures are logged at ERROR where they happen. A working
+            # connection that stopped answering (request timeout) is the first sign of an
+            # unreachable broker: warn as for a failed attempt; a plain close (a broker's idle
+            # timeout, a restart) is only logged at DEBUG and retried.
             self._warn_failure(node_id, st, error, now_ms)
         logger.debug("node %s: disconnected (%s); reconnect backoff %d ms", node_id, error, backoff)
 
@@ -572,9 +582,11 @@ class NetworkClient:
         """A WARNING per node with the cause: the first failure, a new cause, and otherwise
         at most once per :data:`_WARN_INTERVAL_MS` (reconnects come every second)."""
         text = str(error)
+        # The same cause with other figures (a request timeout's elapsed ms) is not new.
+        cause = _FIGURES.sub("#", text)
         if (
             st.warned_ms is not None
-            and text == st.warned_text
+            and cause == st.warned_text
             and now_ms - st.warned_ms < _WARN_INTERVAL_MS
         ):
             st.suppressed += 1
@@ -587,7 +599,7 @@ class NetworkClient:
         )
         logger.warning("connection to %s %s (%s) failed: %s%s", name, node_id, where, text, more)
         st.warned_ms = now_ms
-        st.warned_text = text
+        st.warned_text = cause
         st.suppressed = 0
 
     def connection_errors(self) -> str:
@@ -778,8 +790,8 @@ class NetworkClient:
         """The node with the fewest in-flight requests, preferring ready ones (Java's rule).
 
         Order: a ready node with no in-flight request; else the ready node with the fewest
-        in flight; else a node already connecting; else a disconnected node out of backoff;
-        None when every node is backing off.
+        in flight, one without a Fetch in flight first; else a node already connecting; else
+        a disconnected node out of backoff; None when every node is backing off.
         """
         now = self.now_ms() if now_ms is None else now_ms
         found = self._least_loaded(self.nodes(), now)
@@ -798,7 +810,10 @@ class NetworkClient:
             return None
         offset = self._random.randrange(len(nodes))
         best_ready: int | None = None
-        best_in_flight = 2**31
+        # (holds a fetch, in flight): a broker answers a connection's requests in order, so
+        # a request behind a long-poll Fetch waits up to fetch.max.wait.ms (a metadata
+        # refresh after NOT_LEADER waited 500 ms that way while another broker was free).
+        best_rank = (True, 2**31)
         connecting: int | None = None
         can_connect: int | None = None
         for i in range(len(nodes)):
@@ -808,8 +823,9 @@ class NetworkClient:
                 n = len(conn.in_flight)
                 if n == 0 and conn.can_send(now):
                     return node_id
-                if n < best_in_flight and n < conn._max_in_flight:
-                    best_ready, best_in_flight = node_id, n
+                rank = (any(r.api_key == ApiKey.FETCH for r in conn.in_flight), n)
+                if rank < best_rank and n < conn._max_in_flight:
+                    best_ready, best_rank = node_id, rank
             elif conn is not None and conn.is_connecting:
                 connecting = node_id if connecting is None else connecting
             elif can_connect is None and self.can_connect(node_id, now):

@@ -45,6 +45,7 @@ from kafkaconsumer.errors import (
 )
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.network.sasl import OAuthTokenCache, SaslMechanism, create_mechanism
+from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.protocol import (
     SUPPORTED_VERSIONS,
     ApiKey,
@@ -202,7 +203,7 @@ class BrokerConnection:
         node_id: int,
         host: str,
         port: int,
-        config: Mapping[str, Any],
+        settings: NetworkSettings,
         *,
         now_ms: Callable[[], int],
         next_correlation_id: Callable[[], int],
@@ -215,25 +216,22 @@ class BrokerConnection:
         self.node_id = node_id
         self.host = host
         self.port = port
-        self._config = config
+        self._settings = settings
         self._now_ms = now_ms
         self._next_cid = next_correlation_id
         self._ssl_context = ssl_context
         self._token_cache = token_cache
-        protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+        protocol = settings.security_protocol
         self._use_sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
         self._use_ssl = protocol in ("SSL", "SASL_SSL")
         if self._use_ssl and ssl_context is None:
             raise ValueError("an SSL connection needs an ssl_context")
-        self._client_id: str = str(config.get("client.id") or "")
-        self._request_timeout_ms = int(config.get("request.timeout.ms", 30000))
-        self._max_in_flight = max(1, int(config.get("max.in.flight.requests.per.connection", 100)))
-        self._rcvbuf = int(config.get("receive.buffer.bytes", 65536))
-        self._sndbuf = int(config.get("send.buffer.bytes", 131072))
-        largest_fetch = max(
-            int(config.get("fetch.max.bytes", 0) or 0),
-            int(config.get("max.partition.fetch.bytes", 0) or 0),
-        )
+        self._client_id: str = settings.client_id
+        self._request_timeout_ms = settings.request_timeout_ms
+        self._max_in_flight = max(1, settings.max_in_flight_requests_per_connection)
+        self._rcvbuf = settings.receive_buffer_bytes
+        self._sndbuf = settings.send_buffer_bytes
+        largest_fetch = settings.largest_fetch_bytes
         self._max_frame = max(_MIN_RECEIVE_LIMIT, 2 * largest_fetch)
 
         self.state = ConnectionState.DISCONNECTED
@@ -346,7 +344,7 @@ class BrokerConnection:
             raise KafkaConnectionError(
                 f"cannot resolve broker host {self.host!r} (node {self.node_id}): {exc}"
             ) from exc
-        lookup = str(self._config.get("client.dns.lookup", "use_all_dns_ips"))
+        lookup = self._settings.client_dns_lookup
         if lookup != "use_all_dns_ips":
             infos = infos[:1]
         self._addresses = list(infos)
@@ -511,7 +509,7 @@ class BrokerConnection:
             )
             return
         try:
-            self._sasl = create_mechanism(self._config, self._token_cache)
+            self._sasl = create_mechanism(self._settings.security, self._token_cache)
         except KafkaError as exc:
             self.close(exc)
             return
@@ -978,10 +976,18 @@ class BrokerConnection:
                     f"TLS handshake{how}"
                 )
             )
-        elif not self.ever_served and not self._use_ssl and not self._use_sasl:
+        elif (
+            not self.ever_served
+            and not self._use_ssl
+            and not self._use_sasl
+            and self._frame is None
+            and not self._hdr
+        ):
             # An SSL listener drops a plaintext ApiVersions; a SASL listener answers it and
-            # then drops the first request that is not SASL. Both look like this (a broker
-            # that served this address before is more likely going down).
+            # then drops the first request that is not SASL. Both close with nothing of the
+            # pending answer sent. Part of a frame received means a Kafka listener cut off
+            # mid-response (a proxy, a dying broker); a broker that served this address
+            # before is more likely going down: neither gets the hint.
             self.close(
                 KafkaConnectionError(
                     f"node {self.node_id} ({self.host}:{self.port}): the broker closed the "

@@ -102,12 +102,10 @@ class ConsumerNetworkClient:
         self.request_timeout_ms = int(
             request_timeout_ms
             if request_timeout_ms is not None
-            else client.config.get("request.timeout.ms", 30000)
+            else client.settings.request_timeout_ms
         )
         self.retry_backoff_ms = int(
-            retry_backoff_ms
-            if retry_backoff_ms is not None
-            else client.config.get("retry.backoff.ms", 100)
+            retry_backoff_ms if retry_backoff_ms is not None else client.settings.retry_backoff_ms
         )
         self._lock = threading.RLock()
         self._unsent_lock = threading.Lock()
@@ -465,10 +463,18 @@ class ConsumerNetworkClient:
                 self.client.connection_failed(node_id) and self.client.connection_delay(node_id) > 0
             )
 
-    def try_connect(self, node_id: int) -> None:
-        """Start connecting to ``node_id`` when it is not connected and not backing off."""
+    def ready(self, node_id: int) -> bool:
+        """True when ``node_id`` can take a request now (its API versions known); otherwise
+        start connecting when allowed. False once closed."""
         with self._locked():
-            self.client.ready(node_id)
+            return not self._closed and self.client.ready(node_id)
+
+    def try_connect(self, node_id: int) -> None:
+        """Start connecting to ``node_id`` when it is not connected and not backing off
+        (nothing once closed)."""
+        with self._locked():
+            if not self._closed:
+                self.client.ready(node_id)
 
     def connection_failed(self, node_id: int) -> bool:
         """True when the node's last connection attempt failed."""

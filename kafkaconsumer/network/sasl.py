@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafkaconsumer.config import config_value
 from kafkaconsumer.errors import ConfigError, KafkaConnectionError, SaslAuthenticationError
 
 logger = logging.getLogger(__name__)
@@ -629,7 +630,7 @@ def create_mechanism(
     config: Mapping[str, Any], token_cache: OAuthTokenCache | None = None
 ) -> SaslMechanism:
     """A fresh mechanism for one connection attempt, from ``sasl.mechanism`` and credentials."""
-    mechanism = str(config.get("sasl.mechanism", "GSSAPI")).upper()
+    mechanism = str(config_value(config, "sasl.mechanism")).upper()
     if mechanism == "PLAIN":
         return PlainMechanism(*credentials(config))
     if mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from kafkaconsumer.config import config_default
 from kafkaconsumer.errors import ConfigError
 from kafkaconsumer.network.sasl import secret_text as _secret_text  # one helper for SASL and TLS
 
@@ -47,7 +48,9 @@ def _as_list(value: Any) -> list[str]:
 
 def hostname_verification(config: Mapping[str, Any]) -> bool:
     """True when ``ssl.endpoint.identification.algorithm`` asks for the host name check."""
-    algo = config.get("ssl.endpoint.identification.algorithm", "https")
+    key = "ssl.endpoint.identification.algorithm"
+    # None, as an empty string, turns the check off: only a missing key takes the default.
+    algo = config[key] if key in config else config_default(key)
     if algo is None or str(algo).strip() == "":
         return False
     if str(algo).strip().lower() != "https":

@@ -6,8 +6,8 @@ buffer (or the decompressed payload) into growable C buffers, offsets and timest
 arrays, null keys and values into validity bitmaps. ``kafkaconsumer.arrow`` wraps the buffers,
 zero copy, in ``pyarrow`` arrays. Per batch (never per record) it goes back to Python for the
 CRC32C check, decompression and the read_committed bookkeeping, exactly as the object decoder
-(``_crecords``) does. Legacy v0/v1 message sets, which only pre-0.11 brokers write, are decoded
-per message by the object decoder and copied into the same buffers.
+(``_crecords``) does, through the same shared parsing code (``_wire.pxd``); legacy v0/v1
+message sets are decoded here too, straight into the same buffers.
 
 The result is ``(n, columns, next_offset, partial)``; ``columns`` is the tuple
 ``kafkaconsumer.arrow`` documents (``_COLUMNS``), the pure-Python twin builds the same one.
@@ -15,25 +15,31 @@ The result is ``(n, columns, next_offset, partial)``; ``columns`` is the tuple
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport INT32_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
+
+from kafkaconsumer.record._wire cimport (
+    ATTR_TIMESTAMP_TYPE,
+    BatchHeader,
+    HeaderSpan,
+    LegacyRow,
+    RecordSpan,
+    check_record_end,
+    legacy_rows,
+    next_batch,
+    read_header,
+    scan_plain_record,
+    scan_record,
+    v2_batch,
+)
+
+import zlib
 
 from crc32c import crc32c as _crc32c
 
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError
 from kafkaconsumer.record._common import AbortedTransactions, decompress_payload
-
-cdef enum:
-    LOG_OVERHEAD = 12  # baseOffset + batchLength
-    V2_HEADER_SIZE = 61
-    V2_MIN_BATCH_LENGTH = 49  # the v2 header after batchLength
-    MIN_BATCH_LENGTH = 14  # the smallest legacy (v0) message
-    V2_ATTRIBUTES_OFFSET = 21
-    ATTR_CODEC_MASK = 0x07
-    ATTR_TIMESTAMP_TYPE = 0x08
-    ATTR_TRANSACTIONAL = 0x10
-    ATTR_CONTROL = 0x20
 
 # Arrow's binary and string arrays use int32 offsets.
 cdef int64_t _MAX_COLUMN_BYTES = INT32_MAX
@@ -219,248 +225,168 @@ class _Corrupt(Exception):
     """Internal: parsing failed; the caller adds topic, partition and offset."""
 
 
-cdef inline int16_t rd_i16(const unsigned char* p) noexcept nogil:
-    return <int16_t>((<uint32_t>p[0] << 8) | p[1])
+cdef inline int _reserve_bits(Grow g, Py_ssize_t rows) except -1:
+    # Room for ``rows`` validity bits, the new bytes zeroed (only set bits are written).
+    cdef Py_ssize_t want = (rows + 7) >> 3
+    if want > g.n:
+        _reserve(g, want - g.n)
+        memset(g.p + g.n, 0, want - g.n)
+        g.n = want
+    return 0
 
 
-cdef inline uint32_t rd_u32(const unsigned char* p) noexcept nogil:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
-
-
-cdef inline int32_t rd_i32(const unsigned char* p) noexcept nogil:
-    return <int32_t>rd_u32(p)
-
-
-cdef inline int64_t rd_i64(const unsigned char* p) noexcept nogil:
-    return <int64_t>((<uint64_t>rd_u32(p) << 32) | rd_u32(p + 4))
-
-
-cdef Py_ssize_t _varint_slow(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
-                             int64_t* out, int max_shift) except -1:
-    # Returns the position after the zigzag varint, its value in out[0].
-    cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    while True:
-        if pos >= end:
-            raise _Corrupt("record data is truncated inside the batch")
-        b = buf[pos]
-        pos += 1
-        result |= (<uint64_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            out[0] = <int64_t>(result >> 1) ^ -(<int64_t>(result & 1))
-            return pos
-        shift += 7
-        if shift > max_shift:
-            raise _Corrupt("varint is longer than 5 bytes" if max_shift == 28
-                           else "varlong is longer than 10 bytes")
-
-
-cdef inline Py_ssize_t _varint(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
-                               int64_t* out, int max_shift) except -1:
-    cdef unsigned char b
-    if pos < end:
-        b = buf[pos]
-        if b < 0x80:
-            out[0] = (b >> 1) ^ -(<int64_t>(b & 1))
-            return pos + 1
-    return _varint_slow(buf, pos, end, out, max_shift)
-
-
-cdef Py_ssize_t _parse_records(_Columns c, const unsigned char* buf, Py_ssize_t pos,
-                               Py_ssize_t end, int32_t count, int64_t base_offset,
-                               int64_t min_offset, int64_t base_ts, int64_t max_ts,
-                               bint log_append, int32_t epoch, object first) except -1:
-    """Parse ``count`` v2 records of ``buf[pos:end]`` into ``c`` (those at or after
-    ``min_offset``). With ``first`` (a list), only the first record's key and value are
-    appended to it as bytes (control batches) and ``c`` is untouched."""
-    cdef int64_t length, ts_delta, offset_delta, klen, vlen, hcount, hklen, hvlen, offset
-    cdef Py_ssize_t rec_end, kpos, vpos, hkpos, hvpos
-    cdef int32_t i, h
+cdef int _parse_records(_Columns c, const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
+                        BatchHeader* b, int64_t min_offset) except -1:
+    # The batch's records (those at or after ``min_offset``) into ``c``. Every column is sized
+    # for the whole batch first (its record count, and its payload size for keys and values),
+    # so that the loop writes through raw pointers with no capacity check per record.
+    cdef int32_t i
+    cdef int64_t h, offset
+    cdef Py_ssize_t hpos
+    cdef RecordSpan r
+    cdef HeaderSpan hs
+    cdef bint want_headers = c.headers
+    cdef bint log_append = (b.attrs & ATTR_TIMESTAMP_TYPE) != 0
     cdef int32_t ts_type = 1 if log_append else 0
-    cdef bint want_headers = c is not None and c.headers
-    for i in range(count):
-        pos = _varint(buf, pos, end, &length, 28)
-        rec_end = pos + length
-        if length < 6 or rec_end > end:
-            raise _Corrupt(f"record length {length} does not fit the batch")
-        pos += 1  # record attributes: unused
-        pos = _varint(buf, pos, rec_end, &ts_delta, 63)
-        pos = _varint(buf, pos, rec_end, &offset_delta, 28)
-        offset = base_offset + offset_delta
-        if offset < min_offset:
-            pos = rec_end
-            continue
-        pos = _varint(buf, pos, rec_end, &klen, 28)
-        kpos = pos
-        if klen >= 0:
-            pos += klen
-            if pos > rec_end:
-                raise _Corrupt("key overruns the record")
-        elif klen != -1:
-            raise _Corrupt(f"negative key length {klen}")
-        pos = _varint(buf, pos, rec_end, &vlen, 28)
-        vpos = pos
-        if vlen >= 0:
-            pos += vlen
-            if pos > rec_end:
-                raise _Corrupt("value overruns the record")
-        elif vlen != -1:
-            raise _Corrupt(f"negative value length {vlen}")
-        if first is not None:
-            first.append(None if klen < 0 else (<const char*>buf)[kpos:kpos + klen])
-            first.append(None if vlen < 0 else (<const char*>buf)[vpos:vpos + vlen])
-            return rec_end
-        pos = _varint(buf, pos, rec_end, &hcount, 28)
-        if hcount < 0:
-            raise _Corrupt(f"negative header count {hcount}")
-        for h in range(hcount):
-            pos = _varint(buf, pos, rec_end, &hklen, 28)
-            if hklen < 0:
-                raise _Corrupt(f"negative header key length {hklen}")
-            if pos + hklen > rec_end:
-                raise _Corrupt("header key overruns the record")
-            hkpos = pos
-            pos += hklen
-            pos = _varint(buf, pos, rec_end, &hvlen, 28)
-            hvpos = pos
-            if hvlen >= 0:
-                pos += hvlen
-                if pos > rec_end:
-                    raise _Corrupt("header value overruns the record")
-            elif hvlen != -1:
-                raise _Corrupt(f"negative header value length {hvlen}")
+    cdef int32_t epoch = b.leader_epoch if b.leader_epoch >= 0 else -1
+    cdef Py_ssize_t count = b.count, row = c.rows, payload = end - pos
+    _reserve(c.key_offsets, count * 4)
+    _reserve(c.value_offsets, count * 4)
+    _reserve(c.key_data, payload)
+    _reserve(c.value_data, payload)
+    _reserve(c.offsets, count * 8)
+    _reserve(c.timestamps, count * 8)
+    _reserve(c.ts_types, count * 4)
+    _reserve(c.epochs, count * 4)
+    _reserve_bits(c.key_valid, row + count)
+    _reserve_bits(c.value_valid, row + count)
+    if want_headers:
+        _reserve(c.hdr_offsets, count * 4)
+    cdef int32_t* koffs = <int32_t*>c.key_offsets.p
+    cdef int32_t* voffs = <int32_t*>c.value_offsets.p
+    cdef char* kdata = c.key_data.p
+    cdef char* vdata = c.value_data.p
+    cdef char* kvalid = c.key_valid.p
+    cdef char* vvalid = c.value_valid.p
+    cdef int64_t* offs = <int64_t*>c.offsets.p
+    cdef int64_t* tss = <int64_t*>c.timestamps.p
+    cdef int32_t* tst = <int32_t*>c.ts_types.p
+    cdef int32_t* eps = <int32_t*>c.epochs.p
+    cdef Py_ssize_t kn = c.key_data.n, vn = c.value_data.n
+    cdef Py_ssize_t knulls = 0, vnulls = 0
+    r.kpos = r.vpos = 0  # (always set before use; this keeps the C compiler sure of it)
+    r.klen = r.vlen = -1
+    try:
+        for i in range(count):
+            hpos = -1
+            if not scan_plain_record(buf, pos, end, &r):
+                hpos = scan_record(buf, pos, end, &r, b.base_offset,
+                                   min_offset, _Corrupt)
+            pos = r.end
+            offset = b.base_offset + r.offset_delta
+            if offset < min_offset:
+                continue
+            if hpos >= 0:
+                for h in range(r.hcount):
+                    hpos = read_header(buf, hpos, r.end, &hs, _Corrupt)
+                    if want_headers:
+                        _add_header(c, buf + hs.kpos, hs.klen, buf + hs.vpos, hs.vlen)
+                check_record_end(hpos, &r, offset, _Corrupt)
+            if r.klen >= 0:
+                memcpy(kdata + kn, buf + r.kpos, r.klen)
+                kn += r.klen
+                kvalid[row >> 3] |= <char>(1 << (row & 7))
+            else:
+                knulls += 1
+            koffs[row + 1] = <int32_t>kn
+            if r.vlen >= 0:
+                memcpy(vdata + vn, buf + r.vpos, r.vlen)
+                vn += r.vlen
+                vvalid[row >> 3] |= <char>(1 << (row & 7))
+            else:
+                vnulls += 1
+            voffs[row + 1] = <int32_t>vn
+            offs[row] = offset
+            tss[row] = b.max_ts if log_append else b.base_ts + r.ts_delta
+            tst[row] = ts_type
+            eps[row] = epoch
+            row += 1
             if want_headers:
-                _add_header(c, buf + hkpos, hklen, buf + hvpos, hvlen)
-        if pos != rec_end:
-            raise _Corrupt(f"record at offset {offset} declares {length} bytes but holds "
-                           f"{length + pos - rec_end}")
-        _add_row(c, offset, max_ts if log_append else base_ts + ts_delta, ts_type, epoch,
-                 buf + kpos, klen, buf + vpos, vlen)
+                (<int32_t*>c.hdr_offsets.p)[row] = <int32_t>c.hdr_rows
+    finally:
+        # What was written stays consistent on error: the rows so far are complete.
+        c.key_data.n, c.value_data.n = kn, vn
+        c.key_nulls += knulls
+        c.value_nulls += vnulls
+        c.key_offsets.n = c.value_offsets.n = (row + 1) * 4
+        c.ts_types.n = c.epochs.n = row * 4
+        c.offsets.n = c.timestamps.n = row * 8
         if want_headers:
-            _put_i32(c.hdr_offsets, <int32_t>c.hdr_rows)
-    if first is None and pos != end:
+            c.hdr_offsets.n = (row + 1) * 4
+        c.rows = row
+    if kn > _MAX_COLUMN_BYTES or vn > _MAX_COLUMN_BYTES:
+        raise OverflowError("a binary column of one fetch exceeds 2 GiB")
+    if pos != end:
         raise _Corrupt(f"{end - pos} bytes left after the batch's {count} records")
-    return pos
-
-
-cdef _corrupt(msg, topic, int partition, int64_t offset):
-    return CorruptRecordError(msg, topic=topic, partition=partition, offset=offset)
+    return 0
 
 
 cdef int64_t _decode_v2(_Columns c, const unsigned char* buf, object mv, Py_ssize_t pos,
-                        Py_ssize_t size, int64_t base_offset, object topic, int partition,
-                        int64_t fetch_offset, bint check_crcs, object txns) except? -1:
-    cdef Py_ssize_t end = pos + size
-    cdef const unsigned char* h = buf + pos + LOG_OVERHEAD
-    cdef int32_t leader_epoch, last_delta, count
-    cdef uint32_t crc
-    cdef int16_t attrs
-    cdef int64_t base_ts, max_ts, producer_id, next_offset
-    cdef int codec
+                        Py_ssize_t size, object topic, int partition, int64_t fetch_offset,
+                        bint check_crcs, object txns) except? -1:
+    cdef BatchHeader b
+    cdef bint wanted
     cdef const unsigned char* pbuf
     cdef Py_ssize_t ppos, pend
-    if size - LOG_OVERHEAD < V2_MIN_BATCH_LENGTH:
-        raise _corrupt(f"v2 batch length {size - 12} is below the minimum", topic, partition,
-                       base_offset)
-    leader_epoch = rd_i32(h)
-    crc = rd_u32(h + 5)
-    attrs = rd_i16(h + 9)
-    last_delta = rd_i32(h + 11)
-    base_ts = rd_i64(h + 15)
-    max_ts = rd_i64(h + 23)
-    producer_id = rd_i64(h + 31)
-    count = rd_i32(h + 45)
-    if check_crcs:
-        actual = _crc32c(mv[pos + V2_ATTRIBUTES_OFFSET:end])
-        if actual != crc:
-            raise _corrupt(f"CRC32C mismatch: batch says {crc:#010x}, bytes give {actual:#010x}",
-                           topic, partition, base_offset)
-    if count < 0:
-        raise _corrupt(f"negative record count {count}", topic, partition, base_offset)
-    next_offset = base_offset + last_delta + 1
-    codec = attrs & ATTR_CODEC_MASK
-    if attrs & ATTR_CONTROL:
-        if txns is not None:
-            first = []
-            if producer_id != -1 and count:
-                payload = None
-                if codec:
-                    payload = decompress_payload(codec, mv[pos + V2_HEADER_SIZE:end], 2, topic,
-                                                 partition, base_offset)
-                    pbuf = <const unsigned char*>PyBytes_AS_STRING(payload)
-                    ppos, pend = 0, PyBytes_GET_SIZE(payload)
-                else:
-                    pbuf, ppos, pend = buf, pos + V2_HEADER_SIZE, end
-                try:
-                    _parse_records(None, pbuf, ppos, pend, count, 0, INT64_MIN, 0, 0, False,
-                                   -1, first)
-                except _Corrupt as exc:
-                    raise _corrupt(str(exc), topic, partition, base_offset) from None
-            txns.skip_batch(producer_id, next_offset - 1, bool(attrs & ATTR_TRANSACTIONAL), True,
-                            first[0] if first else None, first[1] if first else None)
-        # Control records never reach the user; they only advance the position.
-        return next_offset
-    if txns is not None and txns.skip_batch(producer_id, next_offset - 1,
-                                            bool(attrs & ATTR_TRANSACTIONAL), False, None, None):
-        return next_offset
-    if next_offset <= fetch_offset or count == 0:
-        return next_offset
-    payload = None
-    if codec:
-        payload = decompress_payload(codec, mv[pos + V2_HEADER_SIZE:end], 2, topic, partition,
-                                     base_offset)
-        pbuf = <const unsigned char*>PyBytes_AS_STRING(payload)
-        ppos, pend = 0, PyBytes_GET_SIZE(payload)
-    else:
-        pbuf, ppos, pend = buf, pos + V2_HEADER_SIZE, end
+    # payload (the decompressed records, if any) stays referenced while they are parsed.
+    payload = v2_batch(buf, mv, pos, size, fetch_offset, check_crcs, txns, _crc32c,
+                       decompress_payload, CorruptRecordError, _Corrupt, topic, partition, &b,
+                       &wanted, &pbuf, &ppos, &pend)
+    if wanted:
+        try:
+            _parse_records(c, pbuf, ppos, pend, &b, fetch_offset)
+        except _Corrupt as exc:
+            raise CorruptRecordError(str(exc), topic=topic, partition=partition,
+                                     offset=b.base_offset) from None
+    return b.base_offset + b.last_delta + 1
+
+
+cdef int64_t _decode_legacy(_Columns c, const unsigned char* buf, object mv, Py_ssize_t pos,
+                            Py_ssize_t size, object topic, int partition,
+                            int64_t fetch_offset, bint check_crcs) except? -1:
+    # Legacy message sets (pre-0.11 brokers): one message, maybe a compressed wrapper.
+    cdef LegacyRow* rows = NULL
+    cdef LegacyRow* row
+    cdef Py_ssize_t nrows = 0, i
+    cdef list keep = []
     try:
-        _parse_records(c, pbuf, ppos, pend, count, base_offset, fetch_offset, base_ts, max_ts,
-                       bool(attrs & ATTR_TIMESTAMP_TYPE), leader_epoch if leader_epoch >= 0 else -1,
-                       None)
-    except _Corrupt as exc:
-        raise _corrupt(str(exc), topic, partition, base_offset) from None
+        next_offset = legacy_rows(buf, mv, pos, size, fetch_offset, check_crcs, zlib.crc32,
+                                  decompress_payload, CorruptRecordError, _Corrupt, topic,
+                                  partition, keep, &rows, &nrows)
+        for i in range(nrows):
+            row = &rows[i]
+            _add_row(c, row.offset, row.timestamp, row.ts_type, -1, row.base + row.key_pos,
+                     row.klen, row.base + row.value_pos, row.vlen)
+            if c.headers:
+                _put_i32(c.hdr_offsets, <int32_t>c.hdr_rows)
+    finally:
+        free(rows)
     return next_offset
-
-
-cdef int64_t _decode_legacy(_Columns c, object mv, Py_ssize_t pos, Py_ssize_t size,
-                            object topic, int partition, int64_t fetch_offset, bint check_crcs,
-                            object legacy_decode) except? -1:
-    # Legacy message sets come only from pre-0.11 brokers: the object decoder parses them
-    # (one message, maybe a compressed wrapper) and the records are copied into the columns.
-    cdef bytes k, v
-    result = legacy_decode(mv[pos:pos + size], topic, partition, fetch_offset,
-                           check_crcs=check_crcs)
-    for rec in result.records:
-        k = rec.key
-        v = rec.value
-        _add_row(c, rec.offset, rec.timestamp, rec.timestamp_type,
-                 -1 if rec.leader_epoch is None else rec.leader_epoch,
-                 <const unsigned char*>(PyBytes_AS_STRING(k) if k is not None else NULL),
-                 PyBytes_GET_SIZE(k) if k is not None else -1,
-                 <const unsigned char*>(PyBytes_AS_STRING(v) if v is not None else NULL),
-                 PyBytes_GET_SIZE(v) if v is not None else -1)
-        if c.headers:
-            _put_i32(c.hdr_offsets, <int32_t>c.hdr_rows)
-    return result.next_offset
 
 
 def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint check_crcs=True,
                    bint read_committed=False, aborted_transactions=None,
-                   bint include_headers=False, legacy_decode=None):
+                   bint include_headers=False):
     """Decode a Fetch response partition's ``records`` into Arrow column buffers.
 
     Returns ``(rows, columns, next_offset, partial)`` with ``columns`` as
     ``kafkaconsumer.arrow._COLUMNS`` describes; the checks and errors are those of
-    ``decode_fetched_records`` (docs/internals.md, record/). ``legacy_decode`` is the object
-    decoder used for v0/v1 message sets.
+    ``decode_fetched_records`` (docs/internals.md, record/).
     """
     cdef Py_buffer view
     cdef const unsigned char* buf
     cdef Py_ssize_t n, pos = 0, size
-    cdef int64_t base_offset, next_offset = fetch_offset, batch_next
-    cdef int32_t length
-    cdef int magic
+    cdef int64_t next_offset = fetch_offset, batch_next
     cdef bint partial = False
     cdef _Columns c
     if data is None:
@@ -474,32 +400,39 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
         c = _Columns(n, include_headers)
         mv = memoryview(data)
         while pos < n:
-            if n - pos < LOG_OVERHEAD:
+            size = next_batch(buf, pos, n, fetch_offset, CorruptRecordError,
+                              RecordTooLargeError, topic, partition)
+            if size < 0:
                 partial = True
                 break
-            base_offset = rd_i64(buf + pos)
-            length = rd_i32(buf + pos + 8)
-            if length < MIN_BATCH_LENGTH:
-                raise _corrupt(f"batch length {length} is below the minimum", topic, partition,
-                               base_offset)
-            size = LOG_OVERHEAD + <Py_ssize_t>length
-            if n - pos < size:
-                partial = True
-                if pos == 0:
-                    raise RecordTooLargeError(topic, partition, fetch_offset, size)
-                break
-            magic = buf[pos + 16]
-            if magic == 2:
-                batch_next = _decode_v2(c, buf, mv, pos, size, base_offset, topic, partition,
-                                        fetch_offset, check_crcs, txns)
-            elif magic == 0 or magic == 1:
-                batch_next = _decode_legacy(c, mv, pos, size, topic, partition, fetch_offset,
-                                            check_crcs, legacy_decode)
+            if buf[pos + 16] == 2:
+                batch_next = _decode_v2(c, buf, mv, pos, size, topic, partition, fetch_offset,
+                                        check_crcs, txns)
             else:
-                raise _corrupt(f"unknown magic byte {magic}", topic, partition, base_offset)
+                batch_next = _decode_legacy(c, buf, mv, pos, size, topic, partition,
+                                            fetch_offset, check_crcs)
             if batch_next > next_offset:
                 next_offset = batch_next
             pos += size
     finally:
         PyBuffer_Release(&view)
     return c.rows, c.result(), next_offset, partial
+
+
+def repeat_string_buffers(bytes data, Py_ssize_t rows):
+    """``(offsets, data)`` buffers of a string or binary column holding ``data`` in each of
+    ``rows`` rows (the topic column: ``pa.repeat`` appends row by row, about 40 ns a row)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), i
+    cdef const char* src = PyBytes_AS_STRING(data)
+    if n * rows > _MAX_COLUMN_BYTES:
+        raise OverflowError("a string column of one fetch exceeds 2 GiB")
+    cdef Grow offs = Grow((rows + 1) * 4)
+    cdef Grow out = Grow(n * rows)
+    cdef int32_t* o = <int32_t*>offs.p
+    for i in range(rows + 1):
+        o[i] = <int32_t>(i * n)
+    for i in range(rows):
+        memcpy(out.p + i * n, src, n)
+    offs.n = (rows + 1) * 4
+    out.n = n * rows
+    return offs, out

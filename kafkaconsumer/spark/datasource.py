@@ -29,19 +29,24 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from kafkaconsumer.arrow import HEADER_TYPE, iter_offset_ranges
+from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaError
 from kafkaconsumer.spark.offsets import (
+    LiveBounds,
     OffsetRange,
     from_json,
+    live_bounds,
     plan_ranges,
     planning_consumer,
     resolve,
+    resolve_live,
     split_ranges,
     to_json,
     topic_partitions,
 )
 from kafkaconsumer.spark.options import KafkaOptions, OffsetSpec, parse_options
 from kafkaconsumer.spark.writer import write_batches
+from kafkaconsumer.structs import TopicPartition
 
 logger = logging.getLogger(__name__)
 
@@ -55,21 +60,29 @@ SCHEMA_DDL = (
 #: ... with ``includeHeaders``.
 SCHEMA_WITH_HEADERS_DDL = SCHEMA_DDL + ", headers array<struct<key: string, value: binary>>"
 
+_FIXED = LiveBounds(start=False, floor=False, end=False)
+
 
 class KafkaInputPartition(InputPartition):
-    """One task's offset range (pickled to the executor).
+    """One task's offset range (pickled to the executor), and which of its bounds the task
+    resolves again when it runs (batch reads: see :class:`LiveBounds`).
 
     Thread-safety: immutable once built.
     """
 
-    def __init__(self, value: OffsetRange) -> None:
-        """Carry ``value``."""
-        super().__init__(tuple(value))
+    def __init__(self, value: OffsetRange, live: LiveBounds = _FIXED) -> None:
+        """Carry ``value`` and ``live``."""
+        super().__init__((tuple(value), tuple(live)))
 
     @property
     def range(self) -> OffsetRange:
-        """The offset range to read."""
-        return OffsetRange(*self.value)
+        """The offset range as planned."""
+        return OffsetRange(*self.value[0])
+
+    @property
+    def live(self) -> LiveBounds:
+        """The bounds resolved when the task runs."""
+        return LiveBounds(*self.value[1])
 
 
 # Spark's Arrow form of its Kafka schema: microsecond timestamps, list children "element".
@@ -89,10 +102,16 @@ def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def _read(opts: KafkaOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
+def _read(
+    opts: KafkaOptions, r: OffsetRange, live: LiveBounds = _FIXED
+) -> Iterator[pa.RecordBatch]:
+    def bounds(consumer: KafkaConsumer) -> dict[TopicPartition, tuple[int, int]]:
+        now = resolve_live(consumer, opts, r, live) if any(live) else r
+        return {now.tp: (now.start, now.end)}
+
     for batch in iter_offset_ranges(
         opts.kafka,
-        {r.tp: (r.start, r.end)},
+        bounds,
         include_headers=opts.include_headers,
         fail_on_data_loss=opts.fail_on_data_loss,
         poll_timeout_ms=opts.poll_timeout_ms,
@@ -142,17 +161,28 @@ class KafkaBatchReader(DataSourceReader):
     """
 
     def __init__(self, opts: KafkaOptions) -> None:
-        """Read with ``opts``; the ranges are fixed at :meth:`partitions`."""
+        """Read with ``opts``."""
         self.opts = opts
 
     def partitions(self) -> list[KafkaInputPartition]:
-        """One input partition per (split) offset range."""
-        return [KafkaInputPartition(r) for r in plan_ranges(self.opts)]
+        """One input partition per (split) offset range.
+
+        Spark plans a Python data source once per DataFrame, while its own Kafka source
+        resolves earliest, latest and timestamps for every action. So the ranges planned here
+        only decide the split; each task resolves its earliest/latest/timestamp bounds again
+        when it runs, and every action sees the records produced up to then. Partitions empty
+        now keep a task, which may find records later.
+        """
+        ranges = plan_ranges(self.opts, keep_empty=True)
+        return [
+            KafkaInputPartition(r, live)
+            for r, live in zip(ranges, live_bounds(self.opts, ranges), strict=True)
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the range (runs on an executor)."""
         assert isinstance(partition, KafkaInputPartition)
-        yield from _read(self.opts, partition.range)
+        yield from _read(self.opts, partition.range, partition.live)
 
 
 class KafkaStreamReader(DataSourceStreamReader):

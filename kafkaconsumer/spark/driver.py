@@ -8,6 +8,7 @@ no Python on the executors. On a terminal, a progress bar shows records, MB, rat
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -21,10 +22,13 @@ from kafkaconsumer.spark.options import parse_options
 __all__ = ["read_kafka", "read_kafka_table"]
 
 
-def read_kafka_table(options: Mapping[str, Any], *, progress: bool | None = None) -> pa.Table:
+def read_kafka_table(
+    options: Mapping[str, Any], *, progress: bool | None = None, console: Any = None
+) -> pa.Table:
     """The rows :func:`read_kafka` returns, as a ``pyarrow.Table`` (no Spark needed).
 
-    ``progress`` None shows a bar only when stderr is a terminal.
+    ``progress`` None shows a bar only when stderr is a terminal; ``console`` is the
+    ``rich.console.Console`` to draw it on (default: stderr).
     """
     opts = parse_options(options)
     ranges = plan_ranges(opts)
@@ -34,7 +38,7 @@ def read_kafka_table(options: Mapping[str, Any], *, progress: bool | None = None
         bounds[r.tp] = (min(lo, r.start), max(hi, r.end))
     total = sum(e - s for s, e in bounds.values())
     show = sys.stderr.isatty() if progress is None else progress
-    with _progress_bar(total, show) as tick:
+    with _progress_bar(total, show, console) as tick:
         return read_offset_ranges(
             opts.kafka,
             bounds,
@@ -45,43 +49,56 @@ def read_kafka_table(options: Mapping[str, Any], *, progress: bool | None = None
         )
 
 
-def read_kafka(spark: Any, options: Mapping[str, Any], *, progress: bool | None = None) -> Any:
+def read_kafka(
+    spark: Any, options: Mapping[str, Any], *, progress: bool | None = None, console: Any = None
+) -> Any:
     """Read the offset ranges ``options`` name (Spark's Kafka source options: see
-    docs/spark.md) on the driver and return them as a DataFrame with Spark's Kafka schema."""
-    return spark.createDataFrame(read_kafka_table(options, progress=progress))
+    docs/spark.md) on the driver and return them as a DataFrame with Spark's Kafka schema
+    (``progress`` and ``console`` as for :func:`read_kafka_table`)."""
+    df = spark.createDataFrame(read_kafka_table(options, progress=progress, console=console))
+    # createDataFrame makes one partition per Arrow batch of
+    # spark.sql.execution.arrow.maxRecordsPerBatch rows (10,000 by default): 200 tasks for 2 M
+    # rows, each costing more to schedule than to run. The rows are on the driver either way;
+    # as many partitions as Spark's default parallelism keep every core busy.
+    return df.coalesce(max(1, int(spark.sparkContext.defaultParallelism)))
 
 
 @contextmanager
-def _progress_bar(total: int, show: bool) -> Iterator[Progress | None]:
+def _progress_bar(total: int, show: bool, console: Any) -> Iterator[Progress | None]:
     if not show or total <= 0:
         yield None
         return
     from rich.progress import (
         BarColumn,
-        DownloadColumn,
         MofNCompleteColumn,
         Progress,
         TextColumn,
         TimeRemainingColumn,
-        TransferSpeedColumn,
     )
 
+    # The task counts records (so the ETA is in records); the payload size and the record
+    # rate are fields of their own.
     columns = (
         TextColumn("kafka"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("records"),
-        DownloadColumn(),
-        TransferSpeedColumn(),
+        TextColumn("{task.fields[mb]:.1f} MB"),
+        TextColumn("{task.fields[rate]:,.0f} records/s"),
+        TextColumn("ETA"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, transient=True) as bar:
-        task = bar.add_task("read", total=total)
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("read", total=total, mb=0.0, rate=0.0)
+        started = time.monotonic()
+        rows_done = 0
         payload = 0
 
         def tick(rows: int, nbytes: int) -> None:
-            nonlocal payload
+            nonlocal rows_done, payload
+            rows_done += rows
             payload += nbytes
-            bar.update(task, advance=rows)
+            elapsed = max(time.monotonic() - started, 1e-6)
+            bar.update(task, advance=rows, mb=payload / 1e6, rate=rows_done / elapsed)
 
         yield tick

@@ -22,10 +22,14 @@ from kafkaconsumer.structs import TopicPartition
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "LiveBounds",
     "OffsetRange",
     "from_json",
+    "live_bounds",
+    "partition_spec",
     "plan_ranges",
     "resolve",
+    "resolve_live",
     "split_ranges",
     "to_json",
     "topic_partitions",
@@ -160,9 +164,10 @@ def _names(tps: Iterable[TopicPartition]) -> str:
     return "[" + ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(tps)) + "]"
 
 
-def plan_ranges(opts: KafkaOptions) -> list[OffsetRange]:
-    """The offset ranges of a batch read, fixed now, split for ``minPartitions`` and
-    ``maxRecordsPerPartition``."""
+def plan_ranges(opts: KafkaOptions, *, keep_empty: bool = False) -> list[OffsetRange]:
+    """The offset ranges of a batch read, resolved now, split for ``minPartitions`` and
+    ``maxRecordsPerPartition``; ``keep_empty`` keeps one (empty) range of each partition that
+    has no records now (a task that re-resolves its bounds may find some)."""
     with planning_consumer(opts) as consumer:
         tps = topic_partitions(consumer, opts)
         start = resolve(
@@ -177,7 +182,86 @@ def plan_ranges(opts: KafkaOptions) -> list[OffsetRange]:
                 f"after the ending offset {end[tp]}"
             )
         ranges.append(OffsetRange(tp.topic, tp.partition, start[tp], end[tp]))
-    return split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+    out = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+    if keep_empty:
+        covered = {r.tp for r in out}
+        out.extend(r for r in ranges if r.tp not in covered)
+    return out
+
+
+class LiveBounds(NamedTuple):
+    """Which bounds of a planned range a task resolves again when it runs (Spark's source
+    resolves earliest, latest and timestamps for every action, not once per DataFrame).
+
+    ``start``: the range starts where the starting option points when the task runs;
+    ``floor``: the range starts no lower than the partition's earliest offset then (the
+    ranges after the first of a partition split by ``minPartitions``, when the read starts at
+    earliest); ``end``: the range ends where the ending option points then.
+
+    Thread-safety: immutable.
+    """
+
+    start: bool
+    floor: bool
+    end: bool
+
+
+def live_bounds(opts: KafkaOptions, ranges: list[OffsetRange]) -> list[LiveBounds]:
+    """For each of ``ranges`` (from :func:`plan_ranges`), the bounds its task re-resolves:
+    every bound given as earliest, latest (-2/-1 in JSON) or a timestamp; offsets given as
+    numbers stay fixed. Only the first range of a partition has a live start and only its
+    last range a live end; the offsets between split ranges stay as planned."""
+    first: dict[TopicPartition, int] = {}
+    last: dict[TopicPartition, int] = {}
+    for r in ranges:
+        first[r.tp] = min(first.get(r.tp, r.start), r.start)
+        last[r.tp] = max(last.get(r.tp, r.end), r.end)
+    out = []
+    for r in ranges:
+        start_spec = partition_spec(opts.starting, r.tp)
+        end_spec = partition_spec(opts.ending, r.tp)
+        from_earliest = start_spec.kind == "earliest"
+        out.append(
+            LiveBounds(
+                start=r.start == first[r.tp] and start_spec.kind != "offsets",
+                floor=from_earliest and r.start != first[r.tp],
+                end=r.end == last[r.tp] and end_spec.kind != "offsets",
+            )
+        )
+    return out
+
+
+def partition_spec(spec: OffsetSpec, tp: TopicPartition) -> OffsetSpec:
+    """``spec`` for ``tp`` alone: per-partition JSON offsets of -2/-1 become earliest/latest,
+    per-partition timestamps keep only ``tp``'s."""
+    if spec.kind == "offsets":
+        offset = spec.offsets.get(tp.topic, {}).get(tp.partition)
+        if offset == EARLIEST:
+            return OffsetSpec("earliest")
+        if offset == LATEST:
+            return OffsetSpec("latest")
+        return OffsetSpec("offsets", offsets={tp.topic: {tp.partition: offset or 0}})
+    if spec.kind == "timestamps" and spec.timestamp is None:
+        return OffsetSpec(
+            "timestamps",
+            timestamps={tp.topic: {tp.partition: spec.timestamps[tp.topic][tp.partition]}},
+        )
+    return spec
+
+
+def resolve_live(
+    consumer: KafkaConsumer, opts: KafkaOptions, r: OffsetRange, live: LiveBounds
+) -> OffsetRange:
+    """``r`` with the bounds ``live`` names resolved now (an empty range if they crossed)."""
+    start, end = r.start, r.end
+    if live.start or live.floor:
+        spec = partition_spec(opts.starting, r.tp)
+        now = resolve(consumer, [r.tp], spec, starting=True, strategy=opts.timestamp_strategy)
+        start = now[r.tp] if live.start else max(start, now[r.tp])
+    if live.end:
+        spec = partition_spec(opts.ending, r.tp)
+        end = resolve(consumer, [r.tp], spec, starting=False)[r.tp]
+    return OffsetRange(r.topic, r.partition, start, max(start, end))
 
 
 def split_ranges(

@@ -54,7 +54,8 @@ _READ_OPTIONS = {
     "maxtriggerdelay",
     "kafkaconsumer.polltimeoutms",
 }
-_WRITE_OPTIONS = {"topic", "includeheaders"}
+# A streaming query hands its own options to the sink too: checkpointLocation is Spark's.
+_WRITE_OPTIONS = {"topic", "includeheaders", "checkpointlocation"}
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$")
 _DURATION_MS = {
     None: 1000,

@@ -12,6 +12,7 @@ hand::
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 from typing import Any
 
 import atheris
@@ -27,6 +28,7 @@ with atheris.instrument_imports(include=["kafkaconsumer"]):
     from kafkaconsumer.protocol import SUPPORTED_VERSIONS, decode_response
     from kafkaconsumer.record import _pyrecords, codecs
 
+cython_records: ModuleType | None
 try:
     from kafkaconsumer.record import _crecords as cython_records
 except ImportError:  # the pure decoder alone is still worth fuzzing

@@ -4,9 +4,10 @@
 :class:`~tests.chaos.workload.Member` threads, waits until the group consumes, applies the
 fault (a callable that injects it, waits, heals it and returns the moment it healed), then
 measures the recovery time: from the heal until every record acknowledged before the heal has
-been consumed. It goes on for ``observe_s`` after the heal and counts the assignments the
-members received so far (a rebalance adds one per member). It stops the producer, waits until every acknowledged record is consumed, stops
-the members and checks that none crashed. It returns a :class:`Outcome` for the test's own
+been consumed. It goes on for ``observe_s`` after the heal, and until ``settled(members)`` when
+given (a condition the test waits for rather than a fixed time), and counts the assignments the
+members received so far (a rebalance adds one per member). It stops the producer, waits until
+every acknowledged record is consumed, stops the members and checks that none crashed. It returns a :class:`Outcome` for the test's own
 checks (duplicates, rebalances, CPU while cut off) and prints one line for the report.
 """
 
@@ -86,6 +87,7 @@ def run_scenario(
     process_s: list[Callable[[], float] | None] | None = None,
     recovery_timeout: float = 90.0,
     observe_s: float = 0.0,
+    settled: Callable[[list[Member]], bool] | None = None,
     member_cls: type[Member] = Member,
     manual_partitions: list[list[int]] | None = None,
 ) -> Outcome:
@@ -131,6 +133,8 @@ def run_scenario(
         # Keep running for observe_s after the heal (a late session expiry would show), then
         # count the group's rebalances before shutdown adds its own.
         time.sleep(max(0.0, healed + observe_s - time.monotonic()))
+        if settled is not None:
+            wait_until(lambda: settled(members), 60, f"{name}: the group to settle")
         assignments = sum(len(m.assignments) for m in members)
         worst = ledger.worst_delay(started - 1, healed)
         producer.stop()
@@ -141,6 +145,8 @@ def run_scenario(
         )
     finally:
         producer.stop()
+        for m in members:
+            m.halt()
         for m in members:
             m.stop()
     for m in members:

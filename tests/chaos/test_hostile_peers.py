@@ -27,6 +27,7 @@ from kafkaconsumer.network.connection import describe_foreign_peer
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.protocol import ApiKey
 from tests.chaos.peers import TLS_ALERT, ScriptedPeer
+from tests.helpers import network_settings
 from tests.support.proxy import FaultProxy
 
 pytestmark = pytest.mark.timeout(60)
@@ -211,11 +212,13 @@ def test_bogus_size_on_ready_connection_closes_and_recovers(broker: Any) -> None
     with FaultProxy(host, port) as proxy:
         cnc = ConsumerNetworkClient(
             NetworkClient(
-                {
-                    "bootstrap.servers": proxy.address,
-                    "reconnect.backoff.ms": 20,
-                    "reconnect.backoff.max.ms": 200,
-                }
+                network_settings(
+                    {
+                        "bootstrap.servers": proxy.address,
+                        "reconnect.backoff.ms": 20,
+                        "reconnect.backoff.max.ms": 200,
+                    }
+                )
             )
         )
         try:

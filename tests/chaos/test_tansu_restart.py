@@ -18,7 +18,7 @@ from kafkaconsumer.embedded import EmbeddedBroker, free_port
 from tests.consumer.conftest import produce, simple_records
 from tests.helpers import unique_name
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.integration, pytest.mark.own_embedded_broker, pytest.mark.timeout(120)]
 
 
 def _create(bootstrap: str, topic: str) -> None:

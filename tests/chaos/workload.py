@@ -261,8 +261,12 @@ class Member(threading.Thread):
                 except BaseException as exc:
                     self.errors.append(f"close: {exc!r}")
 
+    def halt(self) -> None:
+        """Ask the member to leave (close() runs on its thread); returns at once."""
+        self._halt.set()
+
     def stop(self) -> None:
-        """Ask the member to leave (close() runs on its thread) and wait, bounded."""
+        """Ask the member to leave and wait, bounded."""
         self._halt.set()
         self.join(30)
 

@@ -12,7 +12,7 @@ from kafkaconsumer import KafkaConsumer
 from kafkaconsumer.admin import KafkaAdminClient
 from kafkaconsumer.producer import KafkaProducer
 from kafkaconsumer.structs import TopicPartition
-from tests.helpers import unique_name, wait_for
+from tests.helpers import default_sigint, unique_name, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -44,11 +44,19 @@ def topic(broker: Any) -> Iterator[str]:
     yield name
 
 
-def _consume(cli: Any, broker: Any, topic: str, *extra: str, count: int = 3) -> Any:
-    run = cli(
+@pytest.fixture
+def kcli(cli: Any, broker: Any) -> Any:
+    """``cli`` with ``--bootstrap-server`` naming the session broker."""
+
+    def run(*args: str, **kwargs: Any) -> Any:
+        return cli(*args, "--bootstrap-server", broker.bootstrap_servers, **kwargs)
+
+    return run
+
+
+def _consume(kcli: Any, topic: str, *extra: str, count: int = 3) -> Any:
+    run = kcli(
         "consume",
-        "--bootstrap-server",
-        broker.bootstrap_servers,
         "--topic",
         topic,
         "--from-beginning",
@@ -62,10 +70,9 @@ def _consume(cli: Any, broker: Any, topic: str, *extra: str, count: int = 3) -> 
     return run
 
 
-def test_consume_text_json_raw_exact(cli: Any, broker: Any, topic: str) -> None:
+def test_consume_text_json_raw_exact(kcli: Any, broker: Any, topic: str) -> None:
     run = _consume(
-        cli,
-        broker,
+        kcli,
         topic,
         "--print-timestamp",
         "--print-partition",
@@ -79,51 +86,34 @@ def test_consume_text_json_raw_exact(cli: Any, broker: Any, topic: str) -> None:
         f"CreateTime:{TS + 2}\tPartition:0\tOffset:2\tNO_HEADERS\tk2\tv2\n"
     )
     assert "Processed a total of 3 messages" in run.err
-    run = _consume(cli, broker, topic, "--format", "json", "--print-key", "--print-offset")
+    run = _consume(kcli, topic, "--format", "json", "--print-key", "--print-offset")
     assert [json.loads(line) for line in run.out.splitlines()] == [
         {"topic": topic, "offset": i, "key": f"k{i}", "value": f"v{i}"} for i in range(3)
     ]
-    run = _consume(cli, broker, topic, "--format", "raw")
+    run = _consume(kcli, topic, "--format", "raw")
     assert run.out == "v0\nv1\nv2\n"
-    run = _consume(cli, broker, topic, "--partition", "0", "--offset", "1", count=2)
+    run = _consume(kcli, topic, "--partition", "0", "--offset", "1", count=2)
     assert run.out == "v1\nv2\n"
 
 
-def test_max_messages_stops_early(cli: Any, broker: Any, topic: str) -> None:
-    run = cli(
-        "consume",
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-        "--topic",
-        topic,
-        "--from-beginning",
-        "--max-messages",
-        "2",
-        "--timeout-ms",
-        "30000",
-        timeout=90,
-    )
-    assert run.code == 0, run
+def test_max_messages_stops_early(kcli: Any, topic: str) -> None:
+    run = _consume(kcli, topic, count=2)
     assert run.out == "v0\nv1\n"
     assert "Processed a total of 2 messages" in run.err
 
 
-def _lag(cli: Any, broker: Any, group: str) -> dict[str, Any]:
-    run = cli(
-        "groups", "lag", "--bootstrap-server", broker.bootstrap_servers, "--group", group, "--json"
-    )
+def _lag(kcli: Any, group: str) -> dict[str, Any]:
+    run = kcli("groups", "lag", "--group", group, "--json")
     assert run.code == 0, run
     return dict(json.loads(run.out))
 
 
-def test_group_lag_before_and_after_consuming(cli: Any, broker: Any, topic: str) -> None:
+def test_group_lag_before_and_after_consuming(kcli: Any, broker: Any, topic: str) -> None:
     group = unique_name("cli-g")
     # Session timeouts are short because Tansu holds a group's first join for half of one.
     fast = ["--property", "session.timeout.ms=3000", "--property", "heartbeat.interval.ms=500"]
-    run = cli(
+    run = kcli(
         "consume",
-        "--bootstrap-server",
-        broker.bootstrap_servers,
         "--topic",
         topic,
         "--group",
@@ -134,28 +124,24 @@ def test_group_lag_before_and_after_consuming(cli: Any, broker: Any, topic: str)
         *fast,
     )
     assert run.out == "v0\nv1\n", run
-    lag = _lag(cli, broker, group)
+    lag = _lag(kcli, group)
     assert lag["partitions"] == [
         {"topic": topic, "partition": 0, "committed_offset": 2, "end_offset": 3, "lag": 1}
     ]
     assert lag["total_lag"] == 1
-    run = cli(
-        "consume",
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-        "--topic",
-        topic,
-        "--group",
-        group,
-        "--max-messages",
-        "1",
-        *fast,
-    )
+    run = kcli("consume", "--topic", topic, "--group", group, "--max-messages", "1", *fast)
     assert run.out == "v2\n", run
-    assert _lag(cli, broker, group)["total_lag"] == 0
-    run = cli("groups", "lag", "--bootstrap-server", broker.bootstrap_servers, "--group", group)
+    assert _lag(kcli, group)["total_lag"] == 0
+    run = kcli("groups", "lag", "--group", group)
     assert run.code == 0
     assert topic in run.out and "TOTAL-LAG" in run.out
+
+
+def _describe(kcli: Any, group: str) -> dict[str, Any]:
+    run = kcli("groups", "describe", "--group", group, "--json")
+    assert run.code == 0, run
+    (described,) = json.loads(run.out)
+    return dict(described)
 
 
 def _committed(broker: Any, group: str, topic: str) -> int | None:
@@ -164,21 +150,19 @@ def _committed(broker: Any, group: str, topic: str) -> int | None:
     return None if om is None else om.offset
 
 
-def test_reset_offsets_dry_run_then_execute(cli: Any, broker: Any, topic: str) -> None:
+def test_reset_offsets_dry_run_then_execute(kcli: Any, broker: Any, topic: str) -> None:
     group = unique_name("cli-g")
     with KafkaAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 3})
     base = [
         "groups",
         "reset-offsets",
-        "--bootstrap-server",
-        broker.bootstrap_servers,
         "--group",
         group,
         "--topic",
         topic,
     ]
-    run = cli(*base, "--to-earliest", "--json")
+    run = kcli(*base, "--to-earliest", "--json")
     assert run.code == 0, run
     plan = json.loads(run.out)
     assert plan["executed"] is False
@@ -186,20 +170,20 @@ def test_reset_offsets_dry_run_then_execute(cli: Any, broker: Any, topic: str) -
         {"topic": topic, "partition": 0, "previous_offset": 3, "new_offset": 0}
     ]
     assert _committed(broker, group, topic) == 3  # the dry run changed nothing
-    run = cli(*base, "--to-earliest", "--execute")
+    run = kcli(*base, "--to-earliest", "--execute")
     assert run.code == 0, run
     assert "committed" in run.out
     assert _committed(broker, group, topic) == 0
     for how, expected in ((["--shift-by", "9"], 3), (["--to-offset", "1"], 1)):
-        run = cli(*base, *how, "--execute")
+        run = kcli(*base, *how, "--execute")
         assert run.code == 0, (how, run)
         assert _committed(broker, group, topic) == expected, how
     if broker.is_tansu:
         return  # Tansu answers every timestamp lookup with offset 0
-    run = cli(*base, "--by-duration", "PT1M", "--execute")  # no record that young: the end
+    run = kcli(*base, "--by-duration", "PT1M", "--execute")  # no record that young: the end
     assert run.code == 0, run
     assert _committed(broker, group, topic) == 3
-    run = cli(*base, f"--to-datetime={_iso(TS + 1)}", "--execute")
+    run = kcli(*base, f"--to-datetime={_iso(TS + 1)}", "--execute")
     assert run.code == 0, run
     assert _committed(broker, group, topic) == 1
 
@@ -211,7 +195,7 @@ def _iso(ms: int) -> str:
 
 
 def test_reset_refuses_a_group_with_members_and_describe_shows_them(
-    cli: Any, broker: Any, topic: str
+    kcli: Any, broker: Any, topic: str
 ) -> None:
     group = unique_name("cli-g")
     consumer = KafkaConsumer(
@@ -229,11 +213,9 @@ def test_reset_refuses_a_group_with_members_and_describe_shows_them(
             lambda: consumer.poll(timeout_ms=200) is not None and consumer.assignment(), timeout=30
         )
         consumer.commit_sync({TopicPartition(topic, 0): 1})
-        run = cli(
+        run = kcli(
             "groups",
             "reset-offsets",
-            "--bootstrap-server",
-            broker.bootstrap_servers,
             "--group",
             group,
             "--all-topics",
@@ -242,17 +224,7 @@ def test_reset_refuses_a_group_with_members_and_describe_shows_them(
         )
         assert run.code == 2, run
         assert "Traceback" not in run.err and "no members" in run.err
-        run = cli(
-            "groups",
-            "describe",
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--group",
-            group,
-            "--json",
-        )
-        assert run.code == 0, run
-        (described,) = json.loads(run.out)
+        described = _describe(kcli, group)
         assert described["state"] == "Stable"
         assert described["offsets"] == [
             {"topic": topic, "partition": 0, "committed_offset": 1, "end_offset": 3, "lag": 2}
@@ -263,88 +235,56 @@ def test_reset_refuses_a_group_with_members_and_describe_shows_them(
         (member,) = described["members"]
         assert member["client_id"] == "member-one"
         assert member["assignment"] == [[topic, 0]]
-        run = cli(
-            "groups", "describe", "--bootstrap-server", broker.bootstrap_servers, "--group", group
-        )
+        run = kcli("groups", "describe", "--group", group)
         assert run.code == 0 and "member-one" in run.out and f"{topic}:0" in run.out
-        run = cli("groups", "list", "--bootstrap-server", broker.bootstrap_servers, "--json")
+        run = kcli("groups", "list", "--json")
         assert run.code == 0
         assert {"group": group, "state": "Stable"}.items() <= next(
             g for g in json.loads(run.out) if g["group"] == group
         ).items()
         # A live group's subscribed topic keeps its offsets (GroupSubscribedToTopic).
-        run = cli(
-            "groups",
-            "delete-offsets",
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--group",
-            group,
-            "--topic",
-            topic,
-        )
+        run = kcli("groups", "delete-offsets", "--group", group, "--topic", topic)
         assert run.code == 1 and "GROUP_SUBSCRIBED_TO_TOPIC" in run.err, run
     finally:
         consumer.close()
 
 
-def test_delete_offsets_and_delete_group(cli: Any, broker: Any, topic: str) -> None:
+def test_delete_offsets_and_delete_group(kcli: Any, broker: Any, topic: str) -> None:
     group = unique_name("cli-g")
     with KafkaAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 2})
-    run = cli(
-        "groups",
-        "delete-offsets",
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-        "--group",
-        group,
-        "--topic",
-        f"{topic}:0",
-    )
+    run = kcli("groups", "delete-offsets", "--group", group, "--topic", f"{topic}:0")
     if broker.is_tansu and run.code == 1:
         pytest.skip(f"Tansu does not delete offsets: {run.err.strip()}")
     assert run.code == 0, run
     assert _committed(broker, group, topic) is None
     with KafkaAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 2})
-    run = cli("groups", "delete", "--bootstrap-server", broker.bootstrap_servers, "--group", group)
+    run = kcli("groups", "delete", "--group", group)
     assert run.code == 0, run
     assert f"Deleted group {group}" in run.out
     if broker.is_tansu:
         return  # Tansu's DeleteGroups succeeds on unknown groups
-    run = cli("groups", "delete", "--bootstrap-server", broker.bootstrap_servers, "--group", group)
+    run = kcli("groups", "delete", "--group", group)
     assert run.code == 1 and "GROUP_ID_NOT_FOUND" in run.err, run
 
 
-def test_topics_list_and_describe(cli: Any, broker: Any, topic: str) -> None:
-    run = cli("topics", "list", "--bootstrap-server", broker.bootstrap_servers, "--json")
+def test_topics_list_and_describe(kcli: Any, broker: Any, topic: str) -> None:
+    run = kcli("topics", "list", "--json")
     assert run.code == 0, run
     assert {"topic": topic, "partitions": 1} in json.loads(run.out)
-    run = cli(
-        "topics",
-        "describe",
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-        "--topic",
-        topic,
-        "--json",
-    )
+    run = kcli("topics", "describe", "--topic", topic, "--json")
     assert run.code == 0, run
     (described,) = json.loads(run.out)
     assert described["topic"] == topic
     (partition,) = described["partitions"]
     assert partition["partition"] == 0 and partition["leader"] in partition["replicas"]
     assert partition["isr"] == partition["replicas"]
-    run = cli(
-        "topics", "describe", "--bootstrap-server", broker.bootstrap_servers, "--topic", topic
-    )
+    run = kcli("topics", "describe", "--topic", topic)
     assert run.code == 0 and f"Topic: {topic}" in run.out and "PartitionCount: 1" in run.out
-    run = cli(
+    run = kcli(
         "topics",
         "describe",
-        "--bootstrap-server",
-        broker.bootstrap_servers,
         "--topic",
         unique_name("missing"),
     )
@@ -365,7 +305,7 @@ def test_describe_configs_of_a_topic(broker: Any) -> None:
         assert entries["cleanup.policy"].is_default
 
 
-def test_describe_a_consumer_protocol_group(cli: Any, broker: Any, topic: str) -> None:
+def test_describe_a_consumer_protocol_group(kcli: Any, broker: Any, topic: str) -> None:
     if broker.is_tansu:
         pytest.skip("Tansu has no KIP-848 consumer groups")
     confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -382,23 +322,13 @@ def test_describe_a_consumer_protocol_group(cli: Any, broker: Any, topic: str) -
         member.subscribe([topic])
         wait_for(lambda: member.poll(0.2) is not None or bool(member.assignment()), timeout=30)
         wait_for(lambda: bool(member.assignment()), timeout=30)
-        run = cli(
-            "groups",
-            "describe",
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--group",
-            group,
-            "--json",
-        )
-        assert run.code == 0, run
-        (described,) = json.loads(run.out)
+        described = _describe(kcli, group)
         assert described["type"] == "consumer"
         assert described["state"] in ("Stable", "Reconciling", "Assigning")
         (m,) = described["members"]
         assert m["client_id"] == "rd-member"
         assert m["target_assignment"] == [[topic, 0]]
-        run = cli("groups", "list", "--bootstrap-server", broker.bootstrap_servers, "--json")
+        run = kcli("groups", "list", "--json")
         listed = next(g for g in json.loads(run.out) if g["group"] == group)
         assert listed["type"] == "consumer"
     finally:
@@ -438,8 +368,7 @@ def test_ctrl_c_stops_cleanly_and_commits_what_was_printed(broker: Any, topic: s
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        # A child of a background shell job inherits an ignored SIGINT: restore the default.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=default_sigint,
     )
     assert proc.stdout is not None
     out = b""

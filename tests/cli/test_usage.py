@@ -13,7 +13,7 @@ from kafkaconsumer.cli import build_parser
 from kafkaconsumer.cli._common import CommandError, client_config, read_properties
 from kafkaconsumer.cli.consume import RecordFormatter
 from kafkaconsumer.cli.groups import parse_datetime_ms, parse_duration_ms
-from kafkaconsumer.record import ConsumerRecord
+from kafkaconsumer.record import ConsumerRecord, _pyrecords
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -148,7 +148,8 @@ def test_durations_and_datetimes() -> None:
 
 
 def _record(key: bytes | None, value: bytes | None, headers: Any = None) -> ConsumerRecord:
-    return ConsumerRecord("t", 1, 7, 1234, 0, key, value, headers, None, -1, -1)
+    # The pure-Python class: the public name is a protocol to type checkers.
+    return _pyrecords.ConsumerRecord("t", 1, 7, 1234, 0, key, value, headers, None, -1, -1)
 
 
 def test_record_formats() -> None:

@@ -49,7 +49,7 @@ def test_create_list_delete_topics(admin: Any) -> None:
     assert topics[a] == 3 and topics[b] == 1  # type: ignore[index]
     with pytest.raises(TopicAlreadyExistsError, match=a) as info:
         admin.create_topics({a: 3})
-    assert info.value.topic == a  # type: ignore[attr-defined]
+    assert info.value.topic == a
     admin.create_topics({a: 3}, if_not_exists=True)
     admin.delete_topics([a, b])
     wait_for(

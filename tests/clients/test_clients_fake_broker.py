@@ -46,7 +46,7 @@ def _producer(cluster: FakeCluster, **kwargs: Any) -> KafkaProducer:
 
 
 def _produced_batches(cluster: FakeCluster) -> list[Any]:
-    out = []
+    out: list[Any] = []
     for _, body in cluster.requests(ApiKey.PRODUCE):
         for topic in body["topic_data"]:
             for part in topic["partition_data"]:
@@ -123,7 +123,7 @@ def test_non_retriable_error_fails_the_records(cluster: FakeCluster) -> None:
         future = producer.send("t", b"v", partition=1)
         with pytest.raises(MessageTooLargeError) as info:
             future.get(timeout=20)
-        assert info.value.topic == "t" and info.value.partition == 1  # type: ignore[attr-defined]
+        assert info.value.topic == "t" and info.value.partition == 1
         assert future.failed() and future.exception is info.value
         # The producer goes on with later records.
         assert producer.send("t", b"w", partition=1).get(timeout=20).offset == 0

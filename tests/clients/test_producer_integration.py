@@ -95,7 +95,7 @@ def test_key_partitioning_matches_java_and_librdkafka(broker: Any, admin: Any) -
         ours = [producer.send(topic, b"ours", key=k).get(timeout=30).partition for k in keys]
     assert ours == [default_partition(k, 4) for k in keys]
     # librdkafka's murmur2_random partitioner is documented as Java-compatible.
-    theirs: dict[bytes, int] = {}
+    theirs: dict[bytes | None, int | None] = {}
     ck = CKProducer(
         {"bootstrap.servers": broker.bootstrap_servers, "partitioner": "murmur2_random"}
     )

@@ -4,7 +4,8 @@
 "Read" means the key's name is looked up somewhere in the library outside its definition
 (``cfg["fetch.max.bytes"]``, ``config.get("ssl.cipher.suites")``, a validation rule in
 ``config.py``), or it is one of the few read under a computed name (checked by behaviour below).
-Keys with no effect are ``java_only``: setting one logs a warning, once per consumer. A key
+Keys with no effect are ``java_only``: setting one logs a warning, once per configuration
+(a configuration re-wrapped by ``KafkaConsumer`` does not warn again). A key
 for a feature this client lacks (``transactional.id`` of the test producer) raises when set.
 """
 
@@ -93,6 +94,28 @@ def test_a_key_without_effect_is_warned_about_once(caplog: pytest.LogCaptureFixt
         warnings = [r for r in caplog.records if key in r.getMessage()]
         assert len(warnings) == 1, [r.getMessage() for r in warnings]
         assert "no effect" in warnings[0].getMessage()
+
+
+def test_the_warning_is_once_per_configuration_not_per_wrapper_or_process(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A ConsumerConfig handed to KafkaConsumer is re-wrapped: one warning for it. A second
+    # configuration with the same key warns again (once per configuration, not per process).
+    def warnings() -> list[str]:
+        return [
+            r.getMessage() for r in caplog.records if "metrics.recording.level" in r.getMessage()
+        ]
+
+    with caplog.at_level(logging.WARNING, logger="kafkaconsumer"):
+        config = ConsumerConfig(
+            {"bootstrap.servers": "127.0.0.1:9", "metrics.recording.level": "DEBUG"}
+        )
+        assert len(warnings()) == 1
+        consumer = KafkaConsumer(config)
+        consumer.close(timeout_ms=0)
+        assert len(warnings()) == 1, warnings()
+        ConsumerConfig({"bootstrap.servers": "127.0.0.1:9", "metrics.recording.level": "DEBUG"})
+        assert len(warnings()) == 2, warnings()
 
 
 def test_a_key_left_at_its_default_is_not_warned_about(caplog: pytest.LogCaptureFixture) -> None:

@@ -57,8 +57,8 @@ class Exploding(ConsumerInterceptor):
 def test_chain_order_and_records_flow() -> None:
     a, b = Tag("a"), Tag("b")
     chain = ConsumerInterceptors([a, b])
-    out = chain.on_consume(ConsumerRecords({TP: ["r"]}))  # type: ignore[dict-item]
-    assert list(out) == ["r", "a", "b"]
+    out = chain.on_consume(ConsumerRecords({TP: ["r"]}))  # type: ignore[list-item]
+    assert list(out) == ["r", "a", "b"]  # type: ignore[comparison-overlap]
     offsets = {TP: OffsetAndMetadata(3)}
     chain.on_commit(offsets)
     assert a.commits == [offsets] and b.commits == [offsets]
@@ -70,11 +70,11 @@ def test_failures_are_logged_and_swallowed(caplog: pytest.LogCaptureFixture) -> 
     a = Tag("after")
     chain = ConsumerInterceptors([Exploding(), a])
     with caplog.at_level(logging.WARNING, logger="kafkaconsumer.interceptors"):
-        out = chain.on_consume(ConsumerRecords({TP: ["r"]}))  # type: ignore[dict-item]
+        out = chain.on_consume(ConsumerRecords({TP: ["r"]}))  # type: ignore[list-item]
         chain.on_commit({TP: OffsetAndMetadata(1)})
         chain.close()
     # The failing interceptor is skipped; the next one gets the original records.
-    assert list(out) == ["r", "after"]
+    assert list(out) == ["r", "after"]  # type: ignore[comparison-overlap]
     assert a.commits and a.closed
     assert "consume failed" in caplog.text and "commit failed" in caplog.text
     assert "close failed" in caplog.text
@@ -86,7 +86,7 @@ def test_returning_none_keeps_records() -> None:
             return None  # type: ignore[return-value]
 
     chain = ConsumerInterceptors([Forgetful()])
-    records = ConsumerRecords({TP: ["r"]})  # type: ignore[dict-item]
+    records = ConsumerRecords({TP: ["r"]})  # type: ignore[list-item]
     assert chain.on_consume(records) is records
 
 

@@ -6,7 +6,7 @@ from kafkaconsumer.config import ConsumerConfig
 
 
 def test_ssl_secrets_reach_the_tls_layer() -> None:
-    from kafkaconsumer.network.ssl_context import _secret_text
+    from kafkaconsumer.network.sasl import secret_text as _secret_text
 
     config = ConsumerConfig(
         ssl_key_password="kp", ssl_keystore_key="KEY", ssl_keystore_certificate_chain="CHAIN"

@@ -1,9 +1,12 @@
 """Broker features Tansu lacks, on Apache Kafka (issue 9): the last stable offset of an open
 transaction, partitions added with CreatePartitions reaching a subscribed consumer, and fetch
-sessions (KIP-227) that stay incremental and survive losing the session."""
+sessions (KIP-227) that stay incremental and survive losing the session: to a broker restart,
+and to an eviction from the broker's session cache."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,7 +16,7 @@ import pytest
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
-from tests.consumer.conftest import create_topic, poll_until, produce
+from tests.consumer.conftest import Record, create_topic, poll_until, produce
 from tests.helpers import unique_name, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -102,18 +105,28 @@ def _apache_possible() -> None:
         pytest.skip(f"needs Apache Kafka: {missing}")
 
 
+#: One fetch session slot in each of the broker's 8 session cache shards.
+_SESSION_SLOTS = 8
+
+
 @pytest.fixture(scope="module")
 def own_broker() -> Iterator[Any]:
-    """A single-node Apache Kafka of this module, which the test may restart.
+    """A single-node Apache Kafka of this module, which a test may restart, with a fetch
+    session cache of one slot per shard.
 
-    A restart empties the broker's fetch session cache: the deterministic way to lose a
-    session (Kafka 3.8+ shards the cache, so a one-slot cache holds no session at all and
-    eviction by a bigger session picks a random shard).
+    Since 3.8 the broker splits ``max.incremental.fetch.session.cache.slots`` evenly over 8
+    fixed shards (integer division: fewer than 8 slots leave none at all) and hands each new
+    session to the next shard in turn. With 8 slots every shard holds one session, so a crowd of
+    at most 8 newcomers reaches any given session's shard, and a newcomer with more partitions
+    evicts a smaller session there (KIP-227 eviction of a non-stale, unprivileged session).
+    A restart empties the whole cache.
     """
     _apache_possible()
     from tests.support.apache_kafka import KafkaCluster
 
-    with KafkaCluster() as k:
+    with KafkaCluster(
+        extra_config={"max.incremental.fetch.session.cache.slots": str(_SESSION_SLOTS)}
+    ) as k:
         yield k
 
 
@@ -128,61 +141,148 @@ def record_fetches(c: KafkaConsumer) -> list[tuple[int, int]]:
             sent.append((int(body["session_id"]), int(body["session_epoch"])))
         return original(node, api_key, body, *args, **kwargs)
 
-    client.send = send
+    client.send = send  # type: ignore[method-assign, assignment]  # the test wraps it
     return sent
 
 
+class _Watched:
+    """A consumer assigned to a fresh 1-partition topic from offset 0, the ``(session_id,
+    session_epoch)`` of every Fetch request it sends, and the values it has read."""
+
+    def __init__(self, bootstrap: str, prefix: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = create_topic(bootstrap, 1, prefix)
+        self.tp = TopicPartition(self.topic, 0)
+        self.consumer = KafkaConsumer(
+            {"bootstrap.servers": bootstrap}, fetch_max_wait_ms=100, reconnect_backoff_max_ms=200
+        )
+        self.fetches = record_fetches(self.consumer)
+        self.consumer.assign([self.tp])
+        self.consumer.seek(self.tp, 0)
+        self.values: list[bytes] = []
+
+    def consume(self, n: int) -> None:
+        """Produce ``n`` more numbered records and poll until they arrived."""
+        base = len(self.values)
+        records: list[Record] = [(0, None, b"v%d" % (base + i), [], None) for i in range(n)]
+        produce(self.bootstrap, self.topic, records)
+        self.values.extend(r.value for r in poll_until(self.consumer, lambda acc: len(acc) >= n))
+
+    def idle_until(self, condition: Callable[[], bool], message: str) -> None:
+        """Keep polling (fetches are sent from poll; nothing is produced) until ``condition``."""
+        wait_for(
+            lambda: len(self.consumer.poll(timeout_ms=50)) == 0 and condition(),
+            timeout=30,
+            interval=0.01,
+            message=message,
+        )
+
+    def incremental_session(self) -> int:
+        """The session of the last request when that was incremental, else 0."""
+        sid, epoch = self.fetches[-1]
+        return sid if epoch > 0 else 0
+
+    def check_exactly(self, count: int) -> None:
+        """Every record read once, in order: none lost or duplicated."""
+        assert self.values == [b"v%d" % i for i in range(count)]
+        assert self.consumer.position(self.tp) == count
+
+
 def test_fetch_sessions_are_incremental_and_survive_losing_the_session(own_broker: Any) -> None:
-    bootstrap = own_broker.bootstrap_servers
-    small = create_topic(bootstrap, 1, "sess-a")
-    tp = TopicPartition(small, 0)
-    a = KafkaConsumer(
-        {"bootstrap.servers": bootstrap}, fetch_max_wait_ms=100, reconnect_backoff_max_ms=200
-    )
+    w = _Watched(own_broker.bootstrap_servers, "sess-a")
+    fetches = w.fetches
     try:
-        fetches = record_fetches(a)
-        a.assign([tp])
-        a.seek(tp, 0)
-        values: list[bytes] = []
-
-        def consume(n: int) -> None:
-            produce(
-                bootstrap,
-                small,
-                [(0, None, b"v%d" % (len(values) + i), [], None) for i in range(n)],
-            )
-            want = len(values) + n
-            values.extend(
-                r.value for r in poll_until(a, lambda acc: len(values) + len(acc) >= want)
-            )
-
-        def idle_until(condition: Callable[[], bool], message: str) -> None:
-            # Fetches are sent from poll(): keep polling (nothing new is produced meanwhile).
-            wait_for(
-                lambda: len(a.poll(timeout_ms=50)) == 0 and condition(),
-                timeout=30,
-                interval=0.01,
-                message=message,
-            )
-
-        consume(5)
+        w.consume(5)
         # The first request opens a session (epoch 0), the following ones are incremental.
-        idle_until(lambda: sum(1 for _, e in fetches if e > 0) >= 3, "incremental fetches")
+        w.idle_until(lambda: sum(1 for _, e in fetches if e > 0) >= 3, "incremental fetches")
         assert fetches[0][1] == 0
         assert all(sid == fetches[1][0] and sid > 0 for sid, e in fetches if e > 0)
         first_session = fetches[-1][0]
-        consume(5)
+        w.consume(5)
         own_broker.restart_node(1)
-        consume(5)
-        idle_until(
+        w.consume(5)
+        w.idle_until(
             lambda: any(sid not in (0, first_session) and e > 0 for sid, e in fetches),
             "a new incremental session after the restart",
         )
         # The lost session was replaced by a full fetch that opened a new one.
         full_after = [i for i, (_, e) in enumerate(fetches) if e == 0 and i > 0]
         assert full_after, fetches
-        # No record lost or duplicated.
-        assert values == [b"v%d" % i for i in range(15)]
-        assert a.position(tp) == 15
+        w.check_exactly(15)
     finally:
-        a.close(timeout_ms=5000)
+        w.consumer.close(timeout_ms=5000)
+
+
+def test_evicted_fetch_session_is_replaced_by_a_full_fetch(
+    own_broker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A crowd of follower (privileged) sessions evicts the consumer's session from the broker's
+    cache: its next incremental fetch gets FETCH_SESSION_ID_NOT_FOUND, it falls back to full
+    fetches (sessionless while the cache is full), opens a new session once there is room and
+    goes on incrementally, with no record lost or duplicated.
+
+    A crowd of consumers could not do it in a test's time: a consumer session may evict another
+    only when that one is over two minutes old (a fixed broker constant); a follower's session
+    may evict any consumer session at once.
+    """
+    from tests.support.apache_kafka import follower_fetch_session
+
+    caplog.set_level(logging.INFO, logger="kafkaconsumer.internals.fetch_session")
+    host, port = "127.0.0.1", own_broker.node(1).ports["PLAINTEXT"]
+    crowd_topic = create_topic(own_broker.bootstrap_servers, 1, "evict-crowd")
+    w = _Watched(own_broker.bootstrap_servers, "evict-a")
+    fetches = w.fetches
+    crowd: list[int] = []
+
+    def not_found() -> int:
+        return sum("not found; starting a new session" in r.getMessage() for r in caplog.records)
+
+    def close_crowd() -> None:
+        while crowd:
+            session_id = crowd.pop()
+            if session_id:
+                follower_fetch_session(
+                    host, port, crowd_topic, replica_id=2, session_id=session_id, close=True
+                )
+
+    try:
+        w.consume(5)
+        w.idle_until(lambda: w.incremental_session() > 0, "an incremental session")
+        first_session = w.incremental_session()
+        # One new session per shard in turn: the 8 follower sessions reach every shard, the
+        # consumer's among them (bounded at 16 in case the broker's turn was elsewhere).
+        for _ in range(2 * _SESSION_SLOTS):
+            crowd.append(follower_fetch_session(host, port, crowd_topic, replica_id=2))
+            if len(crowd) >= _SESSION_SLOTS:
+                # Two more requests: the answer to the first was handled before the second.
+                sent = len(fetches)
+
+                def two_more(n: int = sent) -> bool:
+                    return len(fetches) >= n + 2
+
+                w.idle_until(two_more, "the consumer's next fetches")
+                if not_found():
+                    break
+        assert not_found() == 1, f"eviction not seen after {len(crowd)} follower sessions"
+        # The broker's shard of a session id: ids are dealt out in 8 equal ranges.
+        shard_range = (2**31 - 1) // 8
+        assert first_session // shard_range in {sid // shard_range for sid in crowd if sid}
+        evicted_at = len(fetches)
+        # Full of follower sessions, the cache has no room: full, sessionless fetches.
+        w.consume(5)
+        assert all(epoch == 0 for _, epoch in fetches[evicted_at:]), fetches[evicted_at:]
+        close_crowd()
+        w.idle_until(
+            lambda: w.incremental_session() not in (0, first_session),
+            "a new incremental session once the cache has room",
+        )
+        w.consume(5)
+        full = sum(1 for _, epoch in fetches if epoch == 0)
+        incremental = len(fetches) - full
+        assert full >= 3 and incremental > full, (full, incremental, fetches)
+        assert not_found() == 1
+        w.check_exactly(15)
+    finally:
+        with contextlib.suppress(OSError):
+            close_crowd()
+        w.consumer.close(timeout_ms=5000)

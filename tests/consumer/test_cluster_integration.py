@@ -1,20 +1,26 @@
 """On the session's 3-broker Apache Kafka cluster (issue 9): a partition leader stopped in the
 middle of consumption loses and duplicates nothing in manual-assign mode, and the position is
-validated against the new leader (OffsetForLeaderEpoch, KIP-320); with ``client.rack`` the
-fetches go to the replica in the consumer's rack (KIP-392), proven by the broker that answered.
+validated against the new leader (OffsetForLeaderEpoch, KIP-320); a real log truncation by
+unclean leader election is detected (LogTruncationError with ``auto.offset.reset=none``, else a
+reset to the divergence point, as in Java); with ``client.rack`` the fetches go to the replica in
+the consumer's rack (KIP-392), proven by the broker that answered.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 import pytest
 
 from kafkaconsumer.consumer import KafkaConsumer
+from kafkaconsumer.errors import LogTruncationError
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from tests.consumer.conftest import poll_until, produce
-from tests.helpers import unique_name
+from tests.helpers import unique_name, wait_for
+from tests.support.apache_kafka import ApacheKafkaError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -29,7 +35,7 @@ def record_requests(c: KafkaConsumer) -> list[tuple[int, int]]:
         sent.append((node, api_key))
         return original(node, api_key, *args, **kwargs)
 
-    client.send = send
+    client.send = send  # type: ignore[method-assign, assignment]  # the test wraps it
     return sent
 
 
@@ -106,3 +112,104 @@ def test_client_rack_fetches_from_the_replica_in_its_rack(kafka_cluster: Any) ->
         )
     finally:
         c.close(timeout_ms=5000)
+
+
+def _unclean_leader_election(cluster: Any, topic: str) -> None:
+    """Start broker 2, a replica that missed records, while ``topic``-0's only in-sync replica
+    (broker 1) is down: the controller elects it (unclean.leader.election.enable on the topic)."""
+    cluster.start_node(2)
+
+    def elected() -> bool:
+        try:
+            return bool(cluster.leader_of(topic, 0, timeout=1) == 2)
+        except ApacheKafkaError:  # still no leader
+            return False
+
+    wait_for(
+        elected,
+        timeout=60,
+        interval=0.2,
+        message=f"the controller to elect broker 2 uncleanly for {topic}-0",
+    )
+
+
+def _poll_until_error(c: KafkaConsumer, timeout_s: float = 60.0) -> LogTruncationError:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            got = c.poll(timeout_ms=200)
+        except LogTruncationError as exc:
+            return exc
+        assert len(got) == 0, f"records after the truncation: {list(got)[:3]}"
+    raise AssertionError(f"no LogTruncationError within {timeout_s} s")
+
+
+def test_unclean_leader_election_truncation_is_detected(
+    kafka_cluster: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A real log truncation: the follower (2) is stopped, the leader (1) takes 10 more records
+    alone and is stopped, 2 becomes leader by unclean election and takes 5 different records at
+    the same offsets, then 1 comes back and truncates its log to 2's. Consumers that had read up
+    to offset 20 detect the divergence through OffsetForLeaderEpoch: with
+    ``auto.offset.reset=none`` poll raises LogTruncationError naming the partition and the
+    first divergent offset (10); otherwise the position goes back to 10 and the new records are
+    read, as the Java client does (and logs)."""
+    caplog.set_level(logging.INFO, logger="kafkaconsumer.internals.subscription_state")
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = unique_name("unclean")
+    kafka_cluster.create_topic(
+        topic,
+        assignment=[[1, 2]],
+        config={"unclean.leader.election.enable": "true", "min.insync.replicas": "1"},
+    )
+    tp = TopicPartition(topic, 0)
+    produce(bootstrap, topic, [(0, None, v, [], None) for v in values(0, 10)])
+    common: dict[str, Any] = {"reconnect_backoff_max_ms": 200, "metadata_max_age_ms": 2000}
+    strict = KafkaConsumer({"bootstrap.servers": bootstrap}, auto_offset_reset="none", **common)
+    lenient = KafkaConsumer(
+        {"bootstrap.servers": bootstrap}, auto_offset_reset="earliest", **common
+    )
+    try:
+        for c in (strict, lenient):
+            c.assign([tp])
+            c.seek(tp, 0)
+            assert [r.value for r in poll_until(c, lambda acc: len(acc) >= 10)] == values(0, 10)
+        kafka_cluster.stop_node(2)
+        wait_for(lambda: kafka_cluster.replicas_of(topic)[1] == [1], 30, 0.2, "ISR [1]")
+        produce(
+            kafka_cluster.live_bootstrap_servers(),
+            topic,
+            [(0, None, v, [], None) for v in values(10, 10)],
+        )
+        for c in (strict, lenient):
+            assert [r.value for r in poll_until(c, lambda acc: len(acc) >= 10)] == values(10, 10)
+            assert c.position(tp) == 20
+        kafka_cluster.stop_node(1)
+        _unclean_leader_election(kafka_cluster, topic)
+        new = [b"new-%d" % i for i in range(5)]
+        produce(
+            kafka_cluster.live_bootstrap_servers(), topic, [(0, None, v, [], None) for v in new]
+        )
+
+        error = _poll_until_error(strict)
+        assert error.divergent_offsets[tp].offset == 10, error.divergent_offsets
+        assert str(tp) in str(error) and "20" in str(error) and "10" in str(error), str(error)
+
+        got = poll_until(lenient, lambda acc: len(acc) >= 5, timeout_s=60)
+        assert [(r.offset, r.value) for r in got] == list(zip(range(10, 15), new, strict=True))
+        assert any(
+            "truncation detected" in r.getMessage() and "resetting" in r.getMessage()
+            for r in caplog.records
+        )
+
+        # The old leader comes back, truncates to the new leader's log and follows it.
+        kafka_cluster.start_node(1)
+        kafka_cluster.wait_in_sync([topic])
+        with KafkaConsumer({"bootstrap.servers": bootstrap}, client_rack="rack-1") as reader:
+            reader.assign([tp])
+            reader.seek(tp, 0)
+            log = [r.value for r in poll_until(reader, lambda acc: len(acc) >= 15)]
+        assert log == values(0, 10) + new
+    finally:
+        strict.close(timeout_ms=5000)
+        lenient.close(timeout_ms=5000)

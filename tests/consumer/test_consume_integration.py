@@ -300,6 +300,48 @@ def test_metrics_follow_consumption(bootstrap: str, consumer_factory: Any) -> No
     assert lag == [0]
 
 
+def test_coordinator_metrics_move_through_a_join_heartbeats_and_commits(
+    bootstrap: str, consumer_factory: Any
+) -> None:
+    from tests.helpers import unique_name, wait_for
+
+    topic = create_topic(bootstrap, 2)
+    produce(bootstrap, topic, simple_records(2, 5))
+    # A short session: Tansu holds a new group's first join for about half of it.
+    c = consumer_factory(
+        group_id=unique_name("c2-metrics"),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=200,
+    )
+
+    def coordinator() -> dict[str, float]:
+        return {
+            m.name: v for m, v in c.metrics().items() if m.group == "consumer-coordinator-metrics"
+        }
+
+    before = coordinator()
+    assert before["assigned-partitions"] == 0
+    assert before["last-heartbeat-seconds-ago"] == -1
+    assert before["last-rebalance-seconds-ago"] == -1
+    c.subscribe([topic])
+    poll_until(c, lambda acc: len(acc) == 10, timeout_s=60)
+    c.commit_sync()
+    c.commit_sync()
+    wait_for(lambda: coordinator()["heartbeat-total"] >= 1, timeout=30)
+    after = coordinator()
+    assert after["assigned-partitions"] == 2
+    assert after["join-total"] >= 1 and after["sync-total"] >= 1
+    assert after["rebalance-total"] == 1
+    assert after["rebalance-latency-max"] >= after["join-time-max"] >= 0
+    assert after["last-rebalance-seconds-ago"] >= 0
+    assert after["commit-total"] == 2
+    assert after["commit-latency-max"] >= after["commit-latency-avg"] >= 0
+    assert after["commit-rate"] > 0
+    assert after["last-heartbeat-seconds-ago"] >= 0
+
+
 def test_group_subscribe_commit_and_committed(bootstrap: str, consumer_factory: Any) -> None:
     from tests.helpers import unique_name
 
@@ -330,3 +372,39 @@ def test_group_subscribe_commit_and_committed(bootstrap: str, consumer_factory: 
     assert c.group_metadata().group_id == group
     c.unsubscribe()
     assert c.assignment() == set()
+
+
+def test_seek_while_a_long_poll_fetch_is_in_flight(bootstrap: str, consumer_factory: Any) -> None:
+    """A partition seeked while the broker holds a fetch (everything caught up) is read at once
+    over a second connection, not after fetch.max.wait.ms; records from before the seek never
+    show up, and the held fetch is answered as usual."""
+    topic = create_topic(bootstrap, 2)
+    produce(bootstrap, topic, simple_records(2, 50))
+    t0, t1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    # The broker holds a caught-up fetch this long: records arriving before the poll deadline
+    # below can only come from a fetch sent while it is held.
+    c = consumer_factory(fetch_max_wait_ms=60_000, request_timeout_ms=90_000)
+    c.assign([t0, t1])
+    # Plain seeks: positions without an epoch need no OffsetForLeaderEpoch validation, which
+    # would queue behind the held fetch on the broker's connection.
+    c.seek(t0, 0)
+    c.seek(t1, 0)
+    consume_exactly(c, 100)
+    fetcher = c._fetcher
+    c.poll(timeout_ms=0)
+    held = fetcher.in_flight_fetches()
+    if held == 0:
+        pytest.skip("the broker answered the caught-up fetch at once (it holds no long poll)")
+    assert held == 1
+    c.seek(t0, 10)
+    got = poll_until(c, lambda acc: len(acc) >= 40, timeout_s=30)
+    assert [(r.partition, r.offset) for r in got] == [(0, off) for off in range(10, 50)]
+    assert fetcher.in_flight_fetches() == 1  # the held fetch is still out
+    assert c.position(t0) == 50 and c.position(t1) == 50
+    # The held fetch still serves both partitions from their positions afterwards.
+    produce(bootstrap, topic, [(0, None, b"late-0", [], None), (1, None, b"late-1", [], None)])
+    late = poll_until(c, lambda acc: len(acc) >= 2, timeout_s=30)
+    assert sorted((r.partition, r.offset, r.value) for r in late) == [
+        (0, 50, b"late-0"),
+        (1, 50, b"late-1"),
+    ]

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaconsumer.errors import RecordDeserializationError
+from kafkaconsumer.errors import KafkaError, RecordDeserializationError
 from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
+from kafkaconsumer.internals.interfaces import ClusterView
 from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.record import encode_batch, encode_control_batch
+from kafkaconsumer.record.encoder import RecordInput
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import MockTime
 
@@ -26,6 +29,8 @@ ZERO = uuid.UUID(int=0)
 
 
 class FakeCluster:
+    """A metadata snapshot (implements ``ClusterView``): leaders, no topic ids."""
+
     def __init__(self, leaders: dict[TopicPartition, int]) -> None:
         self.leaders = leaders
 
@@ -41,19 +46,32 @@ class FakeCluster:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return None
 
+    def brokers(self) -> list[int]:
+        return sorted(set(self.leaders.values()))
+
 
 class FakeMetadata:
+    """The metadata (implements ``OffsetMetadata``, which extends ``FetchMetadata``)."""
+
     def __init__(self, leaders: dict[TopicPartition, int]) -> None:
-        self.cluster = FakeCluster(leaders)
+        self.cluster: ClusterView = FakeCluster(leaders)
         self.updates = 0
+        self.transient: set[str] = set()
+
+    @property
+    def update_version(self) -> int:
+        return self.updates
 
     def request_update(self) -> int:
         self.updates += 1
         return 0
 
+    def add_transient_topics(self, topics: Iterable[str]) -> None:
+        self.transient.update(topics)
+
 
 class FakeClient:
-    """Records every request; the test answers them by index."""
+    """Records every request; the test answers them by index (implements ``FetchClient``)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[int, dict[str, Any], Future[Any]]] = []
@@ -65,12 +83,22 @@ class FakeClient:
         return False
 
     def send(
-        self, node: int, api_key: int, body: dict[str, Any], version: int | None = None
+        self,
+        node_id: int,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
     ) -> Future[Any]:
         assert api_key == ApiKey.FETCH
         fut: Future[Any] = Future()
-        self.sent.append((node, body, fut))
+        self.sent.append((node_id, dict(body), fut))
         return fut
+
+    def poll(self, timeout_ms: float | None = None, future: Future[Any] | None = None) -> bool:
+        # The test completes the futures itself; nothing happens on a poll.
+        return future is None or future.is_done
 
     def fetched(self, i: int) -> dict[TopicPartition, int]:
         body = self.sent[i][1]
@@ -409,7 +437,9 @@ def test_recreated_topic_is_forgotten_under_its_old_topic_id() -> None:
             return ids[topic]
 
     f, client, subs = make()
-    f._metadata.cluster = IdCluster({T0: 0, T1: 0})
+    md = FakeMetadata({T0: 0, T1: 0})
+    md.cluster = IdCluster({T0: 0, T1: 0})
+    f._metadata = md
     subs.assign_from_user([T0])
     subs.seek(T0, 0)
     f.send_fetches()
@@ -476,7 +506,9 @@ def test_session_handler_is_only_used_under_the_fetcher_lock() -> None:
             return tid
 
     f, client, subs = make()
-    f._metadata.cluster = IdCluster({T0: 0, T1: 0})
+    md = FakeMetadata({T0: 0, T1: 0})
+    md.cluster = IdCluster({T0: 0, T1: 0})
+    f._metadata = md
     subs.assign_from_user([T0])
     subs.seek(T0, 0)
     f.send_fetches()
@@ -514,7 +546,7 @@ def _transactional_log(
     offset = 0
     for i, (kind, n) in enumerate(segments):
         vals = list(range(offset, offset + n))
-        recs = [(None, b"%d" % v, [], 1000) for v in vals]
+        recs: list[RecordInput] = [(None, b"%d" % v, [], 1000) for v in vals]
         all_values.extend(vals)
         if kind == "data":
             batches.append((offset, encode_batch(recs, base_offset=offset)))
@@ -578,7 +610,8 @@ def test_position_always_reaches_the_log_end(
         count = data.draw(st.integers(1, len(batches) - first), label="batches")
         chunk = b"".join(raw for _, raw in batches[first : first + count])
         rest = batches[first + count :]
-        if rest and data.draw(st.booleans(), label="truncated"):
+        truncated = bool(rest) and data.draw(st.booleans(), label="truncated")
+        if truncated:
             chunk += rest[0][1][: data.draw(st.integers(1, len(rest[0][1]) - 1), label="cut")]
         resp = response({T0: (chunk, log_end)})
         # A superset of what the broker would list: one producer id per transaction makes
@@ -614,3 +647,18 @@ def test_a_bug_in_response_handling_reaches_the_user() -> None:
     assert f.send_fetches() == 1
     client.sent[1][2].success(response({T0: (batch(0, 3, 0), 3)}))
     assert values(f.collect_fetch().records[T0]) == [0, 1, 2]
+
+
+def test_a_bug_handling_a_fetch_response_surfaces_as_an_error_not_an_empty_fetch() -> None:
+    f, client, subs = make()
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    broken = response({T0: (batch(0, 3, 0), 3)})
+    del broken["responses"][0]["partitions"][0]["partition_index"]  # a malformed answer
+    client.sent[0][2].success(broken)
+    with pytest.raises(KafkaError, match="handling the fetch response from node 0 failed"):
+        f.collect_fetch()
+    # The session restarts full and the partition is fetched again from where it was.
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T0: 0}

@@ -34,18 +34,25 @@ def test_the_documented_order_is_the_one_checked() -> None:
     assert match.group(1).strip().rstrip(".") == " > ".join(f"`{n}`" for n in ORDER) + " > leaves"
 
 
-def test_locks_are_taken_in_the_documented_order(bootstrap: str) -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_locks_are_taken_in_the_documented_order(
+    bootstrap: str, broker: Any, protocol: str
+) -> None:
+    if protocol == "consumer" and not broker.supports(68):
+        pytest.skip(f"the {broker.kind} broker has no consumer group protocol")
     topic = create_topic(bootstrap, 3)
     produce(bootstrap, topic, simple_records(3, 300))
+    # The consumer protocol's timers are the broker's.
+    timers = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 200}
     consumer = KafkaConsumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": unique_name("lock-order"),
+            "group.protocol": protocol,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 200,
             "auto.commit.interval.ms": 100,
             "max.poll.records": 50,
+            **(timers if protocol == "classic" else {}),
         }
     )
     with trace_consumer(consumer) as recorder:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.consumer.conftest import create_topic
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.own_embedded_broker, pytest.mark.timeout(600)]
 
 TOTAL_BYTES = 1 << 30
 VALUE_SIZE = 1000

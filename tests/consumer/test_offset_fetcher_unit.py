@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
+from kafkaconsumer.errors import KafkaConnectionError
 from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
 from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
     LeaderAndEpoch,
     SubscriptionState,
 )
+from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import MockTime
@@ -37,7 +40,31 @@ class RawClient:
         return dict(self.advertised)
 
 
-class LockingClient:
+class _NoRequests:
+    """The request half of ``OffsetClient`` for doubles whose tests send nothing."""
+
+    def send(
+        self,
+        node_id: int,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> Future[Any]:
+        raise AssertionError(f"unexpected request {api_key} to node {node_id}")
+
+    def poll(self, timeout_ms: float | None = None, future: Future[Any] | None = None) -> bool:
+        return future is None or future.is_done
+
+    def execute(self, fn: Callable[[Any], Any]) -> Any:
+        raise AssertionError("unexpected direct access to the network client")
+
+    def await_metadata_update(self, timeout_ms: float) -> bool:
+        return True
+
+
+class LockingClient(_NoRequests):
     """Stands for ConsumerNetworkClient: api_version and execute take its lock."""
 
     def __init__(self, advertised: dict[int, tuple[int, int]]) -> None:
@@ -49,7 +76,7 @@ class LockingClient:
         self.lock_taken += 1
         return None  # negotiated version not known: fall back to the advertised list
 
-    def execute(self, fn: Any) -> Any:
+    def execute(self, fn: Callable[[Any], Any]) -> Any:
         self.lock_taken += 1
         self.locked = True
         try:
@@ -85,7 +112,7 @@ def test_leader_api_support_is_asked_once_per_node() -> None:
     assert client.lock_taken == 2  # api_version + advertised versions, for node 1 only
 
 
-class FailingClient:
+class FailingClient(_NoRequests):
     """Every ListOffsets fails with a retriable connection error, as the network would."""
 
     def __init__(self) -> None:
@@ -95,11 +122,14 @@ class FailingClient:
         return 7
 
     def send(
-        self, node: int, api_key: int, body: dict[str, Any], version: int | None = None
-    ) -> Any:
-        from kafkaconsumer.errors import KafkaConnectionError
-        from kafkaconsumer.network.future import Future
-
+        self,
+        node_id: int,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> Future[Any]:
         self.sends += 1
         fut: Future[Any] = Future()
         fut.failure(KafkaConnectionError("connection reset"))

@@ -33,29 +33,49 @@ class CountingFetcher:
 
 
 class CountingClient:
-    def __init__(self, time: MockTime) -> None:
+    def __init__(self, time: MockTime, metadata_update_at: int = 0) -> None:
         self.time = time
         self.polls = 0
+        self.metadata_update_at = metadata_update_at
+        self.update_version = 1  # the metadata's, bumped by the network poll that updates it
 
     def poll(self, timeout_ms: Any = None, **kw: Any) -> None:
         self.polls += 1
         self.time.advance(10)
+        if self.polls == self.metadata_update_at:
+            self.update_version += 1
 
 
-def test_wait_loop_checks_for_available_fetches_once_per_network_poll() -> None:
-    time = MockTime()
+def consumer_with(client: CountingClient, fetcher: CountingFetcher) -> KafkaConsumer:
     c = KafkaConsumer.__new__(KafkaConsumer)
-    client = CountingClient(time)
-    fetcher = CountingFetcher(client)
-    c._time = time
+    c._time = client.time
     c._client = client  # type: ignore[assignment]
+    c._metadata = client  # type: ignore[assignment]
     c._fetcher = fetcher  # type: ignore[assignment]
     c._coordinator = None
     c._cached_all_positions = True
     c._retry_backoff_ms = 100
-    c._poll_for_fetches(Timer(time, 1000))
+    return c
+
+
+def test_wait_loop_checks_for_available_fetches_once_per_network_poll() -> None:
+    time = MockTime()
+    client = CountingClient(time)
+    fetcher = CountingFetcher(client)
+    consumer_with(client, fetcher)._poll_for_fetches(Timer(time, 1000))
     assert client.polls == 3
     # One check before waiting, then one after each network poll: nothing in between could
     # have completed a fetch.
     assert fetcher.available_checks == 1 + client.polls
     assert fetcher.sends == 1 + (client.polls - 1)  # the first send, then one per empty poll
+
+
+def test_wait_loop_ends_when_the_metadata_changes() -> None:
+    # New metadata may name new leaders: poll() must point the positions at them (and send
+    # their validation) before fetching again, not fetch from the old leader until the wait
+    # ends (Java's poll loop does so after every network poll).
+    time = MockTime()
+    client = CountingClient(time, metadata_update_at=2)
+    fetcher = CountingFetcher(client)
+    consumer_with(client, fetcher)._poll_for_fetches(Timer(time, 1000))
+    assert client.polls == 2

@@ -82,6 +82,7 @@ def test_out_of_range_raises_under_none(broker: Any, consumer_factory: Any, how:
     assert recs[0].offset == start
 
 
+@pytest.mark.own_embedded_broker
 def test_close_returns_within_its_timeout_when_broker_is_gone() -> None:
     from kafkaconsumer.embedded import EmbeddedBroker
 

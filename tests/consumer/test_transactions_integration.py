@@ -80,10 +80,12 @@ class Txn:
         try:
             for (topic, partition), end in self.log_end.items():
                 ctp = CTP(topic, partition)
+
+                def written(ctp: Any = ctp, end: int = end) -> bool:
+                    return bool(probe.get_watermark_offsets(ctp, timeout=5, cached=False)[1] >= end)
+
                 wait_for(
-                    lambda ctp=ctp, end=end: (
-                        probe.get_watermark_offsets(ctp, timeout=5, cached=False)[1] >= end
-                    ),
+                    written,
                     timeout=30,
                     interval=0.05,
                     message=f"markers of {topic}-{partition}",

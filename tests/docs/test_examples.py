@@ -17,7 +17,8 @@ Topic names in a block (quoted strings passed to ``subscribe``, ``TopicPartition
 records, so that examples which read find something and runs never share state.
 
 On Tansu, blocks that join a group with the default 45 s session are skipped (Tansu holds a
-group's first join for half the session, about 23 s each); the Apache Kafka pass runs them.
+group's first join for half the session, about 23 s each), and so are blocks that start Spark
+(20-30 s each; tests/spark runs the same source on Tansu); the Apache Kafka pass runs them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -150,6 +153,7 @@ def _run(code: str, until_interrupted: bool) -> subprocess.CompletedProcess[str]
         [sys.executable, "-c", code],
         cwd=ROOT,
         env=env,
+        preexec_fn=default_sigint,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -173,6 +177,9 @@ def test_example_runs(example: Example, broker: Any) -> None:
     if example.no_run:
         pytest.skip(f"not run: {example.no_run}")
     program = _program(example)
+    if broker.is_tansu and "pyspark" in program:
+        # Each starts Spark (20-30 s); tests/spark runs the same source on Tansu.
+        pytest.skip("starts Spark: tests/spark runs its source on Tansu; run on Apache Kafka")
     if broker.is_tansu and _joins_group_with_default_session(program):
         # Each such join costs about 23 s on Tansu; the Apache Kafka pass runs them.
         pytest.skip(

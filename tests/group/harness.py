@@ -20,6 +20,7 @@ from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.timer import Timer
+from tests.helpers import network_settings
 
 #: Fast settings so that tests spend little time waiting for timers.
 FAST = {
@@ -79,7 +80,7 @@ class Stack:
         config.update({k.replace("_", "."): v for k, v in overrides.items()})
         self.config = config
         self.metadata = ConsumerMetadata(config)
-        self.network = NetworkClient(config, metadata=self.metadata)
+        self.network = NetworkClient(network_settings(config), metadata=self.metadata)
         self.client = ConsumerNetworkClient(self.network, self.metadata)
         self.subscriptions = SubscriptionState(config.get("auto.offset.reset", "earliest"))
         self.coordinator = ConsumerCoordinator(

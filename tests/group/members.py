@@ -8,8 +8,13 @@ makes a group hand partitions over without losing or duplicating records.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -49,6 +54,26 @@ def create_topic(
     )
     futures[topic].result(timeout=30)
     return topic
+
+
+def set_group_config(bootstrap: str, group: str, settings: dict[str, str]) -> None:
+    """Set broker-side configs of one group (KIP-848 timers such as
+    ``consumer.session.timeout.ms``), through librdkafka's admin client."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entries = [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()
+    ]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
 
 
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
@@ -270,6 +295,157 @@ class Member(threading.Thread):
         """The assignment seen after the last poll."""
         with self._alock:
             return set(self._assignment)
+
+
+class MemberProcess:
+    """A member in a process of its own (tests/group/member_process.py), to be SIGKILLed."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, protocol: str) -> None:
+        self.args = [bootstrap, group, topic, protocol]
+        self.topic = topic
+        self.proc: subprocess.Popen[str] | None = None
+        self._assignment: set[TopicPartition] = set()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the process (its code from this checkout) and a thread reading its reports."""
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.group.member_process", *self.args],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        threading.Thread(target=self._read, name="member-process-reader", daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            parts = {TopicPartition(self.topic, p) for p in json.loads(line)}
+            with self._lock:
+                self._assignment = parts
+
+    def assignment(self) -> set[TopicPartition]:
+        """The assignment the process reported last."""
+        with self._lock:
+            return set(self._assignment)
+
+    def kill(self) -> None:
+        """SIGKILL: no leave, no close; for the broker the member just goes silent."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def expel_killed_member(survivor: Member, protocol: str, partitions: set[TopicPartition]) -> None:
+    """Start ``survivor``, then a member process in the same group; once they split
+    ``partitions``, SIGKILL the process (no leave) and wait for the broker to expel it after the
+    session timeout and hand everything to ``survivor``. Stops ``survivor``."""
+    settings = survivor.settings
+    (topic,) = {tp.topic for tp in partitions}
+    if protocol == "consumer":
+        # The broker owns the session timeout of this protocol: shorten it for this group
+        # (the broker's default is 45 s; the test brokers allow 1 s and more).
+        set_group_config(
+            settings["bootstrap.servers"],
+            settings["group.id"],
+            {"consumer.heartbeat.interval.ms": "500", "consumer.session.timeout.ms": "3000"},
+        )
+    killed = MemberProcess(settings["bootstrap.servers"], settings["group.id"], topic, protocol)
+    try:
+        survivor.start()
+        wait_until(
+            lambda: survivor.assignment() == partitions, 30, "one member owns all", [survivor]
+        )
+        killed.start()
+        wait_until(
+            lambda: (
+                bool(killed.assignment())
+                and not killed.assignment() & survivor.assignment()
+                and killed.assignment() | survivor.assignment() == partitions
+            ),
+            40,
+            "a split with the member process",
+            [survivor],
+        )
+        killed.kill()
+        wait_until(
+            lambda: survivor.assignment() == partitions,
+            60,
+            "the killed member's partitions moved after the session timeout",
+            [survivor],
+        )
+        assert "lost" not in [n for n, _p in survivor.listener.snapshot()]
+    finally:
+        killed.kill()
+        survivor.stop()
+    assert survivor.error is None, survivor.error
+
+
+def churn(
+    make_member: Callable[[str], Member],
+    ledger: Ledger,
+    expected: set[tuple[str, int, int]],
+    partitions: set[TopicPartition],
+) -> Member:
+    """Run a group through 1 -> 2 -> 3 -> 2 -> 1 members (m1, m2, m3) while they process.
+
+    Each step waits for a stable split and for the newcomer to process; m1 finishes alone at
+    full speed. Checks that every record of ``expected`` was processed exactly once and that
+    every member took part; returns m1 (whose listener calls the caller may inspect).
+    """
+    m1 = make_member("m1")
+    members = [m1]
+    m1.start()
+    try:
+        wait_until(
+            lambda: m1.assignment() == partitions and ledger.count("m1") > 0,
+            30,
+            "m1 owns everything",
+            members,
+        )
+        for name in ("m2", "m3"):
+            m = make_member(name)
+            members.append(m)
+            m.start()
+            wait_until(
+                lambda: stable_split(members, partitions),
+                30,
+                f"a stable split over {len(members)} members",
+                members,
+            )
+            before = ledger.count(name)
+            wait_until(
+                lambda n=name, b=before: ledger.count(n) > b,  # type: ignore[misc]
+                30,
+                f"{name} processes",
+                members,
+            )
+        for leaving in (members[2], members[1]):
+            leaving.stop()
+            members.remove(leaving)
+            assert leaving.error is None, leaving.error
+            wait_until(
+                lambda: stable_split(members, partitions),
+                30,
+                f"a stable split over {len(members)} members",
+                members,
+            )
+        m1.delay_per_poll_s = 0.0
+        wait_until(
+            lambda: len(ledger.distinct()) >= len(expected), 60, "every record processed", members
+        )
+        m1.stop()
+        assert m1.error is None, m1.error
+    finally:
+        for m in members:
+            if m.is_alive():
+                m.stop()
+    assert ledger.duplicates() == []
+    assert ledger.distinct() == expected
+    assert all(ledger.count(n) > 0 for n in ("m1", "m2", "m3"))
+    return m1
 
 
 def wait_until(

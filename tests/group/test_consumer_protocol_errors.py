@@ -17,10 +17,11 @@ import pytest
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.consumer_membership_manager import ConsumerMemberState
-from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.protocol import SUPPORTED_VERSIONS
+from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.harness import Stack
 from tests.helpers import wait_for
-from tests.support.fake_broker import SUPPORTED_VERSIONS, FakeCluster, Reply
+from tests.support.fake_broker import FakeCluster, Reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -249,6 +250,26 @@ def test_fencing_releases_partitions_as_lost_and_rejoins_with_epoch_0(
         s.close()
 
 
+def test_commit_after_fencing_names_the_expulsion_not_the_poll_interval(
+    cluster: FakeCluster,
+) -> None:
+    coord = ScriptedCoordinator(cluster)
+    s = joined(cluster, coord, [0, 1])
+    try:
+        coord.script.append(
+            lambda body: coord.answer(body, error_code=Errors.FencedMemberEpochError.errno)
+        )
+        # No poll: the heartbeat thread alone learns that the member was fenced.
+        wait_for(lambda: state(s) is ConsumerMemberState.FENCED, 10, message="member fenced")
+        with pytest.raises(Errors.CommitFailedError) as raised:
+            s.coordinator.commit_offsets_sync({tp(0): OffsetAndMetadata(1, "")}, s.timer(5000))
+        message = str(raised.value)
+        assert "FENCED_MEMBER_EPOCH in a ConsumerGroupHeartbeat response" in message, message
+        assert "max.poll.interval.ms" not in message, message
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize(
     "code", [Errors.NotCoordinatorError.errno, Errors.CoordinatorNotAvailableError.errno]
 )
@@ -304,7 +325,7 @@ def test_load_in_progress_is_retried_after_a_backoff(cluster: FakeCluster) -> No
     ],
 )
 def test_fatal_errors_are_raised_by_the_next_poll(
-    cluster: FakeCluster, error: type[Errors.KafkaError]
+    cluster: FakeCluster, error: type[Errors.BrokerResponseError]
 ) -> None:
     coord = ScriptedCoordinator(cluster)
     coord.script.append(
@@ -432,12 +453,11 @@ def test_first_heartbeat_carries_assignor_rack_and_static_instance(cluster: Fake
         s.close()
 
 
-def test_keys_of_the_other_protocol_warn_once(
+def test_keys_of_the_other_protocol_warn_once_per_configuration(
     cluster: FakeCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from kafkaconsumer.internals import consumer_coordinator
-
-    consumer_coordinator._warned_keys.clear()
+    # Once per consumer's configuration, not once per process: the second consumer, with a
+    # configuration of its own, is told too.
     for _ in range(2):
         s = Stack(
             cluster.bootstrap_servers,
@@ -447,4 +467,136 @@ def test_keys_of_the_other_protocol_warn_once(
         )
         s.close()
     warnings = [r for r in caplog.records if "partition.assignment.strategy is set" in r.message]
-    assert len(warnings) == 1
+    assert len(warnings) == 2
+
+
+def test_offset_fetch_carries_the_member_epoch_and_retries_a_stale_one(
+    cluster: FakeCluster,
+) -> None:
+    """OffsetFetch v9 names the member and its epoch (KIP-848); STALE_MEMBER_EPOCH is retried
+    with the epoch the member holds then, as Java does while the member is in the group."""
+    coord = ScriptedCoordinator(cluster)
+    s = joined(cluster, coord, [0])
+    try:
+        assert s.coordinator.fetch_committed_offsets({tp(0)}, s.timer(5000)) == {tp(0): None}
+        header, body = cluster.requests(9)[-1]
+        assert header.api_version >= 9
+        group = body["groups"][0]
+        assert (group["member_id"], group["member_epoch"]) == (
+            s.coordinator.member_id(),
+            coord.epoch,
+        )
+        before = len(cluster.requests(9))
+        cluster.fail(9, Errors.StaleMemberEpochError.errno)
+        offsets = s.coordinator.fetch_committed_offsets({tp(0)}, s.timer(5000))
+        assert offsets == {tp(0): None}
+        sent = [b["groups"][0] for _h, b in cluster.requests(9)[before:]]
+        assert len(sent) == 2
+        assert all(g["member_epoch"] == coord.epoch for g in sent)
+    finally:
+        s.close()
+
+
+def test_offset_fetch_unknown_member_id_is_raised_not_retried(cluster: FakeCluster) -> None:
+    coord = ScriptedCoordinator(cluster)
+    s = joined(cluster, coord, [0])
+    try:
+        before = len(cluster.requests(9))
+        cluster.fail(9, Errors.UnknownMemberIdError.errno)
+        with pytest.raises(Errors.UnknownMemberIdError, match="OffsetFetch"):
+            s.coordinator.fetch_committed_offsets({tp(0)}, s.timer(5000))
+        assert len(cluster.requests(9)) == before + 1
+    finally:
+        s.close()
+
+
+def test_offset_fetch_stale_epoch_out_of_the_group_fails(cluster: FakeCluster) -> None:
+    """Without a valid epoch (not in the group) the request carries none, and Java does not
+    retry STALE_MEMBER_EPOCH: it is raised."""
+    ScriptedCoordinator(cluster)
+    s = Stack(cluster.bootstrap_servers, "g848", group_protocol="consumer")
+    try:
+        cluster.fail(9, Errors.StaleMemberEpochError.errno)
+        with pytest.raises(Errors.StaleMemberEpochError):
+            s.coordinator.fetch_committed_offsets({tp(0)}, s.timer(5000))
+        wait_for(lambda: cluster.requests(9), 5, message="the OffsetFetch recorded")
+        body = cluster.requests(9)[-1][1]
+        for group in body.get("groups") or [body]:
+            assert group.get("member_id") is None and group.get("member_epoch", -1) == -1
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize(
+    ("versions", "pattern", "expected"),
+    [
+        ((0, 1), r"ord.*", "ord.*"),
+        ((0, 0), r"ord.*", None),  # a coordinator without v1 (Kafka 3.7-3.9)
+        ((0, 1), r"ord(?!x).*", None),  # a look-ahead: RE2 has none
+    ],
+)
+def test_pattern_goes_to_the_broker_where_it_can(
+    cluster: FakeCluster, versions: tuple[int, int], pattern: str, expected: str | None
+) -> None:
+    import re
+
+    coord = ScriptedCoordinator(cluster)
+    cluster.set_api_versions({**SUPPORTED_VERSIONS, CGH: versions})
+    coord.assign({cluster.topic_id(TOPIC): [0]})
+    s = Stack(cluster.bootstrap_servers, "g848", group_protocol="consumer")
+    s.subscribe(re.compile(pattern))
+    try:
+        s.poll_until(lambda: s.subscriptions.assigned_partitions() == {tp(0)})
+        first = coord.heartbeats()[0]
+        assert first.get("subscribed_topic_regex") == expected
+        if expected is None:
+            # Matched by the client: the names it found go to the broker.
+            wait_for(
+                lambda: any(b.get("subscribed_topic_names") == [TOPIC] for b in coord.heartbeats()),
+                10,
+                message="the matched names sent",
+            )
+        else:
+            assert first["subscribed_topic_names"] is None
+            assert not any(b.get("subscribed_topic_names") for b in coord.heartbeats())
+    finally:
+        s.close()
+
+
+def test_kip983_new_partitions_are_taken_while_a_revocation_is_delayed(
+    cluster: FakeCluster,
+) -> None:
+    """KIP-983: a revocation waits for the application (delay_revoke) while the partitions
+    arriving in the same target are assigned and fetched at once; the broker hears of the
+    revocation only once it completed."""
+    coord = ScriptedCoordinator(cluster)
+    s = joined(cluster, coord, [0, 1])
+    tid = cluster.topic_id(TOPIC)
+    try:
+        s.coordinator.to_be_revoked()  # KIP-983 mode
+        coord.assign({tid: [1, 2]})
+        s.poll_until(lambda: tp(2) in s.subscriptions.assigned_partitions())
+        assert s.coordinator.to_be_revoked() == {tp(0)}
+        assert s.coordinator.delay_revoke({tp(0)})
+        assert s.subscriptions.assigned_partitions() == {tp(0), tp(1), tp(2)}
+        assert not s.subscriptions.is_fetchable(tp(0))
+        assert s.listener.calls == [("assigned", [tp(0), tp(1)]), ("assigned", [tp(2)])]
+        # The broker is told the member owns 0 (still), 1 and 2.
+        wait_for(
+            lambda: any(
+                b.get("topic_partitions") == [{"topic_id": tid, "partitions": [0, 1, 2]}]
+                for b in coord.heartbeats()
+            ),
+            10,
+            message="partition 2 acknowledged while 0 is still owned",
+        )
+        s.poll_until(lambda: s.subscriptions.assigned_partitions() == {tp(1), tp(2)})
+        assert s.listener.calls[-1] == ("revoked", [tp(0)])
+        s.poll_until(
+            lambda: any(
+                b.get("topic_partitions") == [{"topic_id": tid, "partitions": [1, 2]}]
+                for b in coord.heartbeats()
+            )
+        )
+    finally:
+        s.close()

@@ -18,7 +18,9 @@ from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.members import (
     Ledger,
     Member,
+    churn,
     create_topic,
+    expel_killed_member,
     produce,
     stable_split,
     wait_until,
@@ -52,6 +54,12 @@ def _member(
     return Member(name, bootstrap, group, topics, ledger, group_protocol="consumer", **kw)
 
 
+def _member_id(m: Member) -> str:
+    coordinator = m.consumer._coordinator
+    assert coordinator is not None
+    return coordinator.member_id()
+
+
 def _state(m: Member) -> ConsumerMemberState | None:
     coordinator = m.consumer._coordinator
     membership = coordinator.membership if coordinator is not None else None
@@ -68,60 +76,13 @@ def test_membership_churn_processes_every_record_exactly_once(bootstrap: str) ->
     ledger = Ledger()
     everything = _all(topic)
     opts: dict[str, Any] = dict(delay_per_poll_s=0.05, max_poll_records=3)
-    m1 = _member("m1", bootstrap, group, [topic], ledger, **opts)
-    members = [m1]
-    m1.start()
-    try:
-        wait_until(
-            lambda: m1.assignment() == everything and ledger.count("m1") > 0,
-            30,
-            "m1 owns everything",
-            members,
-        )
-        for name in ("m2", "m3"):
-            m = _member(name, bootstrap, group, [topic], ledger, **opts)
-            members.append(m)
-            m.start()
-            wait_until(
-                lambda: stable_split(members, everything),
-                30,
-                f"a stable split over {len(members)} members",
-                members,
-            )
-            before = ledger.count(name)
-            wait_until(
-                lambda n=name, b=before: ledger.count(n) > b,
-                30,  # type: ignore[misc]
-                f"{name} processes",
-                members,
-            )
-        for leaving in (members[2], members[1]):
-            leaving.stop()
-            members.remove(leaving)
-            assert leaving.error is None, leaving.error
-            wait_until(
-                lambda: stable_split(members, everything),
-                30,
-                f"a stable split over {len(members)} members",
-                members,
-            )
-        m1.delay_per_poll_s = 0.0
-        wait_until(
-            lambda: len(ledger.distinct()) >= PARTITIONS * PER_PARTITION,
-            60,
-            "every record processed",
-            members,
-        )
-        m1.stop()
-        assert m1.error is None, m1.error
-    finally:
-        for m in members:
-            if m.is_alive():
-                m.stop()
     expected = {(topic, p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
-    assert ledger.duplicates() == []
-    assert ledger.distinct() == expected
-    assert all(ledger.count(n) > 0 for n in ("m1", "m2", "m3"))
+    m1 = churn(
+        lambda name: _member(name, bootstrap, group, [topic], ledger, **opts),
+        ledger,
+        expected,
+        everything,
+    )
     # Incremental: when m2 arrived, m1 gave up only the partitions that moved.
     first_revoke = next(parts for name, parts in m1.listener.snapshot() if name == "revoked")
     assert 0 < len(first_revoke) < PARTITIONS
@@ -205,33 +166,64 @@ def test_poll_interval_expiry_loses_partitions_then_commit_fails_then_rejoins(
     assert m.error is None, m.error
 
 
-@pytest.mark.timeout(90)
-def test_member_gone_without_leaving_is_expelled_after_the_session_timeout(bootstrap: str) -> None:
+@pytest.mark.timeout(120)
+def test_member_killed_without_leaving_is_expelled_after_the_session_timeout(
+    bootstrap: str,
+) -> None:
+    """A member process SIGKILLed (no leave heartbeat) is expelled by the broker after the
+    session timeout (group.consumer.session.timeout.ms) and its partitions move."""
     topic = create_topic(bootstrap, 4)
-    everything = _all(topic, 4)
-    group = unique_name("g848-expel")
-    ledger = Ledger()
-    a = _member("a", bootstrap, group, [topic], ledger)
-    b = _member("b", bootstrap, group, [topic], ledger)
+    survivor = _member("a", bootstrap, unique_name("g848-expel"), [topic], Ledger())
+    expel_killed_member(survivor, "consumer", _all(topic, 4))
+
+
+@pytest.mark.timeout(90)
+def test_offset_fetch_carries_the_member_epoch(bootstrap: str) -> None:
+    """OffsetFetch v9 names the member and its current epoch, and the broker accepts it."""
+    import copy
+
+    topic = create_topic(bootstrap, 2)
+    group = unique_name("g848-fetch")
+    m = _member("m", bootstrap, group, [topic], Ledger())
+    coordinator = m.consumer._coordinator
+    assert coordinator is not None and coordinator.membership is not None
+    membership = coordinator.membership
+    sent: list[tuple[Any, dict[str, Any]]] = []
+    send = coordinator._send
+
+    def recording(node: int, api_key: int, body: dict[str, Any], **kw: Any) -> Any:
+        if api_key == 9:
+            sent.append((kw.get("version"), copy.deepcopy(body)))
+        return send(node, api_key, body, **kw)
+
+    coordinator._send = recording  # type: ignore[method-assign]
+    tp0 = TopicPartition(topic, 0)
+    outcome: dict[str, Any] = {}
+
+    def commit_then_read(member: Member) -> None:
+        member.consumer.commit_sync({tp0: OffsetAndMetadata(7)})
+        outcome["epoch"] = membership.member_epoch
+        outcome["committed"] = member.consumer.committed({tp0})
+
     try:
-        a.start()
-        b.start()
-        wait_until(lambda: stable_split([a, b], everything), 30, "a stable split", [a, b])
-        # b goes silent: no polls, no heartbeats, no leave (a crashed process).
-        b.paused.set()
-        coordinator = b.consumer._coordinator
-        assert coordinator is not None
-        coordinator._close_heartbeat_thread(5)
+        m.start()
         wait_until(
-            lambda: a.assignment() == everything,
-            40,
-            "b's partitions moved to a after the session timeout",
-            [a],
+            lambda: m.assignment() == _all(topic, 2) and _state(m) is ConsumerMemberState.STABLE,
+            30,
+            "assigned",
+            [m],
         )
+        m.calls_in_thread.append(commit_then_read)
+        wait_until(lambda: "committed" in outcome, 20, "the committed offset read", [m])
     finally:
-        a.stop()
-        b.leave_on_close = False
-        b.stop(leave_group=False)
+        m.stop()
+    assert m.error is None, m.error
+    assert outcome["committed"][tp0].offset == 7
+    version, body = sent[-1]
+    assert version is not None and version >= 9
+    sent_group = body["groups"][0]
+    assert sent_group["member_id"] == coordinator.member_id()
+    assert sent_group["member_epoch"] == outcome["epoch"] > 0
 
 
 @pytest.mark.timeout(120)
@@ -272,7 +264,10 @@ def test_group_mixing_our_member_with_librdkafka(bootstrap: str) -> None:
                     )
                 if msg is None or msg.error():
                     continue
-                seen.append((msg.topic(), msg.partition(), msg.offset()))
+                msg_topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+                # A message without an error always names its place.
+                assert msg_topic is not None and partition is not None and offset is not None
+                seen.append((msg_topic, partition, offset))
                 c.commit(message=msg, asynchronous=False)
                 time.sleep(0.05)
         finally:
@@ -355,22 +350,38 @@ def test_online_upgrade_of_a_classic_group_loses_nothing(bootstrap: str) -> None
     assert ledger.distinct() == {(topic, p, o) for p in range(4) for o in range(60)}
 
 
+def _record_heartbeats(m: Member) -> list[dict[str, Any]]:
+    """Every ConsumerGroupHeartbeat body ``m`` builds from now on (joins and deltas)."""
+    coordinator = m.consumer._coordinator
+    assert coordinator is not None and coordinator.membership is not None
+    membership = coordinator.membership
+    sent: list[dict[str, Any]] = []
+    build = membership.build_heartbeat
+
+    def recording(topics: Any, regex: Any) -> dict[str, Any]:
+        body = build(topics, regex)
+        sent.append(dict(body))
+        return body
+
+    membership.build_heartbeat = recording  # type: ignore[method-assign]
+    return sent
+
+
 @pytest.mark.timeout(90)
-def test_pattern_subscription_picks_up_a_new_topic(bootstrap: str) -> None:
+@pytest.mark.parametrize("where", ["broker", "client"])
+def test_pattern_subscription_picks_up_a_new_topic(bootstrap: str, where: str) -> None:
+    """On Kafka 4.x the broker matches the regex (SubscribedTopicRegex) and assigns a new
+    matching topic without the member sending names; a pattern RE2 cannot read (here a
+    look-ahead) is matched by the client, which sends the names it matched."""
     import re
 
     prefix = unique_name("g848pat")
     first = create_topic(bootstrap, 2, name=f"{prefix}-a")
     group = unique_name("g848-pattern")
     ledger = Ledger()
-    m = _member(
-        "m",
-        bootstrap,
-        group,
-        re.compile(re.escape(prefix) + "-.*"),
-        ledger,
-        metadata_max_age_ms=500,
-    )
+    source = re.escape(prefix) + "-.*" if where == "broker" else re.escape(prefix) + "-(?!x).*"
+    m = _member("m", bootstrap, group, re.compile(source), ledger, metadata_max_age_ms=500)
+    sent = _record_heartbeats(m)
     try:
         m.start()
         wait_until(lambda: m.assignment() == _all(first, 2), 30, "the first topic", [m])
@@ -386,6 +397,17 @@ def test_pattern_subscription_picks_up_a_new_topic(bootstrap: str) -> None:
     finally:
         m.stop()
     assert m.error is None, m.error
+    joins = [b for b in sent if b["member_epoch"] == 0]
+    assert joins, sent
+    names = [b["subscribed_topic_names"] for b in sent if b.get("subscribed_topic_names")]
+    if where == "broker":
+        assert all(b["subscribed_topic_regex"] == source for b in joins), [
+            (b.get("subscribed_topic_names"), b.get("subscribed_topic_regex")) for b in joins
+        ]
+        assert names == [], "the member sent topic names with a broker-side regex"
+    else:
+        assert all(b.get("subscribed_topic_regex") is None for b in sent)
+        assert names[-1] == sorted([first, second])
 
 
 @pytest.mark.timeout(120)
@@ -503,10 +525,7 @@ def test_admin_describes_consumer_and_classic_groups(bootstrap: str) -> None:
         assert all(m.member_epoch is not None and m.member_epoch > 0 for m in d.members)
         assert set().union(*(set(m.assignment) for m in d.members)) == everything
         ids = {m.member_id for m in d.members}
-        assert ids == {
-            x.consumer._coordinator.member_id()
-            for x in (a, b)  # type: ignore[union-attr]
-        }
+        assert ids == {_member_id(x) for x in (a, b)}
         classic = both[classic_group]
         assert (classic.type, classic.state) == ("classic", "Stable")
         assert [set(m.assignment) for m in classic.members] == [everything]

@@ -460,13 +460,20 @@ def test_commit_rebalance_in_progress_raises_and_requests_rejoin(cluster: FakeCl
         s.close()
 
 
-@pytest.mark.parametrize("code", [UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION])
-def test_commit_generation_errors_raise_commit_failed(cluster: FakeCluster, code: int) -> None:
+@pytest.mark.parametrize(
+    "code,cause",
+    [(UNKNOWN_MEMBER_ID, "removed this consumer"), (ILLEGAL_GENERATION, "already rebalanced")],
+)
+def test_commit_generation_errors_raise_commit_failed(
+    cluster: FakeCluster, code: int, cause: str
+) -> None:
     s = joined(cluster)
     try:
         cluster.fail(ApiKey.OFFSET_COMMIT, code)
-        with pytest.raises(Errors.CommitFailedError, match="max.poll.interval.ms"):
+        with pytest.raises(Errors.CommitFailedError, match=cause) as raised:
             s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+        # Nothing says the poll loop was slow: do not send the user to max.poll.interval.ms.
+        assert "max.poll.interval.ms" not in str(raised.value)
         assert s.coordinator.generation_snapshot().generation_id == -1
         assert s.coordinator.rejoin_needed
     finally:
@@ -589,5 +596,40 @@ def test_refresh_committed_offsets_seeks_only_partitions_with_a_commit(
         assert pos is not None and pos.offset == 99
         # No commit: left for the reset policy.
         assert TopicPartition(TOPIC, 0) in s.subscriptions.initializing_partitions()
+    finally:
+        s.close()
+
+
+def test_commit_after_expulsion_names_the_session_not_the_poll_interval(
+    cluster: FakeCluster,
+) -> None:
+    s = joined(cluster, **SHORT_SESSION)
+    try:
+        cluster.fail(ApiKey.HEARTBEAT, UNKNOWN_MEMBER_ID)
+        wait_for(
+            lambda: s.coordinator.generation_snapshot().generation_id == -1,
+            10,
+            message="generation reset by the heartbeat answer",
+        )
+        with pytest.raises(Errors.CommitFailedError) as raised:
+            s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+        message = str(raised.value)
+        assert "UNKNOWN_MEMBER_ID in a Heartbeat response" in message, message
+        assert "session.timeout.ms (1000 ms)" in message, message
+        assert "max.poll.interval.ms" not in message, message
+    finally:
+        s.close()
+
+
+def test_commit_after_poll_timeout_names_max_poll_interval(cluster: FakeCluster) -> None:
+    s = joined(cluster, **SHORT_SESSION)
+    try:
+        # Nobody polls: after max.poll.interval.ms the heartbeat thread leaves the group.
+        cluster.wait_for_requests(ApiKey.LEAVE_GROUP, 1, timeout_s=15)
+        with pytest.raises(Errors.CommitFailedError, match=r"max.poll.interval.ms \(2000 ms\)"):
+            s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+        # The member joins again at its next poll; the old cause no longer applies.
+        s.join()
+        s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
     finally:
         s.close()

@@ -18,7 +18,9 @@ from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.members import (
     Ledger,
     Member,
+    churn,
     create_topic,
+    expel_killed_member,
     produce,
     stable_split,
     wait_until,
@@ -52,62 +54,13 @@ def test_membership_changes_process_every_record_exactly_once(broker: Any, strat
         # Let followers collect their assignment before the follow-up rebalance starts (a
         # broker may answer a pending SyncGroup only periodically).
         opts["cooperative_rejoin_delay_ms"] = 1000
-    m1 = Member("m1", bootstrap, group, [topic], ledger, **opts)
-    members = [m1]
-    m1.start()
-    try:
-        wait_until(
-            lambda: m1.assignment() == everything and ledger.count("m1") > 0,
-            30,
-            "m1 owns everything",
-            members,
-        )
-        for name in ("m2", "m3"):
-            m = Member(name, bootstrap, group, [topic], ledger, **opts)
-            members.append(m)
-            m.start()
-            wait_until(
-                lambda: stable_split(members, everything),
-                30,
-                f"a stable split over {len(members)} members",
-                members,
-            )
-            before = ledger.count(name)
-            wait_until(
-                lambda n=name, b=before: ledger.count(n) > b,
-                30,  # type: ignore[misc]
-                f"{name} processes",
-                members,
-            )
-        for leaving in (members[2], members[1]):
-            leaving.stop()
-            members.remove(leaving)
-            assert leaving.error is None, leaving.error
-            wait_until(
-                lambda: stable_split(members, everything),
-                30,
-                f"a stable split over {len(members)} members",
-                members,
-            )
-        # m1 finishes alone, at full speed.
-        m1.delay_per_poll_s = 0.0
-        wait_until(
-            lambda: len(ledger.distinct()) >= PARTITIONS * PER_PARTITION,
-            60,
-            "every record processed",
-            members,
-        )
-        m1.stop()
-        assert m1.error is None, m1.error
-    finally:
-        for m in members:
-            if m.is_alive():
-                m.stop()
     expected = {(topic, p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
-    assert ledger.duplicates() == []
-    assert ledger.distinct() == expected
-    # Every member really took part.
-    assert all(ledger.count(n) > 0 for n in ("m1", "m2", "m3"))
+    m1 = churn(
+        lambda name: Member(name, bootstrap, group, [topic], ledger, **opts),
+        ledger,
+        expected,
+        everything,
+    )
     first_revoke = next(parts for name, parts in m1.listener.snapshot() if name == "revoked")
     if strategy == "cooperative-sticky":
         # When m2 arrived, m1 gave up only the partitions that moved, not all six.
@@ -326,38 +279,15 @@ def test_member_exceeding_max_poll_interval_is_replaced_and_its_commit_fails(bro
                 m.stop()
 
 
-@pytest.mark.timeout(90)
-def test_member_gone_without_leave_group_is_expelled_after_session_timeout(broker: Any) -> None:
+@pytest.mark.timeout(120)
+def test_member_killed_without_leave_group_is_expelled_after_session_timeout(
+    broker: Any,
+) -> None:
+    """A member process SIGKILLed (no LeaveGroup) is expelled after session.timeout.ms."""
     bootstrap = broker.bootstrap_servers
     topic = create_topic(bootstrap, 2)
-    everything = _all_partitions(topic, 2)
-    group = unique_name("g2-expire")
-    ledger = Ledger()
-    survivor = Member("survivor", bootstrap, group, [topic], ledger)
-    crashed = Member("crashed", bootstrap, group, [topic], ledger)
-    try:
-        survivor.start()
-        crashed.start()
-        wait_until(
-            lambda: stable_split([survivor, crashed], everything),
-            60,
-            "a stable split",
-            [survivor, crashed],
-        )
-        # Closed without LeaveGroup: for the broker this member just went silent.
-        crashed.stop(leave_group=False)
-        wait_until(
-            lambda: survivor.assignment() == everything,
-            30,
-            "the survivor takes over after the session timeout",
-            [survivor],
-        )
-        lost_names = [name for name, _p in survivor.listener.snapshot()]
-        assert lost_names.count("assigned") >= 2
-    finally:
-        for m in (survivor, crashed):
-            if m.is_alive():
-                m.stop()
+    survivor = Member("survivor", bootstrap, unique_name("g2-expire"), [topic], Ledger())
+    expel_killed_member(survivor, "classic", _all_partitions(topic, 2))
 
 
 @pytest.mark.timeout(90)
@@ -524,12 +454,11 @@ def test_rolling_upgrade_from_eager_to_cooperative(broker: Any) -> None:
                 members,
             )
             before = ledger.count(name)
-            wait_until(
-                lambda n=name, c=before: ledger.count(n) > c,
-                30,  # type: ignore[misc]
-                f"{name} processes",
-                members,
-            )
+
+            def processes(n: str = name, c: int = before) -> bool:
+                return ledger.count(n) > c
+
+            wait_until(processes, 30, f"{name} processes", members)
         for m in members:
             m.delay_per_poll_s = 0.0
         wait_until(lambda: len(ledger.distinct()) >= 4 * 150, 60, "every record processed", members)

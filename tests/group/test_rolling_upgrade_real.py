@@ -47,7 +47,7 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky(broker: Any) -> None:
     group = unique_name("g-upgrade")
     ledger = Ledger()
     slow: dict[str, Any] = dict(delay_per_poll_s=0.05, max_poll_records=3)
-    steps = [
+    steps: list[tuple[str, dict[str, Any]]] = [
         ("range", {}),
         ("cooperative-sticky,range", {}),
         ("cooperative-sticky", {"cooperative_rejoin_delay_ms": 1000}),

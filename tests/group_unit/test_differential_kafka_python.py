@@ -4,6 +4,7 @@ Java algorithms (dynamic members, no racks)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -39,7 +40,7 @@ class _Cluster:
         return set(range(n)) if n else None
 
 
-def _theirs(result: dict) -> dict[str, list[tuple[str, int]]]:
+def _theirs(result: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
     return {
         m: sorted((t, p) for t, ps in a.assigned_partitions for p in ps) for m, a in result.items()
     }

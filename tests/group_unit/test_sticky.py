@@ -4,6 +4,7 @@ awareness, and hypothesis-driven membership sequences (balance, stickiness, coop
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -326,7 +327,7 @@ start_cluster = st.fixed_dictionaries(
 )
 
 
-def apply_event(ev: tuple, members: list[str], cluster: dict[str, int]) -> None:
+def apply_event(ev: tuple[Any, ...], members: list[str], cluster: dict[str, int]) -> None:
     if ev[0] == "join":
         name = f"m{ev[1]:02d}"
         if name not in members:
@@ -339,7 +340,9 @@ def apply_event(ev: tuple, members: list[str], cluster: dict[str, int]) -> None:
 
 @settings(max_examples=120, deadline=None)
 @given(start_cluster, st.integers(1, 5), events)
-def test_eager_sticky_sequences(cluster: dict[str, int], n: int, evs: list[tuple]) -> None:
+def test_eager_sticky_sequences(
+    cluster: dict[str, int], n: int, evs: list[tuple[Any, ...]]
+) -> None:
     topics = sorted(cluster)
     members = [f"m{i:02d}" for i in range(n)]
     instances: dict[str, StickyAssignor] = {}
@@ -364,7 +367,9 @@ def test_eager_sticky_sequences(cluster: dict[str, int], n: int, evs: list[tuple
 
 @settings(max_examples=120, deadline=None)
 @given(start_cluster, st.integers(1, 5), events)
-def test_cooperative_sticky_sequences(cluster: dict[str, int], n: int, evs: list[tuple]) -> None:
+def test_cooperative_sticky_sequences(
+    cluster: dict[str, int], n: int, evs: list[tuple[Any, ...]]
+) -> None:
     topics = sorted(cluster)
     members = [f"m{i:02d}" for i in range(n)]
     owned: dict[str, set[TP]] = {}

@@ -27,7 +27,8 @@ def request(
         raise AssertionError(f"api {api_key} to node {node}: no answer in {timeout_ms} ms")
     if fut.exception is not None:
         raise fut.exception
-    return fut.value
+    value: dict[str, Any] = fut.value
+    return value
 
 
 def any_node(cnc: ConsumerNetworkClient, timeout_ms: int = 15_000) -> int:

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from kafkaconsumer.network.connection import SUPPORTED_VERSIONS
-from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.protocol import SUPPORTED_VERSIONS, ApiKey
 from tests.network.conftest import Factory
 from tests.network.kafka_ops import any_node
 

@@ -19,6 +19,7 @@ from kafkaconsumer.network.connection import ConnectionState
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey, encode_response
 from kafkaconsumer.structs import TopicPartition
+from tests.helpers import network_settings
 from tests.network.conftest import Factory
 from tests.network.scram_server import ScramServer
 from tests.support.fake_broker import FakeCluster, Reply, response_frame
@@ -372,7 +373,7 @@ def test_oauthbearer_token_callback_never_runs_under_the_network_lock() -> None:
             **sasl_config("OAUTHBEARER", **{"sasl.oauthbearer.token.callback": token_cb}),
         }
         md = ConsumerMetadata(cfg)
-        cnc = ConsumerNetworkClient(NetworkClient(cfg, metadata=md), md)
+        cnc = ConsumerNetworkClient(NetworkClient(network_settings(cfg), metadata=md), md)
         holder.append(cnc)
         try:
             cnc.await_metadata_update(5000)

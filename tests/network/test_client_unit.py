@@ -3,6 +3,7 @@ partial reads, big frames, idle connections, node choice, several DNS addresses,
 
 from __future__ import annotations
 
+import logging
 import socket
 import struct
 import threading
@@ -31,6 +32,7 @@ from kafkaconsumer.network.connection import ConnectionState
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, decode_request, encode_response
+from tests.helpers import network_settings
 from tests.network.conftest import Factory
 from tests.support.fake_broker import FakeCluster
 
@@ -62,6 +64,25 @@ def test_future_callbacks_and_states() -> None:
     h.chain(chained)
     h.success(1)
     assert chained.value == 1
+
+
+def test_a_failing_future_callback_is_logged_at_error_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A bug in a response handler is never silent: ERROR with the traceback, and the other
+    # callbacks of the future still run (the network loop goes on).
+    seen: list[int] = []
+
+    def buggy(value: int) -> None:
+        raise KeyError("partition_index")
+
+    f: Future[int] = Future()
+    f.add_callback(buggy).add_callback(seen.append)
+    with caplog.at_level(logging.ERROR, logger="kafkaconsumer.network.future"):
+        f.success(7)
+    assert seen == [7]
+    [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert record.exc_info is not None and isinstance(record.exc_info[1], KeyError)
 
 
 def test_future_wait_from_another_thread() -> None:
@@ -96,14 +117,17 @@ def test_bootstrap_parsing() -> None:
     [
         ({"security.protocol": "TLS"}, "security.protocol"),
         ({"security.protocol": "SASL_PLAINTEXT"}, "GSSAPI"),
-        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}, "callback"),
+        (
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"},
+            "OAUTHBEARER needs",
+        ),
         ({"client.dns.lookup": "magic"}, "client.dns.lookup"),
         ({"request.timeout.ms": 0}, "request.timeout.ms"),
     ],
 )
 def test_bad_configuration_is_rejected(config: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
-        NetworkClient({"bootstrap.servers": "localhost:9092", **config})
+        NetworkClient(network_settings({"bootstrap.servers": "localhost:9092", **config}))
 
 
 # ------------------------------------------------------------------------------- backoff
@@ -115,11 +139,13 @@ def test_reconnect_backoff_grows_exponentially_with_jitter() -> None:
     port = free_port()
     clock = MockTime(start_ms=1_000_000)  # only moves when told: the delays read exactly
     client = NetworkClient(
-        {
-            "bootstrap.servers": f"127.0.0.1:{port}",
-            "reconnect.backoff.ms": 50,
-            "reconnect.backoff.max.ms": 400,
-        },
+        network_settings(
+            {
+                "bootstrap.servers": f"127.0.0.1:{port}",
+                "reconnect.backoff.ms": 50,
+                "reconnect.backoff.max.ms": 400,
+            }
+        ),
         time=clock,
     )
     try:
@@ -209,7 +235,9 @@ class TrickleServer:
 
 def test_partial_reads_one_byte_at_a_time() -> None:
     server = TrickleServer()
-    cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"127.0.0.1:{server.port}"}))
+    cnc = ConsumerNetworkClient(
+        NetworkClient(network_settings({"bootstrap.servers": f"127.0.0.1:{server.port}"}))
+    )
     try:
         fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
         cnc.poll(timeout_ms=10_000, future=fut)
@@ -221,7 +249,9 @@ def test_partial_reads_one_byte_at_a_time() -> None:
 
 def test_frame_larger_than_read_chunk() -> None:
     server = TrickleServer(extra_size=40_000)  # about 200 KB of api keys
-    cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"127.0.0.1:{server.port}"}))
+    cnc = ConsumerNetworkClient(
+        NetworkClient(network_settings({"bootstrap.servers": f"127.0.0.1:{server.port}"}))
+    )
     try:
         futs = [cnc.send(-1, ApiKey.API_VERSIONS, {}) for _ in range(3)]
         for fut in futs:
@@ -256,12 +286,18 @@ def test_idle_connection_is_closed(make_client: Factory) -> None:
             cnc.poll(50)
 
 
+def ready_on_three_nodes(cluster: FakeCluster, make_client: Factory) -> Any:
+    """A client with a ready connection to each of the cluster's three brokers."""
+    cnc = make_client(cluster.bootstrap_servers)
+    cnc.await_metadata_update(5000)
+    for node in (0, 1, 2):
+        assert cnc.await_ready(node, 5000)
+    return cnc
+
+
 def test_least_loaded_node_prefers_idle_ready_nodes(make_client: Factory) -> None:
     with FakeCluster(n_brokers=3) as cluster:
-        cnc = make_client(cluster.bootstrap_servers)
-        cnc.await_metadata_update(5000)
-        for node in (0, 1, 2):
-            assert cnc.await_ready(node, 5000)
+        cnc = ready_on_three_nodes(cluster, make_client)
         from tests.support.fake_broker import Reply
 
         cluster.on(ApiKey.API_VERSIONS, lambda n, h, b: Reply(None, delay_s=1.0), node_id=0)
@@ -278,8 +314,34 @@ def test_least_loaded_node_prefers_idle_ready_nodes(make_client: Factory) -> Non
             cnc.poll(timeout_ms=5000, future=f)
 
 
+def test_least_loaded_node_avoids_a_connection_holding_a_fetch(make_client: Factory) -> None:
+    # The broker answers a connection's requests in order: a metadata refresh behind a
+    # long-poll Fetch would wait for it, so a node with as many (or more) other requests wins.
+    with FakeCluster(n_brokers=3) as cluster:
+        cnc = ready_on_three_nodes(cluster, make_client)
+        from tests.support.fake_broker import Reply
+
+        slow = lambda n, h, b: Reply(None, delay_s=1.0)  # noqa: E731
+        cluster.on(ApiKey.FETCH, slow, node_id=0)
+        for node in (1, 2):
+            cluster.on(ApiKey.API_VERSIONS, slow, node_id=node)
+        fetch = {"max_wait_ms": 1000, "min_bytes": 1, "max_bytes": 1024, "topics": []}
+        busy = [
+            cnc.send(0, ApiKey.FETCH, fetch),
+            cnc.send(1, ApiKey.API_VERSIONS, {}),
+            cnc.send(2, ApiKey.API_VERSIONS, {}),
+            cnc.send(2, ApiKey.API_VERSIONS, {}),
+        ]
+        cnc.poll(0)
+        assert [cnc.client.in_flight_request_count(n) for n in (0, 1, 2)] == [1, 1, 2]
+        assert cnc.least_loaded_node() == 1
+        for f in busy:
+            cnc.poll(timeout_ms=5000, future=f)
+        assert all(f.is_done and f.exception is None for f in busy)
+
+
 def test_send_to_unready_node_fails_fast() -> None:
-    client = NetworkClient({"bootstrap.servers": "127.0.0.1:9"})
+    client = NetworkClient(network_settings({"bootstrap.servers": "127.0.0.1:9"}))
     try:
         fut = client.send(-1, ApiKey.API_VERSIONS, {})
         assert isinstance(fut.exception, NodeNotReadyError)
@@ -291,7 +353,12 @@ def test_unsent_request_to_unreachable_node_times_out() -> None:
     port = free_port()
     cnc = ConsumerNetworkClient(
         NetworkClient(
-            {"bootstrap.servers": f"127.0.0.1:{port}", "socket.connection.setup.timeout.ms": 200}
+            network_settings(
+                {
+                    "bootstrap.servers": f"127.0.0.1:{port}",
+                    "socket.connection.setup.timeout.ms": 200,
+                }
+            )
         )
     )
     try:
@@ -317,7 +384,9 @@ def test_all_dns_addresses_are_tried(monkeypatch: pytest.MonkeyPatch) -> None:
             return real(host, port, *args, **kw)
 
         monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)
-        cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"multi.test:{good_port}"}))
+        cnc = ConsumerNetworkClient(
+            NetworkClient(network_settings({"bootstrap.servers": f"multi.test:{good_port}"}))
+        )
         try:
             assert cnc.await_ready(-1, 5000)
             conn = cnc.client.connection(-1)
@@ -384,7 +453,9 @@ def test_callbacks_run_outside_the_lock(make_client: Factory) -> None:
 
 def test_close_fails_pending_requests() -> None:
     port = free_port()
-    cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": f"127.0.0.1:{port}"}))
+    cnc = ConsumerNetworkClient(
+        NetworkClient(network_settings({"bootstrap.servers": f"127.0.0.1:{port}"}))
+    )
     fut = cnc.send(-1, ApiKey.API_VERSIONS, {})
     cnc.close()
     assert isinstance(fut.exception, KafkaConnectionError)
@@ -479,7 +550,7 @@ def test_coordinator_node_id_maps_to_its_brokers_address() -> None:
             "cluster_id": "c",
         }
     )
-    client = NetworkClient({"bootstrap.servers": "127.0.0.1:9"}, metadata=md)
+    client = NetworkClient(network_settings({"bootstrap.servers": "127.0.0.1:9"}), metadata=md)
     try:
         assert coordinator_node_id(0) == 2**31 - 1 and coordinator_node_id(7) == 2**31 - 8
         assert client.node_address(coordinator_node_id(0)) == ("h0", 1000)
@@ -527,11 +598,13 @@ def test_request_to_a_node_without_address_fails_without_raising(make_client: Fa
 def test_node_without_address_is_a_failed_connect_attempt() -> None:
     md = ConsumerMetadata({})
     client = NetworkClient(
-        {
-            "bootstrap.servers": "127.0.0.1:9",
-            "reconnect.backoff.ms": 1000,
-            "reconnect.backoff.max.ms": 1000,
-        },
+        network_settings(
+            {
+                "bootstrap.servers": "127.0.0.1:9",
+                "reconnect.backoff.ms": 1000,
+                "reconnect.backoff.max.ms": 1000,
+            }
+        ),
         metadata=md,
     )
     try:
@@ -562,7 +635,9 @@ def bare_client() -> Iterator[Callable[[str], ConsumerNetworkClient]]:
     made: list[ConsumerNetworkClient] = []
 
     def factory(bootstrap: str) -> ConsumerNetworkClient:
-        cnc = ConsumerNetworkClient(NetworkClient({"bootstrap.servers": bootstrap}))
+        cnc = ConsumerNetworkClient(
+            NetworkClient(network_settings({"bootstrap.servers": bootstrap}))
+        )
         made.append(cnc)
         return cnc
 

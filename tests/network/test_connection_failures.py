@@ -1,11 +1,12 @@
 """Connection failures are reported (issue 10, section 2): a WARNING per node with the cause,
-rate-limited; the last error of each bootstrap server in the timeout message; bootstrap
-addresses resolved when the client is built (``client.dns.lookup`` as Java); a hint when a
-PLAINTEXT client meets an SSL or SASL listener.
+rate-limited, also for requests that time out on a working connection; the last error of each
+bootstrap server in the timeout message; bootstrap addresses resolved when the client is built
+(``client.dns.lookup`` as Java); a hint when a PLAINTEXT client meets an SSL or SASL listener.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from collections.abc import Iterator
@@ -13,10 +14,12 @@ from typing import Any
 
 import pytest
 
+import kafkaconsumer.network.client as client_module
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaTimeoutError
 from kafkaconsumer.network.client import resolve_bootstrap_servers
 from kafkaconsumer.protocol import ApiKey
+from tests.helpers import wait_for
 from tests.support.fake_broker import FakeCluster, Reply
 from tests.support.proxy import FaultProxy
 from tests.support.tls_proxy import TlsProxy, make_pki
@@ -154,3 +157,80 @@ def test_plaintext_client_on_an_ssl_listener_is_told_so(
     # Whether the TLS listener sends an alert first or just closes, the cause is named.
     assert "SSL" in message, message
     assert any("SSL" in w for w in warnings_of(warn_log))
+
+
+@pytest.mark.parametrize(
+    ("forwarded", "hinted"),
+    [(0, True), (2, False), (10, False)],
+    ids=["nothing-back", "mid-size-prefix", "mid-frame"],
+)
+def test_the_listener_hint_needs_a_close_with_nothing_of_the_answer(
+    warn_log: pytest.LogCaptureFixture, forwarded: int, hinted: bool
+) -> None:
+    # The proxy resets the first connection after `forwarded` bytes of the ApiVersions answer.
+    # Nothing back is what an SSL listener does to a plaintext client; part of a frame is a
+    # Kafka listener cut off mid-response, which must not be blamed on security.protocol.
+    hint = "is this an SSL/SASL listener?"
+    with FakeCluster(n_brokers=1) as cluster:
+        port = cluster.brokers[0].port
+        with FaultProxy("127.0.0.1", port) as proxy:
+            proxy.cut_mid_response(forwarded)
+            c = KafkaConsumer({"bootstrap.servers": f"127.0.0.1:{proxy.port}", **FAST})
+            try:
+                c.list_topics(timeout_ms=10_000)  # the retried connection works
+            finally:
+                c.close(timeout_ms=0)
+    mine = [w for w in warnings_of(warn_log) if f"127.0.0.1:{proxy.port}" in w]
+    assert len(mine) == 1, warnings_of(warn_log)
+    assert "closed the connection" in mine[0], mine
+    assert (hint in mine[0]) is hinted, mine
+
+
+def test_requests_that_time_out_are_warned_rate_limited(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A broker that stops answering Metadata once the consumer has listed the topics: every
+    # connection after that ends in a request timeout, about one each 200 ms.
+    caplog.set_level(logging.WARNING, logger="kafkaconsumer")
+    caplog.set_level(logging.DEBUG, logger="kafkaconsumer.network.connection")
+    silent: list[bool] = []
+
+    def metadata(node: int, header: Any, body: Any) -> Reply | None:
+        return Reply(drop=True) if silent else None
+
+    def timeouts() -> int:
+        return sum("timed out after" in r.getMessage() for r in caplog.records if r.levelno == 10)
+
+    def timeout_warnings() -> list[str]:
+        return [w for w in warnings_of(caplog) if "timed out after" in w]
+
+    def try_list_topics() -> bool:
+        """One metadata attempt; never the condition itself (the waits end on the counts)."""
+        with contextlib.suppress(KafkaTimeoutError):
+            c.list_topics(timeout_ms=300)
+        return False
+
+    with FakeCluster(n_brokers=1) as cluster:
+        cluster.on(ApiKey.METADATA, metadata)
+        c = KafkaConsumer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "request.timeout.ms": 200, **FAST}
+        )
+        try:
+            c.list_topics(timeout_ms=10_000)
+            silent.append(True)
+            wait_for(lambda: try_list_topics() or timeouts() >= 4, timeout=30)
+            warned = timeout_warnings()
+            # Each node (the bootstrap server and broker 0) warned once with the cause; the
+            # timeouts after that within the interval are only counted.
+            assert 1 <= len(warned) <= 2, warned
+            assert len({w.split(" (")[0] for w in warned}) == len(warned), warned
+            assert all("METADATA request to node" in w for w in warned), warned
+            assert timeouts() > len(warned)
+            # Once the interval has passed, the next timeout is warned with the count of those
+            # held back.
+            monkeypatch.setattr(client_module, "_WARN_INTERVAL_MS", 0)
+            wait_for(lambda: try_list_topics() or len(timeout_warnings()) > len(warned), timeout=30)
+        finally:
+            c.close(timeout_ms=0)
+    again = timeout_warnings()[len(warned)]
+    assert "more such failures since the last warning" in again, again

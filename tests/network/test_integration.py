@@ -28,7 +28,7 @@ from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
-from tests.helpers import unique_name
+from tests.helpers import network_settings, unique_name
 from tests.network.conftest import Factory
 from tests.network.kafka_ops import any_node, create_topic, fetch, produce, request
 from tests.support.proxy import FaultProxy
@@ -55,7 +55,7 @@ def bootstrap_only(proxy: FaultProxy, **config: Any) -> ConsumerNetworkClient:
         "reconnect.backoff.max.ms": 200,
     }
     cfg.update({k.replace("_", "."): v for k, v in config.items()})
-    return ConsumerNetworkClient(NetworkClient(cfg))
+    return ConsumerNetworkClient(NetworkClient(network_settings(cfg)))
 
 
 def api_versions(cnc: ConsumerNetworkClient, timeout_ms: int = 10_000) -> Future[Any]:
@@ -206,7 +206,7 @@ def test_corrupted_response_closes_connection_and_metadata_retries(broker: Any) 
         from kafkaconsumer.metadata import ConsumerMetadata
 
         md = ConsumerMetadata(cfg)
-        cnc = ConsumerNetworkClient(NetworkClient(cfg, metadata=md), md)
+        cnc = ConsumerNetworkClient(NetworkClient(network_settings(cfg), metadata=md), md)
         try:
             # Connect (ApiVersions done) before garbling: the first Metadata answer, from the
             # bootstrap node behind the proxy, is then the one corrupted after its header.
@@ -232,7 +232,7 @@ def test_nothing_listening_times_out_without_spinning() -> None:
     from kafkaconsumer.metadata import ConsumerMetadata
 
     md = ConsumerMetadata(cfg)
-    cnc = ConsumerNetworkClient(NetworkClient(cfg, metadata=md), md)
+    cnc = ConsumerNetworkClient(NetworkClient(network_settings(cfg), metadata=md), md)
     try:
         cpu0, wall0 = time.process_time(), time.monotonic()
         with pytest.raises(KafkaTimeoutError):
@@ -277,7 +277,7 @@ def test_fifty_connections_one_selector_one_thread(broker: Any) -> None:
     with FaultProxy(host, port, listeners=50) as p:
         threads_before = threading.active_count()
         cfg = {"bootstrap.servers": ",".join(p.addresses)}
-        cnc = ConsumerNetworkClient(NetworkClient(cfg))
+        cnc = ConsumerNetworkClient(NetworkClient(network_settings(cfg)))
         try:
             nodes = [n for n, _, _ in cnc.client.bootstrap_nodes]
             assert len(nodes) == 50

@@ -6,6 +6,7 @@ import pytest
 
 from kafkaconsumer.network import connection
 from kafkaconsumer.network.connection import BrokerConnection
+from tests.helpers import network_settings
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -13,7 +14,10 @@ BIG = connection._POOL_MIN
 
 
 def _conn() -> BrokerConnection:
-    return BrokerConnection(0, "127.0.0.1", 9, {}, now_ms=lambda: 0, next_correlation_id=lambda: 1)
+    settings = network_settings({"bootstrap.servers": "127.0.0.1:9"})
+    return BrokerConnection(
+        0, "127.0.0.1", 9, settings, now_ms=lambda: 0, next_correlation_id=lambda: 1
+    )
 
 
 def test_a_buffer_with_a_live_view_is_never_handed_out_again() -> None:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import itertools
 import socket
+from collections.abc import Iterator
 
 import pytest
 
 from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.network.connection import BrokerConnection
+from kafkaconsumer.network.settings import NetworkSettings
 
 
 @pytest.fixture
-def listener() -> socket.socket:
+def listener() -> Iterator[socket.socket]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)
@@ -23,7 +25,12 @@ def listener() -> socket.socket:
 def _connected(config: ConsumerConfig, port: int) -> BrokerConnection:
     ids = itertools.count(1)
     conn = BrokerConnection(
-        0, "127.0.0.1", port, config, now_ms=lambda: 0, next_correlation_id=lambda: next(ids)
+        0,
+        "127.0.0.1",
+        port,
+        NetworkSettings.from_config(config),
+        now_ms=lambda: 0,
+        next_correlation_id=lambda: next(ids),
     )
     conn.connect(10_000)
     assert conn.sock is not None
@@ -45,7 +52,7 @@ def test_buffer_sizes_follow_the_java_keys(listener: socket.socket) -> None:
         assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (32768, 65536)
         assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (49152, 98304)
     finally:
-        conn.sock.close()
+        conn.close()
 
 
 def test_minus_one_keeps_the_operating_system_default(listener: socket.socket) -> None:
@@ -58,4 +65,4 @@ def test_minus_one_keeps_the_operating_system_default(listener: socket.socket) -
         assert conn.sock is not None
         assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) == default_rcv
     finally:
-        conn.sock.close()
+        conn.close()

@@ -26,7 +26,7 @@ from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.ssl_context import build_ssl_context
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
-from tests.helpers import unique_name, wait_for
+from tests.helpers import network_settings, unique_name, wait_for
 from tests.network.kafka_ops import create_topic, fetch, produce
 from tests.support.proxy import FaultProxy
 from tests.support.tls_proxy import Pki, TlsProxy, make_pki
@@ -55,9 +55,9 @@ def tls_client(
     }
     cfg.update(extra or {})
     if not with_metadata:
-        return ConsumerNetworkClient(NetworkClient(cfg))
+        return ConsumerNetworkClient(NetworkClient(network_settings(cfg)))
     md = ConsumerMetadata(cfg)
-    return ConsumerNetworkClient(NetworkClient(cfg, metadata=md), md)
+    return ConsumerNetworkClient(NetworkClient(network_settings(cfg), metadata=md), md)
 
 
 def proxy_for(broker: Any, pki: Pki, cert: str, key: str, **kw: Any) -> TlsProxy:
@@ -107,6 +107,7 @@ def test_tls_metadata_produce_fetch_with_hostname_check(broker: Any, pki: Pki) -
 
 
 @pytest.mark.integration
+@pytest.mark.own_embedded_broker
 def test_tls_full_metadata_flow_with_advertised_proxy(pki: Pki) -> None:
     """A broker that advertises the proxy: every connection (bootstrap and metadata nodes) is
     TLS with the host name checked against the advertised name."""

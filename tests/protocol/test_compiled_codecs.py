@@ -61,7 +61,9 @@ def test_stored_code_is_used_and_behaves_as_compiled_code(
     monkeypatch.setattr(codegen, "compile", no_compile, raising=False)
     cache = codegen.CodecCache(APIS, str(compiled))
     assert {v: _encode(cache, v) for v in (4, 12)} == expected
-    body, _ = cache.get(ApiKey.FETCH, 12, "request").decode(memoryview(expected[12]))
+    codec = cache.get(ApiKey.FETCH, 12, "request")
+    assert codec is not None
+    body, _ = codec.decode(memoryview(expected[12]))
     assert body["topics"][0]["partitions"][0]["fetch_offset"] == 5
 
 

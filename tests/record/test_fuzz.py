@@ -1,5 +1,6 @@
-"""Damaged bytes never crash a decoder or escape as a foreign exception, and both decoders
-reach the same verdict on them."""
+"""Damaged bytes never crash a decoder or escape as a foreign exception, and every decoder (both
+object decoders, and the Cython Arrow decoder when pyarrow is installed) reaches the same
+verdict on them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from kafkaconsumer.record import _pyrecords, encode_batch, encode_legacy_message
 from .conftest import CYTHON
 
 OURS = (CorruptRecordError, RecordTooLargeError, UnsupportedCodecError)
+
+try:
+    from kafkaconsumer import arrow
+except ImportError:  # pyarrow is optional
+    arrow = None  # type: ignore[assignment]
 
 
 def _seed_data() -> list[bytes]:
@@ -42,6 +48,34 @@ def _outcome(module: Any, data: bytes, fetch_offset: int) -> Any:
     return ([r.as_tuple() for r in result.records], result.next_offset, result.partial)
 
 
+def _arrow_view(outcome: Any) -> Any:
+    """An object outcome as the Arrow decoder can state it (no serialized sizes)."""
+    if isinstance(outcome, type):
+        return outcome
+    rows = [(t[2], t[3], t[4], t[5], t[6], list(t[7]), t[8]) for t in outcome[0]]
+    return (rows, outcome[1], outcome[2])
+
+
+def _arrow_outcome(data: bytes, fetch_offset: int) -> Any:
+    try:
+        result = arrow.decode_fetched_arrow(data, "fz", 0, fetch_offset, check_crcs=False)
+    except OURS as exc:
+        return type(exc)
+    batch = result.batch
+    epochs = [None if e < 0 else e for e in result.leader_epochs.to_pylist()]
+    # Timestamps as int64: damaged ones are outside what datetime can hold.
+    columns = [
+        batch.column("offset").to_pylist(),
+        batch.column("timestamp").cast("int64").to_pylist(),
+        batch.column("timestampType").to_pylist(),
+        batch.column("key").to_pylist(),
+        batch.column("value").to_pylist(),
+        [[(h["key"], h["value"]) for h in hs] for hs in batch.column("headers").to_pylist()],
+        epochs,
+    ]
+    return (list(zip(*columns, strict=True)), result.next_offset, result.partial)
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.sampled_from(range(len(SEEDS))),
@@ -64,3 +98,5 @@ def test_damaged_bytes(
     pure = _outcome(_pyrecords, data, fetch_offset)
     if CYTHON is not None:
         assert _outcome(CYTHON, data, fetch_offset) == pure
+    if arrow is not None and arrow.USING_EXTENSION:
+        assert _arrow_outcome(data, fetch_offset) == _arrow_view(pure)

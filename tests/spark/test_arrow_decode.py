@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -188,3 +190,26 @@ def test_arrow_records_slices_and_converts_back() -> None:
     assert [r.as_tuple() for r in part.to_records(_pyrecords.ConsumerRecord)] == [
         r.as_tuple() for r in objects
     ]
+
+
+@pytest.mark.timeout(60)
+def test_decoding_and_handing_out_arrow_does_not_import_pandas() -> None:
+    # pyarrow imports pandas (about half a second) as soon as it converts a Python value; the
+    # decode-to-poll_arrow path must build everything from buffers.
+    script = (
+        "import sys\n"
+        "from kafkaconsumer import arrow\n"
+        "from kafkaconsumer.record import encode_batch\n"
+        "data = encode_batch([(b'k', b'v', [('h', b'x')], 5)] * 3, base_offset=0)\n"
+        "recs = arrow.ArrowRecords.from_result(arrow.decode_fetched_arrow(data, 't', 1, 0))\n"
+        "assert recs[-1].offset == 2\n"
+        "b = arrow.concat_batches([recs[0:2].to_batch(True), recs[2:3].to_batch(True)])\n"
+        "assert b.column('topic').to_pylist() == ['t'] * 3, b\n"
+        "assert b.column('partition').to_pylist() == [1] * 3, b\n"
+        "assert arrow.empty_batch(True).num_rows == 0\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=50, check=True
+    )
+    assert out.stdout.strip() == "False", out.stderr

@@ -20,6 +20,25 @@ from .conftest import _java_missing, create_topic, produce
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
+def _spark_home_in(tmp_path: Path) -> Path:
+    """A SPARK_HOME of links to the installed PySpark's files, under ``tmp_path``.
+
+    A local-cluster worker writes its executors' logs and files to ``$SPARK_HOME/work`` and
+    reads neither SPARK_WORKER_DIR nor spark.worker.dir (those are for standalone workers
+    started by script), so the work directory lands in the temporary directory only if
+    SPARK_HOME does.
+    """
+    import pyspark
+
+    installed = Path(pyspark.__file__).parent
+    home = tmp_path / "spark-home"
+    home.mkdir()
+    for entry in installed.iterdir():
+        if entry.name != "work":
+            (home / entry.name).symlink_to(entry)
+    return home
+
+
 def test_local_cluster_reads_the_same_rows(broker: Any, tmp_path: Path) -> None:
     if broker.is_tansu:
         pytest.skip("the Spark tests run once per CI run, on Apache Kafka (their time budget)")
@@ -31,15 +50,12 @@ def test_local_cluster_reads_the_same_rows(broker: Any, tmp_path: Path) -> None:
     topic = unique_name("sp-cluster")
     create_topic(bs, topic, 3)
     produce(bs, topic, [(i % 3, b"k%d" % i, b"v%d" % i, []) for i in range(300)])
-    import pyspark
-
     root = Path(__file__).resolve().parents[2]
     env = dict(
         os.environ,
         PYSPARK_PYTHON=sys.executable,
         PYSPARK_DRIVER_PYTHON=sys.executable,
-        SPARK_HOME=os.path.dirname(pyspark.__file__),
-        SPARK_WORKER_DIR=str(tmp_path / "work"),
+        SPARK_HOME=str(_spark_home_in(tmp_path)),
         PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
     )
     proc = subprocess.run(
@@ -63,3 +79,5 @@ def test_local_cluster_reads_the_same_rows(broker: Any, tmp_path: Path) -> None:
     # Two executor JVMs ran the tasks, in Python workers of two different daemons.
     assert result["executors"] == 2
     assert len(result["daemons"]) == 2
+    # The executors' work directory is the temporary one, not the installed package's.
+    assert any((tmp_path / "spark-home" / "work").iterdir())

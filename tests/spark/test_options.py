@@ -55,6 +55,7 @@ def test_spark_names_and_formats() -> None:
         ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset"),
         ({"subscribe": "a", "kafka.value.deserializer": "x"}, "kafka.value.deserializer"),
         ({"subscribe": "a", "kafka.no.such.key": "1"}, "no.such.key"),
+        ({"subscribe": "a", "startingOffsetz": "earliest"}, "option startingOffsetz is not"),
         ({"subscribe": "a", "fetchOffset.numRetries": "3"}, "fetchOffset.numRetries"),
         ({"subscribe": "a", "startingOffsets": "{nope"}, "startingOffsets"),
         ({"subscribe": "a", "endingOffsets": "earliest"}, "endingOffsets"),

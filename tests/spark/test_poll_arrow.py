@@ -14,6 +14,7 @@ from kafkaconsumer.admin import KafkaAdminClient  # noqa: E402
 from kafkaconsumer.consumer import KafkaConsumer  # noqa: E402
 from kafkaconsumer.errors import IllegalStateError  # noqa: E402
 from kafkaconsumer.producer import KafkaProducer  # noqa: E402
+from kafkaconsumer.record import ConsumerRecord  # noqa: E402
 from kafkaconsumer.structs import TopicPartition  # noqa: E402
 from tests.helpers import unique_name, wait_for  # noqa: E402
 
@@ -68,12 +69,13 @@ def test_poll_arrow_returns_what_poll_returns(broker: Any) -> None:
             assert batch.num_rows <= 64
             assert batch.schema == arrow.SCHEMA_WITH_HEADERS
             got.append(batch)
-            return sum(b.num_rows for b in got) >= 500
+            rows: int = sum(b.num_rows for b in got)
+            return rows >= 500
 
         wait_for(more, timeout=30, interval=0, message="500 rows")
         assert consumer.position(tps[0]) == 250 and consumer.position(tps[1]) == 250
         assert consumer.poll_arrow(0).schema == arrow.SCHEMA
-    expected = []
+    expected: list[ConsumerRecord] = []
     with KafkaConsumer(cfg) as consumer:
         consumer.assign(tps)
 

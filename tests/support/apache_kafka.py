@@ -32,10 +32,11 @@ transaction topics replicated three times. The nodes keep their ports and data a
 under test. In the suite, use the
 ``kafka_cluster`` fixture (tests/conftest.py): one cluster per session, healed after each test.
 
-Security. ``KafkaCluster(security=True)`` adds to every broker a SASL_PLAINTEXT listener (PLAIN,
-SCRAM-SHA-256, SCRAM-SHA-512 with the users of :data:`SASL_USERS`, created at format time;
-OAUTHBEARER checked by the broker's unsecured-JWT validator) and three SSL listeners with PEM
-files from a CA generated at start (server-only, mutual TLS, wrong host name); after start,
+Security. ``KafkaCluster(security=True)`` adds to every broker (of one node or of a cluster)
+SASL_PLAINTEXT and SASL_SSL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 with the users of
+:data:`SASL_USERS`, created at format time; OAUTHBEARER checked by the broker's unsecured-JWT
+validator) and three SSL listeners with PEM files from a CA generated at start (server-only,
+mutual TLS, wrong host name); they cost no extra process. After start,
 ``cluster.security`` (:class:`Security`) has their bootstrap strings, the PEM paths and
 :meth:`Security.unsecured_jwt`. In the suite: the ``secure_kafka`` fixture.
 
@@ -61,7 +62,6 @@ API-version tests and ``BrokerInfo.api_versions``.
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
 import fcntl
@@ -73,17 +73,23 @@ import socket
 import struct
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
-import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
-from kafkaconsumer.embedded import _api_versions_probe, _die_with_parent, _recv_exact, free_port
+from kafkaconsumer._child_process import (
+    LiveProcesses,
+    api_versions_probe,
+    die_with_parent,
+    file_tail,
+    free_port,
+    recv_exact,
+    stop_process,
+)
 from tests.support.tls_proxy import Pki, make_pki
 
 __all__ = [
@@ -97,6 +103,7 @@ __all__ = [
     "broker_api_versions",
     "ensure_kafka",
     "find_coordinator",
+    "follower_fetch_session",
     "group_offsets_error",
     "group_partition",
     "missing_tools",
@@ -119,8 +126,7 @@ TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 _MAVEN_TIMEOUT_S = 600.0
 _START_TIMEOUT_S = 90.0
 
-_LIVE: weakref.WeakSet[KafkaNode] = weakref.WeakSet()
-_LIVE_LOCK = threading.Lock()
+_LIVE: LiveProcesses[KafkaNode] = LiveProcesses(exit_timeout=10.0)
 
 
 class ApacheKafkaError(RuntimeError):
@@ -244,10 +250,10 @@ def broker_api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int,
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
         sock.sendall(struct.pack(">i", len(body)) + body)
-        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        (size,) = struct.unpack(">i", recv_exact(sock, 4))
         if size < 10 or size > 1 << 20:
             raise OSError(f"ApiVersions answer of implausible size {size}")
-        payload = _recv_exact(sock, size)
+        payload = recv_exact(sock, size)
     got_id, error_code, count = struct.unpack_from(">ihi", payload, 0)
     if got_id != correlation_id or error_code != 0:
         raise OSError(f"ApiVersions answered correlation {got_id}, error {error_code}")
@@ -269,10 +275,10 @@ def _request(
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
         sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        (size,) = struct.unpack(">i", recv_exact(sock, 4))
         if size < 4 or size > 1 << 20:
             raise OSError(f"answer of implausible size {size} to api {api_key}")
-        payload = _recv_exact(sock, size)
+        payload = recv_exact(sock, size)
     (got_id,) = struct.unpack_from(">i", payload, 0)
     if got_id != correlation_id:
         raise OSError(f"api {api_key} answered correlation {got_id}")
@@ -304,6 +310,40 @@ def group_offsets_error(host: str, port: int, group_id: str, timeout: float = 5.
         raise OSError(f"OffsetFetch for the unused group {group_id!r} listed {topics} topics")
     (error_code,) = struct.unpack_from(">h", answer, 4)
     return int(error_code)
+
+
+def follower_fetch_session(
+    host: str,
+    port: int,
+    topic: str,
+    partition: int = 0,
+    *,
+    replica_id: int,
+    session_id: int = 0,
+    close: bool = False,
+    timeout: float = 5.0,
+) -> int:
+    """Open (or with ``close``, close ``session_id``) a fetch session as a follower replica
+    would: a full Fetch v7 with ``replica_id`` >= 0, by hand. Follower sessions are privileged
+    (KIP-227): a new one may evict any consumer session of its cache shard at once, where a
+    consumer's may only evict sessions older than the broker's fixed two minutes. Returns the
+    session id the broker answered (0: none created). Raises OSError on a top-level error."""
+    topics = struct.pack(">i", 0)  # a close names no partition
+    if not close:  # one topic, one partition from offset 0, at most 1 KiB
+        topics = (
+            struct.pack(">i", 1) + _string(topic) + struct.pack(">iiqqi", 1, partition, 0, -1, 1024)
+        )
+    body = (
+        struct.pack(">iiiib", replica_id, 0, 0, 1 << 20, 0)
+        + struct.pack(">ii", session_id, -1 if close else 0)
+        + topics
+        + struct.pack(">i", 0)  # nothing forgotten
+    )
+    answer = _request(host, port, 1, 7, body, timeout)
+    _throttle, error_code, answered_session = struct.unpack_from(">ihi", answer, 0)
+    if error_code:
+        raise OSError(f"Fetch (follower session) error {error_code}")
+    return int(answered_session)
 
 
 def _java_hash(text: str) -> int:
@@ -359,6 +399,8 @@ class Security:
     - ``sasl_bootstrap``: SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (users in
       ``users``) and OAUTHBEARER (tokens from :meth:`unsecured_jwt`, checked by the broker's
       unsecured-JWT validator: expiry and a ``sub`` claim, no signature);
+    - ``sasl_ssl_bootstrap``: SASL_SSL, the same mechanisms and users over TLS with the server
+      certificate of ``ssl_bootstrap``;
     - ``ssl_bootstrap``: SSL, server certificate for ``localhost`` and ``127.0.0.1`` signed by
       ``pki.ca``; no client certificate asked for;
     - ``mtls_bootstrap``: SSL that requires a client certificate signed by ``pki.ca``
@@ -373,6 +415,7 @@ class Security:
     users: dict[str, tuple[str, str]]
     plaintext_bootstrap: str = ""
     sasl_bootstrap: str = ""
+    sasl_ssl_bootstrap: str = ""
     ssl_bootstrap: str = ""
     mtls_bootstrap: str = ""
     wronghost_bootstrap: str = ""
@@ -399,7 +442,7 @@ class Security:
 def _listener_names(security: bool) -> list[str]:
     names = ["PLAINTEXT"]
     if security:
-        names += ["SASL_PLAINTEXT", "SSL", "MTLS", "SSL_WRONGHOST"]
+        names += ["SASL_PLAINTEXT", "SASL_SSL", "SSL", "MTLS", "SSL_WRONGHOST"]
     return names
 
 
@@ -414,15 +457,22 @@ def _security_props(pki: Pki, workdir: Path) -> dict[str, str]:
     server = keystore("server-keystore.pem", pki.server_cert, pki.server_key)
     wrong = keystore("wronghost-keystore.pem", pki.wronghost_cert, pki.wronghost_key)
     plain_users = " ".join(f'user_{u}="{pw}"' for u, pw in [SASL_USERS["PLAIN"]])
-    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    login_modules = {
+        "plain": f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
+        "scram-sha-256": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "scram-sha-512": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "oauthbearer": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+        'required unsecuredLoginStringClaim_sub="broker";',
+    }
+    # The same mechanisms and users on both SASL listeners (JAAS settings are per listener).
+    props = {
+        f"listener.name.{listener}.{mechanism}.sasl.jaas.config": module
+        for listener in ("sasl_plaintext", "sasl_ssl")
+        for mechanism, module in login_modules.items()
+    }
     return {
+        **props,
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f"{plain_users};",
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
-        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
-        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
-        'unsecuredLoginStringClaim_sub="broker";',
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": server,
         "ssl.truststore.type": "PEM",
@@ -515,17 +565,16 @@ class KafkaNode:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
                 cwd=self.workdir,
             )
-        with _LIVE_LOCK:
-            _LIVE.add(self)
+        _LIVE.add(self)
         logger.info("started Kafka node %s (pid %s)", self.node_id, self._proc.pid)
 
     def probe(self) -> bool:
         """True when the node answers ApiVersions on its first listener."""
         port = self.ports["PLAINTEXT"] if self.is_broker else self.ports["CONTROLLER"]
-        return _api_versions_probe("127.0.0.1", port, timeout=1.0)
+        return api_versions_probe("127.0.0.1", port, timeout=1.0)
 
     def wait_ready(self, timeout: float = _START_TIMEOUT_S) -> None:
         """Wait until the node answers ApiVersions; raise :class:`ApacheKafkaError` if it exits
@@ -555,17 +604,9 @@ class KafkaNode:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the node by its PID (SIGTERM: a controlled shutdown) and wait for it to exit."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                logger.warning("Kafka node %s ignored SIGTERM; killing it", self.node_id)
-                proc.kill()
-                proc.wait(timeout=timeout)
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
+        if stop_process(self._proc, timeout):
+            logger.warning("Kafka node %s ignored SIGTERM; it was killed", self.node_id)
+        _LIVE.discard(self)
 
     def kill(self) -> None:
         """Kill the node at once (SIGKILL), as a crash would."""
@@ -573,16 +614,11 @@ class KafkaNode:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
+        _LIVE.discard(self)
 
     def log_tail(self, limit: int = 3000) -> str:
         """The end of the node's log, for error messages."""
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        return data[-limit:].decode("utf-8", "replace").strip()
+        return file_tail(str(self.log_path), limit)
 
     def __repr__(self) -> str:
         state = f"pid {self.pid}" if self.is_running() else "stopped"
@@ -594,6 +630,7 @@ _PROTOCOLS = {
     "PLAINTEXT": "PLAINTEXT",
     "CONTROLLER": "PLAINTEXT",
     "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+    "SASL_SSL": "SASL_SSL",
     "SSL": "SSL",
     "MTLS": "SSL",
     "SSL_WRONGHOST": "SSL",
@@ -604,6 +641,10 @@ OFFSETS_PARTITIONS = 10
 
 #: Node id of the dedicated controller of a multi-broker cluster.
 CONTROLLER_ID = 100
+
+
+# So that ``with`` on a subclass (the chaos tests' proxied cluster) yields the subclass.
+_Cluster = TypeVar("_Cluster", bound="KafkaCluster")
 
 
 class KafkaCluster:
@@ -703,8 +744,9 @@ class KafkaCluster:
             self._tmp.cleanup()
             self._tmp = None
 
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
+    def __enter__(self: _Cluster) -> _Cluster:
+        self.start()
+        return self
 
     def __exit__(
         self,
@@ -874,16 +916,28 @@ class KafkaCluster:
         replication: int | None = None,
         config: Mapping[str, str] | None = None,
         timeout: float = 30.0,
+        assignment: list[list[int]] | None = None,
     ) -> None:
         """Create a topic (replicated on every broker, at most 3, by default) and wait until
-        every partition has its leader and full ISR."""
+        every partition has its leader and full ISR. ``assignment`` lists the replicas of each
+        partition, preferred leader first (``partitions`` and ``replication`` follow from it)."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        factor = replication or min(3, len(self.brokers))
         admin = AdminClient({"bootstrap.servers": self.live_bootstrap_servers()})
-        new = NewTopic(
-            name, num_partitions=partitions, replication_factor=factor, config=dict(config or {})
-        )
+        if assignment is not None:
+            new = NewTopic(
+                name,
+                num_partitions=len(assignment),
+                replica_assignment=assignment,
+                config=dict(config or {}),
+            )
+        else:
+            new = NewTopic(
+                name,
+                num_partitions=partitions,
+                replication_factor=replication or min(3, len(self.brokers)),
+                config=dict(config or {}),
+            )
         admin.create_topics([new], operation_timeout=timeout)[name].result(timeout=timeout)
         self.wait_in_sync([name], timeout=timeout)
 
@@ -997,6 +1051,7 @@ class KafkaCluster:
 
             self.security.plaintext_bootstrap = joined("PLAINTEXT")
             self.security.sasl_bootstrap = joined("SASL_PLAINTEXT")
+            self.security.sasl_ssl_bootstrap = joined("SASL_SSL")
             self.security.ssl_bootstrap = joined("SSL")
             self.security.mtls_bootstrap = joined("MTLS")
             self.security.wronghost_bootstrap = joined("SSL_WRONGHOST")
@@ -1068,14 +1123,3 @@ class KafkaCluster:
 
     def __repr__(self) -> str:
         return f"KafkaCluster({self.version}, {list(self.nodes.values())})"
-
-
-@atexit.register
-def _stop_all() -> None:
-    with _LIVE_LOCK:
-        nodes = list(_LIVE)
-    for node in nodes:
-        try:
-            node.stop(timeout=10)
-        except Exception:  # interpreter shutdown: best effort only
-            pass

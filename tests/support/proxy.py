@@ -125,7 +125,7 @@ class FaultProxy:
             ls.setblocking(False)
             self._listeners.append(ls)
         self.host = listen_host
-        self.ports = [ls.getsockname()[1] for ls in self._listeners]
+        self.ports: list[int] = [ls.getsockname()[1] for ls in self._listeners]
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -86,7 +86,7 @@ class _Scanner(logging.Handler):
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """Scan the logs and errors of a security-suite test for recorded secrets."""
     if not SECURITY_MODULE.search(item.nodeid.split("::", 1)[0]):
         return (yield)

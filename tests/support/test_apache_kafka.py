@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +27,7 @@ def test_missing_tools_names_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:
         apache_kafka.KafkaCluster().start()
 
 
-def test_broker_api_versions_of_the_session_broker(broker) -> None:
+def test_broker_api_versions_of_the_session_broker(broker: Any) -> None:
     versions = broker.api_versions
     assert 18 in versions and 1 in versions  # ApiVersions, Fetch
     low, high = versions[1]
@@ -74,9 +76,10 @@ def test_cluster_is_healthy_after_a_test_stopped_a_node(
     assert all(n.is_running() for n in kafka_cluster.nodes.values())
 
 
-def test_nodes_die_with_the_process_that_started_them(tmp_path) -> None:
-    if apache_kafka.missing_tools():
-        pytest.skip(apache_kafka.missing_tools())
+def test_nodes_die_with_the_process_that_started_them(tmp_path: Path) -> None:
+    missing = apache_kafka.missing_tools()
+    if missing:
+        pytest.skip(missing)
     if os.environ.get("KAFKACONSUMER_TEST_BROKER", "").lower() == "tansu":
         pytest.skip("the Tansu pass checks the embedded broker only")
     script = (

@@ -756,7 +756,8 @@ def _fetch(
     )
     (response,) = body["responses"]
     (row,) = response["partitions"]
-    return row
+    result: dict[str, Any] = row
+    return result
 
 
 def test_append_then_fetch_and_list_offsets(cluster: FakeCluster, client: Client) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "normalize_partitions",
     "prepare_assignment_inputs",
     "member_sort_key",
+    "ordered_members",
     "use_rack_aware_assignment",
 ]
 
@@ -99,6 +100,11 @@ def member_sort_key(member_id: str, subscription: Subscription) -> tuple[int, st
     if subscription.group_instance_id is not None:
         return (0, subscription.group_instance_id, member_id)
     return (1, member_id, "")
+
+
+def ordered_members(subscriptions: Mapping[str, Subscription]) -> list[str]:
+    """The member ids in Java ``MemberInfo`` order (see :func:`member_sort_key`)."""
+    return sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
 
 
 def use_rack_aware_assignment(

@@ -165,10 +165,8 @@ class CooperativeStickyAssignor(AbstractStickyAssignor):
         """Start with no remembered generation (it is learnt in :meth:`on_assignment`)."""
         self._generation = DEFAULT_GENERATION
 
-    @property
-    def name(self) -> str:
-        """``"cooperative-sticky"``."""
-        return "cooperative-sticky"
+    #: The protocol name sent in JoinGroup.
+    name = "cooperative-sticky"
 
     @property
     def supported_protocols(self) -> list[RebalanceProtocol]:

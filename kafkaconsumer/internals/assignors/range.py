@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from kafkaconsumer.internals.assignors.abstract import (
     AbstractPartitionAssignor,
-    member_sort_key,
+    ordered_members,
     use_rack_aware_assignment,
 )
 from kafkaconsumer.internals.consumer_protocol import Subscription
@@ -103,10 +103,8 @@ class RangeAssignor(AbstractPartitionAssignor):
     Thread-safety: stateless; safe to share.
     """
 
-    @property
-    def name(self) -> str:
-        """``"range"``."""
-        return "range"
+    #: The protocol name sent in JoinGroup.
+    name = "range"
 
     def assign_partitions(
         self,
@@ -115,9 +113,9 @@ class RangeAssignor(AbstractPartitionAssignor):
         partition_racks: Mapping[TopicPartition, frozenset[str]],
     ) -> dict[str, list[TopicPartition]]:
         """Range-assign each topic among its subscribers (rack-aware when it applies)."""
-        assignment: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
+        ordered = ordered_members(subscriptions)
+        assignment: dict[str, list[TopicPartition]] = {m: [] for m in ordered}
         member_racks = {m: s.rack_id for m, s in subscriptions.items() if s.rack_id}
-        ordered = sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
         states: list[_TopicState] = []
         for topic in sorted(partitions_per_topic):
             consumers = [m for m in ordered if topic in subscriptions[m].topics]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from kafkaconsumer.internals.assignors.abstract import AbstractPartitionAssignor, member_sort_key
+from kafkaconsumer.internals.assignors.abstract import AbstractPartitionAssignor, ordered_members
 from kafkaconsumer.internals.consumer_protocol import Subscription
 from kafkaconsumer.structs import TopicPartition
 
@@ -27,10 +27,8 @@ class RoundRobinAssignor(AbstractPartitionAssignor):
     Thread-safety: stateless; safe to share.
     """
 
-    @property
-    def name(self) -> str:
-        """``"roundrobin"``."""
-        return "roundrobin"
+    #: The protocol name sent in JoinGroup.
+    name = "roundrobin"
 
     def assign_partitions(
         self,
@@ -39,8 +37,8 @@ class RoundRobinAssignor(AbstractPartitionAssignor):
         partition_racks: Mapping[TopicPartition, frozenset[str]],
     ) -> dict[str, list[TopicPartition]]:
         """Deal every partition to the next subscribed member in circular member order."""
-        assignment: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
-        members = sorted(subscriptions, key=lambda m: member_sort_key(m, subscriptions[m]))
+        members = ordered_members(subscriptions)
+        assignment: dict[str, list[TopicPartition]] = {m: [] for m in members}
         if not members:
             return assignment
         topic_sets = {m: frozenset(subscriptions[m].topics) for m in members}

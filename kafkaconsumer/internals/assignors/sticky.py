@@ -370,10 +370,8 @@ class StickyAssignor(AbstractStickyAssignor):
         self._member_assignment: tuple[TopicPartition, ...] | None = None
         self._generation = DEFAULT_GENERATION
 
-    @property
-    def name(self) -> str:
-        """``"sticky"``."""
-        return "sticky"
+    #: The protocol name sent in JoinGroup.
+    name = "sticky"
 
     def on_assignment(self, assignment: Assignment, generation: int) -> None:
         """Remember the assignment to report it in the next rebalance."""
