@@ -538,6 +538,8 @@ def iter_offset_ranges(
     the ranges (bounds looked up when the read starts, on the same connections).
     """
     names = schema(include_headers).names
+    if not callable(ranges) and not any(int(e) > int(s) for s, e in ranges.values()):
+        return  # nothing to read: no consumer, no connection
     with KafkaConsumer(_reader_config(config)) as consumer:
         if callable(ranges):
             ranges = ranges(consumer)

@@ -234,7 +234,12 @@ class AbstractCoordinator:
         self.client = client
         self.time: Time = time if time is not None else SYSTEM_TIME
         self.heartbeat = heartbeat if heartbeat is not None else self._make_heartbeat()
-        self._lock = threading.Condition(threading.RLock())
+        # The RLock is entered with `with` directly: a Condition's __enter__ is Python code,
+        # and a KeyboardInterrupt landing just after it acquired the lock would leave the lock
+        # held for good (the heartbeat thread then waits on it forever). The Condition on the
+        # same lock is only for wait/notify.
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self.state = MemberState.UNJOINED
         self.generation = NO_GENERATION
         self.coordinator: int | None = None
@@ -1105,7 +1110,7 @@ class AbstractCoordinator:
                     thread.close()
                     raise failure
                 if self.heartbeat.should_heartbeat(now_ms):
-                    self._lock.notify_all()
+                    self._cond.notify_all()
             self.heartbeat.poll(now_ms)
 
     def time_to_next_heartbeat(self, now_ms: int) -> int:
@@ -1443,7 +1448,7 @@ class HeartbeatThread(threading.Thread):
             logger.debug("enabling heartbeat thread")
             self.enabled = True
             c.heartbeat.reset_timeouts()
-            c._lock.notify_all()
+            c._cond.notify_all()
 
     def disable(self) -> None:
         """Stop heartbeating until enabled again."""
@@ -1455,7 +1460,7 @@ class HeartbeatThread(threading.Thread):
         """Ask the thread to end; it exits at its next wake-up."""
         with self._coordinator._lock:
             self.closed = True
-            self._coordinator._lock.notify_all()
+            self._coordinator._cond.notify_all()
 
     def run(self) -> None:
         """The heartbeat loop (Java ``HeartbeatThread.run``).
@@ -1471,7 +1476,7 @@ class HeartbeatThread(threading.Thread):
                     if self.closed:
                         return
                     if not self.enabled:
-                        c._lock.wait(1.0)
+                        c._cond.wait(1.0)
                         continue
                     # No heartbeats before joining, nor after a fatal error.
                     if c.state.has_not_joined_group() or self.failure is not None:
@@ -1488,7 +1493,7 @@ class HeartbeatThread(threading.Thread):
                             c.clear_find_coordinator_future()
                         else:
                             c.lookup_coordinator()
-                        c._lock.wait(c.lookup_backoff_ms() / 1000.0)
+                        c._cond.wait(c.lookup_backoff_ms() / 1000.0)
                     elif c.heartbeat.session_timeout_expired(now):
                         # No successful heartbeat for a whole session: suspect the coordinator.
                         c.mark_coordinator_unknown(
@@ -1501,7 +1506,7 @@ class HeartbeatThread(threading.Thread):
                             c.rebalance_config.retry_backoff_ms,
                             max(1, int(c.heartbeat.time_to_next_heartbeat(now))),
                         )
-                        c._lock.wait(wait_ms / 1000.0)
+                        c._cond.wait(wait_ms / 1000.0)
                     else:
                         c.heartbeat.sent_heartbeat(now)
                         future = c._send_heartbeat_request()
@@ -1544,4 +1549,4 @@ class HeartbeatThread(threading.Thread):
                 self.failure = exc
             else:
                 c.heartbeat.fail_heartbeat()
-                c._lock.notify_all()
+                c._cond.notify_all()

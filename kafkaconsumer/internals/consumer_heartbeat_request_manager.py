@@ -101,7 +101,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
     def request_heartbeat(self) -> None:
         """Send the next heartbeat as soon as possible (lock held)."""
         self._next_at = 0
-        self._c._lock.notify_all()
+        self._c._cond.notify_all()
 
     def time_to_next_heartbeat(self, now_ms: int) -> int:
         """Milliseconds until the next heartbeat is due (lock held)."""
@@ -111,7 +111,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
         """Ask the thread to end at its next wake-up."""
         with self._c._lock:
             self.closed = True
-            self._c._lock.notify_all()
+            self._c._cond.notify_all()
 
     # ---------------------------------------------------------------------- the loop
     def run(self) -> None:
@@ -123,7 +123,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                     if self.closed:
                         return
                     if not self._m.sends_heartbeats():
-                        c._lock.wait(_IDLE_WAIT_MS / 1000.0)
+                        c._cond.wait(_IDLE_WAIT_MS / 1000.0)
                         continue
                 c._client_poll_no_wakeup()
                 with c._lock:
@@ -161,18 +161,18 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
             self._send_leave(epoch)
             m.transition_to_stale()
             self._in_flight = False
-            c._lock.notify_all()
+            c._cond.notify_all()
             return
         if c.coordinator_unknown():
             if c.find_coordinator_future is None:
                 c.lookup_coordinator()
-            c._lock.wait(c.lookup_backoff_ms() / 1000.0)
+            c._cond.wait(c.lookup_backoff_ms() / 1000.0)
             return
         if self._in_flight:
-            c._lock.wait(min(cfg.retry_backoff_ms, _IDLE_WAIT_MS) / 1000.0)
+            c._cond.wait(min(cfg.retry_backoff_ms, _IDLE_WAIT_MS) / 1000.0)
             return
         if now < self._next_at:
-            c._lock.wait(min(self._next_at - now, _IDLE_WAIT_MS) / 1000.0)
+            c._cond.wait(min(self._next_at - now, _IDLE_WAIT_MS) / 1000.0)
             return
         node = c.check_and_get_coordinator()
         if node is None:
@@ -180,7 +180,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
         if not c.client.ready(node):
             # What the heartbeat carries depends on the versions the coordinator speaks (the
             # broker-side regex needs v1): build it once the connection is up.
-            c._lock.wait(_CONNECT_WAIT_MS / 1000.0)
+            c._cond.wait(_CONNECT_WAIT_MS / 1000.0)
             return
         body = m.build_heartbeat(*c.heartbeat_subscription())
         epoch = int(body["member_epoch"])
@@ -229,7 +229,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
             else:
                 logger.error("heartbeat failed with an unexpected error: %s", exc)
                 self._m.transition_to_fatal(exc)
-            c._lock.notify_all()
+            c._cond.notify_all()
 
     def _on_response(self, sent_epoch: int, response: dict[str, Any]) -> None:
         c = self._c
@@ -251,7 +251,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                     self._next_at = 0
                 if reconcile:
                     c.on_new_target()
-                c._lock.notify_all()
+                c._cond.notify_all()
                 return
             m.on_heartbeat_failure()
             name = Errors.for_code(code).name
@@ -330,4 +330,4 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                         message,
                     )
                     m.transition_to_fatal(err3)
-            c._lock.notify_all()
+            c._cond.notify_all()

@@ -117,33 +117,51 @@ class ConsumerNetworkClient:
         self._wakeup_requested = False
         self._wakeup_disabled = 0
         self._flag_lock = threading.Lock()
-        self._lock_waiters = 0
+        # Threads about to take or waiting for the network lock, and the one holding it: hints
+        # read without a lock (set operations are atomic), see _locked.
+        self._waiting: set[int] = set()
+        self._holder = 0
         self._closed = False
 
     # ------------------------------------------------------------------ locking -------------
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """Take the network lock; when a poll holds it, wake that poll so it lets go soon
-        (otherwise the heartbeat thread could wait out a whole blocking poll)."""
-        if not self._lock.acquire(blocking=False):
-            with self._flag_lock:
-                self._lock_waiters += 1
+        """Take the network lock; when another thread holds it (maybe blocked in a poll), wake
+        that thread so it lets go soon (otherwise the heartbeat thread could wait out a whole
+        blocking poll).
+
+        The lock is taken by a ``with`` statement on the ``RLock`` itself, never by a call
+        followed by ``try``: a KeyboardInterrupt that lands between an ``acquire()`` and the
+        ``try`` would leave the lock held for good, and the heartbeat thread (holding the
+        coordinator lock) waiting on it forever, so that ``close()`` never returns. The
+        bookkeeping around it may go stale after such an interrupt, which costs at most a
+        spurious wake-up.
+        """
+        me = threading.get_ident()
+        # Announce first, then look: either the holder sees us before it blocks in select, or
+        # we see it and wake it (see _poll_once).
+        self._waiting.add(me)
+        holder = self._holder
+        if holder and holder != me:
+            self.client.wakeup()
+        with self._lock:
+            self._waiting.discard(me)
+            outer = self._holder
+            self._holder = me
             try:
-                self.client.wakeup()
-                self._lock.acquire()
+                yield
             finally:
-                with self._flag_lock:
-                    self._lock_waiters -= 1
-        try:
-            yield
-        finally:
-            self._lock.release()
+                self._holder = me if outer == me else 0
+
+    def _others_waiting(self) -> bool:
+        waiting = self._waiting
+        return bool(waiting) and (len(waiting) > 1 or threading.get_ident() not in waiting)
 
     def _let_waiters_in(self) -> None:
         # Python locks are not fair: a polling loop could take the lock again before a waiting
         # thread runs. Give waiters a short, bounded chance first.
         deadline = time.monotonic() + 0.01
-        while self._lock_waiters and time.monotonic() < deadline:
+        while self._others_waiting() and time.monotonic() < deadline:
             time.sleep(0.0002)
 
     # ------------------------------------------------------------------ sending -------------
@@ -344,7 +362,7 @@ class ConsumerNetworkClient:
         self, timeout_ms: float, future: Future[Any] | None, disable_wakeup: bool
     ) -> None:
         self._fire_pending_completions()
-        if self._lock_waiters:
+        if self._waiting:
             self._let_waiters_in()
         try:
             with self._locked():
@@ -362,7 +380,7 @@ class ConsumerNetworkClient:
                     if unsent_wait is not None:
                         # A queued request waits for a backoff or a throttle to end.
                         wait = min(wait, float(max(1, unsent_wait)))
-                    if self._pending_completion:
+                    if self._pending_completion or self._others_waiting():
                         wait = 0.0
                     self.client.poll(max(0.0, wait))
                 else:

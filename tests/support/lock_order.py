@@ -112,6 +112,8 @@ def trace_consumer(consumer: Any) -> Iterator[LockOrderRecorder]:
     recorder = LockOrderRecorder()
     coordinator = getattr(consumer, "_coordinator", None)
     _wrap(coordinator, "_lock", "coordinator", recorder)
+    # The heartbeat thread waits on a Condition over the same lock: waiting lets go of it.
+    _wrap(coordinator, "_cond", "coordinator", recorder)
     _wrap(getattr(coordinator, "heartbeat", None), "_lock", "heartbeat", recorder)
     _wrap(consumer._fetcher, "_lock", "fetcher", recorder)
     _wrap(consumer._offset_fetcher, "_lock", "offset_fetcher", recorder)
