@@ -466,10 +466,14 @@ class KafkaConsumer:
                     poll_timer.is_expired()
                     or self._fetcher.has_available_fetches()
                     or self._metadata.update_version != metadata_version
+                    or not self._cached_all_positions
                 ):
                     # New metadata may name new leaders: poll() points the positions at them
                     # and validates them first, as Java's loop does after every network poll;
-                    # fetching on would ask the old leader until this wait ends.
+                    # fetching on would ask the old leader until this wait ends. While a
+                    # position waits for a reset or a validation, each answer lets poll() send
+                    # the next step at once (a reset is followed by a validation) instead of
+                    # at the end of this wait.
                     break
                 # Responses may have freed nodes for another fetch (or asked for a reset).
                 self._fetcher.send_fetches()

@@ -427,9 +427,10 @@ class OffsetFetcher:
             strategies[tp] = strategy
         if not timestamps:
             return
-        by_node, no_leader = self._group_by_leader(timestamps)
-        if no_leader:
-            self._retry_later(no_leader, now)
+        # Partitions whose leader is unknown wait for the metadata update that
+        # _group_by_leader asked for, not for a backoff (as Java): the next poll after it lands
+        # sends their ListOffsets.
+        by_node, _no_leader = self._group_by_leader(timestamps)
         for node, parts in by_node.items():
             self._subscriptions.set_next_allowed_retry(parts, now + self._request_timeout_ms)
             try:

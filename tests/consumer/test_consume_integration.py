@@ -53,6 +53,23 @@ def test_exact_records_in_order_with_every_codec(
         assert c.position(TopicPartition(topic, p)) == len(expected)
 
 
+def test_first_poll_returns_records_without_waiting_out_a_retry_backoff(
+    bootstrap: str, consumer_factory: Any
+) -> None:
+    # The first poll resets the positions (the leaders are not known yet when it starts), then
+    # validates them, then fetches. No step waits for retry.backoff.ms: a partition whose leader
+    # is unknown waits for the metadata, and each answer lets the next step go out at once. Had
+    # any step waited, this poll would end empty (the backoff is longer than its timeout).
+    topic = create_topic(bootstrap, 3)
+    produce(bootstrap, topic, simple_records(3, 5))
+    c = consumer_factory(retry_backoff_ms=60_000, retry_backoff_max_ms=60_000)
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    c.assign(tps)
+    c.seek_to_beginning(tps)
+    records = c.poll(timeout_ms=20_000)
+    assert len(records) > 0
+
+
 def test_seek_position_and_lag(bootstrap: str, consumer_factory: Any) -> None:
     topic = create_topic(bootstrap, 1)
     produce(bootstrap, topic, simple_records(1, 50))

@@ -19,7 +19,7 @@ from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import MockTime
 
-from .test_fetcher_unit import FakeMetadata
+from .test_fetcher_unit import FakeCluster, FakeMetadata
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -163,3 +163,44 @@ def test_reset_retries_back_off_exponentially_with_jitter() -> None:
     assert client.sends == 7
     for wait, base in zip(waits, (100, 200, 400, 800, 1000, 1000, 1000), strict=True):
         assert base * 0.8 <= wait <= base * 1.2, waits
+
+
+class RecordingClient(_NoRequests):
+    """Records ListOffsets requests and leaves them pending."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, Mapping[str, Any]]] = []
+
+    def api_version(self, node: int, api_key: int) -> int:
+        return 7
+
+    def send(
+        self,
+        node_id: int,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> Future[Any]:
+        self.sent.append((node_id, body))
+        return Future()
+
+
+def test_reset_with_an_unknown_leader_waits_for_metadata_not_for_a_backoff() -> None:
+    # As Java: the partition is not put in backoff, so the ListOffsets goes out at the first
+    # poll after the metadata names its leader (a first poll used to wait out retry.backoff.ms).
+    time = MockTime()
+    subs = SubscriptionState("earliest")
+    subs.assign_from_user([T0])
+    subs.request_offset_reset(T0)
+    md = FakeMetadata({})
+    client = RecordingClient()
+    of = OffsetFetcher(client, md, subs, {"retry.backoff.ms": 100}, time=time)
+    of.reset_positions_if_needed()
+    assert client.sent == []
+    assert md.updates == 1
+    assert subs.partitions_needing_reset(time.monotonic_ms()) == [T0]
+    md.cluster = FakeCluster({T0: 3})
+    of.reset_positions_if_needed()
+    assert [node for node, _body in client.sent] == [3]
