@@ -21,7 +21,6 @@ Java's ``StringDeserializer`` / ``StringSerializer`` read.
 
 from __future__ import annotations
 
-import difflib
 import enum
 import importlib
 import itertools
@@ -2047,6 +2046,8 @@ class AbstractConfig(Mapping[str, Any]):
         name = cls._SNAKE.get(raw_key)
         if name is not None:
             return name
+        import difflib  # only on this error path: it costs a few ms at import
+
         candidates = list(cls._DEFINITIONS) + list(cls._SNAKE)
         close = difflib.get_close_matches(raw_key, candidates, n=1, cutoff=0.6)
         if not close:

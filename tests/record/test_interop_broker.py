@@ -109,7 +109,10 @@ def test_confluent_kafka_batches_decode_exactly(broker: Any, impl: ModuleType, c
         -1 if v is None else len(v) for _k, v, _h, _t in sent
     ]
     # The broker keeps the producer's compression (compression.type=producer by default).
-    assert set(codecs_seen) == {CODEC_IDS[codec]}
+    # librdkafka sends a batch uncompressed when compressing would not make it smaller (a
+    # batch of one short record can end up so), so "none" batches may be mixed in.
+    assert CODEC_IDS[codec] in codecs_seen
+    assert set(codecs_seen) <= {CODEC_IDS[codec], 0}
     assert len(codecs_seen) > 1
 
 
