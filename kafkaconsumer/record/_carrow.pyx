@@ -142,6 +142,8 @@ cdef class _Columns:
     cdef Grow offsets, timestamps, ts_types, epochs
     cdef Grow hdr_offsets, hk_offsets, hk_data, hv_valid, hv_offsets, hv_data
     cdef Py_ssize_t key_nulls, value_nulls, hdr_rows, hv_nulls
+    # The batch being decoded: its size on the wire and the input bytes after it.
+    cdef Py_ssize_t wire, remaining
 
     def __cinit__(self, Py_ssize_t data_size, bint headers):
         # Uncompressed values never exceed the input: one allocation in the common case.
@@ -160,6 +162,7 @@ cdef class _Columns:
         _put_i32(self.key_offsets, 0)
         _put_i32(self.value_offsets, 0)
         self.key_nulls = self.value_nulls = self.hdr_rows = self.hv_nulls = 0
+        self.wire = self.remaining = 0
         if headers:
             self.hdr_offsets = Grow(4096)
             self.hk_offsets = Grow(256)
@@ -225,6 +228,21 @@ class _Corrupt(Exception):
     """Internal: parsing failed; the caller adds topic, partition and offset."""
 
 
+cdef int _reserve_values(_Columns c, Py_ssize_t payload) except -1:
+    """Room for a batch's values; for a compressed batch, also for the rest of the fetch at
+    the same ratio (capped), so that the column grows once instead of doubling (each doubling
+    copies what is there)."""
+    cdef Py_ssize_t extra = payload, ratio
+    if c.value_data.n + payload > c.value_data.cap and 0 < c.wire < payload:
+        ratio = payload // c.wire
+        if ratio > 64:
+            ratio = 64
+        extra = payload + ratio * c.remaining
+        if c.value_data.n + extra > _MAX_COLUMN_BYTES:
+            extra = payload
+    return _reserve(c.value_data, extra)
+
+
 cdef inline int _reserve_bits(Grow g, Py_ssize_t rows) except -1:
     # Room for ``rows`` validity bits, the new bytes zeroed (only set bits are written).
     cdef Py_ssize_t want = (rows + 7) >> 3
@@ -253,7 +271,7 @@ cdef int _parse_records(_Columns c, const unsigned char* buf, Py_ssize_t pos, Py
     _reserve(c.key_offsets, count * 4)
     _reserve(c.value_offsets, count * 4)
     _reserve(c.key_data, payload)
-    _reserve(c.value_data, payload)
+    _reserve_values(c, payload)
     _reserve(c.offsets, count * 8)
     _reserve(c.timestamps, count * 8)
     _reserve(c.ts_types, count * 4)
@@ -405,6 +423,8 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
             if size < 0:
                 partial = True
                 break
+            c.wire = size
+            c.remaining = n - pos - size
             if buf[pos + 16] == 2:
                 batch_next = _decode_v2(c, buf, mv, pos, size, topic, partition, fetch_offset,
                                         check_crcs, txns)

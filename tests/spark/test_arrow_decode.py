@@ -213,3 +213,24 @@ def test_decoding_and_handing_out_arrow_does_not_import_pandas() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=50, check=True
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("codec", ["lz4", "zstd", "gzip"])
+def test_compressed_batches_that_shrink_a_lot_then_little(codec: str) -> None:
+    # The value column is sized from the first compressed batch's ratio (capped) for the rest
+    # of the fetch: batches that compress 100x, then batches of random bytes, then again.
+    import random
+
+    rng = random.Random(5)
+    data = b""
+    offset = 0
+    for kind in ("zeros", "random", "zeros", "random"):
+        records = []
+        for i in range(300):
+            size = rng.randrange(0, 3000)
+            value = bytes(size) if kind == "zeros" else rng.randbytes(size)
+            key = None if i % 5 == 0 else b"k%d" % i
+            records.append((key, value, [], 1_700_000_000_000 + i))
+        data += encode_batch(records, base_offset=offset, compression=codec)
+        offset += len(records)
+    _check_same(data, 0)
