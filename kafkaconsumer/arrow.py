@@ -489,6 +489,10 @@ class DataLossError(KafkaError):
 Progress = Callable[[int, int], None]
 
 
+#: fetch.max.wait.ms of bounded reads unless configured (see _reader_config).
+_BOUNDED_FETCH_MAX_WAIT_MS = 10
+
+
 def _reader_config(config: Mapping[str, Any]) -> dict[str, Any]:
     cfg = dict(config)
     for key in ("key.deserializer", "value.deserializer", "interceptor.classes"):
@@ -506,6 +510,13 @@ def _reader_config(config: Mapping[str, Any]) -> dict[str, Any]:
     # message) than the 500-record polls of a consumer loop.
     cfg.setdefault("max.poll.records", 1 << 30)
     cfg.setdefault("max.partition.fetch.bytes", 8 << 20)
+    # The ranges end at or below the log end, so no fetch needs to wait for new records. A
+    # long poll only happens for the fetch that goes out as a partition reaches its end, and
+    # closing the consumer waits for it (the request that closes the fetch session queues
+    # behind it on the connection): with the default 500 ms, a Spark task of 250,000 records
+    # took 0.65 s, 0.05 s of it reading; 0.065 s with 10 ms. A range that ends beyond the
+    # records there are (data loss) fetches every 10 ms until its poll timeout.
+    cfg.setdefault("fetch.max.wait.ms", _BOUNDED_FETCH_MAX_WAIT_MS)
     return cfg
 
 

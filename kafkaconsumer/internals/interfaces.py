@@ -87,6 +87,10 @@ class OffsetMetadata(FetchMetadata, Protocol):
         """Also fetch metadata for ``topics`` for a while (lookups outside the subscription)."""
         ...
 
+    def update_requested(self) -> bool:
+        """True when a refresh was asked for and has not happened yet."""
+        ...
+
 
 class RequestClient(Protocol):
     """Send a request and poll the network until its future completes.

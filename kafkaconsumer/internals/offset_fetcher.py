@@ -326,9 +326,13 @@ class OffsetFetcher:
                     f"failed to get offsets by times in {timer.elapsed_ms} ms "
                     f"(partitions without an answer: {sorted(str(tp) for tp in remaining)})"
                 )
-            # Give metadata a chance to move the leaders before retrying.
-            self._await_metadata(timer)
-            timer.sleep(min(self._backoff.backoff(attempt), timer.remaining_ms))
+            # As Java: when the round asked for metadata (a leader unknown or moved), retry as
+            # soon as it lands; otherwise back off. Both used to run, so a first lookup whose
+            # leaders were not known yet always waited retry.backoff.ms after the metadata.
+            if self._metadata.update_requested():
+                self._await_metadata(timer)
+            else:
+                timer.sleep(min(self._backoff.backoff(attempt), timer.remaining_ms))
             attempt += 1
 
     def _await_metadata(self, timer: Timer) -> None:

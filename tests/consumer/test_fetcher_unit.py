@@ -56,6 +56,7 @@ class FakeMetadata:
     def __init__(self, leaders: dict[TopicPartition, int]) -> None:
         self.cluster: ClusterView = FakeCluster(leaders)
         self.updates = 0
+        self.requested = False
         self.transient: set[str] = set()
 
     @property
@@ -64,7 +65,11 @@ class FakeMetadata:
 
     def request_update(self) -> int:
         self.updates += 1
+        self.requested = True
         return 0
+
+    def update_requested(self) -> bool:
+        return self.requested
 
     def add_transient_topics(self, topics: Iterable[str]) -> None:
         self.transient.update(topics)

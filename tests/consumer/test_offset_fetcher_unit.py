@@ -18,6 +18,7 @@ from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import MockTime
+from kafkaconsumer.utils.timer import Timer
 
 from .test_fetcher_unit import FakeCluster, FakeMetadata
 
@@ -204,3 +205,49 @@ def test_reset_with_an_unknown_leader_waits_for_metadata_not_for_a_backoff() -> 
     md.cluster = FakeCluster({T0: 3})
     of.reset_positions_if_needed()
     assert [node for node, _body in client.sent] == [3]
+
+
+class MetadataLandingClient(RecordingClient):
+    """Answers ListOffsets at once; a metadata wait makes ``md`` name node 3 as T0's leader."""
+
+    def __init__(self, md: FakeMetadata) -> None:
+        super().__init__()
+        self.md = md
+        self.metadata_waits = 0
+
+    def send(
+        self,
+        node_id: int,
+        api_key: int,
+        body: Mapping[str, Any],
+        version: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> Future[Any]:
+        self.sent.append((node_id, body))
+        answer = {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 42}]}]}
+        fut: Future[Any] = Future()
+        fut.success(answer)
+        return fut
+
+    def await_metadata_update(self, timeout_ms: float) -> bool:
+        self.metadata_waits += 1
+        self.md.cluster = FakeCluster({T0: 3})
+        self.md.requested = False
+        return True
+
+
+def test_blocking_lookup_retries_when_the_metadata_lands_without_a_backoff() -> None:
+    # As Java's fetchOffsetsByTimes: a round that asked for metadata waits for it, then retries;
+    # it does not also sleep retry.backoff.ms (a first lookup used to wait 100 ms for nothing).
+    time = MockTime()
+    md = FakeMetadata({})
+    client = MetadataLandingClient(md)
+    subs = SubscriptionState("earliest")
+    of = OffsetFetcher(client, md, subs, {"retry.backoff.ms": 60_000}, time=time)
+    start = time.monotonic_ms()
+    found = of.end_offsets([T0], Timer(time, 120_000))
+    assert found == {T0: 42}
+    assert client.metadata_waits == 1
+    assert [node for node, _body in client.sent] == [3]
+    assert time.monotonic_ms() == start

@@ -225,7 +225,7 @@ def test_compressed_batches_that_shrink_a_lot_then_little(codec: str) -> None:
     data = b""
     offset = 0
     for kind in ("zeros", "random", "zeros", "random"):
-        records = []
+        records: list[tuple[bytes | None, bytes, list[tuple[str, bytes]], int]] = []
         for i in range(300):
             size = rng.randrange(0, 3000)
             value = bytes(size) if kind == "zeros" else rng.randbytes(size)
@@ -234,3 +234,15 @@ def test_compressed_batches_that_shrink_a_lot_then_little(codec: str) -> None:
         data += encode_batch(records, base_offset=offset, compression=codec)
         offset += len(records)
     _check_same(data, 0)
+
+
+def test_bounded_reads_do_not_long_poll_unless_configured() -> None:
+    # A bounded read's ranges end at or below the log end: its consumer fetches with a short
+    # fetch.max.wait.ms unless the user set one, and keeps the user's value.
+    from kafkaconsumer.arrow import _BOUNDED_FETCH_MAX_WAIT_MS, _reader_config
+
+    assert _reader_config({"bootstrap.servers": "x"})["fetch.max.wait.ms"] == (
+        _BOUNDED_FETCH_MAX_WAIT_MS
+    )
+    assert _BOUNDED_FETCH_MAX_WAIT_MS < 500
+    assert _reader_config({"fetch.max.wait.ms": 250})["fetch.max.wait.ms"] == 250
