@@ -164,6 +164,20 @@ def _offsets(name: str, value: str, allow_earliest: bool) -> OffsetSpec:
     return OffsetSpec("offsets", offsets=offsets)
 
 
+def _refuse_latest_start(starting: OffsetSpec) -> None:
+    # As Spark's Kafka source: a batch read that starts at the latest offset reads nothing
+    # by construction, which is a mistake rather than a query.
+    if starting.kind == "latest":
+        raise ConfigError("option startingOffsets can't be latest for batch queries")
+    for topic, parts in starting.offsets.items():
+        for part, off in parts.items():
+            if off == LATEST:
+                raise ConfigError(
+                    f"option startingOffsets for {topic}-{part} can't be latest (-1) for batch "
+                    "queries"
+                )
+
+
 def _kafka_config(kafka: dict[str, Any], for_write: bool) -> None:
     for key, why in _FORBIDDEN_KAFKA.items():
         if key in kafka:
@@ -240,6 +254,8 @@ def parse_options(
         )
     elif "startingoffsets" in opts:
         starting = _offsets("startingOffsets", opts["startingoffsets"], True)
+        if not streaming and not write:
+            _refuse_latest_start(starting)
     else:
         starting = OffsetSpec("latest" if streaming else "earliest")
     ending = OffsetSpec("latest")

@@ -95,3 +95,16 @@ def test_checkpoint_json_round_trip() -> None:
     offsets = {TopicPartition("a", 1): 7, TopicPartition("a", 0): 3, TopicPartition("b", 0): 0}
     assert to_json(offsets) == {"a": {"0": 3, "1": 7}, "b": {"0": 0}}
     assert from_json(to_json(offsets)) == offsets
+
+
+def test_batch_reads_refuse_to_start_at_latest_as_spark_does() -> None:
+    base = {"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}
+    with pytest.raises(ConfigError, match="startingOffsets can't be latest"):
+        parse_options({**base, "startingOffsets": "latest"})
+    with pytest.raises(ConfigError, match="t-1 can't be latest"):
+        parse_options({**base, "startingOffsets": '{"t":{"0":-2,"1":-1}}'})
+    # Streaming reads start at latest by default, and may say so.
+    assert parse_options({**base, "startingOffsets": "latest"}, streaming=True).starting.kind == (
+        "latest"
+    )
+    assert parse_options({**base, "startingOffsets": '{"t":{"0":-2}}'}).starting.kind == "offsets"
