@@ -36,7 +36,7 @@ from kafkaconsumer.record._wire cimport (
 
 import zlib
 
-from crc32c import crc32c as _crc32c
+from kafkaconsumer.record._crc import crc32c as _crc32c
 
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError
 from kafkaconsumer.record._common import AbortedTransactions, decompress_payload

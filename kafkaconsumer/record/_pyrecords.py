@@ -14,8 +14,6 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from crc32c import crc32c
-
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError
 from kafkaconsumer.record._common import (
     ATTR_CODEC_MASK,
@@ -34,6 +32,7 @@ from kafkaconsumer.record._common import (
     DecodeResult,
     decompress_payload,
 )
+from kafkaconsumer.record._crc import crc32c
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,6 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from crc32c import crc32c
-
 from kafkaconsumer.record import codecs
 from kafkaconsumer.record._common import (
     ATTR_CONTROL,
@@ -22,6 +20,7 @@ from kafkaconsumer.record._common import (
     control_key,
     control_value,
 )
+from kafkaconsumer.record._crc import crc32c
 
 logger = logging.getLogger(__name__)
 
