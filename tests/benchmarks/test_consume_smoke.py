@@ -24,6 +24,10 @@ def test_ceiling_counts_every_record_of_every_partition(broker: Any) -> None:
     assert result["records"] == 120
     assert result["connections"] == 1
     assert result["bytes"] > 120 * 100
+    # Several passes read the same records again over the same connection.
+    again = ceiling.measure(broker.bootstrap_servers, topic, 120, timeout_s=30, passes=3)
+    assert again["records"] == 360
+    assert again["connections"] == 1
 
 
 def test_consume_prints_fractions_of_the_ceiling(broker: Any) -> None:
