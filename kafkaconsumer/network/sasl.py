@@ -451,7 +451,9 @@ class OAuthTokenCache:
 
     def close(self) -> None:
         """Stop the refresher thread (waits briefly for a callback in progress). Idempotent."""
-        with self._cond:
+        # The lock itself, not the Condition: this runs on the user's thread, where a Ctrl-C
+        # just after a Condition's (Python) __enter__ took the lock would leave it held.
+        with self._lock:
             self._closed = True
             self._cond.notify_all()
             thread = self._thread

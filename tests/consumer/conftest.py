@@ -44,7 +44,7 @@ def produce(
     """Write ``(partition, key, value, headers, timestamp_ms)`` records and wait for acks.
 
     ``one_batch_per_record`` flushes after each record, so every record is its own batch
-    (some brokers answer ListOffsets(latest) per batch; see BROKERS.md notes in the report).
+    (Tansu answers ListOffsets(latest) per batch; docs/testing.md lists what Tansu cannot do).
     """
     from confluent_kafka import Producer
 

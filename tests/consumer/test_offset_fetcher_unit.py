@@ -113,11 +113,16 @@ def test_leader_api_support_is_asked_once_per_node() -> None:
     assert client.lock_taken == 2  # api_version + advertised versions, for node 1 only
 
 
-class FailingClient(_NoRequests):
-    """Every ListOffsets fails with a retriable connection error, as the network would."""
+class RecordingClient(_NoRequests):
+    """Records ListOffsets requests; :meth:`answer` decides what becomes of each (by default
+    it stays pending)."""
 
     def __init__(self) -> None:
-        self.sends = 0
+        self.sent: list[tuple[int, Mapping[str, Any]]] = []
+
+    @property
+    def sends(self) -> int:
+        return len(self.sent)
 
     def api_version(self, node: int, api_key: int) -> int:
         return 7
@@ -131,10 +136,20 @@ class FailingClient(_NoRequests):
         *,
         timeout_ms: int | None = None,
     ) -> Future[Any]:
-        self.sends += 1
+        self.sent.append((node_id, body))
         fut: Future[Any] = Future()
-        fut.failure(KafkaConnectionError("connection reset"))
+        self.answer(fut)
         return fut
+
+    def answer(self, fut: Future[Any]) -> None:
+        """Complete ``fut`` (or not) as the broker would."""
+
+
+class FailingClient(RecordingClient):
+    """Every ListOffsets fails with a retriable connection error, as the network would."""
+
+    def answer(self, fut: Future[Any]) -> None:
+        fut.failure(KafkaConnectionError("connection reset"))
 
 
 def test_reset_retries_back_off_exponentially_with_jitter() -> None:
@@ -166,28 +181,6 @@ def test_reset_retries_back_off_exponentially_with_jitter() -> None:
         assert base * 0.8 <= wait <= base * 1.2, waits
 
 
-class RecordingClient(_NoRequests):
-    """Records ListOffsets requests and leaves them pending."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[int, Mapping[str, Any]]] = []
-
-    def api_version(self, node: int, api_key: int) -> int:
-        return 7
-
-    def send(
-        self,
-        node_id: int,
-        api_key: int,
-        body: Mapping[str, Any],
-        version: int | None = None,
-        *,
-        timeout_ms: int | None = None,
-    ) -> Future[Any]:
-        self.sent.append((node_id, body))
-        return Future()
-
-
 def test_reset_with_an_unknown_leader_waits_for_metadata_not_for_a_backoff() -> None:
     # As Java: the partition is not put in backoff, so the ListOffsets goes out at the first
     # poll after the metadata names its leader (a first poll used to wait out retry.backoff.ms).
@@ -215,20 +208,10 @@ class MetadataLandingClient(RecordingClient):
         self.md = md
         self.metadata_waits = 0
 
-    def send(
-        self,
-        node_id: int,
-        api_key: int,
-        body: Mapping[str, Any],
-        version: int | None = None,
-        *,
-        timeout_ms: int | None = None,
-    ) -> Future[Any]:
-        self.sent.append((node_id, body))
-        answer = {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 42}]}]}
-        fut: Future[Any] = Future()
-        fut.success(answer)
-        return fut
+    def answer(self, fut: Future[Any]) -> None:
+        fut.success(
+            {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 42}]}]}
+        )
 
     def await_metadata_update(self, timeout_ms: float) -> bool:
         self.metadata_waits += 1
