@@ -477,6 +477,10 @@ class KafkaConsumer:
                     break
                 # Responses may have freed nodes for another fetch (or asked for a reset).
                 self._fetcher.send_fetches()
+            # A response arrived: the next fetch (a prefetch) goes out before its records
+            # are decoded, so the broker serves it meanwhile.
+            if self._fetcher.has_available_fetches() and self._fetcher.send_fetches() > 0:
+                self._client.poll_no_wakeup()
         timer.update(poll_timer.current_time_ms)
         return self._fetcher.collect_fetch(max_records, arrow)
 

@@ -425,3 +425,66 @@ def test_seek_while_a_long_poll_fetch_is_in_flight(bootstrap: str, consumer_fact
         (0, 50, b"late-0"),
         (1, 50, b"late-1"),
     ]
+
+
+@pytest.mark.parametrize("path", ["poll", "poll_arrow"])
+def test_next_fetch_goes_out_before_a_response_is_decoded(
+    broker: Any,
+    bootstrap: str,
+    consumer_factory: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+) -> None:
+    """When a response arrives and the log holds more, the next fetch (a prefetch from where
+    the response ends) is sent before the response's records are decoded, so the broker
+    serves it while this poll decodes."""
+    if broker.is_tansu:
+        pytest.skip("Tansu ignores max.partition.fetch.bytes: one response brings every record")
+    if path == "poll_arrow":
+        pytest.importorskip("pyarrow")
+    from kafkaconsumer.internals.completed_fetch import CompletedFetch
+
+    topic = create_topic(bootstrap, 1)
+    tp = TopicPartition(topic, 0)
+    produce(
+        bootstrap,
+        topic,
+        [(0, None, b"v%05d" % i + b"x" * 500, [], None) for i in range(200)],
+        one_batch_per_record=True,
+    )
+    # Small responses (a few batches each), so the 200 records take several fetches.
+    c = consumer_factory(max_partition_fetch_bytes=4096, max_poll_records=100_000)
+    c.assign([tp])
+    c.seek(tp, 0)
+    fetcher = c._fetcher
+    sent = 0
+    at_decode: list[int] = []
+    send_fetches = fetcher.send_fetches
+
+    def counting_send() -> int:
+        nonlocal sent
+        n = send_fetches()
+        sent += n
+        return n
+
+    set_decoded = CompletedFetch.set_decoded
+
+    def recording_set_decoded(self: CompletedFetch, records: Any, next_offset: int) -> None:
+        at_decode.append(sent)
+        set_decoded(self, records, next_offset)
+
+    monkeypatch.setattr(fetcher, "send_fetches", counting_send)
+    monkeypatch.setattr(CompletedFetch, "set_decoded", recording_set_decoded)
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 200 and time.monotonic() < deadline:
+        if path == "poll":
+            got += len(c.poll(timeout_ms=1000))
+        else:
+            got += c.poll_arrow(timeout_ms=1000).num_rows
+    assert got == 200
+    assert len(at_decode) >= 3
+    # The k-th response (from 1) was decoded after fetch k+1 had gone out: every response
+    # but the last one said more records follow.
+    for k, sent_then in enumerate(at_decode[:-1], start=1):
+        assert sent_then >= k + 1, at_decode
