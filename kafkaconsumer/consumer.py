@@ -462,9 +462,15 @@ class KafkaConsumer:
             while True:
                 self._client.poll(timeout_ms=poll_timer.remaining_ms)
                 poll_timer.update()
+                if self._fetcher.has_available_fetches():
+                    # The next fetch (a prefetch from where this response ends) goes out
+                    # before the response's records are decoded: the broker serves it
+                    # meanwhile.
+                    if self._fetcher.send_fetches() > 0:
+                        self._client.poll_no_wakeup()
+                    break
                 if (
                     poll_timer.is_expired()
-                    or self._fetcher.has_available_fetches()
                     or self._metadata.update_version != metadata_version
                     or not self._cached_all_positions
                 ):
@@ -477,10 +483,6 @@ class KafkaConsumer:
                     break
                 # Responses may have freed nodes for another fetch (or asked for a reset).
                 self._fetcher.send_fetches()
-            # A response arrived: the next fetch (a prefetch) goes out before its records
-            # are decoded, so the broker serves it meanwhile.
-            if self._fetcher.has_available_fetches() and self._fetcher.send_fetches() > 0:
-                self._client.poll_no_wakeup()
         timer.update(poll_timer.current_time_ms)
         return self._fetcher.collect_fetch(max_records, arrow)
 

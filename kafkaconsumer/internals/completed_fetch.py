@@ -49,6 +49,7 @@ class CompletedFetch:
         "records_total",
         "metrics_recorded",
         "_end_hint",
+        "buffered_bytes",
     )
 
     def __init__(
@@ -77,6 +78,8 @@ class CompletedFetch:
         self.records_total = 0
         self.metrics_recorded = False
         self._end_hint: int | None = -1  # -1: not scanned yet
+        #: Its share of the fetcher's count of undecoded buffered bytes (set by the fetcher).
+        self.buffered_bytes = 0
 
     def end_offset_hint(self) -> int | None:
         """Where the data after this one starts, known before decoding (for prefetching).

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -217,8 +217,15 @@ class Fetcher:
         # A failure of the response handler, raised by the next collect_fetch.
         self._response_error: Errors.KafkaError | None = None
         self._isolation = _READ_COMMITTED if self._config.read_committed else 0
-        # The buffer's shape when _prefetch_points last found nothing (see there).
-        self._no_prefetch_at: tuple[int, int, int] | None = None
+        # Where a partition's records end for this consumer: prefetch stops short of it.
+        self._limit_key = "last_stable_offset" if self._config.read_committed else "high_watermark"
+        # Kept with _completed (see _buffer_append), so that prefetching needs no walk over
+        # every buffered partition on each poll (O(partitions^2) per pass over the buffer):
+        # pieces of data per partition, the bytes not decoded yet, and the pieces whose data
+        # ends below the partition's high watermark (the prefetch candidates).
+        self._pieces: Counter[TopicPartition] = Counter()
+        self._undecoded_bytes = 0
+        self._lagging: dict[CompletedFetch, None] = {}
         # What _prepare_fetch_requests last walked every fetchable partition for and found
         # nothing to send (see there); reset whenever a fetch goes out or comes back.
         self._nothing_to_fetch_at: tuple[Any, ...] | None = None
@@ -234,11 +241,38 @@ class Fetcher:
         return handler
 
     def _buffered_partitions(self) -> set[TopicPartition]:
-        out = {cf.tp for cf in self._completed}
+        out = set(self._pieces)
         nil = self._next_in_line
         if nil is not None and not nil.is_consumed:
             out.add(nil.tp)
         return out
+
+    # _completed grows and shrinks through these (clear_buffered_data_for_unassigned_partitions
+    # and close() reset it as a whole); the caller holds the lock.
+    def _buffer_append(self, cf: CompletedFetch) -> None:
+        self._completed.append(cf)
+        self._pieces[cf.tp] += 1
+        cf.buffered_bytes = 0 if cf.initialized or cf.is_consumed else cf.size_in_bytes
+        self._undecoded_bytes += cf.buffered_bytes
+        end = cf.end_offset_hint()
+        limit = cf.partition_data.get(self._limit_key)
+        if end is not None and limit is not None and end < limit:
+            self._lagging[cf] = None
+
+    def _buffer_popleft(self) -> CompletedFetch:
+        cf = self._completed.popleft()
+        self._buffer_forget(cf)
+        return cf
+
+    def _buffer_forget(self, cf: CompletedFetch) -> None:
+        left = self._pieces[cf.tp] - 1
+        if left > 0:
+            self._pieces[cf.tp] = left
+        else:
+            del self._pieces[cf.tp]
+        self._undecoded_bytes -= cf.buffered_bytes
+        cf.buffered_bytes = 0
+        self._lagging.pop(cf, None)
 
     def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
@@ -288,40 +322,24 @@ class Fetcher:
         buffered bytes stay under ``fetch.max.bytes``: memory stays within a constant number of
         fetch sizes (one response in flight, one buffered, one being handed out).
         """
-        completed = self._completed
+        if self._undecoded_bytes >= self._config.max_bytes:
+            return {}
         nil = self._next_in_line
         if nil is not None and nil.is_consumed:
             nil = None
-        if not completed and nil is None:
-            return {}
-        # The answer only changes with the buffer's contents: while they stay, a poll that
-        # found nothing to prefetch (caught-up data, full budget) does not walk them again.
-        key = (len(completed), id(completed[-1]) if completed else 0, id(nil))
-        if key == self._no_prefetch_at:
-            return {}
-        undecoded = 0
-        last: dict[TopicPartition, CompletedFetch | None] = {}
-        if nil is not None:
-            last[nil.tp] = nil
-        for cf in completed:
-            if cf.is_consumed:
-                continue
-            if not cf.initialized:
-                undecoded += cf.size_in_bytes
-            last[cf.tp] = None if cf.tp in last else cf
-        if undecoded >= self._config.max_bytes:
-            self._no_prefetch_at = key
-            return {}
-        limit_key = "last_stable_offset" if self._config.read_committed else "high_watermark"
+        pieces = self._pieces
         out: dict[TopicPartition, tuple[int, int]] = {}
-        for tp, only in last.items():
-            if only is not None:
-                end = only.end_offset_hint()
-                limit = only.partition_data.get(limit_key)
-                if end is not None and limit is not None and end < limit:
-                    out[tp] = (only.next_fetch_offset, end)
-        if not out:
-            self._no_prefetch_at = key
+        for cf in self._lagging:
+            tp = cf.tp
+            if pieces[tp] == 1 and (nil is None or nil.tp != tp) and not cf.is_consumed:
+                end = cf.end_offset_hint()
+                if end is not None:
+                    out[tp] = (cf.next_fetch_offset, end)
+        if nil is not None and nil.tp not in pieces:
+            end = nil.end_offset_hint()
+            limit = nil.partition_data.get(self._limit_key)
+            if end is not None and limit is not None and end < limit:
+                out[nil.tp] = (nil.next_fetch_offset, end)
         return out
 
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
@@ -702,7 +720,7 @@ class Fetcher:
                     logger.debug("fetch response has %s, which the request did not ask for", tp)
                     continue
                 cf = CompletedFetch(tp, part, req.fetch_offset, target.broker)
-                self._completed.append(cf)
+                self._buffer_append(cf)
         metrics = self._metrics
         if metrics is not None:
             metrics.record_fetch_latency(self._time.monotonic_ms() - start_ms)
@@ -790,12 +808,13 @@ class Fetcher:
         finally:
             if paused:
                 with self._lock:
-                    self._completed.extend(paused)
+                    for cf in paused:
+                        self._buffer_append(cf)
         return fetch
 
     def _popleft(self, cf: CompletedFetch) -> None:
         if self._completed and self._completed[0] is cf:
-            self._completed.popleft()
+            self._buffer_popleft()
 
     def _fetch_records(
         self, cf: CompletedFetch, max_records: int, fetch: Fetch, arrow: bool = False
@@ -993,6 +1012,8 @@ class Fetcher:
         """Drop buffered data of partitions no longer in ``assigned``."""
         keep = set(assigned)
         with self._lock:
+            for cf in [cf for cf in self._completed if cf.tp not in keep]:
+                self._buffer_forget(cf)
             self._completed = deque(cf for cf in self._completed if cf.tp in keep)
             nil = self._next_in_line
             if nil is not None and nil.tp not in keep:
@@ -1006,6 +1027,9 @@ class Fetcher:
                 return
             self._closed = True
             self._completed.clear()
+            self._pieces.clear()
+            self._undecoded_bytes = 0
+            self._lagging.clear()
             self._next_in_line = None
             closers = [(node, h.close_metadata()) for node, h in self._sessions.items()]
         if timer is None or timer.is_expired():

@@ -463,7 +463,7 @@ def test_next_fetch_goes_out_before_a_response_is_decoded(
 
     def counting_send() -> int:
         nonlocal sent
-        n = send_fetches()
+        n: int = send_fetches()
         sent += n
         return n
 

@@ -261,6 +261,43 @@ def test_prefetch_stops_at_fetch_max_bytes_of_undecoded_data() -> None:
     assert f.send_fetches() == 0
 
 
+def test_prefetch_bookkeeping_does_not_walk_the_buffer_on_every_poll(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Many partitions buffered, all caught up: handing them out poll by poll (a fetch check
+    # after each, as poll() does) must not look at every buffered piece each time (that was
+    # O(partitions^2) per pass over the buffer).
+    from kafkaconsumer.internals.completed_fetch import CompletedFetch
+
+    n = 300
+    tps = [TopicPartition("t", p) for p in range(n)]
+    f, client, subs = make(max_poll_records=5, leaders=dict.fromkeys(tps, 0))
+    subs.assign_from_user(tps)
+    for tp in tps:
+        subs.seek(tp, 0)
+    assert f.send_fetches() == 1
+    looks = 0
+    hint = CompletedFetch.end_offset_hint
+
+    def counting_hint(self: CompletedFetch) -> int | None:
+        nonlocal looks
+        looks += 1
+        return hint(self)
+
+    monkeypatch.setattr(CompletedFetch, "end_offset_hint", counting_hint)
+    client.sent[0][2].success(response({tp: (batch(0, 10, 0), 10) for tp in tps}))
+    handed = polls = 0
+    while True:
+        fetch = f.collect_fetch()
+        f.send_fetches()
+        if fetch.is_empty():
+            break
+        handed += fetch.num_records
+        polls += 1
+    assert handed == 10 * n and polls == 2 * n
+    assert looks <= 3 * (n + polls), looks
+
+
 def test_paused_partition_keeps_its_buffered_data() -> None:
     f, client, subs = make(max_poll_records=100)
     subs.assign_from_user([T0, T1])

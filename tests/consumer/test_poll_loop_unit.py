@@ -67,7 +67,8 @@ def test_wait_loop_checks_for_available_fetches_once_per_network_poll() -> None:
     # One check before waiting, then one after each network poll: nothing in between could
     # have completed a fetch.
     assert fetcher.available_checks == 1 + client.polls
-    assert fetcher.sends == 1 + (client.polls - 1)  # the first send, then one per empty poll
+    # The first send, one per empty network poll, and one (a prefetch) when data arrived.
+    assert fetcher.sends == 1 + client.polls
 
 
 def test_wait_loop_ends_when_the_metadata_changes() -> None:
