@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkaconsumer.config import config_value
+from kafkaconsumer.errors import IllegalStateError
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 
@@ -312,16 +313,36 @@ class Value(Stat):
 class KafkaMetric:
     """One published metric: its name and a way to read its current value."""
 
-    __slots__ = ("metric_name", "_read")
+    __slots__ = ("metric_name", "_read", "_stat", "_registry")
 
-    def __init__(self, metric_name: MetricName, read: Callable[[], float]) -> None:
-        """Publish ``metric_name``; ``read()`` gives its current value."""
+    def __init__(
+        self,
+        metric_name: MetricName,
+        read: Callable[[], float] | None = None,
+        *,
+        stat: Stat | None = None,
+        registry: Metrics | None = None,
+    ) -> None:
+        """Publish ``metric_name``; its value is ``read()``, or ``stat`` of a sensor in
+        ``registry`` measured now (no closure per metric: a consumer of many partitions makes
+        six per partition)."""
+        if (read is None) == (stat is None) or (stat is not None and registry is None):
+            raise ValueError("KafkaMetric needs either read, or stat and registry")
         self.metric_name = metric_name
         self._read = read
+        self._stat = stat
+        self._registry = registry
 
     def metric_value(self) -> float:
         """The current value."""
-        return self._read()
+        stat = self._stat
+        if stat is None:
+            assert self._read is not None
+            return self._read()
+        registry = self._registry
+        assert registry is not None
+        with registry._lock:
+            return stat.measure(registry.config, registry.time.monotonic_ms())
 
     def __repr__(self) -> str:
         return f"KafkaMetric({self.metric_name!r})"
@@ -359,17 +380,25 @@ class Sensor:
 
     def add(self, metric_name: MetricName, stat: Stat) -> Sensor:
         """Attach ``stat`` and publish it under ``metric_name``; returns the sensor."""
-        registry = self._registry
-        config = registry.config
-        with registry._lock:
+        self.add_stat(stat)
+        self.publish(metric_name, stat)
+        return self
+
+    @property
+    def stats(self) -> list[Stat]:
+        """The statistics attached, in order."""
+        with self._registry._lock:
+            return list(self._stats)
+
+    def add_stat(self, stat: Stat) -> None:
+        """Attach ``stat`` without publishing it yet (see :meth:`Metrics.defer`)."""
+        with self._registry._lock:
             self._stats.append(stat)
 
-        def read() -> float:
-            with registry._lock:
-                return stat.measure(config, registry.time.monotonic_ms())
-
-        registry._register(KafkaMetric(metric_name, read), sensor=self.name)
-        return self
+    def publish(self, metric_name: MetricName, stat: Stat) -> None:
+        """Publish ``stat`` (attached already) under ``metric_name``."""
+        registry = self._registry
+        registry._register(KafkaMetric(metric_name, stat=stat, registry=registry), sensor=self.name)
 
     def record(self, value: float = 1.0, now_ms: int | None = None) -> None:
         """Record one value on every statistic of the sensor."""
@@ -387,7 +416,8 @@ class Metrics:
 
     ``Metrics(config, time=MockTime())`` in tests. ``reporters`` are told about every metric.
 
-    Thread-safety: all methods may be called from any thread (one lock; statistics are cheap).
+    Thread-safety: all methods may be called from any thread (one lock, ``_lock``, a leaf;
+    ``publish_lock`` is taken before it while deferred metrics are published).
     """
 
     def __init__(
@@ -405,6 +435,10 @@ class Metrics:
         self._metrics: dict[MetricName, KafkaMetric] = {}
         self._sensor_metrics: dict[str, list[MetricName]] = {}
         self._reporters: list[Any] = list(reporters)
+        # Publications put off until someone reads the registry (see defer).
+        self._deferred: list[Callable[[], None]] = []
+        #: Held while deferred publications run; taken before any other metrics lock.
+        self.publish_lock = threading.RLock()
         for reporter in self._reporters:
             self._call_reporter(reporter, "init", [])
 
@@ -485,14 +519,45 @@ class Metrics:
         for reporter in self._reporters:
             self._call_reporter(reporter, "metric_change", metric)
 
+    @property
+    def has_reporters(self) -> bool:
+        """Whether reporters are told of each metric as it is added (then nothing may be
+        deferred: see :meth:`defer`)."""
+        return bool(self._reporters)
+
+    def defer(self, publish: Callable[[], None]) -> None:
+        """Run ``publish`` (which publishes metrics whose statistics already record) before
+        the registry is next read, under :attr:`publish_lock`.
+
+        Metrics made in numbers, such as six per assigned partition, then cost nothing until
+        they are read: publishing them (names, tags, registration) was most of the cost of a
+        partition's first fetch on a consumer of 1,000 partitions. Only for a registry with no
+        reporters (:attr:`has_reporters`), which must hear of each metric as it comes.
+        """
+        if self._reporters:
+            raise IllegalStateError("metrics cannot be deferred when reporters are configured")
+        with self._lock:
+            self._deferred.append(publish)
+
+    def _publish_deferred(self) -> None:
+        if not self._deferred:
+            return
+        with self.publish_lock:
+            with self._lock:
+                pending, self._deferred = self._deferred, []
+            for publish in pending:
+                publish()
+
     def metrics(self) -> dict[MetricName, float]:
         """Every metric and its current value."""
+        self._publish_deferred()
         with self._lock:
             items = list(self._metrics.values())
         return {m.metric_name: m.metric_value() for m in items}
 
     def metric(self, metric_name: MetricName) -> KafkaMetric | None:
         """One metric by name, or None."""
+        self._publish_deferred()
         with self._lock:
             return self._metrics.get(metric_name)
 
@@ -536,7 +601,8 @@ class FetchManagerMetrics:
     :meth:`record_partition_fetched` per partition), :meth:`record_lag` / :meth:`record_lead`
     per partition after each fetch, and :meth:`remove_partition` when a partition is unassigned.
 
-    Thread-safety: safe from any thread (the registry's lock).
+    Thread-safety: safe from any thread; its own lock guards the per-topic and per-partition
+    sensor tables (order: ``Metrics.publish_lock`` > this lock > ``Metrics._lock``).
     """
 
     GROUP = "consumer-fetch-manager-metrics"
@@ -577,9 +643,13 @@ class FetchManagerMetrics:
         self._throttle.add(
             m("fetch-throttle-time-max", g, "Largest broker throttle time (ms)", t), Max()
         )
-        self._known_topics: set[str] = set()
-        self._known_partitions: set[TopicPartition] = set()
-        self._lock = threading.Lock()
+        # The sensors made per topic and per partition, found without building their names
+        # again (the fetcher records per partition response).
+        self._topic_sensors: dict[str, tuple[Sensor, Sensor]] = {}
+        self._partition_sensors: dict[TopicPartition, tuple[Sensor, Sensor]] = {}
+        # Partitions whose sensors record but whose metrics are not published yet.
+        self._unpublished: set[TopicPartition] = set()
+        self._lock = threading.RLock()
 
     def record_fetch_latency(self, latency_ms: float) -> None:
         """One fetch response arrived ``latency_ms`` after its request was sent."""
@@ -591,45 +661,61 @@ class FetchManagerMetrics:
 
     def record_fetched(self, per_topic: Mapping[str, tuple[int, int]]) -> None:
         """Record one response's consumption: ``{topic: (bytes, records)}``."""
+        now = self.metrics.time.monotonic_ms()
         total_bytes = 0
         total_records = 0
         for topic, (nbytes, nrecords) in per_topic.items():
-            self._topic_sensors(topic)
-            self.metrics.sensor(f"topic.{topic}.bytes-fetched").record(nbytes)
-            self.metrics.sensor(f"topic.{topic}.records-fetched").record(nrecords)
+            fetched_bytes, fetched_records = self._sensors_of_topic(topic)
+            fetched_bytes.record(nbytes, now)
+            fetched_records.record(nrecords, now)
             total_bytes += nbytes
             total_records += nrecords
-        self._bytes.record(total_bytes)
-        self._records.record(total_records)
+        self._bytes.record(total_bytes, now)
+        self._records.record(total_records, now)
 
     def record_partition_fetched(self, tp: TopicPartition, nbytes: int, nrecords: int) -> None:
-        """Shorthand for one partition's share as its own recording."""
-        self.record_fetched({tp.topic: (nbytes, nrecords)})
+        """One partition's share, recorded as a response of its own."""
+        now = self.metrics.time.monotonic_ms()
+        fetched_bytes, fetched_records = self._sensors_of_topic(tp.topic)
+        fetched_bytes.record(nbytes, now)
+        fetched_records.record(nrecords, now)
+        self._bytes.record(nbytes, now)
+        self._records.record(nrecords, now)
 
     def record_lag(self, tp: TopicPartition, lag: int) -> None:
         """Records between the position and the high watermark (or LSO)."""
-        self._lag.record(lag)
-        self._partition_sensors(tp)
-        self.metrics.sensor(f"{tp}.records-lag").record(lag)
+        now = self.metrics.time.monotonic_ms()
+        self._lag.record(lag, now)
+        self._sensors_of_partition(tp)[0].record(lag, now)
 
     def record_lead(self, tp: TopicPartition, lead: int) -> None:
         """Records between the log start offset and the position."""
-        self._lead.record(lead)
-        self._partition_sensors(tp)
-        self.metrics.sensor(f"{tp}.records-lead").record(lead)
+        now = self.metrics.time.monotonic_ms()
+        self._lead.record(lead, now)
+        self._sensors_of_partition(tp)[1].record(lead, now)
 
     def remove_partition(self, tp: TopicPartition) -> None:
         """Drop the per-partition metrics of an unassigned partition."""
-        with self._lock:
-            self._known_partitions.discard(tp)
-        self.metrics.remove_sensor(f"{tp}.records-lag")
-        self.metrics.remove_sensor(f"{tp}.records-lead")
+        # Under the publish lock: a publication running now finishes before the sensors go,
+        # or finds the partition gone.
+        with self.metrics.publish_lock:
+            with self._lock:
+                self._partition_sensors.pop(tp, None)
+                self._unpublished.discard(tp)
+            self.metrics.remove_sensor(f"{tp}.records-lag")
+            self.metrics.remove_sensor(f"{tp}.records-lead")
 
-    def _topic_sensors(self, topic: str) -> None:
+    def _sensors_of_topic(self, topic: str) -> tuple[Sensor, Sensor]:
+        sensors = self._topic_sensors.get(topic)
+        if sensors is not None:
+            return sensors
         with self._lock:
-            if topic in self._known_topics:
-                return
-            self._known_topics.add(topic)
+            sensors = self._topic_sensors.get(topic)
+            if sensors is None:
+                sensors = self._topic_sensors[topic] = self._new_topic_sensors(topic)
+            return sensors
+
+    def _new_topic_sensors(self, topic: str) -> tuple[Sensor, Sensor]:
         g = self.GROUP
         tags = {"client-id": self.client_id, "topic": _topic_tag(topic)}
         m = self.metrics.metric_name
@@ -657,27 +743,74 @@ class FetchManagerMetrics:
             m("records-consumed-total", g, "Records consumed in total for the topic", tags),
             CumulativeSum(),
         )
+        return b, r
 
-    def _partition_sensors(self, tp: TopicPartition) -> None:
+    def _sensors_of_partition(self, tp: TopicPartition) -> tuple[Sensor, Sensor]:
+        sensors = self._partition_sensors.get(tp)
+        if sensors is not None:
+            return sensors
+        registry = self.metrics
+        if registry.has_reporters:
+            # Reporters hear of each metric as it is made (and run outside our lock).
+            sensors = self._new_partition_sensors(tp, publish=True)
+            with self._lock:
+                return self._partition_sensors.setdefault(tp, sensors)
         with self._lock:
-            if tp in self._known_partitions:
-                return
-            self._known_partitions.add(tp)
+            sensors = self._partition_sensors.get(tp)
+            if sensors is not None:
+                return sensors
+            sensors = self._partition_sensors[tp] = self._new_partition_sensors(tp, publish=False)
+            first = not self._unpublished
+            self._unpublished.add(tp)
+        if first:
+            registry.defer(self._publish_partitions)
+        return sensors
+
+    def _new_partition_sensors(self, tp: TopicPartition, publish: bool) -> tuple[Sensor, Sensor]:
+        lag = self.metrics.sensor(f"{tp}.records-lag")
+        lead = self.metrics.sensor(f"{tp}.records-lead")
+        if publish:
+            names = self._partition_metric_names(tp)
+            for i, stat in enumerate(self._partition_stats()):
+                (lag if i < 3 else lead).add(names[i], stat)
+        else:
+            for i, stat in enumerate(self._partition_stats()):
+                (lag if i < 3 else lead).add_stat(stat)
+        return lag, lead
+
+    @staticmethod
+    def _partition_stats() -> tuple[Stat, ...]:
+        # records-lag, -lag-max, -lag-avg, records-lead, -lead-min, -lead-avg
+        return (Value(), Max(), Avg(), Value(), Min(), Avg())
+
+    def _partition_metric_names(self, tp: TopicPartition) -> tuple[MetricName, ...]:
         g = self.GROUP
+        m = self.metrics.metric_name
         tags = {
             "client-id": self.client_id,
             "topic": _topic_tag(tp.topic),
             "partition": str(tp.partition),
         }
-        m = self.metrics.metric_name
-        lag = self.metrics.sensor(f"{tp}.records-lag")
-        lag.add(m("records-lag", g, "Latest lag of the partition", tags), Value())
-        lag.add(m("records-lag-max", g, "Largest lag of the partition", tags), Max())
-        lag.add(m("records-lag-avg", g, "Average lag of the partition", tags), Avg())
-        lead = self.metrics.sensor(f"{tp}.records-lead")
-        lead.add(m("records-lead", g, "Latest lead of the partition", tags), Value())
-        lead.add(m("records-lead-min", g, "Smallest lead of the partition", tags), Min())
-        lead.add(m("records-lead-avg", g, "Average lead of the partition", tags), Avg())
+        return (
+            m("records-lag", g, "Latest lag of the partition", tags),
+            m("records-lag-max", g, "Largest lag of the partition", tags),
+            m("records-lag-avg", g, "Average lag of the partition", tags),
+            m("records-lead", g, "Latest lead of the partition", tags),
+            m("records-lead-min", g, "Smallest lead of the partition", tags),
+            m("records-lead-avg", g, "Average lead of the partition", tags),
+        )
+
+    def _publish_partitions(self) -> None:
+        # Run by the registry under its publish lock (see remove_partition).
+        with self._lock:
+            pending, self._unpublished = self._unpublished, set()
+            sensors_of = [(tp, self._partition_sensors.get(tp)) for tp in pending]
+        for tp, sensors in sensors_of:
+            if sensors is None:
+                continue
+            stats = sensors[0].stats + sensors[1].stats
+            for i, name in enumerate(self._partition_metric_names(tp)):
+                sensors[0 if i < 3 else 1].publish(name, stats[i])
 
 
 class ConsumerCoordinatorMetrics:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kafkaconsumer.config import ConsumerConfig
+from kafkaconsumer.errors import IllegalStateError
 from kafkaconsumer.metrics import (
     Avg,
     ConsumerCoordinatorMetrics,
@@ -195,6 +196,53 @@ def test_fetch_manager_metrics() -> None:
         metrics.value("records-lag", g, part_tags)
     fm.record_lag(tp, 1)  # re-created after removal
     assert metrics.value("records-lag", g, part_tags) == 1
+
+
+def test_partition_metrics_are_published_when_first_read() -> None:
+    # Six metrics per partition are registered only when the registry is read; their
+    # statistics record from the first fetch on.
+    metrics, clock = _registry()
+    fm = FetchManagerMetrics(metrics, "c1")
+    g = FetchManagerMetrics.GROUP
+    tps = [TopicPartition("t", p) for p in range(3)]
+    for tp in tps:
+        fm.record_lag(tp, 7)
+        fm.record_lead(tp, 2)
+    assert not any(name.tags.get("partition") for name in metrics._metrics)
+    fm.record_lag(tps[0], 9)
+    fm.remove_partition(tps[2])  # unassigned before anyone looked: never published
+    values = {
+        (name.name, name.tags.get("partition")): value
+        for name, value in metrics.metrics().items()
+        if name.group == g
+    }
+    assert values[("records-lag", "0")] == 9
+    assert values[("records-lag-max", "0")] == 9
+    assert values[("records-lag-avg", "0")] == 8
+    assert values[("records-lead", "1")] == 2
+    assert values[("records-lead-min", "1")] == 2
+    assert not any(p == "2" for _name, p in values)
+    # A partition first seen after the registry was read is published by the next read.
+    fm.record_lag(TopicPartition("t", 5), 4)
+    part_tags = {"client-id": "c1", "topic": "t", "partition": "5"}
+    assert metrics.value("records-lag", g, part_tags) == 4
+
+
+def test_partition_metrics_reach_reporters_as_they_are_made() -> None:
+    changed: list[tuple[str, str | None]] = []
+
+    class Recorder(MetricsReporter):
+        def metric_change(self, metric: Any) -> None:
+            name = metric.metric_name
+            changed.append((name.name, name.tags.get("partition")))
+
+    metrics = Metrics(time=MockTime(), reporters=[Recorder()])
+    fm = FetchManagerMetrics(metrics, "c1")
+    changed.clear()
+    fm.record_lag(TopicPartition("t", 0), 3)
+    assert ("records-lag", "0") in changed and ("records-lead-avg", "0") in changed
+    with pytest.raises(IllegalStateError):
+        metrics.defer(lambda: None)
 
 
 def test_coordinator_and_consumer_metrics() -> None:
