@@ -172,7 +172,11 @@ def _binary(
 
 
 def _assemble(
-    rows: int, cols: tuple[Any, ...], topic: str, partition: int
+    rows: int,
+    cols: tuple[Any, ...],
+    topic: str,
+    partition: int,
+    segments: tuple[Any, Any, Any] | None = None,
 ) -> tuple[pa.RecordBatch, pa.Array]:
     (
         kvalid,
@@ -192,8 +196,14 @@ def _assemble(
     arrays = [
         _binary(pa.binary(), rows, kvalid, knulls, koffs, kdata),
         _binary(pa.binary(), rows, vvalid, vnulls, voffs, vdata),
-        _repeated_topic(topic, rows),
-        _repeated_int32(partition, rows),
+        *(
+            (_repeated_topic(topic, rows), _repeated_int32(partition, rows))
+            if segments is None
+            else (
+                _binary(pa.string(), rows, None, 0, segments[0], segments[1]),
+                pa.Array.from_buffers(pa.int32(), rows, [None, _buf(segments[2])], null_count=0),
+            )
+        ),
         pa.Array.from_buffers(pa.int64(), rows, [None, _buf(offsets)], null_count=0),
         pa.Array.from_buffers(
             pa.timestamp("ms", tz="UTC"), rows, [None, _buf(timestamps)], null_count=0
@@ -339,6 +349,78 @@ def decode_fetched_arrow(
     return ArrowDecodeResult(batch, epochs, next_offset, partial)
 
 
+class ArrowBuilder:
+    """Several partitions' fetched data decoded into one set of columns: the partitions one
+    poll hands out become one record batch (each partition's rows a slice of it), which
+    ``poll_arrow()`` returns without concatenating. Needs the Cython decoder
+    (:func:`builder_available`).
+
+    Thread-safety: not thread-safe; used within one poll.
+    """
+
+    __slots__ = ("_cols",)
+
+    def __init__(self, size_hint: int) -> None:
+        """An empty builder; ``size_hint`` is a first guess of the value bytes."""
+        if _carrow_mod is None:
+            raise RuntimeError("the Cython Arrow decoder is not available")
+        self._cols = _carrow_mod.new_builder(max(size_hint, 0), True)
+
+    @property
+    def num_rows(self) -> int:
+        """Rows decoded so far."""
+        return int(self._cols.num_rows)
+
+    def decode(
+        self,
+        data: bytes | bytearray | memoryview | None,
+        topic: str,
+        partition: int,
+        fetch_offset: int,
+        *,
+        check_crcs: bool = True,
+        read_committed: bool = False,
+        aborted_transactions: Iterable[Mapping[str, int]] | None = None,
+    ) -> tuple[int, int, bool]:
+        """Append a Fetch response partition's records (the checks and errors of
+        :func:`decode_fetched_arrow`); ``(rows, next_offset, partial)``. After an error the
+        builder holds part of the partition and must be dropped."""
+        rows, _cols, next_offset, partial = _carrow_mod.decode_columns(
+            data,
+            topic,
+            partition,
+            fetch_offset,
+            check_crcs=check_crcs,
+            read_committed=read_committed,
+            aborted_transactions=aborted_transactions,
+            include_headers=True,
+            into=self._cols,
+        )
+        return int(rows), int(next_offset), bool(partial)
+
+    def finish(self) -> tuple[pa.RecordBatch, pa.Array]:
+        """The rows as one batch of :data:`SCHEMA_WITH_HEADERS` and their leader epochs.
+
+        Raises :class:`CorruptRecordError` (with no partition: decode each partition alone to
+        find it) when a header key is not UTF-8."""
+        cols = self._cols
+        rows = int(cols.num_rows)
+        columns = cols.result()
+        batch, epochs = _assemble(rows, columns, "", -1, cols.segments())
+        hdr = columns[12]
+        if hdr is not None and hdr[1]:
+            try:
+                batch.column(7).values.field(0).validate(full=True)
+            except pa.ArrowInvalid:
+                raise CorruptRecordError("header key is not valid UTF-8") from None
+        return batch, epochs
+
+
+def builder_available() -> bool:
+    """Whether :class:`ArrowBuilder` can be used (the Cython decoder is loaded)."""
+    return _carrow_mod is not None
+
+
 def arrow_to_records(
     batch: pa.RecordBatch, leader_epochs: pa.Array, record_cls: Callable[..., Any]
 ) -> list[Any]:
@@ -384,18 +466,30 @@ class ArrowRecords:
     Thread-safety: not thread-safe; owned by the thread that polls.
     """
 
-    __slots__ = ("batches", "epochs", "_len")
+    __slots__ = ("batches", "epochs", "origins", "_len")
 
-    def __init__(self, batches: list[pa.RecordBatch], epochs: list[pa.Array]) -> None:
-        """Wrap ``batches`` and their per-row leader ``epochs`` (same lengths)."""
+    def __init__(
+        self,
+        batches: list[pa.RecordBatch],
+        epochs: list[pa.Array],
+        origins: list[tuple[pa.RecordBatch, int] | None] | None = None,
+    ) -> None:
+        """Wrap ``batches`` and their per-row leader ``epochs`` (same lengths). ``origins``
+        says, per batch, which larger batch it is a slice of and where it starts there (None:
+        not a slice), so that neighbouring slices are joined without a copy."""
         self.batches = batches
         self.epochs = epochs
+        self.origins: list[tuple[pa.RecordBatch, int] | None] = (
+            origins if origins is not None else [None for _ in batches]
+        )
         self._len = sum(b.num_rows for b in batches)
 
     @classmethod
-    def from_result(cls, result: ArrowDecodeResult) -> ArrowRecords:
-        """The records of one :func:`decode_fetched_arrow` result."""
-        return cls([result.batch], [result.leader_epochs])
+    def from_result(
+        cls, result: ArrowDecodeResult, origin: tuple[pa.RecordBatch, int] | None = None
+    ) -> ArrowRecords:
+        """The records of one :func:`decode_fetched_arrow` result (``origin``: see above)."""
+        return cls([result.batch], [result.leader_epochs], [origin])
 
     def __len__(self) -> int:
         return int(self._len)
@@ -415,7 +509,8 @@ class ArrowRecords:
     def _slice(self, start: int, length: int) -> ArrowRecords:
         batches: list[pa.RecordBatch] = []
         epochs: list[pa.Array] = []
-        for batch, epoch in zip(self.batches, self.epochs, strict=True):
+        origins: list[tuple[pa.RecordBatch, int] | None] = []
+        for batch, epoch, origin in zip(self.batches, self.epochs, self.origins, strict=True):
             n = batch.num_rows
             if length <= 0:
                 break
@@ -425,26 +520,21 @@ class ArrowRecords:
             take = min(n - start, length)
             batches.append(batch.slice(start, take))
             epochs.append(epoch.slice(start, take))
+            origins.append(None if origin is None else (origin[0], origin[1] + start))
             length -= take
             start = 0
-        return ArrowRecords(batches, epochs)
+        return ArrowRecords(batches, epochs, origins)
 
     def extend(self, other: ArrowRecords) -> None:
         """Append ``other``'s batches."""
         self.batches.extend(other.batches)
         self.epochs.extend(other.epochs)
+        self.origins.extend(other.origins)
         self._len += other._len
 
     def to_batch(self, include_headers: bool) -> pa.RecordBatch:
         """One record batch of :func:`schema` ``(include_headers)``."""
-        target = schema(include_headers)
-        if not self.batches:
-            return empty_batch(include_headers)
-        names = target.names
-        parts = [b.select(names) for b in self.batches]
-        if len(parts) == 1:
-            return parts[0]
-        return concat_batches(parts)
+        return join_records([self], include_headers)
 
     def to_records(self, record_cls: Callable[..., Any]) -> list[Any]:
         """The rows as ConsumerRecords (one object per row)."""
@@ -457,6 +547,35 @@ class ArrowRecords:
 def concat_batches(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     """One record batch of ``batches`` (same schema), copied together."""
     return pa.concat_batches(batches)
+
+
+def join_records(parts: Iterable[ArrowRecords], include_headers: bool) -> pa.RecordBatch:
+    """The rows of ``parts``, in order, as one record batch of :func:`schema`
+    ``(include_headers)``: a slice of the batch they were decoded into when they follow each
+    other there (one poll's partitions, decoded by an :class:`ArrowBuilder`), else a copy."""
+    batches: list[pa.RecordBatch] = []
+    origins: list[tuple[pa.RecordBatch, int] | None] = []
+    for recs in parts:
+        for batch, origin in zip(recs.batches, recs.origins, strict=True):
+            if batch.num_rows:
+                batches.append(batch)
+                origins.append(origin)
+    if not batches:
+        return empty_batch(include_headers)
+    names = schema(include_headers).names
+    first = origins[0]
+    if first is not None:
+        parent, start = first
+        end = start
+        for batch, origin in zip(batches, origins, strict=True):
+            if origin is None or origin[0] is not parent or origin[1] != end:
+                break
+            end += batch.num_rows
+        else:
+            return parent.slice(start, end - start).select(names)
+    if len(batches) == 1:
+        return batches[0].select(names)
+    return concat_batches([b.select(names) for b in batches])
 
 
 def empty_batch(include_headers: bool = False) -> pa.RecordBatch:

@@ -358,10 +358,7 @@ class KafkaConsumer:
         fetch = self._poll(timeout_ms, max_records, True)
         if fetch is None or not fetch.records:
             return arrow.empty_batch(include_headers)
-        parts = [recs.to_batch(include_headers) for recs in fetch.records.values() if len(recs)]
-        if not parts:
-            return arrow.empty_batch(include_headers)
-        return parts[0] if len(parts) == 1 else arrow.concat_batches(parts)
+        return arrow.join_records(fetch.records.values(), include_headers)
 
     def _poll(self, timeout_ms: Timeout, max_records: int | None, arrow: bool) -> Any:
         ms = to_timeout_ms(timeout_ms, 0)

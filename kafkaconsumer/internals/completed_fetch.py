@@ -50,6 +50,7 @@ class CompletedFetch:
         "metrics_recorded",
         "_end_hint",
         "buffered_bytes",
+        "predecoded",
     )
 
     def __init__(
@@ -80,6 +81,9 @@ class CompletedFetch:
         self._end_hint: int | None = -1  # -1: not scanned yet
         #: Its share of the fetcher's count of undecoded buffered bytes (set by the fetcher).
         self.buffered_bytes = 0
+        #: ``(ArrowDecodeResult, origin)`` when decoded ahead with other partitions of a poll
+        #: (the fetcher's _predecode_arrow), installed by its next initialization.
+        self.predecoded: tuple[Any, Any] | None = None
 
     def end_offset_hint(self) -> int | None:
         """Where the data after this one starts, known before decoding (for prefetching).
@@ -102,6 +106,10 @@ class CompletedFetch:
                         hint = None
             self._end_hint = hint
         return hint
+
+    def records_left(self) -> int:
+        """Decoded records not handed out yet."""
+        return len(self.records) - self._pos if self.initialized and not self.is_consumed else 0
 
     def set_decoded(self, records: list[Any], next_offset: int) -> None:
         """Install the decoded records and the offset after the last complete batch."""

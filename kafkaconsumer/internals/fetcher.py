@@ -759,6 +759,8 @@ class Fetcher:
             raise error
         fetch = Fetch()
         remaining = self._config.max_poll_records if max_records is None else max_records
+        if arrow:
+            self._predecode_arrow(remaining)
         paused: list[CompletedFetch] = []
         try:
             while remaining > 0:
@@ -811,6 +813,77 @@ class Fetcher:
                     for cf in paused:
                         self._buffer_append(cf)
         return fetch
+
+    def _predecode_arrow(self, want: int) -> None:
+        """Decode the buffered partitions this poll is about to hand out (about ``want``
+        records) into one set of Arrow columns: each partition's records become a slice of
+        one record batch, which ``poll_arrow()`` returns whole instead of concatenating the
+        partitions' batches (a copy of every value).
+
+        Only what the loop in collect_fetch would decode next, in its order: unpaused, error
+        free, not stale partitions. Each keeps its result (``predecoded``) for
+        ``_initialize``; on any decoding error nothing is kept and the loop decodes each
+        partition alone, raising where it would.
+        """
+        from kafkaconsumer import arrow as arrow_mod
+
+        if not arrow_mod.builder_available():
+            return
+        nil = self._next_in_line
+        if nil is not None:
+            want -= nil.records_left()
+        with self._lock:
+            queue = list(self._completed)
+        subs = self._subscriptions
+        expected: dict[TopicPartition, int] = {}
+        chosen: list[tuple[CompletedFetch, int, int, int, bool]] = []
+        builder = None
+        config = self._config
+        for cf in queue:
+            if want <= 0:
+                break
+            tp = cf.tp
+            if subs.is_paused(tp) or cf.predecoded is not None:
+                continue
+            if cf.initialized:
+                want -= cf.records_left()
+                continue
+            part = cf.partition_data
+            if part.get("error_code", 0):
+                break
+            position = subs.position(tp) if subs.is_fetchable(tp) else None
+            if position is None or cf.fetch_offset != expected.get(tp, position.offset):
+                continue
+            if builder is None:
+                builder = arrow_mod.ArrowBuilder(min(self._undecoded_bytes, config.max_bytes))
+            start = builder.num_rows
+            aborted = part.get("aborted_transactions") if config.read_committed else None
+            try:
+                rows, next_offset, partial = builder.decode(
+                    part.get("records"),
+                    tp.topic,
+                    tp.partition,
+                    cf.fetch_offset,
+                    check_crcs=config.check_crcs,
+                    read_committed=config.read_committed,
+                    aborted_transactions=aborted,
+                )
+            except Exception:  # noqa: BLE001 - the loop decodes this partition again, alone
+                return
+            chosen.append((cf, start, rows, next_offset, partial))
+            expected[tp] = max(next_offset, cf.fetch_offset)
+            want -= rows
+        if builder is None:
+            return
+        try:
+            batch, epochs = builder.finish()
+        except Exception:  # noqa: BLE001 - as above
+            return
+        for cf, start, rows, next_offset, partial in chosen:
+            result = arrow_mod.ArrowDecodeResult(
+                batch.slice(start, rows), epochs.slice(start, rows), next_offset, partial
+            )
+            cf.predecoded = (result, (batch, start))
 
     def _popleft(self, cf: CompletedFetch) -> None:
         if self._completed and self._completed[0] is cf:
@@ -919,16 +992,21 @@ class Fetcher:
             if arrow:
                 from kafkaconsumer import arrow as arrow_mod
 
-                decoded = arrow_mod.decode_fetched_arrow(
-                    raw,
-                    tp.topic,
-                    tp.partition,
-                    cf.fetch_offset,
-                    check_crcs=self._config.check_crcs,
-                    read_committed=self._config.read_committed,
-                    aborted_transactions=aborted,
-                )
-                records: Any = arrow_mod.ArrowRecords.from_result(decoded)
+                if cf.predecoded is not None:
+                    decoded, origin = cf.predecoded
+                    cf.predecoded = None
+                else:
+                    decoded = arrow_mod.decode_fetched_arrow(
+                        raw,
+                        tp.topic,
+                        tp.partition,
+                        cf.fetch_offset,
+                        check_crcs=self._config.check_crcs,
+                        read_committed=self._config.read_committed,
+                        aborted_transactions=aborted,
+                    )
+                    origin = None
+                records: Any = arrow_mod.ArrowRecords.from_result(decoded, origin)
                 next_offset = decoded.next_offset
             else:
                 result = decode_fetched_records(

@@ -144,6 +144,9 @@ cdef class _Columns:
     cdef Py_ssize_t key_nulls, value_nulls, hdr_rows, hv_nulls
     # The batch being decoded: its size on the wire and the input bytes after it.
     cdef Py_ssize_t wire, remaining
+    # A builder (see new_builder) also keeps each row's topic and partition.
+    cdef bint shared
+    cdef Grow topic_offsets, topic_data, partitions
 
     def __cinit__(self, Py_ssize_t data_size, bint headers):
         # Uncompressed values never exceed the input: one allocation in the common case.
@@ -173,6 +176,17 @@ cdef class _Columns:
             _put_i32(self.hdr_offsets, 0)
             _put_i32(self.hk_offsets, 0)
             _put_i32(self.hv_offsets, 0)
+
+    @property
+    def num_rows(self):
+        """Rows decoded so far."""
+        return self.rows
+
+    def segments(self):
+        """``(topic_offsets, topic_data, partitions)`` of a builder's rows."""
+        if not self.shared:
+            raise ValueError("only a builder (new_builder) keeps topics and partitions")
+        return self.topic_offsets, self.topic_data, self.partitions
 
     def result(self):
         """The column tuple described in ``kafkaconsumer.arrow._COLUMNS``."""
@@ -392,22 +406,70 @@ cdef int64_t _decode_legacy(_Columns c, const unsigned char* buf, object mv, Py_
     return next_offset
 
 
+def new_builder(Py_ssize_t data_size, bint include_headers):
+    """Columns that several ``decode_columns(..., into=builder)`` calls append to: the
+    partitions handed out by one poll become one set of buffers (one record batch, sliced per
+    partition, no concatenation). ``data_size`` is a first guess of the value bytes."""
+    cdef _Columns c = _Columns(data_size, include_headers)
+    c.shared = True
+    c.topic_offsets = Grow(4096)
+    c.topic_data = Grow(4096)
+    c.partitions = Grow(4096)
+    _put_i32(c.topic_offsets, 0)
+    return c
+
+
+cdef int _fill_segment(_Columns c, bytes topic, int32_t partition, Py_ssize_t first) except -1:
+    # The topic and partition of rows [first, rows) of a builder.
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(topic), rows = c.rows - first, i
+    cdef const char* src = PyBytes_AS_STRING(topic)
+    cdef int32_t* offs
+    cdef int32_t* parts
+    cdef char* out
+    if rows <= 0:
+        return 0
+    if c.topic_data.n + size * rows > _MAX_COLUMN_BYTES:
+        raise OverflowError("the topic column of one poll exceeds 2 GiB")
+    _reserve(c.topic_offsets, 4 * rows)
+    _reserve(c.topic_data, size * rows)
+    _reserve(c.partitions, 4 * rows)
+    offs = <int32_t*>(c.topic_offsets.p + c.topic_offsets.n)
+    parts = <int32_t*>(c.partitions.p + c.partitions.n)
+    out = c.topic_data.p + c.topic_data.n
+    for i in range(rows):
+        memcpy(out + i * size, src, size)
+        offs[i] = <int32_t>(c.topic_data.n + (i + 1) * size)
+        parts[i] = partition
+    c.topic_offsets.n += 4 * rows
+    c.topic_data.n += size * rows
+    c.partitions.n += 4 * rows
+    return 0
+
+
 def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint check_crcs=True,
                    bint read_committed=False, aborted_transactions=None,
-                   bint include_headers=False):
+                   bint include_headers=False, _Columns into=None):
     """Decode a Fetch response partition's ``records`` into Arrow column buffers.
 
     Returns ``(rows, columns, next_offset, partial)`` with ``columns`` as
     ``kafkaconsumer.arrow._COLUMNS`` describes; the checks and errors are those of
-    ``decode_fetched_records`` (docs/internals.md, record/).
+    ``decode_fetched_records`` (docs/internals.md, record/). With ``into`` (a builder from
+    :func:`new_builder`) the rows are appended there, with their topic and partition, and
+    ``columns`` is None. After an error a builder holds part of the partition: drop it.
     """
     cdef Py_buffer view
     cdef const unsigned char* buf
-    cdef Py_ssize_t n, pos = 0, size
+    cdef Py_ssize_t n, pos = 0, size, first = 0
     cdef int64_t next_offset = fetch_offset, batch_next
     cdef bint partial = False
     cdef _Columns c
+    if into is not None:
+        if not into.shared or into.headers != include_headers:
+            raise ValueError("into must be a builder with the same include_headers")
+        first = into.rows
     if data is None:
+        if into is not None:
+            return 0, None, fetch_offset, False
         c = _Columns(0, include_headers)
         return 0, c.result(), fetch_offset, False
     txns = AbortedTransactions(aborted_transactions) if read_committed else None
@@ -415,7 +477,12 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
     try:
         buf = <const unsigned char*>view.buf
         n = view.len
-        c = _Columns(n, include_headers)
+        if into is not None:
+            c = into
+            # Uncompressed values never exceed the input: room for them in one step.
+            _reserve(c.value_data, n + 64)
+        else:
+            c = _Columns(n, include_headers)
         mv = memoryview(data)
         while pos < n:
             size = next_batch(buf, pos, n, fetch_offset, CorruptRecordError,
@@ -436,6 +503,9 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
             pos += size
     finally:
         PyBuffer_Release(&view)
+    if into is not None:
+        _fill_segment(c, topic.encode("utf-8"), partition, first)
+        return c.rows - first, None, next_offset, partial
     return c.rows, c.result(), next_offset, partial
 
 

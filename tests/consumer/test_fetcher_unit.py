@@ -704,3 +704,78 @@ def test_a_bug_handling_a_fetch_response_surfaces_as_an_error_not_an_empty_fetch
     # The session restarts full and the partition is fetched again from where it was.
     assert f.send_fetches() == 1
     assert client.fetched(1) == {T0: 0}
+
+
+def _arrow_offsets(fetch: Any) -> dict[TopicPartition, list[int]]:
+    return {
+        tp: [o for b in recs.batches for o in b.column("offset").to_pylist()]
+        for tp, recs in fetch.records.items()
+    }
+
+
+def test_arrow_poll_decodes_its_partitions_into_one_batch() -> None:
+    pytest.importorskip("pyarrow")
+    from kafkaconsumer import arrow
+
+    if not arrow.builder_available():
+        pytest.skip("needs the Cython Arrow decoder")
+    f, client, subs = make(max_poll_records=500)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(100, 7, 0), 7)}))
+    fetch = f.collect_fetch(25, arrow=True)
+    assert _arrow_offsets(fetch) == {T0: list(range(10)), T1: list(range(7))}
+    parts: list[Any] = list(fetch.records.values())
+    joined = arrow.join_records(parts, False)
+    parents = {id(o[0]) for recs in parts for o in recs.origins if o}
+    assert len(parents) == 1  # both partitions are slices of one batch
+    assert joined.column("partition").to_pylist() == [0] * 10 + [1] * 7
+    assert joined.column("value").to_pylist()[9:11] == [b"9", b"100"]
+    assert _offset(subs, T0) == 10 and _offset(subs, T1) == 7
+
+
+def test_arrow_poll_cut_by_max_records_continues_exactly() -> None:
+    pytest.importorskip("pyarrow")
+    from kafkaconsumer import arrow
+
+    f, client, subs = make(max_poll_records=500)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(100, 7, 0), 7)}))
+    got: list[tuple[int, int]] = []
+    while True:
+        fetch = f.collect_fetch(4, arrow=True)
+        if fetch.is_empty():
+            break
+        parts: list[Any] = list(fetch.records.values())
+        joined = arrow.join_records(parts, False)
+        assert joined.num_rows <= 4
+        partitions = joined.column("partition").to_pylist()
+        got.extend(zip(partitions, joined.column("offset").to_pylist(), strict=True))
+    assert got == [(0, o) for o in range(10)] + [(1, o) for o in range(7)]
+
+
+def test_arrow_poll_with_a_corrupt_partition_returns_the_others_first() -> None:
+    # A decoding error in one partition of a poll: the partitions before it are handed out,
+    # and the error comes with the next poll, naming its partition (as poll() does).
+    pytest.importorskip("pyarrow")
+    from kafkaconsumer.errors import CorruptRecordError
+
+    good = batch(0, 5, 0)
+    bad = bytearray(batch(50, 5, 0))
+    bad[-1] ^= 0xFF  # the CRC no longer matches
+    f, client, subs = make(max_poll_records=500)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (good, 5), T1: (bytes(bad), 5)}))
+    first = f.collect_fetch(100, arrow=True)
+    assert _arrow_offsets(first) == {T0: list(range(5))}
+    with pytest.raises(CorruptRecordError) as info:
+        f.collect_fetch(100, arrow=True)
+    assert info.value.partition == 1 and info.value.offset == 0

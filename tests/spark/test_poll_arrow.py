@@ -91,6 +91,62 @@ def test_poll_arrow_returns_what_poll_returns(broker: Any) -> None:
     )
 
 
+def test_poll_arrow_joins_the_partitions_of_a_poll_without_copying(
+    broker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The partitions one poll hands out are decoded into one set of columns: the batch is a
+    slice of it, never a concatenation, and its topic and partition columns are per row."""
+    topics = [unique_name("arrow"), unique_name("arrow")]
+    for topic in topics:
+        _produce(broker.bootstrap_servers, topic, 300, partitions=3)
+    tps = [TopicPartition(t, p) for t in topics for p in range(3)]
+    cfg = {"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest"}
+
+    def no_copy(batches: Any) -> Any:
+        raise AssertionError(f"poll_arrow concatenated {len(batches)} batches")
+
+    if arrow.builder_available():
+        monkeypatch.setattr(arrow, "concat_batches", no_copy)
+    got: list[Any] = []
+    with KafkaConsumer(cfg) as consumer:
+        consumer.assign(tps)
+
+        def more() -> bool:
+            got.append(consumer.poll_arrow(200, max_records=100_000, include_headers=True))
+            rows: int = sum(b.num_rows for b in got)
+            return rows >= 600
+
+        wait_for(more, timeout=30, interval=0, message="600 rows")
+    assert max(len(set(b.column("topic").to_pylist())) for b in got) >= 1
+    table = pa.Table.from_batches(got)
+    expected: list[ConsumerRecord] = []
+    with KafkaConsumer(cfg) as consumer:
+        consumer.assign(tps)
+
+        def more_objects() -> bool:
+            expected.extend(consumer.poll(200))
+            return len(expected) >= 600
+
+        wait_for(more_objects, timeout=30, interval=0, message="600 records")
+    ms = table.column("timestamp").cast(pa.int64()).to_pylist()
+    rows = sorted(
+        (r["topic"], r["partition"], r["offset"], r["key"], r["value"], t, r["headers"])
+        for r, t in zip(table.to_pylist(), ms, strict=True)
+    )
+    assert rows == sorted(
+        (
+            r.topic,
+            r.partition,
+            r.offset,
+            r.key,
+            r.value,
+            r.timestamp,
+            [{"key": k, "value": v} for k, v in r.headers],
+        )
+        for r in expected
+    )
+
+
 def test_poll_arrow_commits_and_mixes_with_poll(broker: Any) -> None:
     topic = unique_name("arrow")
     group = unique_name("g")
