@@ -97,7 +97,7 @@ _carrow_mod: Any = None
 USING_EXTENSION = False
 if os.environ.get("KAFKACONSUMER_NO_EXTENSIONS") != "1":
     try:
-        from kafkaconsumer.record import _carrow  # type: ignore[attr-defined]
+        from kafkaconsumer.record import _carrow
     except ImportError as exc:
         logger.debug("Cython Arrow decoder not available (%s); using the pure-Python one", exc)
     else:

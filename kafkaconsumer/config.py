@@ -26,7 +26,7 @@ import importlib
 import itertools
 import logging
 import re
-import ssl
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -325,7 +325,9 @@ def _bootstrap(name: str, value: Any) -> Any:
 
 
 def _ssl_context(name: str, value: Any) -> Any:
-    if value is not None and not isinstance(value, ssl.SSLContext):
+    # ssl itself is not imported (~7 ms of start-up): an SSLContext can only exist once it is.
+    ssl = sys.modules.get("ssl")
+    if value is not None and (ssl is None or not isinstance(value, ssl.SSLContext)):
         raise ConfigError(f"{name}: expected an ssl.SSLContext, got {type(value).__name__}")
     return value
 

@@ -25,8 +25,6 @@ Serializers mirror all of this for the producer (:func:`resolve_serializer`).
 
 from __future__ import annotations
 
-import inspect
-import json
 import logging
 import struct
 import uuid
@@ -236,6 +234,9 @@ class JsonDeserializer(Deserializer):
 
     def __init__(self, **loads_kwargs: Any) -> None:
         """Keep ``loads_kwargs`` for ``json.loads``."""
+        import json  # here, not at start-up: most consumers never build one
+
+        self._loads = json.loads
         self._loads_kwargs = loads_kwargs
 
     def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
@@ -243,7 +244,7 @@ class JsonDeserializer(Deserializer):
         if data is None:
             return None
         try:
-            return json.loads(bytes(data), **self._loads_kwargs)
+            return self._loads(bytes(data), **self._loads_kwargs)
         except (ValueError, UnicodeDecodeError) as exc:
             raise SerializationError(f"invalid JSON: {exc}") from exc
 
@@ -261,6 +262,8 @@ class VoidDeserializer(Deserializer):
 def _arity(fn: Callable[..., Any]) -> int:
     """How many positional arguments ``fn`` takes (1, 2 or 3)."""
     try:
+        import inspect  # only for a plain function given as a (de)serializer
+
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return 1  # builtins without a signature (e.g. bytes.decode) take the data alone
@@ -425,7 +428,10 @@ class JsonSerializer(Serializer):
 
     def __init__(self, **dumps_kwargs: Any) -> None:
         """Keep ``dumps_kwargs`` for ``json.dumps``."""
+        import json
+
         dumps_kwargs.setdefault("separators", (",", ":"))
+        self._dumps = json.dumps
         self._dumps_kwargs = dumps_kwargs
 
     def serialize(self, topic: str, data: Any, headers: Headers | None = None) -> bytes | None:
@@ -433,7 +439,7 @@ class JsonSerializer(Serializer):
         if data is None:
             return None
         try:
-            return json.dumps(data, **self._dumps_kwargs).encode("utf-8")
+            return self._dumps(data, **self._dumps_kwargs).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise SerializationError(f"cannot encode {type(data).__name__} as JSON: {exc}") from exc
 

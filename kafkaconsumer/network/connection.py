@@ -25,11 +25,10 @@ import errno
 import logging
 import selectors
 import socket
-import ssl
 import struct
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer._version import __version__
 from kafkaconsumer.errors import (
@@ -55,6 +54,48 @@ from kafkaconsumer.protocol import (
 )
 
 logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    import ssl
+
+
+class _NoTls(Exception):
+    """Stands for the ``ssl`` module's exception and socket classes until a TLS connection is
+    made: ``ssl`` takes ~7 ms to import, a plaintext client never needs it, and the except
+    clauses naming them are reached by every would-block read (BlockingIOError).
+
+    Thread-safety: never instantiated; the names bound to it change once, under the network
+    lock, when the first TLS connection is built.
+    """
+
+
+# Any: each is the ssl class of that name once _load_ssl ran.
+_SSLError: Any = _NoTls
+_SSLWantReadError: Any = _NoTls
+_SSLWantWriteError: Any = _NoTls
+_SSLCertVerificationError: Any = _NoTls
+_SSLSocket: Any = _NoTls
+
+
+def host_for_lookup(host: str) -> str | bytes:
+    """``host`` as ``socket.getaddrinfo`` should get it: an ASCII name as bytes, so that the
+    lookup does not load the IDNA codec (about a millisecond of start-up); others as they are
+    (getaddrinfo IDNA-encodes them)."""
+    return host.encode("ascii") if host.isascii() else host
+
+
+def _load_ssl() -> None:
+    """Bind the ``ssl`` names above (a TLS connection is being made)."""
+    global _SSLError, _SSLWantReadError, _SSLWantWriteError, _SSLCertVerificationError
+    global _SSLSocket
+    import ssl
+
+    _SSLError = ssl.SSLError
+    _SSLWantReadError = ssl.SSLWantReadError
+    _SSLWantWriteError = ssl.SSLWantWriteError
+    _SSLCertVerificationError = ssl.SSLCertVerificationError
+    _SSLSocket = ssl.SSLSocket
+
 
 __all__ = [
     "ConnectionState",
@@ -224,6 +265,8 @@ class BrokerConnection:
         protocol = settings.security_protocol
         self._use_sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
         self._use_ssl = protocol in ("SSL", "SASL_SSL")
+        if self._use_ssl:
+            _load_ssl()
         if self._use_ssl and ssl_context is None:
             raise ValueError("an SSL connection needs an ssl_context")
         self._client_id: str = settings.client_id
@@ -319,7 +362,7 @@ class BrokerConnection:
     def has_buffered_input(self) -> bool:
         """True when TLS holds decrypted bytes the selector cannot see."""
         return (
-            isinstance(self.sock, ssl.SSLSocket)
+            isinstance(self.sock, _SSLSocket)
             and self.state is not ConnectionState.HANDSHAKE
             and self.sock.pending() > 0
         )
@@ -339,7 +382,7 @@ class BrokerConnection:
         self._setup_deadline_ms = now + setup_timeout_ms
         self.last_activity_ms = now
         try:
-            infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(host_for_lookup(self.host), self.port, 0, socket.SOCK_STREAM)
         except OSError as exc:
             raise KafkaConnectionError(
                 f"cannot resolve broker host {self.host!r} (node {self.node_id}): {exc}"
@@ -392,7 +435,7 @@ class BrokerConnection:
                 self.sock = self._ssl_context.wrap_socket(
                     self.sock, server_hostname=self.host, do_handshake_on_connect=False
                 )
-            except (ssl.SSLError, ValueError) as exc:
+            except (_SSLError, ValueError) as exc:
                 self.close(
                     SslAuthenticationError(
                         f"TLS set-up for node {self.node_id} ({self.host}:{self.port}) failed: {exc}"
@@ -406,16 +449,16 @@ class BrokerConnection:
             self._start_api_versions()
 
     def _do_handshake(self) -> None:
-        assert isinstance(self.sock, ssl.SSLSocket)
+        assert isinstance(self.sock, _SSLSocket)
         try:
             self.sock.do_handshake()
-        except ssl.SSLWantReadError:
+        except _SSLWantReadError:
             self._handshake_wants = selectors.EVENT_READ
             return
-        except ssl.SSLWantWriteError:
+        except _SSLWantWriteError:
             self._handshake_wants = selectors.EVENT_WRITE
             return
-        except ssl.SSLCertVerificationError as exc:
+        except _SSLCertVerificationError as exc:
             reason = exc.verify_message or exc.reason or str(exc)
             self.close(
                 SslAuthenticationError(
@@ -424,7 +467,7 @@ class BrokerConnection:
                 )
             )
             return
-        except ssl.SSLError as exc:
+        except _SSLError as exc:
             self.close(
                 SslAuthenticationError(
                     f"TLS handshake with node {self.node_id} ({self.host}:{self.port}) failed: "
@@ -721,9 +764,9 @@ class BrokerConnection:
             buf = queue[0]
             try:
                 sent = sock.send(buf)
-            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError):
+            except (BlockingIOError, InterruptedError, _SSLWantWriteError):
                 return
-            except ssl.SSLWantReadError:
+            except _SSLWantReadError:
                 self._want_read_for_write = True
                 return
             except OSError as exc:
@@ -773,12 +816,12 @@ class BrokerConnection:
                     n = len(chunk)
                     self._on_chunk(chunk)
                     got_all = n >= want
-            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError):
+            except (BlockingIOError, InterruptedError, _SSLWantReadError):
                 return
-            except ssl.SSLWantWriteError:
+            except _SSLWantWriteError:
                 self._want_write_for_read = True
                 return
-            except ssl.SSLError as exc:
+            except _SSLError as exc:
                 if self.state is not ConnectionState.READY:
                     # With TLS 1.3 the server rejects a client certificate only after the
                     # handshake, with an alert: before READY that is an authentication failure.
@@ -807,7 +850,7 @@ class BrokerConnection:
                     )
                 )
                 return
-            if not got_all and not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+            if not got_all and not (isinstance(sock, _SSLSocket) and sock.pending()):
                 # A short read means the kernel buffer is drained (TLS may still hold decrypted
                 # bytes, hence the pending() check); the selector reports the next data.
                 return

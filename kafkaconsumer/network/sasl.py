@@ -12,10 +12,9 @@ no log line or exception text in this module contains a secret.
 
 from __future__ import annotations
 
+# hashlib, hmac and json are imported where SCRAM and OAuth use them: a plaintext client
+# need not pay for them at start-up.
 import base64
-import hashlib
-import hmac
-import json
 import logging
 import os
 import re
@@ -73,6 +72,8 @@ class Secret:
     __str__ = __repr__
 
     def __eq__(self, other: object) -> bool:
+        import hmac
+
         return isinstance(other, Secret) and hmac.compare_digest(self._value, other._value)
 
     def __hash__(self) -> int:
@@ -196,9 +197,13 @@ class ScramMechanism(SaslMechanism):
         self._server_signature = b""
 
     def _hmac(self, key: bytes, msg: bytes) -> bytes:
+        import hmac
+
         return hmac.new(key, msg, self._hash).digest()
 
     def _h(self, data: bytes) -> bytes:
+        import hashlib
+
         return hashlib.new(self._hash, data).digest()
 
     def initial_response(self) -> bytes:
@@ -247,6 +252,8 @@ class ScramMechanism(SaslMechanism):
                 f"SCRAM: server asked for {iterations} iterations, fewer than the minimum "
                 f"{SCRAM_MIN_ITERATIONS}"
             )
+        import hashlib
+
         salted = hashlib.pbkdf2_hmac(self._hash, self._password.reveal().encode(), salt, iterations)
         client_key = self._hmac(salted, b"Client Key")
         stored_key = self._h(client_key)
@@ -268,6 +275,8 @@ class ScramMechanism(SaslMechanism):
             received = base64.b64decode(attrs.get("v", ""), validate=True)
         except ValueError:
             received = b""
+        import hmac
+
         if not received or not hmac.compare_digest(received, self._server_signature):
             self._state = "failed"
             raise SaslAuthenticationError(
@@ -318,6 +327,8 @@ class OAuthBearerToken:
 def _jwt_expiry_ms(token: str) -> int | None:
     # An unverified peek at a JWT's "exp" claim only to schedule the refresh; the broker is the
     # one that validates the token.
+    import json
+
     parts = token.split(".")
     if len(parts) != 3:
         return None

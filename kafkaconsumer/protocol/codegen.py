@@ -24,7 +24,6 @@ the like; :class:`Codec` turns every one of them into
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 import marshal
@@ -32,6 +31,7 @@ import os
 import struct
 import threading
 import uuid
+import zlib
 from collections.abc import Callable, Mapping
 from types import CodeType
 from typing import Any, NamedTuple
@@ -722,7 +722,11 @@ def _filename(api: Api, version: int, direction: str) -> str:
 
 
 def _digest(source: str) -> bytes:
-    return hashlib.sha256(source.encode("utf-8")).digest()
+    # Tells whether a stored codec was compiled from the source generated now (a stale build
+    # otherwise). Length and CRC-32, not a cryptographic hash: hashlib's OpenSSL backend took
+    # ~3 ms of a short script's start-up, and nothing here needs collision resistance.
+    data = source.encode("utf-8")
+    return len(data).to_bytes(4, "big") + zlib.crc32(data).to_bytes(4, "big")
 
 
 def write_compiled(path: str, apis: Mapping[int, Api]) -> int:

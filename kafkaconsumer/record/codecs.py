@@ -21,11 +21,14 @@ import logging
 import struct
 import threading
 import zlib
+from typing import TYPE_CHECKING
 
-import cramjam  # the engine under python-snappy (>= 0.7 requires it): decompresses in place
-import lz4.frame
-import snappy
-import zstandard
+# The codec libraries are imported by the first batch that needs one (they cost a client that
+# reads uncompressed data ~3.5 ms of start-up); an import statement for a module already loaded
+# is a dictionary lookup, once per batch. cramjam is the engine under python-snappy (>= 0.7
+# requires it) and decompresses in place.
+if TYPE_CHECKING:
+    import zstandard
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +205,8 @@ def _unsnappy(data: BytesLike, limit: int) -> bytes:
         blocks = _xerial_blocks(data)
     # Every block announces its size: check the bound first, then decompress each block
     # straight into its place in one buffer.
+    import cramjam
+
     sizes = [_snappy_raw_length(block) for block in blocks]
     total = sum(sizes)
     if total > limit:
@@ -225,6 +230,8 @@ def _unsnappy(data: BytesLike, limit: int) -> bytes:
 
 
 def _unlz4(data: BytesLike, limit: int) -> bytes:
+    import lz4.frame
+
     dec = lz4.frame.LZ4FrameDecompressor()
     # The decompressor allocates max_length up front, so grow the output step by step instead
     # of asking for the whole bound at once; when the frame declares its size (librdkafka's
@@ -256,6 +263,8 @@ def _unlz4(data: BytesLike, limit: int) -> bytes:
 
 
 def _unzstd(data: BytesLike, limit: int) -> bytes:
+    import zstandard
+
     try:
         declared = zstandard.frame_content_size(data)
     except zstandard.ZstdError as exc:
@@ -281,6 +290,8 @@ _local = threading.local()
 
 
 def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    import zstandard
+
     # A decompression context costs as much as decompressing a small batch; contexts are
     # not thread-safe, so keep one per thread.
     dctx: zstandard.ZstdDecompressor | None = getattr(_local, "zstd", None)
@@ -290,6 +301,8 @@ def _zstd_decompressor() -> zstandard.ZstdDecompressor:
 
 
 def _zstd_exceeds(dctx: zstandard.ZstdDecompressor, data: BytesLike, limit: int) -> bool:
+    import zstandard
+
     total = 0
     try:
         with dctx.stream_reader(bytes(data)) as reader:
@@ -394,6 +407,8 @@ def compress(codec: int, data: bytes, *, magic: int = 2, xerial: bool = True) ->
         co = zlib.compressobj(6, zlib.DEFLATED, 31)
         return co.compress(data) + co.flush()
     if codec == CODEC_SNAPPY:
+        import snappy
+
         if not xerial:
             return bytes(snappy.compress(data))
         parts = [_XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
@@ -403,6 +418,8 @@ def compress(codec: int, data: bytes, *, magic: int = 2, xerial: bool = True) ->
             parts.append(block)
         return b"".join(parts)
     if codec == CODEC_LZ4:
+        import lz4.frame
+
         out = lz4.frame.compress(
             data,
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
@@ -412,5 +429,7 @@ def compress(codec: int, data: bytes, *, magic: int = 2, xerial: bool = True) ->
         )
         return _break_lz4_header(out) if magic == 0 else out
     if codec == CODEC_ZSTD:
+        import zstandard
+
         return zstandard.ZstdCompressor().compress(data)
     raise ValueError(f"unknown compression codec id {codec}")

@@ -376,7 +376,8 @@ def test_all_dns_addresses_are_tried(monkeypatch: pytest.MonkeyPatch) -> None:
         real = socket.getaddrinfo
 
         def fake_getaddrinfo(host: Any, port: Any, *args: Any, **kw: Any) -> Any:
-            if host == "multi.test":
+            # ASCII names are looked up as bytes (no IDNA codec to load).
+            if host in ("multi.test", b"multi.test"):
                 return [
                     (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", dead_port)),
                     (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", good_port)),
