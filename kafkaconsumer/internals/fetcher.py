@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_default, config_value
-from kafkaconsumer.internals.completed_fetch import CompletedFetch
+from kafkaconsumer.internals.completed_fetch import CompletedFetch, FetchMetricsAggregator
 from kafkaconsumer.internals.fetch_session import (
     ZERO_UUID,
     FetchRequestData,
@@ -713,6 +713,11 @@ class Fetcher:
                 if response.get("error_code", 0) == _FETCH_SESSION_TOPIC_ID_ERROR:
                     self._metadata.request_update()
                 return
+            aggregator = None
+            if self._metrics is not None:
+                aggregator = FetchMetricsAggregator(
+                    self._metrics, [tp for tp, _ in resolved if tp in session_parts]
+                )
             for tp, part in resolved:
                 req = session_parts.get(tp)
                 if req is None:
@@ -720,6 +725,7 @@ class Fetcher:
                     logger.debug("fetch response has %s, which the request did not ask for", tp)
                     continue
                 cf = CompletedFetch(tp, part, req.fetch_offset, target.broker)
+                cf.aggregator = aggregator
                 self._buffer_append(cf)
         metrics = self._metrics
         if metrics is not None:
@@ -954,13 +960,12 @@ class Fetcher:
 
     def _record_consumed(self, cf: CompletedFetch, subs: SubscriptionState) -> None:
         # Once per partition response, when its last record is handed out: per-slice updates
-        # cost more than the slices.
+        # cost more than the slices. (Bytes and records go per response: the aggregator.)
         if not cf.is_consumed or cf.metrics_recorded:
             return
         cf.metrics_recorded = True
         metrics = self._metrics
         tp = cf.tp
-        metrics.record_partition_fetched(tp, cf.size_in_bytes, cf.records_total)
         lag = subs.partition_lag(tp, self._config.read_committed)
         if lag is not None:
             metrics.record_lag(tp, lag)
@@ -1092,6 +1097,7 @@ class Fetcher:
         with self._lock:
             for cf in [cf for cf in self._completed if cf.tp not in keep]:
                 self._buffer_forget(cf)
+                cf.drain()
             self._completed = deque(cf for cf in self._completed if cf.tp in keep)
             nil = self._next_in_line
             if nil is not None and nil.tp not in keep:

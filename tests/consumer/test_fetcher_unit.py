@@ -779,3 +779,44 @@ def test_arrow_poll_with_a_corrupt_partition_returns_the_others_first() -> None:
     with pytest.raises(CorruptRecordError) as info:
         f.collect_fetch(100, arrow=True)
     assert info.value.partition == 1 and info.value.offset == 0
+
+
+def test_fetch_size_and_records_are_recorded_per_response() -> None:
+    # Java's FetchMetricsAggregator: a response's bytes and records are recorded once every
+    # partition of it is handed out or dropped, so fetch-size-avg is a response's size.
+    from kafkaconsumer.metrics import FetchManagerMetrics, Metrics
+
+    metrics = Metrics(time=MockTime())
+    fm = FetchManagerMetrics(metrics, "c")
+    subs = SubscriptionState("earliest")
+    client = FakeClient()
+    f = Fetcher(
+        client,
+        FakeMetadata({T0: 0, T1: 0}),
+        subs,
+        FetchConfig(max_poll_records=100),
+        time=MockTime(),
+        metrics=fm,
+    )
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    b0, b1 = batch(0, 4, 0), batch(10, 3, 0)
+    client.sent[0][2].success(response({T0: (b0, 4), T1: (b1, 3)}))
+    tags = {"client-id": "c"}
+    g = FetchManagerMetrics.GROUP
+    assert f.collect_fetch(4).num_records == 4  # T0 only
+    assert metrics.value("records-consumed-total", g, tags) == 0
+    assert f.collect_fetch().num_records == 3
+    assert metrics.value("records-consumed-total", g, tags) == 7
+    assert metrics.value("bytes-consumed-total", g, tags) == len(b0) + len(b1)
+    assert metrics.value("fetch-size-max", g, tags) == len(b0) + len(b1)
+    assert metrics.value("records-per-request-avg", g, tags) == 7
+    # A partition dropped before it is handed out still completes its response.
+    f.send_fetches()
+    client.sent[1][2].success(response({T0: (batch(4, 2, 4), 9), T1: (batch(3, 2, 3), 9)}))
+    subs.assign_from_user([T0])
+    f.clear_buffered_data_for_unassigned_partitions([T0])
+    assert f.collect_fetch().num_records == 2
+    assert metrics.value("records-consumed-total", g, tags) == 9
