@@ -363,13 +363,14 @@ class KafkaConsumer:
     def _poll(self, timeout_ms: Timeout, max_records: int | None, arrow: bool) -> Any:
         ms = to_timeout_ms(timeout_ms, 0)
         self._acquire_and_ensure_open()
-        self._consumer_metrics.record_poll_start()
+        # The poll metrics read the poll's own clock (two readings a poll instead of three).
+        timer = Timer(self._time, ms)
+        self._consumer_metrics.record_poll_start(timer.current_time_ms)
         try:
             if self._subscriptions.has_no_subscription_or_user_assignment():
                 raise Errors.IllegalStateError(
                     "Consumer is not subscribed to any topics or assigned any partitions"
                 )
-            timer = Timer(self._time, ms)
             if self._coordinator is not None:
                 # KIP-983: revocations delayed by the application complete now.
                 self._coordinator.begin_poll()
@@ -394,7 +395,8 @@ class KafkaConsumer:
             self._wakeup_requested.clear()
             raise
         finally:
-            self._consumer_metrics.record_poll_end()
+            timer.update()
+            self._consumer_metrics.record_poll_end(timer.current_time_ms)
             self._release()
 
     def _next_offsets(

@@ -152,7 +152,14 @@ class _SampledStat(Stat):
 
     def record(self, config: MetricConfig, value: float, now_ms: int) -> None:
         """Fold ``value`` into the current window."""
-        sample = self._current_sample(config, now_ms)
+        samples = self._samples
+        if samples:
+            # The common case, inline (poll() records three statistics each call).
+            sample = samples[self._current]
+            if now_ms - sample.last_window_ms >= config.time_window_ms:
+                sample = self._current_sample(config, now_ms)
+        else:
+            sample = self._current_sample(config, now_ms)
         self._update(sample, value)
         sample.event_count += 1
 
