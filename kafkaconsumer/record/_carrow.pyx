@@ -45,6 +45,73 @@ from kafkaconsumer.record._common import AbortedTransactions, decompress_payload
 cdef int64_t _MAX_COLUMN_BYTES = INT32_MAX
 
 
+# Large column blocks are kept when Arrow lets them go, and the next columns are built in
+# them: a fresh block of tens of MB is mapped anew by the allocator and faults in page by
+# page (on 1 KiB lz4 values, 40% of the Arrow path's time went to page faults, and a poll of
+# 100,000 such rows needs 100 MB of values). At most _POOL_SLOTS blocks and _POOL_LIMIT bytes
+# are held; only touched with the GIL held (Grow objects are made and freed under it).
+cdef enum:
+    _POOL_SLOTS = 4
+cdef Py_ssize_t _POOL_MIN = 1 << 20
+cdef Py_ssize_t _POOL_LIMIT = 256 << 20
+cdef char* _pool_p[_POOL_SLOTS]
+cdef Py_ssize_t _pool_cap[_POOL_SLOTS]
+cdef int _pool_n = 0
+cdef Py_ssize_t _pool_bytes = 0
+
+
+cdef char* _pool_take(Py_ssize_t want, Py_ssize_t* cap) noexcept:
+    """The smallest kept block of at least ``want`` bytes (and not over 8x that), or NULL."""
+    global _pool_n, _pool_bytes
+    cdef int i, best = -1
+    cdef char* p
+    if want < _POOL_MIN:
+        return NULL
+    for i in range(_pool_n):
+        if want <= _pool_cap[i] <= 8 * want and (best < 0 or _pool_cap[i] < _pool_cap[best]):
+            best = i
+    if best < 0:
+        return NULL
+    p = _pool_p[best]
+    cap[0] = _pool_cap[best]
+    _pool_bytes -= _pool_cap[best]
+    _pool_n -= 1
+    _pool_p[best] = _pool_p[_pool_n]
+    _pool_cap[best] = _pool_cap[_pool_n]
+    return p
+
+
+cdef void _pool_give(char* p, Py_ssize_t cap) noexcept:
+    """Keep ``p`` for reuse, or free it (small, too large, or no room left)."""
+    global _pool_n, _pool_bytes
+    cdef int i, smallest
+    if cap < _POOL_MIN or cap > _POOL_LIMIT:
+        free(p)
+        return
+    while _pool_n > 0 and (_pool_n == _POOL_SLOTS or _pool_bytes + cap > _POOL_LIMIT):
+        smallest = 0
+        for i in range(1, _pool_n):
+            if _pool_cap[i] < _pool_cap[smallest]:
+                smallest = i
+        if _pool_cap[smallest] >= cap:
+            free(p)  # what is kept is larger: keep that
+            return
+        free(_pool_p[smallest])
+        _pool_bytes -= _pool_cap[smallest]
+        _pool_n -= 1
+        _pool_p[smallest] = _pool_p[_pool_n]
+        _pool_cap[smallest] = _pool_cap[_pool_n]
+    _pool_p[_pool_n] = p
+    _pool_cap[_pool_n] = cap
+    _pool_n += 1
+    _pool_bytes += cap
+
+
+def pooled_bytes():
+    """Bytes of freed column memory kept for reuse (see _POOL_LIMIT)."""
+    return _pool_bytes
+
+
 cdef class Grow:
     """A growable C buffer exported through the buffer protocol (an Arrow buffer's memory).
 
@@ -56,16 +123,22 @@ cdef class Grow:
     cdef Py_ssize_t cap
 
     def __cinit__(self, Py_ssize_t cap=64):
+        cdef Py_ssize_t got = 0
         if cap < 64:
             cap = 64
-        self.p = <char*>malloc(cap)
+        self.p = _pool_take(cap, &got)
+        if self.p != NULL:
+            cap = got
+        else:
+            self.p = <char*>malloc(cap)
         if self.p == NULL:
             raise MemoryError()
         self.n = 0
         self.cap = cap
 
     def __dealloc__(self):
-        free(self.p)
+        if self.p != NULL:
+            _pool_give(self.p, self.cap)
 
     def __len__(self):
         return self.n
@@ -79,12 +152,19 @@ cdef class Grow:
 
 cdef int _reserve(Grow g, Py_ssize_t extra) except -1:
     cdef Py_ssize_t want = g.n + extra
-    cdef Py_ssize_t cap = g.cap
+    cdef Py_ssize_t cap = g.cap, got = 0
     cdef char* p
     if want <= cap:
         return 0
     while cap < want:
         cap *= 2
+    p = _pool_take(want, &got)
+    if p != NULL:
+        memcpy(p, g.p, g.n)
+        _pool_give(g.p, g.cap)
+        g.p = p
+        g.cap = got
+        return 0
     p = <char*>realloc(g.p, cap)
     if p == NULL:
         raise MemoryError()

@@ -246,3 +246,28 @@ def test_bounded_reads_do_not_long_poll_unless_configured() -> None:
     )
     assert _BOUNDED_FETCH_MAX_WAIT_MS < 500
     assert _reader_config({"fetch.max.wait.ms": 250})["fetch.max.wait.ms"] == 250
+
+
+def test_large_column_memory_is_reused_and_bounded() -> None:
+    # A column block of 1 MiB or more that Arrow lets go is kept (up to a bound) and the next
+    # columns are built in it: no fresh mapping to fault in page by page.
+    if not arrow.USING_EXTENSION:
+        pytest.skip("needs the Cython Arrow decoder")
+    from kafkaconsumer.record import _carrow
+
+    data = encode_batch([(None, b"v" * 1000, [], 1) for _ in range(3000)])
+
+    def value_buffer_address() -> int:
+        result = arrow.decode_fetched_arrow(data, "t", 0, 0)
+        address: int = result.batch.column(1).buffers()[2].address
+        assert result.batch.num_rows == 3000
+        return address
+
+    first = value_buffer_address()  # the batch is dropped on return: its blocks are kept
+    assert 0 < _carrow.pooled_bytes() <= 256 << 20
+    assert value_buffer_address() == first
+    # Many large batches alive at once: what is kept afterwards stays within the bound.
+    alive = [arrow.decode_fetched_arrow(data * 20, "t", 0, 0) for _ in range(8)]
+    assert all(r.batch.num_rows == 60000 for r in alive)
+    del alive
+    assert _carrow.pooled_bytes() <= 256 << 20
