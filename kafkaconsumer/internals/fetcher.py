@@ -766,7 +766,15 @@ class Fetcher:
         fetch = Fetch()
         remaining = self._config.max_poll_records if max_records is None else max_records
         if arrow:
-            self._predecode_arrow(remaining)
+            nil = self._next_in_line
+            left = nil.records_left() if nil is not None else 0
+            if left:
+                # What an earlier poll left of a partition is a slice of that poll's columns:
+                # handed out alone it needs no copy (joined to other partitions it would be
+                # concatenated), and the partitions after it are then decoded together.
+                remaining = min(remaining, left)
+            else:
+                self._predecode_arrow(remaining)
         paused: list[CompletedFetch] = []
         try:
             while remaining > 0:
