@@ -243,7 +243,12 @@ def _unlz4(data: BytesLike, limit: int) -> bytes:
         declared = 0
     if declared > limit:
         raise DecompressionLimitExceeded("lz4", limit)
-    step = declared + 1 if declared else min(limit + 1, max(1 << 16, 4 * len(data)))
+    if declared:
+        step = declared + 1
+    else:
+        # Java's producer declares no size: start at the ratio the last frame had (batches of
+        # a topic compress alike), so that one step usually holds the frame.
+        step = min(limit + 1, max(1 << 16, int(_lz4_ratio * len(data)) + 1024))
     try:
         first = dec.decompress(data, max_length=step)
         parts = [first]
@@ -259,7 +264,19 @@ def _unlz4(data: BytesLike, limit: int) -> bytes:
         raise CodecError(f"lz4: {exc}") from None
     if total > limit:
         raise DecompressionLimitExceeded("lz4", limit)
+    _remember_lz4_ratio(total, len(data))
     return first if len(parts) == 1 else b"".join(parts)
+
+
+# The last lz4 frame's decompressed-to-compressed ratio, with 10% to spare (see _unlz4). A
+# hint: threads may race on it, which only changes a first step's size.
+_lz4_ratio = 4.0
+
+
+def _remember_lz4_ratio(total: int, compressed: int) -> None:
+    global _lz4_ratio
+    if compressed:
+        _lz4_ratio = min(256.0, max(4.0, 1.1 * total / compressed))
 
 
 def _unzstd(data: BytesLike, limit: int) -> bytes:

@@ -62,6 +62,30 @@ def test_lz4_frames_of_other_producers(options: dict[str, object]) -> None:
     assert codecs.decompress(codecs.CODEC_LZ4, lz4.frame.compress(data, **options)) == data
 
 
+def test_lz4_frames_without_a_size_start_at_the_last_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Java's producer declares no content size: the first step is sized from the ratio of the
+    # frame before, so alike frames decompress in one step, and the bound still holds.
+    data = bytes(range(64)) * 8192  # 512 KiB, compresses about 100x
+    packed = lz4.frame.compress(data, store_size=False)
+    monkeypatch.setattr(codecs, "_lz4_ratio", 4.0)
+    steps: list[int] = []
+    class Counting(lz4.frame.LZ4FrameDecompressor):  # type: ignore[misc]
+        def decompress(self, chunk: bytes, max_length: int = -1) -> bytes:
+            steps.append(max_length)
+            out: bytes = super().decompress(chunk, max_length=max_length)
+            return out
+
+    monkeypatch.setattr(lz4.frame, "LZ4FrameDecompressor", Counting)
+    assert codecs.decompress(codecs.CODEC_LZ4, packed) == data
+    first = len(steps)
+    assert first > 1 and codecs._lz4_ratio > 50
+    steps.clear()
+    assert codecs.decompress(codecs.CODEC_LZ4, packed) == data
+    assert len(steps) == 1
+    with pytest.raises(codecs.DecompressionLimitExceeded):
+        codecs.decompress(codecs.CODEC_LZ4, packed, limit=100_000)
+
+
 def test_zstd_with_and_without_content_size() -> None:
     data = b"zstd " * 10_000
     with_size = zstandard.ZstdCompressor().compress(data)
