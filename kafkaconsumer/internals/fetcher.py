@@ -871,16 +871,13 @@ class Fetcher:
             if builder is None:
                 builder = arrow_mod.ArrowBuilder(min(self._undecoded_bytes, config.max_bytes))
             start = builder.num_rows
-            aborted = part.get("aborted_transactions") if config.read_committed else None
             try:
                 rows, next_offset, partial = builder.decode(
                     part.get("records"),
                     tp.topic,
                     tp.partition,
                     cf.fetch_offset,
-                    check_crcs=config.check_crcs,
-                    read_committed=config.read_committed,
-                    aborted_transactions=aborted,
+                    **self._decode_options(cf),
                 )
             except Exception:  # noqa: BLE001 - the loop decodes this partition again, alone
                 return
@@ -898,6 +895,18 @@ class Fetcher:
                 batch.slice(start, rows), epochs.slice(start, rows), next_offset, partial
             )
             cf.predecoded = (result, (batch, start))
+
+    def _decode_options(self, cf: CompletedFetch) -> dict[str, Any]:
+        """The keyword arguments every decoder takes for ``cf``'s data."""
+        config = self._config
+        part = cf.partition_data
+        return {
+            "check_crcs": config.check_crcs,
+            "read_committed": config.read_committed,
+            "aborted_transactions": (
+                part.get("aborted_transactions") if config.read_committed else None
+            ),
+        }
 
     def _popleft(self, cf: CompletedFetch) -> None:
         if self._completed and self._completed[0] is cf:
@@ -1000,8 +1009,7 @@ class Fetcher:
                 )
                 cf.drain()
                 return None
-            raw = part.get("records")
-            aborted = part.get("aborted_transactions") if self._config.read_committed else None
+            data = (part.get("records"), tp.topic, tp.partition, cf.fetch_offset)
             if arrow:
                 from kafkaconsumer import arrow as arrow_mod
 
@@ -1009,28 +1017,12 @@ class Fetcher:
                     decoded, origin = cf.predecoded
                     cf.predecoded = None
                 else:
-                    decoded = arrow_mod.decode_fetched_arrow(
-                        raw,
-                        tp.topic,
-                        tp.partition,
-                        cf.fetch_offset,
-                        check_crcs=self._config.check_crcs,
-                        read_committed=self._config.read_committed,
-                        aborted_transactions=aborted,
-                    )
+                    decoded = arrow_mod.decode_fetched_arrow(*data, **self._decode_options(cf))
                     origin = None
                 records: Any = arrow_mod.ArrowRecords.from_result(decoded, origin)
                 next_offset = decoded.next_offset
             else:
-                result = decode_fetched_records(
-                    raw,
-                    tp.topic,
-                    tp.partition,
-                    cf.fetch_offset,
-                    check_crcs=self._config.check_crcs,
-                    read_committed=self._config.read_committed,
-                    aborted_transactions=aborted,
-                )
+                result = decode_fetched_records(*data, **self._decode_options(cf))
                 records, next_offset = result.records, result.next_offset
             hw = part.get("high_watermark", -1)
             if hw is not None and hw >= 0:

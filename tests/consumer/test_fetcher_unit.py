@@ -706,6 +706,14 @@ def test_a_bug_handling_a_fetch_response_surfaces_as_an_error_not_an_empty_fetch
     assert client.fetched(1) == {T0: 0}
 
 
+def _fetch_both(f: Fetcher, subs: SubscriptionState) -> None:
+    """Assign T0 and T1 from offset 0 and send the first fetch."""
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    assert f.send_fetches() == 1
+
+
 def _arrow_offsets(fetch: Any) -> dict[TopicPartition, list[int]]:
     return {
         tp: [o for b in recs.batches for o in b.column("offset").to_pylist()]
@@ -720,10 +728,7 @@ def test_arrow_poll_decodes_its_partitions_into_one_batch() -> None:
     if not arrow.builder_available():
         pytest.skip("needs the Cython Arrow decoder")
     f, client, subs = make(max_poll_records=500)
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
+    _fetch_both(f, subs)
     client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(100, 7, 0), 7)}))
     fetch = f.collect_fetch(25, arrow=True)
     assert _arrow_offsets(fetch) == {T0: list(range(10)), T1: list(range(7))}
@@ -748,10 +753,7 @@ def test_arrow_poll_cut_by_max_records_continues_exactly(monkeypatch: pytest.Mon
         monkeypatch.setattr(arrow, "concat_batches", no_copy)
 
     f, client, subs = make(max_poll_records=500)
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
+    _fetch_both(f, subs)
     client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(100, 7, 0), 7)}))
     got: list[tuple[int, int]] = []
     while True:
@@ -776,10 +778,7 @@ def test_arrow_poll_with_a_corrupt_partition_returns_the_others_first() -> None:
     bad = bytearray(batch(50, 5, 0))
     bad[-1] ^= 0xFF  # the CRC no longer matches
     f, client, subs = make(max_poll_records=500)
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
+    _fetch_both(f, subs)
     client.sent[0][2].success(response({T0: (good, 5), T1: (bytes(bad), 5)}))
     first = f.collect_fetch(100, arrow=True)
     assert _arrow_offsets(first) == {T0: list(range(5))}
@@ -805,10 +804,7 @@ def test_fetch_size_and_records_are_recorded_per_response() -> None:
         time=MockTime(),
         metrics=fm,
     )
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
+    _fetch_both(f, subs)
     b0, b1 = batch(0, 4, 0), batch(10, 3, 0)
     client.sent[0][2].success(response({T0: (b0, 4), T1: (b1, 3)}))
     tags = {"client-id": "c"}

@@ -69,6 +69,7 @@ def test_lz4_frames_without_a_size_start_at_the_last_ratio(monkeypatch: pytest.M
     packed = lz4.frame.compress(data, store_size=False)
     monkeypatch.setattr(codecs, "_lz4_ratio", 4.0)
     steps: list[int] = []
+
     class Counting(lz4.frame.LZ4FrameDecompressor):  # type: ignore[misc]
         def decompress(self, chunk: bytes, max_length: int = -1) -> bytes:
             steps.append(max_length)

@@ -55,6 +55,20 @@ def _rows(table: Any) -> list[tuple[Any, ...]]:
     )
 
 
+def _poll_objects(cfg: dict[str, Any], tps: list[TopicPartition], n: int) -> list[ConsumerRecord]:
+    """The first ``n`` records of ``tps`` through ``poll()``, for comparison."""
+    expected: list[ConsumerRecord] = []
+    with KafkaConsumer(cfg) as consumer:
+        consumer.assign(tps)
+
+        def more_objects() -> bool:
+            expected.extend(consumer.poll(200))
+            return len(expected) >= n
+
+        wait_for(more_objects, timeout=30, interval=0, message=f"{n} records")
+    return expected
+
+
 def test_poll_arrow_returns_what_poll_returns(broker: Any) -> None:
     topic = unique_name("arrow")
     _produce(broker.bootstrap_servers, topic, 500)
@@ -75,16 +89,8 @@ def test_poll_arrow_returns_what_poll_returns(broker: Any) -> None:
         wait_for(more, timeout=30, interval=0, message="500 rows")
         assert consumer.position(tps[0]) == 250 and consumer.position(tps[1]) == 250
         assert consumer.poll_arrow(0).schema == arrow.SCHEMA
-    expected: list[ConsumerRecord] = []
-    with KafkaConsumer(cfg) as consumer:
-        consumer.assign(tps)
-
-        def more_objects() -> bool:
-            expected.extend(consumer.poll(200))
-            return len(expected) >= 500
-
-        wait_for(more_objects, timeout=30, interval=0, message="500 records")
     table = pa.Table.from_batches(got)
+    expected = _poll_objects(cfg, tps, 500)
     assert _rows(table) == sorted(
         (r.partition, r.offset, r.key, r.value, r.timestamp, r.timestamp_type, list(r.headers))
         for r in expected
@@ -117,17 +123,14 @@ def test_poll_arrow_joins_the_partitions_of_a_poll_without_copying(
             return rows >= 600
 
         wait_for(more, timeout=30, interval=0, message="600 rows")
-    assert max(len(set(b.column("topic").to_pylist())) for b in got) >= 1
+    # Batches spanning partitions of both topics (else there would be nothing to join).
+    spans = [
+        set(zip(b.column("topic").to_pylist(), b.column("partition").to_pylist(), strict=True))
+        for b in got
+    ]
+    assert max(len({t for t, _p in span}) for span in spans) == 2
     table = pa.Table.from_batches(got)
-    expected: list[ConsumerRecord] = []
-    with KafkaConsumer(cfg) as consumer:
-        consumer.assign(tps)
-
-        def more_objects() -> bool:
-            expected.extend(consumer.poll(200))
-            return len(expected) >= 600
-
-        wait_for(more_objects, timeout=30, interval=0, message="600 records")
+    expected = _poll_objects(cfg, tps, 600)
     ms = table.column("timestamp").cast(pa.int64()).to_pylist()
     rows = sorted(
         (r["topic"], r["partition"], r["offset"], r["key"], r["value"], t, r["headers"])
