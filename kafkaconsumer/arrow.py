@@ -193,17 +193,20 @@ def _assemble(
         epochs,
         hdr,
     ) = cols
+    if segments is None:  # one partition's rows
+        topics = _repeated_topic(topic, rows)
+        partitions = _repeated_int32(partition, rows)
+    else:  # a builder's rows, each with its own topic and partition
+        topic_offsets, topic_data, partition_data = segments
+        topics = _binary(pa.string(), rows, None, 0, topic_offsets, topic_data)
+        partitions = pa.Array.from_buffers(
+            pa.int32(), rows, [None, _buf(partition_data)], null_count=0
+        )
     arrays = [
         _binary(pa.binary(), rows, kvalid, knulls, koffs, kdata),
         _binary(pa.binary(), rows, vvalid, vnulls, voffs, vdata),
-        *(
-            (_repeated_topic(topic, rows), _repeated_int32(partition, rows))
-            if segments is None
-            else (
-                _binary(pa.string(), rows, None, 0, segments[0], segments[1]),
-                pa.Array.from_buffers(pa.int32(), rows, [None, _buf(segments[2])], null_count=0),
-            )
-        ),
+        topics,
+        partitions,
         pa.Array.from_buffers(pa.int64(), rows, [None, _buf(offsets)], null_count=0),
         pa.Array.from_buffers(
             pa.timestamp("ms", tz="UTC"), rows, [None, _buf(timestamps)], null_count=0

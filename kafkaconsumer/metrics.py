@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -606,7 +606,7 @@ class FetchManagerMetrics:
     The fetcher calls :meth:`record_fetch_latency` per fetch response,
     :meth:`record_fetched` with per-topic ``(bytes, records)`` once per response (or
     :meth:`record_partition_fetched` per partition), :meth:`record_lag` / :meth:`record_lead`
-    per partition after each fetch, and :meth:`remove_partition` when a partition is unassigned.
+    per partition after each fetch, and :meth:`retain_partitions` when the assignment changes.
 
     Thread-safety: safe from any thread; its own lock guards the per-topic and per-partition
     sensor tables (order: ``Metrics.publish_lock`` > this lock > ``Metrics._lock``).
@@ -703,14 +703,23 @@ class FetchManagerMetrics:
 
     def remove_partition(self, tp: TopicPartition) -> None:
         """Drop the per-partition metrics of an unassigned partition."""
-        # Under the publish lock: a publication running now finishes before the sensors go,
-        # or finds the partition gone.
+        # Under the publish lock: a publication running now finishes before the partition is
+        # forgotten, or later finds it gone. The sensors (and the reporters told of their
+        # metrics) go after that lock is let go.
         with self.metrics.publish_lock:
             with self._lock:
                 self._partition_sensors.pop(tp, None)
                 self._unpublished.discard(tp)
-            self.metrics.remove_sensor(f"{tp}.records-lag")
-            self.metrics.remove_sensor(f"{tp}.records-lead")
+        self.metrics.remove_sensor(f"{tp}.records-lag")
+        self.metrics.remove_sensor(f"{tp}.records-lead")
+
+    def retain_partitions(self, assigned: Collection[TopicPartition]) -> None:
+        """Drop the per-partition metrics of every partition not in ``assigned`` (Java's
+        ``FetchMetricsManager.maybeUpdateAssignment``, on each assignment change)."""
+        with self._lock:
+            gone = [tp for tp in self._partition_sensors if tp not in assigned]
+        for tp in gone:
+            self.remove_partition(tp)
 
     def _sensors_of_topic(self, topic: str) -> tuple[Sensor, Sensor]:
         sensors = self._topic_sensors.get(topic)

@@ -217,6 +217,8 @@ class Fetcher:
         # A failure of the response handler, raised by the next collect_fetch.
         self._response_error: Errors.KafkaError | None = None
         self._isolation = _READ_COMMITTED if self._config.read_committed else 0
+        # The assignment the per-partition metrics were last trimmed to (see collect_fetch).
+        self._metrics_assignment_id = -1
         # Where a partition's records end for this consumer: prefetch stops short of it.
         self._limit_key = "last_stable_offset" if self._config.read_committed else "high_watermark"
         # Kept with _completed (see _buffer_append), so that prefetching needs no walk over
@@ -763,6 +765,12 @@ class Fetcher:
             error, self._response_error = self._response_error, None
         if error is not None:
             raise error
+        metrics = self._metrics
+        if metrics is not None and self._metrics_assignment_id != self._subscriptions.assignment_id:
+            # Partitions no longer assigned lose their lag and lead metrics (as Java, checked
+            # when records are collected, once per assignment).
+            self._metrics_assignment_id = self._subscriptions.assignment_id
+            metrics.retain_partitions(self._subscriptions.assigned_partitions())
         fetch = Fetch()
         remaining = self._config.max_poll_records if max_records is None else max_records
         if arrow:

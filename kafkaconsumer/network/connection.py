@@ -113,8 +113,9 @@ CLIENT_SOFTWARE_VERSION = __version__
 _SIZE = struct.Struct(">i")
 _CHUNK = 65536
 # Response buffers of at least this size are kept (up to _POOL_SIZE per connection) and reused
-# once nothing refers to them: a fresh one costs a zero fill and a page fault per 4 KiB, more
-# than receiving into it (a third of the consumer's CPU with 50 MB responses).
+# once nothing refers to them: a fresh one costs a page fault per 4 KiB (and, as a bytearray,
+# a zero fill too: see _large_buffer), more than receiving into it (a third of the consumer's
+# CPU with 50 MB responses).
 _POOL_MIN = 1 << 20
 _POOL_SIZE = 2
 

@@ -823,3 +823,32 @@ def test_fetch_size_and_records_are_recorded_per_response() -> None:
     f.clear_buffered_data_for_unassigned_partitions([T0])
     assert f.collect_fetch().num_records == 2
     assert metrics.value("records-consumed-total", g, tags) == 9
+
+
+def test_unassigned_partitions_lose_their_lag_metrics() -> None:
+    # Java's FetchMetricsManager.maybeUpdateAssignment: on the first collection after an
+    # assignment change, the lag and lead metrics of partitions no longer assigned go.
+    from kafkaconsumer.metrics import FetchManagerMetrics, Metrics
+
+    metrics = Metrics(time=MockTime())
+    fm = FetchManagerMetrics(metrics, "c")
+    subs = SubscriptionState("earliest")
+    client = FakeClient()
+    f = Fetcher(
+        client, FakeMetadata({T0: 0, T1: 0}), subs, FetchConfig(), time=MockTime(), metrics=fm
+    )
+    _fetch_both(f, subs)
+    client.sent[0][2].success(response({T0: (batch(0, 2, 0), 5), T1: (batch(0, 2, 0), 5)}))
+    assert f.collect_fetch().num_records == 4
+
+    def lagging() -> set[str]:
+        return {
+            name.tags["partition"]
+            for name in metrics.metrics()
+            if name.name == "records-lag" and "partition" in name.tags
+        }
+
+    assert lagging() == {"0", "1"}
+    subs.assign_from_user([T0])
+    f.collect_fetch()
+    assert lagging() == {"0"}
