@@ -17,7 +17,9 @@ is dropped), so seeks, pauses and ``max.poll.records`` keep the Java semantics.
 
 A partition seeked (or reset, or validated) while its broker holds a long-poll fetch is fetched
 at once over a second connection to that broker (``seek_fetch_node_id``, sessionless), not
-after ``fetch.max.wait.ms``: the broker answers one connection's requests in order.
+after ``fetch.max.wait.ms``: the broker answers one connection's requests in order. Its later
+fetches (prefetches) stay on that connection until the held fetch returns; the offset fetcher
+sends the reset's or validation's lookup there too.
 
 Hot path: response bytes -> ``decode_fetched_records`` (Cython) -> list of ``ConsumerRecord`` ->
 slices to the user. With the default bytes deserializers no per-record Python code runs here.
@@ -211,7 +213,9 @@ class Fetcher:
         # Per connection with a fetch in flight: the fetch-state transition number when it
         # went out, and the offset it asked for per partition.
         self._in_flight: dict[int, tuple[int, dict[TopicPartition, int]]] = {}
-        # The subscription's fetchable_mark when the last fetch went out.
+        # The subscription's fetchable_mark when the last fetch went out; None while a second
+        # connection is in use (a partition seeked after its broker's fetch went out can be
+        # fetched whenever that connection is free, whatever the mark says).
         self._sent_at_mark: tuple[int, int, int] | None = None
         self._closed = False
         # A failure of the response handler, raised by the next collect_fetch.
@@ -527,7 +531,11 @@ class Fetcher:
         """Bookkeeping when the fetch on connection ``node`` is answered or fails, or could
         not be sent (caller holds the lock)."""
         self._pending_nodes.discard(node)
-        self._seek_pending.discard(node)
+        if node in self._seek_pending:
+            self._seek_pending.discard(node)
+            # What that fetch brought is prefetched over the same connection while the
+            # broker's own still holds its fetch: the next poll must walk.
+            self._sent_at_mark = None
         self._in_flight.pop(node, None)
         self._nothing_to_fetch_at = None
 
@@ -613,7 +621,11 @@ class Fetcher:
             targets = self._prepare_fetch_requests()
             sent = 0
             if targets:
-                self._sent_at_mark = self._subscriptions.fetchable_mark()
+                self._sent_at_mark = (
+                    None
+                    if any(t.node != t.broker for t in targets)
+                    else self._subscriptions.fetchable_mark()
+                )
             for target in targets:
                 body = self._build_body(target)
                 if target.node == target.broker:

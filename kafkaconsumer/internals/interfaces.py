@@ -145,6 +145,10 @@ class OffsetClient(RequestClient, Protocol):
         """Request a metadata refresh and poll until it lands (raises on timeout)."""
         ...
 
+    def has_pending(self, node_id: int, api_key: int) -> bool:
+        """True when a request of ``api_key`` to the node is unsent or awaits its response."""
+        ...
+
 
 class CoordinatorClient(FetchClient, Protocol):
     """What the group coordinators need from the network client.

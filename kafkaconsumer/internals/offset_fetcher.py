@@ -33,6 +33,7 @@ from kafkaconsumer.internals.subscription_state import (
     SubscriptionState,
     current_leader,
 )
+from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndTimestamp, TopicPartition
 from kafkaconsumer.utils.backoff import ExponentialBackoff
@@ -150,6 +151,19 @@ class OffsetFetcher:
 
     def _leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
+
+    def _connection_for(self, node: int) -> int:
+        """The connection a lookup on broker ``node`` goes over: the broker's own, or its
+        second fetch connection while a fetch is out on the own one and none on the second.
+
+        The broker answers a connection's requests in order and may hold a fetch for
+        ``fetch.max.wait.ms`` (everything caught up): the reset after a
+        ``seek_to_beginning()``, or a validation, would wait behind it.
+        """
+        if node < 0 or not self._client.has_pending(node, ApiKey.FETCH):
+            return node
+        second = seek_fetch_node_id(node)
+        return node if self._client.has_pending(second, ApiKey.FETCH) else second
 
     def _lacks_api(self, node: int, api: ApiKey) -> bool:
         """True when the node is connected and did not advertise ``api`` at all.
@@ -288,7 +302,9 @@ class OffsetFetcher:
             for node, parts in by_node.items():
                 try:
                     fut = self._client.send(
-                        node, ApiKey.LIST_OFFSETS, self._list_offsets_body(parts)
+                        self._connection_for(node),
+                        ApiKey.LIST_OFFSETS,
+                        self._list_offsets_body(parts),
                     )
                 except Errors.KafkaError as exc:
                     logger.debug("could not send ListOffsets to node %s: %s", node, exc)
@@ -386,7 +402,9 @@ class OffsetFetcher:
         by_node, no_leader = self._group_by_leader({tp: LATEST_TIMESTAMP})
         for node, parts in by_node.items():
             try:
-                fut = self._client.send(node, ApiKey.LIST_OFFSETS, self._list_offsets_body(parts))
+                fut = self._client.send(
+                    self._connection_for(node), ApiKey.LIST_OFFSETS, self._list_offsets_body(parts)
+                )
             except Errors.KafkaError as exc:
                 logger.debug("could not send end-offset lookup to node %s: %s", node, exc)
                 continue
@@ -438,7 +456,9 @@ class OffsetFetcher:
         for node, parts in by_node.items():
             self._subscriptions.set_next_allowed_retry(parts, now + self._request_timeout_ms)
             try:
-                fut = self._client.send(node, ApiKey.LIST_OFFSETS, self._list_offsets_body(parts))
+                fut = self._client.send(
+                    self._connection_for(node), ApiKey.LIST_OFFSETS, self._list_offsets_body(parts)
+                )
             except Errors.KafkaError as exc:
                 logger.debug("could not send reset ListOffsets to node %s: %s", node, exc)
                 self._retry_later(parts, now)
@@ -536,7 +556,9 @@ class OffsetFetcher:
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
             }
             try:
-                fut = self._client.send(node, ApiKey.OFFSET_FOR_LEADER_EPOCH, body)
+                fut = self._client.send(
+                    self._connection_for(node), ApiKey.OFFSET_FOR_LEADER_EPOCH, body
+                )
             except Errors.KafkaError as exc:
                 logger.debug("could not send OffsetForLeaderEpoch to node %s: %s", node, exc)
                 self._retry_later(positions, now)

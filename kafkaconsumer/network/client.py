@@ -704,6 +704,11 @@ class NetworkClient:
             return len(conn.in_flight) if conn is not None else 0
         return sum(len(c.in_flight) for c in self._conns.values())
 
+    def has_in_flight(self, node_id: int, api_key: int) -> bool:
+        """True when a request of ``api_key`` to the node awaits its response."""
+        conn = self._conns.get(node_id)
+        return conn is not None and any(r.api_key == api_key for r in conn.in_flight)
+
     def poll(self, timeout_ms: float) -> None:
         """Do all pending network I/O, waiting up to ``timeout_ms`` for something to happen.
 

@@ -514,6 +514,15 @@ class ConsumerNetworkClient:
         with self._locked():
             return unsent + self.client.in_flight_request_count(node_id)
 
+    def has_pending(self, node_id: int, api_key: int) -> bool:
+        """True when a request of ``api_key`` to the node is unsent or in flight."""
+        key = int(api_key)
+        with self._unsent_lock:
+            if any(u.api_key == key for u in self._unsent.get(node_id) or ()):
+                return True
+        with self._locked():
+            return self.client.has_in_flight(node_id, key)
+
     def has_pending_requests(self, node_id: int | None = None) -> bool:
         """True when a request (to the node) is unsent or in flight."""
         return self.pending_request_count(node_id) > 0

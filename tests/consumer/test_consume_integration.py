@@ -16,7 +16,7 @@ from kafkaconsumer.errors import (
     RecordDeserializationError,
     WakeupError,
 )
-from kafkaconsumer.structs import OffsetAndTimestamp, TopicPartition
+from kafkaconsumer.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 from tests.consumer.conftest import (
     Record,
     consume_exactly,
@@ -425,6 +425,52 @@ def test_seek_while_a_long_poll_fetch_is_in_flight(bootstrap: str, consumer_fact
         (0, 50, b"late-0"),
         (1, 50, b"late-1"),
     ]
+
+
+@pytest.mark.parametrize("how", ["seek_to_beginning", "seek_with_epoch"])
+def test_reread_after_a_seek_does_not_wait_behind_a_held_fetch(
+    bootstrap: str, consumer_factory: Any, how: str
+) -> None:
+    """The ListOffsets of ``seek_to_beginning()`` and the OffsetForLeaderEpoch validating a
+    seek with a leader epoch go over the second connection while the broker holds a
+    caught-up fetch on the first (it answers a connection's requests in order), and so do
+    the fetches that follow the first one: the re-read starts at once and runs through, not
+    a fetch.max.wait.ms at a time."""
+    topic = create_topic(bootstrap, 2)
+    produce(
+        bootstrap,
+        topic,
+        [(p, None, b"v%03d" % i + b"x" * 300, [], None) for p in (0, 1) for i in range(50)],
+        one_batch_per_record=True,
+    )
+    t0, t1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    # Small responses: the re-read takes several fetches, each of which must go around the
+    # held fetch too (the first one's data is prefetched from over the same connection).
+    c = consumer_factory(
+        fetch_max_wait_ms=60_000, request_timeout_ms=90_000, max_partition_fetch_bytes=2048
+    )
+    c.assign([t0, t1])
+    c.seek(t0, 0)
+    c.seek(t1, 0)
+    first = consume_exactly(c, 100)
+    epoch = first[t0][-1].leader_epoch
+    fetcher = c._fetcher
+    c.poll(timeout_ms=0)
+    if fetcher.in_flight_fetches() == 0:
+        pytest.skip("the broker answered the caught-up fetch at once (it holds no long poll)")
+    if how == "seek_to_beginning":
+        c.seek_to_beginning([t0])
+        expected = [(0, off) for off in range(50)]
+    else:
+        if epoch is None:
+            pytest.skip("the broker sends no leader epochs")
+        c.seek(t0, OffsetAndMetadata(10, "", epoch))
+        expected = [(0, off) for off in range(10, 50)]
+    # Within the poll's 30 s, well inside the held fetch's 60 s.
+    got = poll_until(c, lambda acc: len(acc) >= len(expected), timeout_s=30)
+    assert [(r.partition, r.offset) for r in got] == expected
+    assert fetcher.in_flight_fetches() == 1  # the held fetch is still out
+    assert c.position(t0) == 50 and c.position(t1) == 50
 
 
 @pytest.mark.parametrize("path", ["poll", "poll_arrow"])

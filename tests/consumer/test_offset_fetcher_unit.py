@@ -14,6 +14,7 @@ from kafkaconsumer.internals.subscription_state import (
     LeaderAndEpoch,
     SubscriptionState,
 )
+from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
@@ -64,6 +65,9 @@ class _NoRequests:
     def await_metadata_update(self, timeout_ms: float) -> bool:
         return True
 
+    def has_pending(self, node_id: int, api_key: int) -> bool:
+        return False
+
 
 class LockingClient(_NoRequests):
     """Stands for ConsumerNetworkClient: api_version and execute take its lock."""
@@ -86,7 +90,9 @@ class LockingClient(_NoRequests):
             self.locked = False
 
 
-def _moved_leader_setup(client: LockingClient) -> tuple[OffsetFetcher, SubscriptionState]:
+def _moved_leader_setup(
+    client: LockingClient | RecordingClient,
+) -> tuple[OffsetFetcher, SubscriptionState]:
     subs = SubscriptionState("earliest")
     subs.assign_from_user([T0, T1, T2])
     for tp in (T0, T1, T2):
@@ -234,3 +240,42 @@ def test_blocking_lookup_retries_when_the_metadata_lands_without_a_backoff() -> 
     assert client.metadata_waits == 1
     assert [node for node, _body in client.sent] == [3]
     assert time.monotonic_ms() == start
+
+
+class FetchHeldClient(RecordingClient):
+    """A client whose connections in ``fetching`` have a fetch out (maybe held by the broker)."""
+
+    def __init__(self, fetching: set[int]) -> None:
+        super().__init__()
+        self.fetching = fetching
+
+    def has_pending(self, node_id: int, api_key: int) -> bool:
+        return api_key == ApiKey.FETCH and node_id in self.fetching
+
+
+@pytest.mark.parametrize(
+    ("fetching", "expected"),
+    [
+        (set(), 0),  # nothing out: the broker's own connection
+        ({0}, seek_fetch_node_id(0)),  # a fetch out there: the second connection
+        ({0, seek_fetch_node_id(0)}, 0),  # both busy: the own one, as before
+    ],
+)
+def test_reset_goes_around_a_fetch_the_broker_may_hold(fetching: set[int], expected: int) -> None:
+    # The broker answers a connection's requests in order: a reset's ListOffsets sent behind a
+    # long-poll fetch waited up to fetch.max.wait.ms (seek_to_beginning() while caught up).
+    subs = SubscriptionState("earliest")
+    subs.assign_from_user([T0])
+    subs.request_offset_reset(T0)
+    client = FetchHeldClient(fetching)
+    of = OffsetFetcher(client, FakeMetadata({T0: 0}), subs, {}, time=MockTime())
+    of.reset_positions_if_needed()
+    assert [node for node, _body in client.sent] == [expected]
+
+
+def test_validation_goes_around_a_fetch_the_broker_may_hold() -> None:
+    client = FetchHeldClient({1})
+    of, subs = _moved_leader_setup(client)
+    of.validate_positions_if_needed()
+    assert [node for node, _body in client.sent] == [seek_fetch_node_id(1)]
+    assert all(subs.awaiting_validation(tp) for tp in (T0, T1, T2))
