@@ -509,7 +509,10 @@ class Fetcher:
         return True
 
     def _sends_buffered_data(self, node: int) -> bool:
-        """Whether ``node`` sent buffered data of an unpaused partition (see _busy_nodes)."""
+        """Whether ``node`` sent buffered data of an unpaused partition, or has a fetch out on
+        its second connection (see _busy_nodes)."""
+        if seek_fetch_node_id(node) in self._seek_pending:
+            return True
         subs = self._subscriptions
         nil = self._next_in_line
         if nil is not None and not nil.is_consumed and nil.node == node:
@@ -540,15 +543,21 @@ class Fetcher:
         self._nothing_to_fetch_at = None
 
     def _busy_nodes(self) -> set[int]:
-        """The nodes that sent the buffered data of unpaused partitions (caller holds the lock).
+        """The nodes that sent the buffered data of unpaused partitions, or are reading some
+        over their second connection (caller holds the lock).
 
         Paused partitions are left out: their data stays buffered until resumed, and counting
         them would keep every caught-up partition of their node from being fetched meanwhile.
+        A second-connection fetch counts: its partitions will want more once it returns, and a
+        caught-up fetch sent on the first connection meanwhile would be held for
+        fetch.max.wait.ms with them waiting behind it.
         """
         subs = self._subscriptions
         nodes = {
             cf.node for cf in self._completed if not cf.is_consumed and not subs.is_paused(cf.tp)
         }
+        # (seek_fetch_node_id is its own inverse: it maps a second connection to its broker.)
+        nodes.update(seek_fetch_node_id(n) for n in self._seek_pending)
         nil = self._next_in_line
         if nil is not None and not nil.is_consumed and not subs.is_paused(nil.tp):
             nodes.add(nil.node)

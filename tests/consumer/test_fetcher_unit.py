@@ -14,6 +14,7 @@ from kafkaconsumer.errors import KafkaError, RecordDeserializationError
 from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
 from kafkaconsumer.internals.interfaces import ClusterView
 from kafkaconsumer.internals.subscription_state import SubscriptionState
+from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.record import encode_batch, encode_control_batch
@@ -230,6 +231,36 @@ def test_no_prefetch_past_the_high_watermark() -> None:
     assert f.send_fetches() == 0
     f.collect_fetch()
     assert f.send_fetches() == 1 and client.fetched(1) == {T0: 10}
+
+
+def test_no_caught_up_fetch_while_the_second_connection_reads() -> None:
+    # A partition seeked while its broker held a caught-up fetch is read over the second
+    # connection. If the held fetch returns meanwhile, a fetch of the other, caught-up
+    # partitions alone would be held again for fetch.max.wait.ms, and the seeked partition's
+    # next fetch would wait behind it: the broker counts as busy until the second connection's
+    # data is in, and its next fetch then carries both.
+    f, client, subs = make()
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(0, 10, 0), 10)}))
+    while not f.collect_fetch().is_empty():
+        pass
+    assert f.send_fetches() == 1  # caught up: the broker holds this one
+    assert client.sent[1][0] == 0
+    subs.seek(T0, 0)
+    assert f.send_fetches() == 1
+    assert client.sent[2][0] == seek_fetch_node_id(0)
+    assert client.fetched(2) == {T0: 0}
+    client.sent[1][2].success(response({T0: (b"", 10), T1: (b"", 10)}))  # the held fetch ends
+    assert f.collect_fetch().is_empty()  # nothing new (T0's answer is stale)
+    assert f.send_fetches() == 0  # not T1 alone
+    client.sent[2][2].success(response({T0: (batch(0, 5, 0), 10)}))
+    assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3, 4]
+    assert f.send_fetches() == 1
+    assert client.sent[3][0] == 0
+    assert client.fetched(3) == {T0: 5, T1: 10}
 
 
 def test_prefetched_data_is_dropped_after_a_seek() -> None:
