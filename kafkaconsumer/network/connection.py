@@ -118,6 +118,17 @@ _CHUNK = 65536
 # CPU with 50 MB responses).
 _POOL_MIN = 1 << 20
 _POOL_SIZE = 2
+# While a response of at least _LOWAT_MIN bytes is partly received, the socket's SO_RCVLOWAT
+# asks the selector to report it readable only once this much of the rest is in (at most a
+# quarter of the socket's receive buffer, never more than the rest): a multi-MiB response then
+# takes a few large reads instead of one network-loop round per few hundred KiB, and the
+# thread sleeps meanwhile (the broker shares the machine's cores). Linux still reports the
+# socket when the receive window closes or memory runs short, and at end of stream. A mark of up to
+# 2 MiB also makes Linux grow the socket's receive buffer to hold it (autotuning alone keeps it
+# under 1 MiB on loopback, which left the broker little room to send ahead).
+_LOWAT_MIN = 256 * 1024
+_LOWAT_MAX = 2 << 20
+_SO_RCVLOWAT: int | None = getattr(socket, "SO_RCVLOWAT", None)
 
 
 def _large_buffer(size: int) -> mmap.mmap:
@@ -304,6 +315,8 @@ class BrokerConnection:
         self._frame_pos = 0
         self._frame_size = 0  # the response's size; a reused buffer may be longer
         self._pool: list[mmap.mmap] = []
+        # The socket's SO_RCVLOWAT (1: the default); None once the socket refused one.
+        self._lowat: int | None = 1 if _SO_RCVLOWAT is not None else None
         self._sasl: SaslMechanism | None = None
         self.close_error: KafkaError | None = None
         #: Set by close(); the client clears it once it has done its disconnect bookkeeping.
@@ -814,8 +827,14 @@ class BrokerConnection:
                     if self._frame_pos == self._frame_size:
                         frame = self._frame
                         self._frame = None
+                        if self._lowat is not None and self._lowat > 1:
+                            self._set_lowat(sock, 1)
                         self._on_frame(memoryview(frame)[: self._frame_size])
                         del frame
+                    elif self._lowat is not None and self._lowat > want - n:
+                        # Never above what is left: the selector would wait for bytes that
+                        # are not coming.
+                        self._set_lowat(sock, want - n)
                     got_all = n >= want
                 else:
                     want = _CHUNK
@@ -905,7 +924,30 @@ class BrokerConnection:
         self._frame = frame
         self._frame_pos = len(data)
         self._frame_size = size
+        rest = size - len(data)
+        # Not under TLS: the library may hold part of a record already taken off the socket,
+        # so fewer bytes than the rest of the response may ever reach the kernel's queue.
+        if (
+            rest >= _LOWAT_MIN
+            and self._lowat is not None
+            and not self._use_ssl
+            and self.sock is not None
+        ):
+            self._set_lowat(self.sock, rest)
         return False
+
+    def _set_lowat(self, sock: socket.socket, rest: int) -> None:
+        """Set SO_RCVLOWAT for a response with ``rest`` bytes still to come (1: back to the
+        default); see _LOWAT_MIN."""
+        try:
+            if rest > 1:
+                rest = min(rest, _LOWAT_MAX)
+            if rest != self._lowat:
+                sock.setsockopt(socket.SOL_SOCKET, _SO_RCVLOWAT, rest)  # type: ignore[arg-type]
+                self._lowat = rest
+        except OSError:
+            # Not every platform takes it (Windows): read as data comes, as before.
+            self._lowat = None
 
     def _frame_buffer(self, size: int) -> bytearray | mmap.mmap:
         """A buffer of at least ``size`` bytes for one response: a pooled one no view refers

@@ -50,3 +50,53 @@ def test_small_responses_are_not_pooled() -> None:
     c = _conn()
     assert len(c._frame_buffer(BIG - 1)) == BIG - 1
     assert c._pool == []
+
+
+@pytest.mark.skipif(connection._SO_RCVLOWAT is None, reason="no SO_RCVLOWAT on this platform")
+def test_a_large_response_sets_the_receive_low_water_mark_never_above_what_is_left() -> None:
+    """While a large response is partly in, the selector is asked to report the socket only
+    once a large piece of the rest has arrived (SO_RCVLOWAT), never more than the rest (it
+    would wait for bytes that are not coming); the mark is back to 1 once the response is in."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    writer = socket.create_connection(listener.getsockname())
+    reader, _ = listener.accept()
+    listener.close()
+    reader.setblocking(False)
+    c = _conn()
+    old_sock = c.sock
+    c.sock = reader
+    c.state = connection.ConnectionState.READY
+    frames: list[bytes] = []
+    c._on_frame = lambda frame: frames.append(bytes(frame))  # type: ignore[method-assign]
+
+    def lowat() -> int:
+        return reader.getsockopt(socket.SOL_SOCKET, connection._SO_RCVLOWAT)  # type: ignore[arg-type]
+
+    size = 6 << 20
+    body = bytes(range(256)) * (size // 256)
+    head = 50_000
+    try:
+        assert lowat() == 1
+        writer.sendall(connection._SIZE.pack(size) + body[:head])
+        while c._frame is None or c._frame_pos < head:
+            c._read()
+        assert lowat() == connection._LOWAT_MAX  # 2 MiB of the ~6 MiB still to come
+        rest = threading.Thread(target=writer.sendall, args=(body[head:],))
+        rest.start()
+        seen = []
+        while not frames:
+            c._read()
+            if c._frame is not None:
+                seen.append((lowat(), c._frame_size - c._frame_pos))
+        rest.join()
+        assert frames == [body]
+        assert all(mark <= left for mark, left in seen), seen
+        assert lowat() == 1
+    finally:
+        writer.close()
+        reader.close()
+        if old_sock is not None:
+            old_sock.close()
