@@ -93,5 +93,28 @@ def test_markdown_table_rows() -> None:
         },
     ]
     text = consume.markdown(rows)
-    assert "| 100 | 8 | lz4 | kafkaconsumer | 500 | 50% | 1.00 | 40 |" in text
+    assert "| 100 | 8 | lz4 | kafkaconsumer | 500 | 50% | 1.00 |  | 500 | 40 |" in text
     assert "| 100 | 8 | lz4 | aiokafka | failed |" in text
+
+
+def test_rates_count_from_the_first_records() -> None:
+    # 1,000 records in 1.1 s, of which the first poll brought 100 after 0.2 s (0.05 s CPU):
+    # 900 records in 0.9 s from there on.
+    r = {
+        "client": "kafkaconsumer",
+        "records": 1000,
+        "elapsed_s": 1.1,
+        "cpu_s": 0.15,
+        "first_s": 0.2,
+        "first_records": 100,
+        "first_cpu_s": 0.05,
+        "peak_rss_mb": 40.0,
+    }
+    assert consume.rate(r) == pytest.approx(1000.0)
+    assert consume.cold_rate(r) == pytest.approx(1000 / 1.1)
+    assert consume.cpu_us(r) == pytest.approx(0.1 * 1e6 / 900)
+    row = {"size": 100, "partitions": 8, "codec": "none", "ceiling_rate": 2000.0, "result": r}
+    assert "| kafkaconsumer | 1,000 | 50% | 111.11 | 200 | 909 | 40 |" in consume.markdown([row])
+    # A first poll that brought most of the records leaves too little to time: the whole loop.
+    r["first_records"] = 600
+    assert consume.rate(r) == pytest.approx(1000 / 1.1)
