@@ -351,11 +351,17 @@ class Fetcher:
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
         pending = self._pending_nodes
         subs = self._subscriptions
-        if pending and subs.fetchable_mark() == self._sent_at_mark:
-            # Every broker has a fetch in flight and no partition was seeked since: nothing
-            # can go out. poll() asks on each network wakeup (every few dozen KiB of a large
-            # response), so this is the hot case.
-            if len(pending) >= len(self._metadata.cluster.brokers()):
+        if pending and len(pending) >= len(self._metadata.cluster.brokers()):
+            # Every broker has a fetch in flight and no partition was seeked since, or every
+            # broker's second connection has one too: nothing can go out. poll() asks on each
+            # network wakeup, so this is the hot case (the second while a re-read after a
+            # seek runs over the second connections).
+            if subs.fetchable_mark() == self._sent_at_mark:
+                return []
+            seek_pending = self._seek_pending
+            if len(seek_pending) >= len(pending) and all(
+                seek_fetch_node_id(node) in seek_pending for node in pending
+            ):
                 return []
         buffered = self._buffered_partitions()
         if len(buffered) >= subs.num_assigned_partitions() and (

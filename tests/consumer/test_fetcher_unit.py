@@ -263,6 +263,38 @@ def test_no_caught_up_fetch_while_the_second_connection_reads() -> None:
     assert client.fetched(3) == {T0: 5, T1: 10}
 
 
+def test_no_walk_while_both_connections_of_every_broker_are_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # poll() asks for fetches on every network wakeup: with a fetch held on a broker's first
+    # connection and a re-read running over its second, nothing can go out, and walking the
+    # partitions to find that out cost a pass over them per poll.
+    f, client, subs = make()
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(0, 10, 0), 10)}))
+    while not f.collect_fetch().is_empty():
+        pass
+    assert f.send_fetches() == 1  # held by the broker
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    assert f.send_fetches() == 1 and client.sent[2][0] == seek_fetch_node_id(0)
+    walks = 0
+    fetchable_states = subs.fetchable_states
+
+    def counting(*args: Any) -> Any:
+        nonlocal walks
+        walks += 1
+        return fetchable_states(*args)
+
+    monkeypatch.setattr(subs, "fetchable_states", counting)
+    for _ in range(10):
+        assert f.send_fetches() == 0
+    assert walks == 0
+
+
 def test_prefetched_data_is_dropped_after_a_seek() -> None:
     f, client, subs = make(max_poll_records=5)
     subs.assign_from_user([T0])
