@@ -13,7 +13,7 @@ import datetime
 import logging
 import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from kafkaconsumer import errors as Errors
@@ -59,6 +59,27 @@ Timeout = int | float | datetime.timedelta | None
 
 _DEFAULT_CLOSE_TIMEOUT_MS = 30000
 _NO_THREAD = -1
+
+
+def _next_offsets(
+    positions: Mapping[TopicPartition, FetchPosition],
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Per partition returned, the position after its records with the epoch of the last one
+    (Java 3.9 ``ConsumerRecords.nextOffsets``): what to commit once they are processed."""
+    # The fetcher's positions hold valid offsets: the tuple is built without
+    # OffsetAndMetadata's checks (poll() makes one per partition on every call).
+    new = tuple.__new__
+    return {
+        tp: new(
+            OffsetAndMetadata,
+            (
+                p.offset,
+                "",
+                p.offset_epoch if p.offset_epoch is None or p.offset_epoch >= 0 else None,
+            ),
+        )
+        for tp, p in positions.items()
+    }
 
 
 def _check_partitions(partitions: Any, what: str) -> list[TopicPartition]:
@@ -320,7 +341,9 @@ class KafkaConsumer:
         fetch = self._poll(timeout_ms, None, False)
         if fetch is None:
             return ConsumerRecords.EMPTY
-        records = ConsumerRecords(fetch.records, self._next_offsets(fetch.records))
+        records = ConsumerRecords._of(
+            fetch.records, fetch.num_records, _next_offsets(fetch.positions)
+        )
         if self._interceptors:
             records = self._interceptors.on_consume(records)
         return records
@@ -398,19 +421,6 @@ class KafkaConsumer:
             timer.update()
             self._consumer_metrics.record_poll_end(timer.current_time_ms)
             self._release()
-
-    def _next_offsets(
-        self, records: Mapping[TopicPartition, Sequence[ConsumerRecord]]
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Per partition returned, the position after its records with the epoch of the last
-        one (Java 3.9 ``ConsumerRecords.nextOffsets``): what to commit once they are processed.
-        """
-        out: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp in records:
-            position = self._subscriptions.position(tp)
-            if position is not None:
-                out[tp] = OffsetAndMetadata(position.offset, "", position.offset_epoch)
-        return out
 
     def _maybe_trigger_wakeup(self) -> None:
         # Records may already be buffered, so poll() might not reach the network client; a

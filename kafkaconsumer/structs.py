@@ -176,6 +176,21 @@ class ConsumerRecords:
         return dict(self._next_offsets)
 
     @classmethod
+    def _of(
+        cls,
+        records: dict[TopicPartition, Sequence[ConsumerRecord]],
+        count: int,
+        next_offsets: dict[TopicPartition, Any],
+    ) -> ConsumerRecords:
+        """``poll()``'s constructor: ``records`` (no empty lists) holds ``count`` records, and
+        both dicts are the caller's to give away (nothing is copied or checked)."""
+        out = object.__new__(cls)
+        out._records = records
+        out._count = count
+        out._next_offsets = next_offsets
+        return out
+
+    @classmethod
     def from_records(cls, records: Iterable[ConsumerRecord]) -> ConsumerRecords:
         """Group a flat iterable of records by their ``(topic, partition)``."""
         grouped: dict[TopicPartition, list[ConsumerRecord]] = {}

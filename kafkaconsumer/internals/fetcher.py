@@ -43,7 +43,7 @@ from kafkaconsumer.internals.fetch_session import (
     FetchSessionHandler,
     PartitionData,
 )
-from kafkaconsumer.internals.interfaces import FetchClient, FetchMetadata
+from kafkaconsumer.internals.interfaces import ClusterView, FetchClient, FetchMetadata
 from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
     LeaderAndEpoch,
@@ -135,13 +135,16 @@ class Fetch:
     Thread-safety: not thread-safe; owned by the polling thread.
     """
 
-    __slots__ = ("records", "num_records", "position_advanced")
+    __slots__ = ("records", "num_records", "position_advanced", "positions")
 
     def __init__(self) -> None:
         """Start empty."""
         self.records: dict[TopicPartition, list[Any]] = {}
         self.num_records = 0
         self.position_advanced = False
+        #: Per partition with records here, its position after them (what poll() reports as
+        #: the next offsets).
+        self.positions: dict[TopicPartition, FetchPosition] = {}
 
     def is_empty(self) -> bool:
         """No records and no position change (a poll may then keep waiting)."""
@@ -217,6 +220,9 @@ class Fetcher:
         # connection is in use (a partition seeked after its broker's fetch went out can be
         # fetched whenever that connection is free, whatever the mark says).
         self._sent_at_mark: tuple[int, int, int] | None = None
+        # _broker_count's cache: the metadata snapshot it counted, and its count.
+        self._counted_cluster: ClusterView | None = None
+        self._brokers_in_cluster = 0
         self._closed = False
         # A failure of the response handler, raised by the next collect_fetch.
         self._response_error: Errors.KafkaError | None = None
@@ -351,7 +357,7 @@ class Fetcher:
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
         pending = self._pending_nodes
         subs = self._subscriptions
-        if pending and len(pending) >= len(self._metadata.cluster.brokers()):
+        if pending and len(pending) >= self._broker_count():
             # Every broker has a fetch in flight and no partition was seeked since, or every
             # broker's second connection has one too: nothing can go out. poll() asks on each
             # network wakeup, so this is the hot case (the second while a re-read after a
@@ -486,6 +492,14 @@ class Fetcher:
         if not targets and remember:
             self._nothing_to_fetch_at = mark
         return targets
+
+    def _broker_count(self) -> int:
+        """How many brokers the current metadata names (counted once per snapshot)."""
+        cluster = self._metadata.cluster
+        if cluster is not self._counted_cluster:
+            self._counted_cluster = cluster
+            self._brokers_in_cluster = len(cluster.brokers())
+        return self._brokers_in_cluster
 
     def _drained_caught_up(self, drained: Iterable[TopicPartition]) -> bool:
         """Whether the walk would still send nothing with ``drained`` (partitions whose buffered
@@ -971,17 +985,16 @@ class Fetcher:
                         max_records, self._key_deserializer, self._value_deserializer
                     )
                 if cf.next_fetch_offset > position.offset:
-                    subs.set_position(
-                        tp,
-                        FetchPosition(
-                            cf.next_fetch_offset,
-                            cf.last_epoch if cf.last_epoch is not None else position.offset_epoch,
-                            position.current_leader,
-                        ),
+                    position = FetchPosition(
+                        cf.next_fetch_offset,
+                        cf.last_epoch if cf.last_epoch is not None else position.offset_epoch,
+                        position.current_leader,
                     )
+                    subs.set_position(tp, position)
                     fetch.position_advanced = True
                 if records:
                     fetch.add(tp, records)
+                    fetch.positions[tp] = position
                 if self._metrics is not None:
                     self._record_consumed(cf, subs)
                 if cf.is_consumed:
