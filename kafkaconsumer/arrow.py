@@ -363,12 +363,11 @@ class ArrowBuilder:
 
     __slots__ = ("_cols",)
 
-    def __init__(self, size_hint: int, rows_hint: int = 0) -> None:
-        """An empty builder; ``size_hint`` is a first guess of the value bytes, ``rows_hint``
-        of the rows (the columns are sized for them at once)."""
+    def __init__(self, size_hint: int) -> None:
+        """An empty builder; ``size_hint`` is a first guess of the value bytes."""
         if _carrow_mod is None:
             raise RuntimeError("the Cython Arrow decoder is not available")
-        self._cols = _carrow_mod.new_builder(max(size_hint, 0), True, max(rows_hint, 0))
+        self._cols = _carrow_mod.new_builder(max(size_hint, 0), True)
 
     @property
     def num_rows(self) -> int:

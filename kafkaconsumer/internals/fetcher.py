@@ -220,9 +220,6 @@ class Fetcher:
         # connection is in use (a partition seeked after its broker's fetch went out can be
         # fetched whenever that connection is free, whatever the mark says).
         self._sent_at_mark: tuple[int, int, int] | None = None
-        # Fetched bytes per Arrow row at the last poll_arrow(): sizes the next one's columns
-        # (the first guess, 64, is a small record's size on the wire).
-        self._arrow_bytes_per_row = 64.0
         # _broker_count's cache: the metadata snapshot it counted, and its count.
         self._counted_cluster: ClusterView | None = None
         self._brokers_in_cluster = 0
@@ -898,14 +895,12 @@ class Fetcher:
         nil = self._next_in_line
         if nil is not None:
             want -= nil.records_left()
-        wanted = want
         with self._lock:
             queue = list(self._completed)
         subs = self._subscriptions
         expected: dict[TopicPartition, int] = {}
         chosen: list[tuple[CompletedFetch, int, int, int, bool]] = []
         builder = None
-        decoded_bytes = 0
         config = self._config
         for cf in queue:
             if want <= 0:
@@ -923,18 +918,11 @@ class Fetcher:
             if position is None or cf.fetch_offset != expected.get(tp, position.offset):
                 continue
             if builder is None:
-                size = min(self._undecoded_bytes, config.max_bytes)
-                # Rows expected: the buffered bytes at the last poll's bytes per row, at most
-                # what this poll wants.
-                rows = min(wanted, int(size / self._arrow_bytes_per_row))
-                builder = arrow_mod.ArrowBuilder(size, rows)
+                builder = arrow_mod.ArrowBuilder(min(self._undecoded_bytes, config.max_bytes))
             start = builder.num_rows
-            data = part.get("records")
-            if data is not None:
-                decoded_bytes += len(data)
             try:
                 rows, next_offset, partial = builder.decode(
-                    data,
+                    part.get("records"),
                     tp.topic,
                     tp.partition,
                     cf.fetch_offset,
@@ -947,8 +935,6 @@ class Fetcher:
             want -= rows
         if builder is None:
             return
-        if builder.num_rows:
-            self._arrow_bytes_per_row = max(1.0, decoded_bytes / builder.num_rows)
         try:
             batch, epochs = builder.finish()
         except Exception:  # noqa: BLE001 - as above

@@ -486,31 +486,16 @@ cdef int64_t _decode_legacy(_Columns c, const unsigned char* buf, object mv, Py_
     return next_offset
 
 
-def new_builder(Py_ssize_t data_size, bint include_headers, Py_ssize_t rows=0):
+def new_builder(Py_ssize_t data_size, bint include_headers):
     """Columns that several ``decode_columns(..., into=builder)`` calls append to: the
     partitions handed out by one poll become one set of buffers (one record batch, sliced per
-    partition, no concatenation). ``data_size`` is a first guess of the value bytes, ``rows``
-    of the row count: the fixed-width columns are sized for it at once (each doubling on the
-    way there copies the column)."""
+    partition, no concatenation). ``data_size`` is a first guess of the value bytes."""
     cdef _Columns c = _Columns(data_size, include_headers)
     c.shared = True
     c.topic_offsets = Grow(4096)
     c.topic_data = Grow(4096)
     c.partitions = Grow(4096)
     _put_i32(c.topic_offsets, 0)
-    if rows > 0:
-        _reserve(c.key_offsets, rows * 4)
-        _reserve(c.value_offsets, rows * 4)
-        _reserve(c.offsets, rows * 8)
-        _reserve(c.timestamps, rows * 8)
-        _reserve(c.ts_types, rows * 4)
-        _reserve(c.epochs, rows * 4)
-        _reserve(c.key_valid, (rows + 7) >> 3)
-        _reserve(c.value_valid, (rows + 7) >> 3)
-        _reserve(c.topic_offsets, rows * 4)
-        _reserve(c.partitions, rows * 4)
-        if include_headers:
-            _reserve(c.hdr_offsets, rows * 4)
     return c
 
 

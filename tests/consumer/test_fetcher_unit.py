@@ -804,38 +804,6 @@ def test_arrow_poll_decodes_its_partitions_into_one_batch() -> None:
     assert _offset(subs, T0) == 10 and _offset(subs, T1) == 7
 
 
-def test_arrow_poll_sizes_its_columns_from_the_last_poll(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The first builder guesses 64 fetched bytes per row; the next one is sized from what the
-    # last poll decoded (at most the rows the poll wants).
-    pytest.importorskip("pyarrow")
-    from kafkaconsumer import arrow
-
-    if not arrow.builder_available():
-        pytest.skip("needs the Cython Arrow decoder")
-    hints: list[int] = []
-    real = arrow.ArrowBuilder
-
-    def recording(size_hint: int, rows_hint: int = 0) -> Any:
-        hints.append(rows_hint)
-        return real(size_hint, rows_hint)
-
-    monkeypatch.setattr(arrow, "ArrowBuilder", recording)
-    f, client, subs = make(max_poll_records=500)
-    _fetch_both(f, subs)
-    t0_data, t1_data = batch(0, 10, 0), batch(100, 7, 0)
-    client.sent[0][2].success(response({T0: (t0_data, 30), T1: (t1_data, 30)}))
-    size = len(t0_data) + len(t1_data)
-    assert f.collect_fetch(500, arrow=True).num_records == 17
-    assert hints == [min(500, int(size / 64))]
-    per_row = size / 17
-    assert f._arrow_bytes_per_row == pytest.approx(per_row)
-    assert f.send_fetches() == 1
-    t0_more, t1_more = batch(10, 10, 10), batch(7, 7, 7)
-    client.sent[1][2].success(response({T0: (t0_more, 30), T1: (t1_more, 30)}))
-    assert f.collect_fetch(12, arrow=True).num_records == 12
-    assert hints[1] == min(12, int((len(t0_more) + len(t1_more)) / per_row))
-
-
 def test_arrow_poll_cut_by_max_records_continues_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pyarrow")
     from kafkaconsumer import arrow

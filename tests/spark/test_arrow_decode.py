@@ -271,23 +271,3 @@ def test_large_column_memory_is_reused_and_bounded() -> None:
     assert all(r.batch.num_rows == 60000 for r in alive)
     del alive
     assert _carrow.pooled_bytes() <= 256 << 20
-
-
-@pytest.mark.parametrize("rows_hint", [0, 1, 299, 300, 10_000])
-def test_a_builder_sized_for_any_row_count_builds_the_same_batch(rows_hint: int) -> None:
-    # poll_arrow() sizes a builder's fixed-width columns from the last poll's bytes per row;
-    # a guess too small grows them as before, one too large leaves room unused.
-    if not arrow.builder_available():
-        pytest.skip("needs the Cython Arrow decoder")
-    recs = [(b"k%d" % i, b"v" * (i % 70), [("h", b"x")] * (i % 2), 1000 + i) for i in range(300)]
-    data = b"".join(encode_batch(recs[i : i + 50], base_offset=i) for i in range(0, 300, 50))
-    reference = arrow.ArrowBuilder(len(data))
-    reference.decode(data, "t", 0, 0)
-    reference.decode(data, "u", 1, 0)
-    sized = arrow.ArrowBuilder(len(data), rows_hint)
-    assert sized.decode(data, "t", 0, 0) == (300, 300, False)
-    assert sized.decode(data, "u", 1, 0) == (300, 300, False)
-    got, got_epochs = sized.finish()
-    want, want_epochs = reference.finish()
-    assert got.equals(want) and got_epochs.equals(want_epochs)
-    assert got.num_rows == 600
