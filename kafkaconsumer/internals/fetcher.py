@@ -170,6 +170,9 @@ class _FetchTarget(NamedTuple):
     data: FetchRequestData
     version: int | None  # None: the negotiated version, known only once connected
     broker: int  # the broker that serves it
+    # On a second connection: a partition in it is behind its high watermark (or that is not
+    # known), so the broker answers at once instead of holding it.
+    behind: bool = False
 
 
 class Fetcher:
@@ -213,6 +216,8 @@ class Fetcher:
         self._pending_nodes: set[int] = set()
         # Second fetch connections with a fetch in flight (see _prepare_fetch_requests).
         self._seek_pending: set[int] = set()
+        # Those of them whose fetch the broker answers at once (see _busy_nodes).
+        self._seek_reading: set[int] = set()
         # Per connection with a fetch in flight: the fetch-state transition number when it
         # went out, and the offset it asked for per partition.
         self._in_flight: dict[int, tuple[int, dict[TopicPartition, int]]] = {}
@@ -403,6 +408,9 @@ class Fetcher:
         builders: dict[int, FetchSessionHandler.Builder] = {}
         brokers_of: dict[int, int] = {}
         lagging: set[int] = set()
+        # Second connections whose fetch reads a partition below its high watermark (or one
+        # not known yet): the broker answers it at once.
+        seek_behind: set[int] = set()
         seek_fetching = self._seek_fetching()
         unavailable: dict[int, bool] = {}
         fetch_size = self._config.fetch_size
@@ -453,6 +461,8 @@ class Fetcher:
                 node = seek_fetch_node_id(broker)
                 if node in self._seek_pending:
                     continue
+                if hw is None or offset < hw:
+                    seek_behind.add(node)
                 hw = None  # fetch it whatever the broker's other partitions hold
             if self._is_unavailable(node, unavailable):
                 remember = False  # a node becomes ready with time, not with the mark
@@ -488,7 +498,7 @@ class Fetcher:
                     continue
             data = builder.build()
             version = self._fetch_version(node, data.can_use_topic_ids)
-            targets.append(_FetchTarget(node, data, version, brokers_of[node]))
+            targets.append(_FetchTarget(node, data, version, brokers_of[node], node in seek_behind))
         if not targets and remember:
             self._nothing_to_fetch_at = mark
         return targets
@@ -529,9 +539,9 @@ class Fetcher:
         return True
 
     def _sends_buffered_data(self, node: int) -> bool:
-        """Whether ``node`` sent buffered data of an unpaused partition, or has a fetch out on
-        its second connection (see _busy_nodes)."""
-        if seek_fetch_node_id(node) in self._seek_pending:
+        """Whether ``node`` sent buffered data of an unpaused partition, or reads some over its
+        second connection (see _busy_nodes)."""
+        if seek_fetch_node_id(node) in self._seek_reading:
             return True
         subs = self._subscriptions
         nil = self._next_in_line
@@ -556,6 +566,7 @@ class Fetcher:
         self._pending_nodes.discard(node)
         if node in self._seek_pending:
             self._seek_pending.discard(node)
+            self._seek_reading.discard(node)
             # What that fetch brought is prefetched over the same connection while the
             # broker's own still holds its fetch: the next poll must walk.
             self._sent_at_mark = None
@@ -568,16 +579,17 @@ class Fetcher:
 
         Paused partitions are left out: their data stays buffered until resumed, and counting
         them would keep every caught-up partition of their node from being fetched meanwhile.
-        A second-connection fetch counts: its partitions will want more once it returns, and a
-        caught-up fetch sent on the first connection meanwhile would be held for
-        fetch.max.wait.ms with them waiting behind it.
+        A second-connection fetch of data the broker has counts: its partitions will want more
+        once it returns, and a caught-up fetch sent on the first connection meanwhile would be
+        held for fetch.max.wait.ms with them waiting behind it. (One of caught-up partitions
+        does not: the broker may hold it, and the others' new data should not wait for that.)
         """
         subs = self._subscriptions
         nodes = {
             cf.node for cf in self._completed if not cf.is_consumed and not subs.is_paused(cf.tp)
         }
         # (seek_fetch_node_id is its own inverse: it maps a second connection to its broker.)
-        nodes.update(seek_fetch_node_id(n) for n in self._seek_pending)
+        nodes.update(seek_fetch_node_id(n) for n in self._seek_reading)
         nil = self._next_in_line
         if nil is not None and not nil.is_consumed and not subs.is_paused(nil.tp):
             nodes.add(nil.node)
@@ -661,6 +673,8 @@ class Fetcher:
                     self._pending_nodes.add(target.node)
                 else:
                     self._seek_pending.add(target.node)
+                    if target.behind:
+                        self._seek_reading.add(target.node)
                 self._in_flight[target.node] = (
                     TopicPartitionState.last_transition,
                     {tp: pd.fetch_offset for tp, pd in target.data.session_partitions.items()},

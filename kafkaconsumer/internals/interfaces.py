@@ -149,6 +149,10 @@ class OffsetClient(RequestClient, Protocol):
         """True when a request of ``api_key`` to the node is unsent or awaits its response."""
         ...
 
+    def is_unavailable(self, node_id: int) -> bool:
+        """True while the node's last connect failed and it is backing off."""
+        ...
+
 
 class CoordinatorClient(FetchClient, Protocol):
     """What the group coordinators need from the network client.

@@ -154,7 +154,8 @@ class OffsetFetcher:
 
     def _connection_for(self, node: int) -> int:
         """The connection a lookup on broker ``node`` goes over: the broker's own, or its
-        second fetch connection while a fetch is out on the own one and none on the second.
+        second fetch connection while a fetch is out on the own one, and the second has none
+        and is not failing to connect.
 
         The broker answers a connection's requests in order and may hold a fetch for
         ``fetch.max.wait.ms`` (everything caught up): the reset after a
@@ -163,7 +164,10 @@ class OffsetFetcher:
         if node < 0 or not self._client.has_pending(node, ApiKey.FETCH):
             return node
         second = seek_fetch_node_id(node)
-        return node if self._client.has_pending(second, ApiKey.FETCH) else second
+        if self._client.has_pending(second, ApiKey.FETCH) or self._client.is_unavailable(second):
+            # Busy too, or failing to connect: the first connection answers in the end.
+            return node
+        return second
 
     def _lacks_api(self, node: int, api: ApiKey) -> bool:
         """True when the node is connected and did not advertise ``api`` at all.

@@ -24,6 +24,7 @@ import enum
 import errno
 import logging
 import mmap
+import os
 import selectors
 import socket
 import struct
@@ -119,16 +120,46 @@ _CHUNK = 65536
 _POOL_MIN = 1 << 20
 _POOL_SIZE = 2
 # While a response of at least _LOWAT_MIN bytes is partly received, the socket's SO_RCVLOWAT
-# asks the selector to report it readable only once this much of the rest is in (at most a
-# quarter of the socket's receive buffer, never more than the rest): a multi-MiB response then
-# takes a few large reads instead of one network-loop round per few hundred KiB, and the
-# thread sleeps meanwhile (the broker shares the machine's cores). Linux still reports the
-# socket when the receive window closes or memory runs short, and at end of stream. A mark of up to
-# 2 MiB also makes Linux grow the socket's receive buffer to hold it (autotuning alone keeps it
-# under 1 MiB on loopback, which left the broker little room to send ahead).
+# asks the selector to report it readable only once up to _LOWAT_MAX more bytes of it are in
+# (never more than the rest): a multi-MiB response then takes a few large reads instead of one
+# network-loop round per few hundred KiB, and the thread sleeps meanwhile (the broker shares
+# the machine's cores). Linux also grows an autotuned receive buffer to hold the mark (alone it
+# stays under 1 MiB on loopback, leaving the broker little room to send ahead).
+#
+# Only on Linux 5.7 or later: since 4.18 the kernel caps the mark at half a fixed receive
+# buffer and grows an autotuned one to hold it, and since 5.7 it reports the socket readable
+# below the mark when the receive window closes or memory runs short. An older kernel would
+# let a small receive buffer fill below the mark and never report the socket: the response
+# would wait for request.timeout.ms. A receive buffer set by receive.buffer.bytes also caps
+# the mark at a quarter of it.
 _LOWAT_MIN = 256 * 1024
 _LOWAT_MAX = 2 << 20
-_SO_RCVLOWAT: int | None = getattr(socket, "SO_RCVLOWAT", None)
+
+
+def _kernel_at_least(release: str, wanted: tuple[int, int]) -> bool:
+    """Whether a Linux release string (``platform.release()``) is ``wanted`` or later."""
+    parts = []
+    for piece in release.split(".")[:2]:
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            return False
+        parts.append(int(digits))
+    return len(parts) == 2 and (parts[0], parts[1]) >= wanted
+
+
+def _rcvlowat_option() -> int | None:
+    """SO_RCVLOWAT where the low-water mark is safe to use (see _LOWAT_MIN), else None."""
+    option = getattr(socket, "SO_RCVLOWAT", None)
+    if option is None or not sys.platform.startswith("linux"):
+        return None
+    return int(option) if _kernel_at_least(os.uname().release, (5, 7)) else None
+
+
+_SO_RCVLOWAT: int | None = _rcvlowat_option()
 
 
 def _large_buffer(size: int) -> mmap.mmap:
@@ -315,8 +346,9 @@ class BrokerConnection:
         self._frame_pos = 0
         self._frame_size = 0  # the response's size; a reused buffer may be longer
         self._pool: list[mmap.mmap] = []
-        # The socket's SO_RCVLOWAT (1: the default); None once the socket refused one.
-        self._lowat: int | None = 1 if _SO_RCVLOWAT is not None else None
+        # The socket's SO_RCVLOWAT (1: the default; each new socket starts there); None where
+        # it is not used, or once a socket refused one.
+        self._lowat: int | None = None
         self._sasl: SaslMechanism | None = None
         self.close_error: KafkaError | None = None
         #: Set by close(); the client clears it once it has done its disconnect bookkeeping.
@@ -422,6 +454,7 @@ class BrokerConnection:
         while self._addresses:
             family, type_, proto, _, addr = self._addresses.pop(0)
             sock = socket.socket(family, type_, proto)
+            self._lowat = 1 if _SO_RCVLOWAT is not None else None
             try:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -942,6 +975,8 @@ class BrokerConnection:
         try:
             if rest > 1:
                 rest = min(rest, _LOWAT_MAX)
+                if self._rcvbuf > 0:
+                    rest = max(1, min(rest, self._rcvbuf // 4))
             if rest != self._lowat:
                 sock.setsockopt(socket.SOL_SOCKET, _SO_RCVLOWAT, rest)  # type: ignore[arg-type]
                 self._lowat = rest

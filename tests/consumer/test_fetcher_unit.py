@@ -263,6 +263,31 @@ def test_no_caught_up_fetch_while_the_second_connection_reads() -> None:
     assert client.fetched(3) == {T0: 5, T1: 10}
 
 
+def test_a_caught_up_second_connection_fetch_does_not_hold_back_the_others() -> None:
+    # A partition re-positioned where it already was (caught up) is fetched over the second
+    # connection, where the broker may hold the fetch; the other partitions' new data must not
+    # wait for that one to return.
+    f, client, subs = make()
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(0, 10, 0), 10)}))
+    while not f.collect_fetch().is_empty():
+        pass
+    subs.pause(T0)
+    assert f.send_fetches() == 1  # T1 alone, caught up: held by the broker
+    assert client.fetched(1) == {T1: 10}
+    subs.resume(T0)
+    subs.seek(T0, 10)  # where it was: caught up still
+    assert f.send_fetches() == 1 and client.sent[2][0] == seek_fetch_node_id(0)
+    assert client.fetched(2) == {T0: 10}
+    client.sent[1][2].success(response({T1: (batch(10, 5, 10), 15)}))
+    assert values(f.collect_fetch().records[T1]) == [10, 11, 12, 13, 14]
+    assert f.send_fetches() == 1  # T1 goes on at once on the first connection
+    assert client.sent[3][0] == 0 and client.fetched(3) == {T1: 15}
+
+
 def test_no_walk_while_both_connections_of_every_broker_are_busy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

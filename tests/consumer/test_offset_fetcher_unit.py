@@ -68,6 +68,9 @@ class _NoRequests:
     def has_pending(self, node_id: int, api_key: int) -> bool:
         return False
 
+    def is_unavailable(self, node_id: int) -> bool:
+        return False
+
 
 class LockingClient(_NoRequests):
     """Stands for ConsumerNetworkClient: api_version and execute take its lock."""
@@ -243,14 +246,19 @@ def test_blocking_lookup_retries_when_the_metadata_lands_without_a_backoff() -> 
 
 
 class FetchHeldClient(RecordingClient):
-    """A client whose connections in ``fetching`` have a fetch out (maybe held by the broker)."""
+    """A client whose connections in ``fetching`` have a fetch out (maybe held by the broker)
+    and whose connections in ``failing`` back off after a failed connect."""
 
-    def __init__(self, fetching: set[int]) -> None:
+    def __init__(self, fetching: set[int], failing: frozenset[int] = frozenset()) -> None:
         super().__init__()
         self.fetching = fetching
+        self.failing = failing
 
     def has_pending(self, node_id: int, api_key: int) -> bool:
         return api_key == ApiKey.FETCH and node_id in self.fetching
+
+    def is_unavailable(self, node_id: int) -> bool:
+        return node_id in self.failing
 
 
 @pytest.mark.parametrize(
@@ -279,3 +287,13 @@ def test_validation_goes_around_a_fetch_the_broker_may_hold() -> None:
     of.validate_positions_if_needed()
     assert [node for node, _body in client.sent] == [seek_fetch_node_id(1)]
     assert all(subs.awaiting_validation(tp) for tp in (T0, T1, T2))
+
+
+def test_reset_stays_on_the_first_connection_while_the_second_fails_to_connect() -> None:
+    subs = SubscriptionState("earliest")
+    subs.assign_from_user([T0])
+    subs.request_offset_reset(T0)
+    client = FetchHeldClient({0}, failing=frozenset({seek_fetch_node_id(0)}))
+    of = OffsetFetcher(client, FakeMetadata({T0: 0}), subs, {}, time=MockTime())
+    of.reset_positions_if_needed()
+    assert [node for node, _body in client.sent] == [0]

@@ -68,6 +68,7 @@ def test_a_large_response_sets_the_receive_low_water_mark_never_above_what_is_le
     c = _conn()
     old_sock = c.sock
     c.sock = reader
+    c._lowat = 1  # as for every new socket the connection makes
     c.state = connection.ConnectionState.READY
     frames: list[bytes] = []
     c._on_frame = lambda frame: frames.append(bytes(frame))  # type: ignore[method-assign]
@@ -83,7 +84,9 @@ def test_a_large_response_sets_the_receive_low_water_mark_never_above_what_is_le
         writer.sendall(connection._SIZE.pack(size) + body[:head])
         while c._frame is None or c._frame_pos < head:
             c._read()
-        assert lowat() == connection._LOWAT_MAX  # 2 MiB of the ~6 MiB still to come
+        # Up to 2 MiB of the ~6 MiB still to come (the kernel may cap it lower).
+        assert 1 < lowat() <= connection._LOWAT_MAX
+        assert c._lowat == connection._LOWAT_MAX
         rest = threading.Thread(target=writer.sendall, args=(body[head:],))
         rest.start()
         seen = []
@@ -100,3 +103,54 @@ def test_a_large_response_sets_the_receive_low_water_mark_never_above_what_is_le
         reader.close()
         if old_sock is not None:
             old_sock.close()
+
+
+def test_the_low_water_mark_is_used_only_where_the_kernel_makes_it_safe() -> None:
+    # Before Linux 5.7 a socket whose receive buffer fills below the mark is never reported
+    # readable: the response would wait for request.timeout.ms.
+    assert connection._kernel_at_least("6.18.44-fc-v657", (5, 7))
+    assert connection._kernel_at_least("5.7.0", (5, 7))
+    assert not connection._kernel_at_least("5.4.0-150-generic", (5, 7))
+    assert not connection._kernel_at_least("4.19.0", (5, 7))
+    assert not connection._kernel_at_least("unknown", (5, 7))
+
+
+@pytest.mark.skipif(connection._SO_RCVLOWAT is None, reason="no SO_RCVLOWAT on this platform")
+def test_a_fixed_receive_buffer_caps_the_low_water_mark() -> None:
+    settings = network_settings(
+        {"bootstrap.servers": "127.0.0.1:9", "receive.buffer.bytes": 400_000}
+    )
+    c = BrokerConnection(
+        0, "127.0.0.1", 9, settings, now_ms=lambda: 0, next_correlation_id=lambda: 1
+    )
+    import socket
+
+    with socket.socket() as sock:
+        c._lowat = 1
+        c._set_lowat(sock, 5 << 20)
+        assert c._lowat == 100_000  # a quarter of the buffer asked for
+    c.close()
+
+
+def test_each_new_socket_starts_at_the_default_low_water_mark() -> None:
+    # The mark lives on the socket: a connection closed mid-response and opened again must
+    # not believe the new socket still carries the old mark.
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    try:
+        settings = network_settings({"bootstrap.servers": f"127.0.0.1:{port}"})
+        c = BrokerConnection(
+            0, "127.0.0.1", port, settings, now_ms=lambda: 0, next_correlation_id=lambda: 1
+        )
+        c.connect(5000)
+        assert c.sock is not None
+        assert c._lowat == (1 if connection._SO_RCVLOWAT is not None else None)
+        c._lowat = connection._LOWAT_MAX if c._lowat is not None else None  # mid-response
+        c.close()
+        c.connect(5000)
+        assert c._lowat == (1 if connection._SO_RCVLOWAT is not None else None)
+        c.close()
+    finally:
+        listener.close()
