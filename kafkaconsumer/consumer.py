@@ -14,12 +14,11 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.interceptors import ConsumerInterceptors
-from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
 from kafkaconsumer.internals.fetcher import Fetch, FetchConfig, Fetcher
 from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
 from kafkaconsumer.internals.subscription_state import (
@@ -46,6 +45,11 @@ from kafkaconsumer.structs import (
 )
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer, to_timeout_ms
+
+if TYPE_CHECKING:
+    # Loaded when a consumer with a group.id is made: a consumer that assigns its partitions
+    # (a short script, a Spark task) never pays for the group machinery's import.
+    from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
 
 #: ``commit_async`` callback: ``callback(offsets, exception)`` (the exception is None on success).
 OffsetCommitCallback = Callable[
@@ -170,6 +174,8 @@ class KafkaConsumer:
             )
             self._coordinator: ConsumerCoordinator | None = None
             if self._group_id is not None:
+                from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+
                 self._coordinator = ConsumerCoordinator(
                     cfg,
                     self._client,

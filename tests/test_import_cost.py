@@ -1,6 +1,8 @@
 """Importing the package loads only what a plaintext consumer of uncompressed data needs: TLS,
 SASL's hashing, JSON, the compression libraries, the record encoder and the IDNA codec load on
-first use (together about 20 ms of a short script's start-up)."""
+first use (together about 20 ms of a short script's start-up), and the group machinery (the
+coordinators, assignors and membership managers, about 8 ms more) when a consumer with a
+group.id is made."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ DEFERRED = (
     "cramjam",
     "kafkaconsumer.record.encoder",
     "encodings.idna",
+    "kafkaconsumer.internals.consumer_coordinator",
+    "kafkaconsumer.internals.abstract_coordinator",
+    "kafkaconsumer.internals.assignors",
 )
 
 
@@ -58,4 +63,18 @@ def test_what_is_deferred_loads_when_used() -> None:
     )
     loaded = _loaded_after(code)
     for name in ("ssl", "lz4", "zstandard", "kafkaconsumer.record.encoder"):
+        assert name in loaded
+
+
+def test_a_group_consumer_loads_the_group_machinery() -> None:
+    code = (
+        "from kafkaconsumer import KafkaConsumer\n"
+        "KafkaConsumer({'bootstrap.servers': 'localhost:1', 'group.id': 'g'}).close()\n"
+    )
+    loaded = _loaded_after(code)
+    for name in (
+        "kafkaconsumer.internals.consumer_coordinator",
+        "kafkaconsumer.internals.abstract_coordinator",
+        "kafkaconsumer.internals.assignors",
+    ):
         assert name in loaded
