@@ -28,8 +28,7 @@ import logging
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from kafkaconsumer.errors import ConfigError
 
@@ -121,8 +120,7 @@ class Password:
 # --------------------------------------------------------------------------- JAAS parsing
 
 
-@dataclass(frozen=True)
-class JaasConfig:
+class JaasConfig(NamedTuple):
     """A parsed ``sasl.jaas.config`` entry: ``LoginModuleClass flag key="value" ...;``."""
 
     login_module: str
@@ -483,9 +481,8 @@ def _metric_reporter(name: str, value: Any) -> Any:
 _NO_DEFAULT = object()
 
 
-@dataclass(frozen=True)
-class ConfigKey:
-    """The definition of one configuration key."""
+class ConfigKey(NamedTuple):
+    """The definition of one configuration key (immutable)."""
 
     name: str
     type: ConfigType

@@ -22,8 +22,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafkaconsumer.config import config_value
 from kafkaconsumer.errors import IllegalStateError
@@ -88,18 +87,22 @@ class MetricName:
         return f"MetricName(name={self.name!r}, group={self.group!r}, tags={self._tags!r})"
 
 
-@dataclass(frozen=True)
-class MetricConfig:
-    """Sampling parameters: ``samples`` windows of ``time_window_ms`` each."""
+class _MetricConfigBase(NamedTuple):
+    samples: int
+    time_window_ms: int
 
-    samples: int = 2
-    time_window_ms: int = 30000
 
-    def __post_init__(self) -> None:
-        if self.samples < 1:
-            raise ValueError(f"samples must be >= 1, got {self.samples}")
-        if self.time_window_ms < 1:
-            raise ValueError(f"time_window_ms must be >= 1, got {self.time_window_ms}")
+class MetricConfig(_MetricConfigBase):
+    """Sampling parameters: ``samples`` windows of ``time_window_ms`` each (immutable)."""
+
+    __slots__ = ()
+
+    def __new__(cls, samples: int = 2, time_window_ms: int = 30000) -> MetricConfig:
+        if samples < 1:
+            raise ValueError(f"samples must be >= 1, got {samples}")
+        if time_window_ms < 1:
+            raise ValueError(f"time_window_ms must be >= 1, got {time_window_ms}")
+        return super().__new__(cls, samples, time_window_ms)
 
 
 class Stat:

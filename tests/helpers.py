@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import time
 import uuid
@@ -43,7 +42,7 @@ def network_settings(config: Mapping[str, Any], **fixed: Any) -> NetworkSettings
     from kafkaconsumer.network.settings import NetworkSettings
 
     settings = NetworkSettings.from_config(ConsumerConfig(config))
-    return dataclasses.replace(settings, **fixed) if fixed else settings
+    return settings._replace(**fixed) if fixed else settings
 
 
 def default_sigint() -> None:

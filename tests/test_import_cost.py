@@ -2,7 +2,7 @@
 SASL's hashing, JSON, the compression libraries, the record encoder and the IDNA codec load on
 first use (together about 20 ms of a short script's start-up), and the group machinery (the
 coordinators, assignors and membership managers, about 8 ms more) when a consumer with a
-group.id is made."""
+group.id is made; `dataclasses` (with `inspect`, about 4 ms) not at all."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ DEFERRED = (
     "kafkaconsumer.internals.consumer_coordinator",
     "kafkaconsumer.internals.abstract_coordinator",
     "kafkaconsumer.internals.assignors",
+    "dataclasses",
 )
 
 
