@@ -84,8 +84,8 @@ class _Clock:
         self.first: tuple[float, int, float] | None = None
 
     def seen(self, got: int, n: int) -> None:
-        """``got`` records arrived, ``n`` in all (the first non-empty poll is remembered)."""
-        if got and self.first is None:
+        """``got`` records arrived, ``n`` in all; called until the first records came."""
+        if got:
             self.first = (
                 time.perf_counter() - self.start,
                 n,

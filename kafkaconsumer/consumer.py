@@ -70,20 +70,8 @@ def _next_offsets(
 ) -> dict[TopicPartition, OffsetAndMetadata]:
     """Per partition returned, the position after its records with the epoch of the last one
     (Java 3.9 ``ConsumerRecords.nextOffsets``): what to commit once they are processed."""
-    # The fetcher's positions hold valid offsets: the tuple is built without
-    # OffsetAndMetadata's checks (poll() makes one per partition on every call).
-    new = tuple.__new__
-    return {
-        tp: new(
-            OffsetAndMetadata,
-            (
-                p.offset,
-                "",
-                p.offset_epoch if p.offset_epoch is None or p.offset_epoch >= 0 else None,
-            ),
-        )
-        for tp, p in positions.items()
-    }
+    of_position = OffsetAndMetadata._of_position
+    return {tp: of_position(p.offset, p.offset_epoch) for tp, p in positions.items()}
 
 
 def _check_partitions(partitions: Any, what: str) -> list[TopicPartition]:

@@ -62,6 +62,14 @@ class OffsetAndMetadata(_OffsetAndMetadataBase):
             leader_epoch = None
         return super().__new__(cls, offset, "" if metadata is None else metadata, leader_epoch)
 
+    @classmethod
+    def _of_position(cls, offset: int, leader_epoch: int | None) -> OffsetAndMetadata:
+        """For a consumer position (a valid offset): no metadata, and none of the checks of
+        the constructor but the epoch's (``poll()`` makes one per partition on every call)."""
+        if leader_epoch is not None and leader_epoch < 0:
+            leader_epoch = None
+        return tuple.__new__(cls, (offset, "", leader_epoch))
+
 
 class _OffsetAndTimestampBase(NamedTuple):
     offset: int

@@ -25,6 +25,7 @@ import errno
 import logging
 import mmap
 import os
+import re
 import selectors
 import socket
 import struct
@@ -137,18 +138,9 @@ _LOWAT_MAX = 2 << 20
 
 
 def _kernel_at_least(release: str, wanted: tuple[int, int]) -> bool:
-    """Whether a Linux release string (``platform.release()``) is ``wanted`` or later."""
-    parts = []
-    for piece in release.split(".")[:2]:
-        digits = ""
-        for ch in piece:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            return False
-        parts.append(int(digits))
-    return len(parts) == 2 and (parts[0], parts[1]) >= wanted
+    """Whether a Linux release string (``os.uname().release``) is ``wanted`` or later."""
+    found = re.match(r"(\d+)\.(\d+)", release)
+    return found is not None and (int(found[1]), int(found[2])) >= wanted
 
 
 def _rcvlowat_option() -> int | None:

@@ -52,6 +52,11 @@ def test_offset_and_metadata() -> None:
     assert pickle.loads(pickle.dumps(OffsetAndMetadata(3, "x", 2))) == OffsetAndMetadata(3, "x", 2)
     assert OffsetAndMetadata(3)._replace(offset=4) == OffsetAndMetadata(4)
 
+    # poll()'s next offsets: what the checked constructor makes of a position, without its checks.
+    for epoch in (None, -1, 0, 7):
+        fast = OffsetAndMetadata._of_position(12, epoch)
+        assert type(fast) is OffsetAndMetadata and fast == OffsetAndMetadata(12, "", epoch)
+
 
 def test_offset_and_timestamp() -> None:
     assert OffsetAndTimestamp(1, 2) == (1, 2, None)

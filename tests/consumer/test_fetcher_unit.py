@@ -233,12 +233,8 @@ def test_no_prefetch_past_the_high_watermark() -> None:
     assert f.send_fetches() == 1 and client.fetched(1) == {T0: 10}
 
 
-def test_no_caught_up_fetch_while_the_second_connection_reads() -> None:
-    # A partition seeked while its broker held a caught-up fetch is read over the second
-    # connection. If the held fetch returns meanwhile, a fetch of the other, caught-up
-    # partitions alone would be held again for fetch.max.wait.ms, and the seeked partition's
-    # next fetch would wait behind it: the broker counts as busy until the second connection's
-    # data is in, and its next fetch then carries both.
+def _both_read_to_the_end() -> tuple[Fetcher, FakeClient, SubscriptionState]:
+    """T0 and T1 on node 0, each read to its high watermark of 10 (nothing in flight)."""
     f, client, subs = make()
     subs.assign_from_user([T0, T1])
     subs.seek(T0, 0)
@@ -247,6 +243,16 @@ def test_no_caught_up_fetch_while_the_second_connection_reads() -> None:
     client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(0, 10, 0), 10)}))
     while not f.collect_fetch().is_empty():
         pass
+    return f, client, subs
+
+
+def test_no_caught_up_fetch_while_the_second_connection_reads() -> None:
+    # A partition seeked while its broker held a caught-up fetch is read over the second
+    # connection. If the held fetch returns meanwhile, a fetch of the other, caught-up
+    # partitions alone would be held again for fetch.max.wait.ms, and the seeked partition's
+    # next fetch would wait behind it: the broker counts as busy until the second connection's
+    # data is in, and its next fetch then carries both.
+    f, client, subs = _both_read_to_the_end()
     assert f.send_fetches() == 1  # caught up: the broker holds this one
     assert client.sent[1][0] == 0
     subs.seek(T0, 0)
@@ -267,14 +273,7 @@ def test_a_caught_up_second_connection_fetch_does_not_hold_back_the_others() -> 
     # A partition re-positioned where it already was (caught up) is fetched over the second
     # connection, where the broker may hold the fetch; the other partitions' new data must not
     # wait for that one to return.
-    f, client, subs = make()
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
-    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(0, 10, 0), 10)}))
-    while not f.collect_fetch().is_empty():
-        pass
+    f, client, subs = _both_read_to_the_end()
     subs.pause(T0)
     assert f.send_fetches() == 1  # T1 alone, caught up: held by the broker
     assert client.fetched(1) == {T1: 10}
@@ -294,14 +293,7 @@ def test_no_walk_while_both_connections_of_every_broker_are_busy(
     # poll() asks for fetches on every network wakeup: with a fetch held on a broker's first
     # connection and a re-read running over its second, nothing can go out, and walking the
     # partitions to find that out cost a pass over them per poll.
-    f, client, subs = make()
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
-    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(0, 10, 0), 10)}))
-    while not f.collect_fetch().is_empty():
-        pass
+    f, client, subs = _both_read_to_the_end()
     assert f.send_fetches() == 1  # held by the broker
     subs.seek(T0, 0)
     subs.seek(T1, 0)
