@@ -1,7 +1,9 @@
 """Offset lookups: position resets, position validation, and the blocking offsets API.
 
 Java: ``OffsetFetcher`` / ``OffsetsForLeaderEpochUtils``. Every lookup groups partitions by
-their leader and sends one ListOffsets (or OffsetForLeaderEpoch) request per broker.
+their leader and sends one ListOffsets (or OffsetForLeaderEpoch) request per broker: over the
+broker's second fetch connection while its own has a fetch out, which the broker may hold for
+``fetch.max.wait.ms`` (see ``_connection_for``).
 
 * :meth:`OffsetFetcher.reset_positions_if_needed` is asynchronous: it sends ListOffsets for
   partitions awaiting a reset and applies answers as they arrive (the partition backs off on

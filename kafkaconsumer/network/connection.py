@@ -15,6 +15,8 @@ fit an ApiVersions/SASL answer (1 MiB), after READY twice the largest fetch we a
 64 MiB), as Java's ``NetworkReceive`` bounds its receives. A peer whose first bytes are a TLS
 record or an HTTP (or other text protocol) reply is named in the error, logged at WARNING. The owning :class:`~kafkaconsumer.network.client.NetworkClient` registers the socket
 with its selector (:meth:`BrokerConnection.interest`) and calls :meth:`BrokerConnection.on_io`.
+While a large response is partly in, the socket's ``SO_RCVLOWAT`` (Linux 5.7+, see
+``_LOWAT_MIN``) makes the selector report it only once a large piece of the rest has arrived.
 """
 
 from __future__ import annotations
