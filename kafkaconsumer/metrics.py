@@ -18,6 +18,7 @@ windows with a ``MockTime``.
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 import threading
@@ -34,6 +35,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "MetricName",
     "MetricConfig",
+    "RecordingLevel",
     "Stat",
     "Avg",
     "Max",
@@ -87,22 +89,50 @@ class MetricName:
         return f"MetricName(name={self.name!r}, group={self.group!r}, tags={self._tags!r})"
 
 
+class RecordingLevel(enum.IntEnum):
+    """How detailed a sensor is (Java ``Sensor.RecordingLevel``); a registry records the sensors
+    whose level is at most its configured one (``metrics.recording.level``)."""
+
+    INFO = 0
+    DEBUG = 1
+    TRACE = 2
+
+    @classmethod
+    def for_name(cls, name: str) -> RecordingLevel:
+        """The level called ``name`` (``"INFO"``, ``"DEBUG"`` or ``"TRACE"``, any case)."""
+        try:
+            return cls[name.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown recording level {name!r} (INFO, DEBUG or TRACE)") from None
+
+    def should_record(self, configured: RecordingLevel) -> bool:
+        """Whether a sensor of this level records in a registry configured at ``configured``."""
+        return self <= configured
+
+
 class _MetricConfigBase(NamedTuple):
     samples: int
     time_window_ms: int
+    recording_level: RecordingLevel
 
 
 class MetricConfig(_MetricConfigBase):
-    """Sampling parameters: ``samples`` windows of ``time_window_ms`` each (immutable)."""
+    """Sampling parameters: ``samples`` windows of ``time_window_ms`` each, and the highest
+    ``recording_level`` of the sensors that record (immutable)."""
 
     __slots__ = ()
 
-    def __new__(cls, samples: int = 2, time_window_ms: int = 30000) -> MetricConfig:
+    def __new__(
+        cls,
+        samples: int = 2,
+        time_window_ms: int = 30000,
+        recording_level: RecordingLevel = RecordingLevel.INFO,
+    ) -> MetricConfig:
         if samples < 1:
             raise ValueError(f"samples must be >= 1, got {samples}")
         if time_window_ms < 1:
             raise ValueError(f"time_window_ms must be >= 1, got {time_window_ms}")
-        return super().__new__(cls, samples, time_window_ms)
+        return super().__new__(cls, samples, time_window_ms, RecordingLevel(recording_level))
 
 
 class Stat:
@@ -377,16 +407,28 @@ class MetricsReporter:
 class Sensor:
     """A named recording point feeding several statistics.
 
+    Its ``recording_level`` is fixed when it is made; a sensor above the registry's level is
+    made as a sensor that never records (see :meth:`Metrics.sensor`), so that recording costs
+    a recording sensor nothing extra.
+
     Thread-safety: recording and reading take the registry's lock, so the consumer thread and
     the heartbeat thread may record on sensors concurrently.
     """
 
-    def __init__(self, registry: Metrics, name: str) -> None:
+    def __init__(
+        self, registry: Metrics, name: str, recording_level: RecordingLevel = RecordingLevel.INFO
+    ) -> None:
         """Create the sensor ``name`` in ``registry`` with no statistics yet."""
         self.name = name
+        self.recording_level = recording_level
         self._registry = registry
         self._stats: list[Stat] = []
         self.last_record_ms = registry.time.monotonic_ms()
+
+    def should_record(self) -> bool:
+        """Whether values recorded on this sensor reach its statistics (Java
+        ``Sensor.shouldRecord``)."""
+        return self.recording_level.should_record(self._registry.config.recording_level)
 
     def add(self, metric_name: MetricName, stat: Stat) -> Sensor:
         """Attach ``stat`` and publish it under ``metric_name``; returns the sensor."""
@@ -419,6 +461,15 @@ class Sensor:
             self.last_record_ms = now
             for stat in self._stats:
                 stat.record(config, value, now)
+
+
+class _IdleSensor(Sensor):
+    """A sensor above the registry's recording level. As in Java, its metrics are still
+    published (at their initial values, NaN or 0) so that a reporter sees the same names at
+    every level; only the recording is skipped."""
+
+    def record(self, value: float = 1.0, now_ms: int | None = None) -> None:
+        """Record nothing: the sensor's level is above the registry's."""
 
 
 class Metrics:
@@ -454,8 +505,9 @@ class Metrics:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], *, time: Time = SYSTEM_TIME) -> Metrics:
-        """Build from ``metrics.num.samples``, ``metrics.sample.window.ms`` and
-        ``metric.reporters`` of a client configuration (Java class names are skipped)."""
+        """Build from ``metrics.num.samples``, ``metrics.sample.window.ms``,
+        ``metrics.recording.level`` and ``metric.reporters`` of a client configuration (Java
+        class names are skipped)."""
         reporters: list[Any] = []
         for spec in config.get("metric.reporters") or ():
             if isinstance(spec, str):
@@ -468,6 +520,9 @@ class Metrics:
         metric_config = MetricConfig(
             samples=int(config_value(config, "metrics.num.samples")),
             time_window_ms=int(config_value(config, "metrics.sample.window.ms")),
+            recording_level=RecordingLevel.for_name(
+                str(config_value(config, "metrics.recording.level"))
+            ),
         )
         return cls(metric_config, time=time, reporters=reporters)
 
@@ -477,12 +532,15 @@ class Metrics:
         """Build a :class:`MetricName`."""
         return MetricName(name, group, description, tags)
 
-    def sensor(self, name: str) -> Sensor:
-        """The sensor called ``name``, created on first use."""
+    def sensor(self, name: str, recording_level: RecordingLevel = RecordingLevel.INFO) -> Sensor:
+        """The sensor called ``name``, created on first use at ``recording_level`` (an existing
+        sensor keeps the level it was made with, as in Java). A sensor above the registry's
+        ``config.recording_level`` publishes its metrics but records nothing."""
         with self._lock:
             sensor = self._sensors.get(name)
             if sensor is None:
-                sensor = Sensor(self, name)
+                records = recording_level.should_record(self.config.recording_level)
+                sensor = (Sensor if records else _IdleSensor)(self, name, recording_level)
                 self._sensors[name] = sensor
             return sensor
 

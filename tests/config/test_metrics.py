@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kafkaconsumer import KafkaConsumer
 from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.errors import IllegalStateError
 from kafkaconsumer.metrics import (
@@ -24,6 +25,7 @@ from kafkaconsumer.metrics import (
     MetricsReporter,
     Min,
     Rate,
+    RecordingLevel,
     Value,
     WindowedCount,
 )
@@ -155,6 +157,52 @@ def test_from_config_reads_sampling_and_skips_java_reporters() -> None:
     assert metrics.config == MetricConfig(samples=3, time_window_ms=500)
     with pytest.raises(ValueError):
         MetricConfig(samples=0)
+
+
+@pytest.mark.parametrize(
+    ("configured", "recorded"),
+    [
+        ("INFO", {RecordingLevel.INFO}),
+        ("DEBUG", {RecordingLevel.INFO, RecordingLevel.DEBUG}),
+        ("TRACE", {RecordingLevel.INFO, RecordingLevel.DEBUG, RecordingLevel.TRACE}),
+    ],
+)
+def test_sensors_above_metrics_recording_level_publish_but_do_not_record(
+    configured: str, recorded: set[RecordingLevel]
+) -> None:
+    metrics = Metrics.from_config(
+        ConsumerConfig({"bootstrap.servers": "h:1", "metrics.recording.level": configured}),
+        time=MockTime(),
+    )
+    assert metrics.config.recording_level is RecordingLevel[configured]
+    for level in RecordingLevel:
+        sensor = metrics.sensor(f"s-{level.name}", level)
+        sensor.add(metrics.metric_name(f"total-{level.name}", "g"), CumulativeSum())
+        sensor.record(5.0)
+        assert sensor.should_record() == (level in recorded)
+    # As in Java, every metric is published; only those of recording sensors move.
+    assert {level: metrics.value(f"total-{level.name}", "g") for level in RecordingLevel} == {
+        level: 5.0 if level in recorded else 0.0 for level in RecordingLevel
+    }
+
+
+def test_a_sensor_keeps_the_level_it_was_made_with() -> None:
+    metrics = Metrics(MetricConfig(recording_level=RecordingLevel.INFO), time=MockTime())
+    debug = metrics.sensor("s", RecordingLevel.DEBUG)
+    assert metrics.sensor("s") is debug and not debug.should_record()
+    assert metrics.sensor("t").recording_level is RecordingLevel.INFO
+    with pytest.raises(ValueError, match="unknown recording level"):
+        RecordingLevel.for_name("VERBOSE")
+
+
+def test_the_consumer_registry_takes_metrics_recording_level() -> None:
+    consumer = KafkaConsumer(
+        {"bootstrap.servers": "127.0.0.1:9", "metrics.recording.level": "DEBUG"}
+    )
+    try:
+        assert consumer._metrics.config.recording_level is RecordingLevel.DEBUG
+    finally:
+        consumer.close(timeout_ms=0)
 
 
 def test_fetch_manager_metrics() -> None:
