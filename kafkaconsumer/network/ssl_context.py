@@ -10,7 +10,8 @@ Accepted keys (PEM files and strings only; Java KeyStores are not readable from 
   ``ssl.certificate.location`` + ``ssl.key.location``; ``ssl.key.password`` decrypts the key.
 * ``ssl.endpoint.identification.algorithm``: ``"https"`` (default) verifies the broker's host
   name; ``""`` or None turns that check off (the certificate chain is still verified).
-* ``ssl.enabled.protocols``: lowest TLS version allowed; ``ssl.cipher.suites``.
+* ``ssl.enabled.protocols``: the TLS versions allowed; ``ssl.protocol`` (Java's SSLContext
+  protocol) bounds the newest of them; ``ssl.cipher.suites``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,24 @@ def _as_list(value: Any) -> list[str]:
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
     return [str(v).strip() for v in value if str(v).strip()]
+
+
+def _newest_version(protocol: Any) -> ssl.TLSVersion | None:
+    """The newest TLS version an ``ssl.protocol`` allows, or None for no bound.
+
+    Java builds its SSLContext for ``ssl.protocol``: a TLSv1.2 context keeps connections off
+    TLSv1.3 even when ``ssl.enabled.protocols`` lists it, while TLSv1.3 (the default) and the
+    generic TLS bound nothing.
+    """
+    if protocol is None:
+        return None
+    name = str(protocol).strip().upper()
+    if name in ("", "TLS", "TLSV1.3"):
+        return None
+    version = _TLS_VERSIONS.get(name)
+    if version is None:
+        raise ConfigError(f"ssl.protocol {protocol!r} is not a TLS version this client knows")
+    return version
 
 
 def hostname_verification(config: Mapping[str, Any]) -> bool:
@@ -88,11 +107,24 @@ def build_ssl_context(config: Mapping[str, Any]) -> ssl.SSLContext:
     versions = [_TLS_VERSIONS[p.upper()] for p in protocols if p.upper() in _TLS_VERSIONS]
     if protocols and not versions:
         raise ConfigError(f"ssl.enabled.protocols {protocols!r}: no known TLS version")
+    newest = _newest_version(config.get("ssl.protocol"))
+    if newest is not None:
+        capped = [v for v in versions if v <= newest]
+        if versions and not capped:
+            raise ConfigError(
+                f"ssl.protocol={config.get('ssl.protocol')} leaves none of ssl.enabled.protocols "
+                f"{protocols!r}: Java's SSLContext of that protocol never uses a newer version; "
+                "raise ssl.protocol (TLSv1.3) or enable an older version"
+            )
+        versions = capped
     if versions:
         ctx.minimum_version = min(versions)
         ctx.maximum_version = max(versions)
     else:
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        if newest is not None:
+            ctx.minimum_version = min(ssl.TLSVersion.TLSv1_2, newest)
+            ctx.maximum_version = newest
 
     ciphers = _as_list(config.get("ssl.cipher.suites"))
     if ciphers:

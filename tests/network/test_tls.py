@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.errors import (
     ConfigError,
     KafkaError,
@@ -301,3 +302,37 @@ def test_sasl_ssl_through_tls_proxy_to_fake_broker(pki: Pki) -> None:
                 assert proxy.handshakes == 1 and len(servers) == 1
             finally:
                 cnc.close()
+
+
+@pytest.mark.parametrize(
+    ("protocol", "newest"),
+    [
+        ("TLSv1.3", ssl.TLSVersion.TLSv1_3),
+        ("TLS", ssl.TLSVersion.TLSv1_3),
+        ("TLSv1.2", ssl.TLSVersion.TLSv1_2),
+    ],
+)
+def test_ssl_protocol_bounds_the_newest_tls_version(
+    pki: Pki, protocol: str, newest: ssl.TLSVersion
+) -> None:
+    # As Java's SSLContext.getInstance(ssl.protocol): TLSv1.2 never uses TLSv1.3 even when
+    # ssl.enabled.protocols (TLSv1.2,TLSv1.3 by default) lists it.
+    config = ConsumerConfig(
+        {"bootstrap.servers": "h:1", "ssl.truststore.location": pki.ca, "ssl.protocol": protocol}
+    )
+    ctx = build_ssl_context(config)
+    assert ctx.maximum_version == newest
+    assert ctx.minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def test_ssl_protocol_leaving_no_enabled_version_is_refused(pki: Pki) -> None:
+    config = ConsumerConfig(
+        {
+            "bootstrap.servers": "h:1",
+            "ssl.truststore.location": pki.ca,
+            "ssl.protocol": "TLSv1.2",
+            "ssl.enabled.protocols": "TLSv1.3",
+        }
+    )
+    with pytest.raises(ConfigError, match=r"ssl\.protocol=TLSv1\.2 leaves none"):
+        build_ssl_context(config)

@@ -1,10 +1,13 @@
 """TLS against Apache Kafka's own SSL listeners (the ``secure_kafka`` fixture; certificates from
 a CA the fixture generates): server verification with host-name check, a host-name mismatch, a
-wrong CA, and mutual TLS (with and without a client certificate). Failures end in
+wrong CA, mutual TLS (with and without a client certificate), and the TLS version ssl.protocol
+allows. Failures end in
 :class:`SslAuthenticationError` within the timeout, never a hang.
 """
 
 from __future__ import annotations
+
+import ssl
 
 import pytest
 
@@ -65,3 +68,25 @@ def test_mutual_tls_without_client_certificate_is_refused(secure_kafka: Security
     with KafkaConsumer(cfg) as consumer:
         with pytest.raises(SslAuthenticationError):
             consumer.list_topics(timeout_ms=10000)
+
+
+def _negotiated_versions(consumer: KafkaConsumer) -> set[str | None]:
+    return {
+        conn.sock.version()
+        for conn in consumer._net._conns.values()
+        if isinstance(conn.sock, ssl.SSLSocket)
+    }
+
+
+@pytest.mark.parametrize(("protocol", "negotiated"), [(None, "TLSv1.3"), ("TLSv1.2", "TLSv1.2")])
+def test_ssl_protocol_bounds_the_negotiated_version(
+    secure_kafka: Security, protocol: str | None, negotiated: str
+) -> None:
+    # The broker takes TLSv1.2 and TLSv1.3, and so does the client's default
+    # ssl.enabled.protocols: ssl.protocol=TLSv1.2 keeps the connection off TLSv1.3, as Java's
+    # SSLContext of that protocol does.
+    extra = {} if protocol is None else {"ssl.protocol": protocol}
+    cfg = ssl_config(secure_kafka.ssl_bootstrap, secure_kafka.pki.ca, **extra)
+    with KafkaConsumer(cfg) as consumer:
+        assert isinstance(consumer.list_topics(timeout_ms=10000), dict)
+        assert _negotiated_versions(consumer) == {negotiated}
