@@ -281,6 +281,9 @@ class NetworkClient:
                     settings.sasl_login_refresh_window_factor,
                     retry_backoff_ms=settings.sasl_login_retry_backoff_ms,
                     retry_backoff_max_ms=settings.sasl_login_retry_backoff_max_ms,
+                    refresh_window_jitter=settings.sasl_login_refresh_window_jitter,
+                    refresh_min_period_s=settings.sasl_login_refresh_min_period_seconds,
+                    refresh_buffer_s=settings.sasl_login_refresh_buffer_seconds,
                 )
             elif mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
                 raise ConfigError(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import random
 import re
 import threading
 import time
@@ -372,9 +373,15 @@ class OAuthTokenCache:
     only reads the cache, and is what a connection uses while authenticating under the network
     lock.
 
-    A token is refreshed once ``refresh_window_factor`` of its lifetime has passed (Java's
-    ``sasl.login.refresh.window.factor``, default 0.8), so new connections never present a token
-    about to expire. A token of unknown lifetime is fetched again after a connection used it.
+    A token is refreshed as Java's ``ExpiringCredentialRefreshingLogin`` schedules it: once
+    ``refresh_window_factor`` of its lifetime, plus a random share of up to
+    ``refresh_window_jitter``, has passed (``sasl.login.refresh.window.*``), but no sooner than
+    ``refresh_min_period_s`` after it was obtained and at least ``refresh_buffer_s`` before it
+    expires (``sasl.login.refresh.min.period.seconds``, ``sasl.login.refresh.buffer.seconds``);
+    a token living less than those two together is refreshed after the window share of its
+    life alone. So new connections never present a token about to expire, and clients started
+    together do not ask the identity provider at the same moment. A token of unknown lifetime
+    is fetched again after a connection used it.
     A failed callback is retried after ``retry_backoff_ms``, doubling up to
     ``retry_backoff_max_ms`` (Java's ``sasl.login.retry.backoff.*``).
 
@@ -394,9 +401,14 @@ class OAuthTokenCache:
         *,
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 10000,
+        refresh_window_jitter: float = 0.05,
+        refresh_min_period_s: int = 60,
+        refresh_buffer_s: int = 300,
+        uniform: Callable[[], float] = random.random,
     ) -> None:
         """Cache the tokens of ``callback`` (or of a provider's ``token()`` method), refreshing
-        after ``refresh_window_factor`` of a token's life; ``wall_ms`` reads the wall clock (tests).
+        them as the class describes; ``wall_ms`` reads the wall clock and ``uniform`` draws the
+        jitter from [0, 1) (tests replace both).
         """
         if not callable(callback) and callable(getattr(callback, "token", None)):
             callback = callback.token  # a provider object with a token() method
@@ -406,6 +418,10 @@ class OAuthTokenCache:
             raise ConfigError("sasl.login.refresh.window.factor must be between 0.5 and 1.0")
         self._callback = callback
         self._factor = refresh_window_factor
+        self._jitter = refresh_window_jitter
+        self._min_period_ms = 1000 * refresh_min_period_s
+        self._buffer_ms = 1000 * refresh_buffer_s
+        self._uniform = uniform
         self._wall_ms = wall_ms or (lambda: time.time_ns() // 1_000_000)
         self._retry_backoff_ms = max(0, int(retry_backoff_ms))
         self._retry_backoff_max_ms = max(self._retry_backoff_ms, int(retry_backoff_max_ms))
@@ -511,8 +527,8 @@ class OAuthTokenCache:
                 if token.lifetime_ms is not None:
                     # Not sooner than the retry backoff, so a callback handing out tokens about
                     # to expire cannot make the refresher spin.
-                    self._refresh_at_ms = now + max(
-                        self._retry_backoff_ms, int((token.lifetime_ms - now) * self._factor)
+                    self._refresh_at_ms = max(
+                        now + self._retry_backoff_ms, self._refresh_time(now, token.lifetime_ms)
                     )
             else:
                 self._error = error
@@ -524,6 +540,13 @@ class OAuthTokenCache:
         else:
             logger.warning("%s; retrying in at most %d ms", error, self._retry_backoff_max_ms)
         return True
+
+    def _refresh_time(self, now: int, expires: int) -> int:
+        share = self._factor + self._jitter * self._uniform()
+        proposed = now + int((expires - now) * share)
+        if now + self._min_period_ms + self._buffer_ms > expires:
+            return proposed  # too short-lived for both margins: Java drops them
+        return max(min(proposed, expires - self._buffer_ms), now + self._min_period_ms)
 
     def token(self) -> OAuthBearerToken:
         """The cached token; never calls the callback (see :meth:`refresh_if_due`).

@@ -49,6 +49,9 @@ class NetworkSettings(NamedTuple):
     metadata_recovery_strategy: str
     sasl_mechanism: str
     sasl_login_refresh_window_factor: float
+    sasl_login_refresh_window_jitter: float
+    sasl_login_refresh_min_period_seconds: int
+    sasl_login_refresh_buffer_seconds: int
     sasl_login_retry_backoff_ms: int
     sasl_login_retry_backoff_max_ms: int
     #: The whole configuration, for the TLS context and the SASL mechanisms, which read the
@@ -88,6 +91,9 @@ class NetworkSettings(NamedTuple):
             metadata_recovery_strategy=str(c["metadata.recovery.strategy"]).lower(),
             sasl_mechanism=str(c["sasl.mechanism"]).upper(),
             sasl_login_refresh_window_factor=float(c["sasl.login.refresh.window.factor"]),
+            sasl_login_refresh_window_jitter=float(c["sasl.login.refresh.window.jitter"]),
+            sasl_login_refresh_min_period_seconds=int(c["sasl.login.refresh.min.period.seconds"]),
+            sasl_login_refresh_buffer_seconds=int(c["sasl.login.refresh.buffer.seconds"]),
             sasl_login_retry_backoff_ms=int(c["sasl.login.retry.backoff.ms"]),
             sasl_login_retry_backoff_max_ms=int(c["sasl.login.retry.backoff.max.ms"]),
             security=c,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from typing import Any
 
 import pytest
 
@@ -191,7 +192,9 @@ def test_oauth_token_cache_refreshes_before_expiry() -> None:
         issued.append(token)
         return token, (now[0] + 100_000) / 1000.0  # expires 100 s after issue
 
-    cache = OAuthTokenCache(callback, refresh_window_factor=0.8, wall_ms=lambda: now[0])
+    cache = OAuthTokenCache(
+        callback, refresh_window_factor=0.8, wall_ms=lambda: now[0], uniform=lambda: 0.0
+    )
     assert cache.refresh_if_due()
     assert cache.token().value == "t0"
     now[0] += 79_000
@@ -202,6 +205,54 @@ def test_oauth_token_cache_refreshes_before_expiry() -> None:
     assert cache.refresh_if_due()
     assert cache.token().value == "t1"  # past 80%: refreshed, still before expiry
     assert cache.refreshes == 2 and issued == ["t0", "t1"]
+
+
+def _refresh_delay_ms(lifetime_s: int, draw: float = 0.0, **settings: Any) -> int:
+    """How long after obtaining a token of ``lifetime_s`` the cache asks for the next one."""
+    now = [1_000_000]
+    cache = OAuthTokenCache(
+        lambda: ("tok", now[0] / 1000.0 + lifetime_s),
+        wall_ms=lambda: now[0],
+        uniform=lambda: draw,
+        **settings,
+    )
+    assert cache.refresh_if_due()
+    return cache._refresh_at_ms - now[0]
+
+
+def test_oauth_refresh_is_scheduled_as_java_schedules_it() -> None:
+    hour = 3600
+    # The window factor plus a random share of the jitter (sasl.login.refresh.window.*).
+    assert _refresh_delay_ms(hour) == 2_880_000
+    assert _refresh_delay_ms(hour, draw=1.0) == 3_060_000  # 0.8 + 0.05
+    assert _refresh_delay_ms(hour, draw=1.0, refresh_window_jitter=0.1) == 3_240_000
+    # Never inside the last sasl.login.refresh.buffer.seconds of the token's life ...
+    assert _refresh_delay_ms(hour, refresh_window_factor=1.0) == (hour - 300) * 1000
+    assert _refresh_delay_ms(hour, refresh_window_factor=1.0, refresh_buffer_s=60) == 3_540_000
+    # ... nor sooner than sasl.login.refresh.min.period.seconds after obtaining it.
+    assert _refresh_delay_ms(1000, refresh_window_factor=0.5) == 500_000
+    assert _refresh_delay_ms(1000, refresh_window_factor=0.5, refresh_min_period_s=600) == 600_000
+    # A token living less than both margins together is refreshed at the window share alone.
+    assert _refresh_delay_ms(300, refresh_window_factor=0.5) == 150_000
+
+
+def test_oauth_refresh_settings_come_from_the_configuration() -> None:
+    from kafkaconsumer.config import ConsumerConfig
+    from kafkaconsumer.network.settings import NetworkSettings
+
+    settings = NetworkSettings.from_config(
+        ConsumerConfig(
+            {
+                "bootstrap.servers": "h:1",
+                "sasl.login.refresh.window.jitter": 0.1,
+                "sasl.login.refresh.min.period.seconds": 30,
+                "sasl.login.refresh.buffer.seconds": 120,
+            }
+        )
+    )
+    assert settings.sasl_login_refresh_window_jitter == 0.1
+    assert settings.sasl_login_refresh_min_period_seconds == 30
+    assert settings.sasl_login_refresh_buffer_seconds == 120
 
 
 def test_oauth_token_cache_token_never_calls_the_callback() -> None:
