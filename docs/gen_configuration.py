@@ -47,9 +47,15 @@ with different values is an error. Password values are never shown by `repr()`, 
 error messages.
 
 Defaults are those of the Java client (Apache Kafka 3.7/3.8) except where a row says otherwise.
-Keys marked *Java only* are accepted so that Java configurations load unchanged, but have no
-effect in Python (a warning is logged when one is set). Keys marked *Python* do not exist in
-Java. `internal.*` keys are Java's internal consumer switches.
+Every key takes effect, save those marked *Default only*: a Java mechanism that cannot work in
+Python (Kerberos, JKS stores, Java classes, OAuth over HTTP). Such a key accepts its default, so
+that a Java configuration spelling out the defaults loads unchanged, and any other value raises
+`ConfigError` when the client is built, naming the key, why, and what to use instead (the row
+says which other values it accepts, where a value asks for what the client does anyway). The
+switches marked *Always off here* turn on a Java feature this client lacks (JMX, client metrics
+push, adaptive partitioning): `false` is what the client does, and the default `true` is
+accepted. Keys marked *Python* do not exist in Java. `internal.*` keys are Java's internal
+consumer switches.
 
 Checks beyond the single keys: `heartbeat.interval.ms` must be below `session.timeout.ms` when
 `group.id` is set; `enable.auto.commit` defaults to false without a `group.id` and may not be
@@ -81,7 +87,10 @@ previous `(min_limit, ratio)`.
 
 
 def _default(key: ConfigKey) -> str:
-    value: Any = key.default
+    return _value(key.default)
+
+
+def _value(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, tuple):
@@ -97,10 +106,16 @@ def _row(key: ConfigKey) -> str:
     notes = []
     if key.python_only:
         notes.append("*Python*")
-    if key.java_only:
-        notes.append("*Java only*")
     valid = key.describe_validity()
     doc = key.doc
+    if key.unsupported and key.type is ConfigType.BOOLEAN and key.honoured:
+        # Both values load: false asks for what the client does, true is the Java default.
+        notes.append("*Always off here* (both values accepted)")
+        doc = f"{doc} Here: {key.unsupported}."
+    elif key.unsupported:
+        also = "".join(f" or `{_value(v)}`" for v in key.honoured)
+        notes.append(f"*Default only* (`{_default(key)}`{also}; other values raise)")
+        doc = f"{doc} Refused here: {key.unsupported}."
     if notes:
         doc = " ".join(notes) + ". " + doc
     cells = [

@@ -490,8 +490,13 @@ class ConfigKey(NamedTuple):
     doc: str
     importance: Importance = Importance.LOW
     validator: Validator | None = None
-    #: The Java client keeps the key but it has no effect here (a warning is logged when set).
-    java_only: bool = False
+    #: Why a value other than the default (or one of :attr:`honoured`) cannot work in this
+    #: client, and what to use instead; such a value raises at construction. Empty for a key
+    #: that takes effect.
+    unsupported: str = ""
+    #: Values other than the default that an ``unsupported`` key accepts because they ask for
+    #: what this client does anyway (``enable.metrics.push=false``: it never pushes).
+    honoured: tuple[Any, ...] = ()
     #: A key of this Python client that Java does not have.
     python_only: bool = False
     #: An internal Java key (``internal.*``), not part of the public documentation.
@@ -625,7 +630,7 @@ def _k(
     doc: str,
     importance: Importance = L,
     validator: Validator | None = None,
-    **flags: bool,
+    **flags: Any,
 ) -> ConfigKey:
     return ConfigKey(name, type_, default, doc, importance, validator, **flags)
 
@@ -666,12 +671,15 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "bootstrap.resolve.timeout.ms",
             T.LONG,
             120000,
-            "Longest time spent resolving the "
-            "bootstrap host names before giving up (Java). No effect here: each name is "
-            "resolved when connecting.",
+            "How long Java (KIP-909) keeps retrying to resolve the bootstrap host names before "
+            "failing.",
             H,
             _NON_NEGATIVE,
-            java_only=True,
+            unsupported=(
+                "the bootstrap names are resolved once, when the client is built (as Java did "
+                "before KIP-909): a name that does not resolve is skipped and construction fails "
+                "when none resolves, so there is no retry window to size"
+            ),
         ),
         _k(
             "client.id",
@@ -816,11 +824,13 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "metrics.recording.level",
             T.STRING,
             "INFO",
-            "Highest level of metrics recorded: "
-            "INFO, DEBUG or TRACE (Java). No effect here: every metric is recorded.",
+            "Highest recording level of the sensors that record: INFO, DEBUG or TRACE. A sensor "
+            "of a higher level keeps its metrics but records nothing, as in Java. The consumer's "
+            "own sensors are all INFO, as in Java's consumer; the level decides for sensors made "
+            "at DEBUG or TRACE (Metrics.sensor(name, recording_level)) in a registry built with "
+            "Metrics.from_config.",
             L,
             _OneOf("INFO", "DEBUG", "TRACE"),
-            java_only=True,
         ),
         _k(
             "metric.reporters",
@@ -835,20 +845,26 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "auto.include.jmx.reporter",
             T.BOOLEAN,
             True,
-            "Java 3.x switch adding the JMX "
-            "reporter to metric.reporters (deprecated there). No effect in Python.",
+            "Java 3.x switch adding the JMX reporter to metric.reporters.",
             L,
-            java_only=True,
+            unsupported=(
+                "there is no JMX in Python, so there is no JMX reporter to include; false (leave "
+                "it out) is what this client does anyway. Python reporters go in metric.reporters"
+            ),
+            honoured=(False,),
         ),
         _k(
             "enable.metrics.push",
             T.BOOLEAN,
             True,
-            "Push client metrics to the broker when it "
-            "has a matching subscription (KIP-714). Not implemented here; accepted for "
-            "compatibility.",
+            "Push client metrics to the broker when it has a matching subscription (KIP-714).",
             L,
-            java_only=True,
+            unsupported=(
+                "client metrics push (KIP-714) is not implemented: the client never asks the "
+                "broker for a metrics subscription, so there is never anything to push; false "
+                "(never push) is what it does anyway"
+            ),
+            honoured=(False,),
         ),
         _k(
             "security.protocol",
@@ -862,28 +878,37 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "security.providers",
             T.STRING,
             None,
-            "Java security provider classes. No effect in Python.",
+            "Java security provider classes.",
             L,
-            java_only=True,
+            unsupported=(
+                "Java security providers cannot be loaded from Python; TLS here is OpenSSL through "
+                "the ssl module: for other TLS settings pass a configured ssl.SSLContext as "
+                "ssl.context"
+            ),
         ),
         # ----- TLS
         _k(
             "ssl.protocol",
             T.STRING,
             "TLSv1.3",
-            "The TLS protocol of Java's SSLContext. No "
-            "effect here: ssl.enabled.protocols says which versions a connection may use.",
+            "The TLS protocol of Java's SSLContext, which bounds the newest TLS version a "
+            "connection may use: TLSv1.2 keeps connections off TLSv1.3 even when "
+            "ssl.enabled.protocols lists it; TLSv1.3 and TLS add no bound. Refused when it "
+            "leaves none of ssl.enabled.protocols.",
             M,
             _OneOf(*_TLS_PROTOCOLS),
-            java_only=True,
         ),
         _k(
             "ssl.provider",
             T.STRING,
             None,
-            "Java security provider for TLS. No effect in Python.",
+            "Java security provider for TLS.",
             M,
-            java_only=True,
+            unsupported=(
+                "Java security providers cannot be loaded from Python; TLS here is OpenSSL through "
+                "the ssl module: for other TLS settings pass a configured ssl.SSLContext as "
+                "ssl.context"
+            ),
         ),
         _k(
             "ssl.cipher.suites",
@@ -905,12 +930,17 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "ssl.keystore.type",
             T.STRING,
             "JKS",
-            "Format of the client key store. Only PEM is "
-            "readable here (JKS/PKCS12 stores must be converted to PEM), so the type has no "
-            "effect.",
+            "Format of the client key store: PEM is the only one readable here (the Java default "
+            "JKS is accepted for files that are PEM). PKCS12 is refused; JKS with "
+            "ssl.keystore.location too.",
             M,
             _STORE_TYPES,
-            java_only=True,
+            unsupported=(
+                "only PEM key stores are readable here: convert the store to PEM (openssl pkcs12 "
+                "converts a PKCS12 file; keytool -importkeystore turns JKS into PKCS12 first) and "
+                "set ssl.keystore.type=PEM"
+            ),
+            honoured=("PEM",),
         ),
         _k(
             "ssl.keystore.location",
@@ -923,10 +953,12 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "ssl.keystore.password",
             T.PASSWORD,
             None,
-            "Password of the key store file. Not "
-            "used for PEM (use ssl.key.password): no effect here.",
+            "Password of a JKS or PKCS12 key store file; PEM key stores have none.",
             H,
-            java_only=True,
+            unsupported=(
+                "a PEM key store has no store password (Java refuses one with PEM too); put the "
+                "private key's password in ssl.key.password"
+            ),
         ),
         _k(
             "ssl.key.password",
@@ -952,10 +984,16 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "ssl.truststore.type",
             T.STRING,
             "JKS",
-            "Format of the trust store. Only PEM is readable here, so the type has no effect.",
+            "Format of the trust store: PEM is the only one readable here (the Java default JKS "
+            "is accepted for files that are PEM). PKCS12 is refused; JKS with "
+            "ssl.truststore.location too.",
             M,
             _STORE_TYPES,
-            java_only=True,
+            unsupported=(
+                "only PEM trust stores are readable here: convert the store to a PEM file of CA "
+                "certificates and set ssl.truststore.type=PEM"
+            ),
+            honoured=("PEM",),
         ),
         _k(
             "ssl.truststore.location",
@@ -969,25 +1007,34 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "ssl.truststore.password",
             T.PASSWORD,
             None,
-            "Password of the trust store file. Not used for PEM: no effect here.",
+            "Password of a JKS or PKCS12 trust store file; PEM trust stores have none.",
             H,
-            java_only=True,
+            unsupported=(
+                "a PEM trust store (a file of CA certificates) has no password; leave it unset"
+            ),
         ),
         _k(
             "ssl.keymanager.algorithm",
             T.STRING,
             "SunX509",
-            "Java key manager algorithm. No effect in Python.",
+            "Java key manager algorithm.",
             L,
-            java_only=True,
+            unsupported=(
+                "Java key managers do not exist in Python: OpenSSL presents the certificate of "
+                "ssl.keystore.location; for anything else pass an ssl.SSLContext as ssl.context"
+            ),
         ),
         _k(
             "ssl.trustmanager.algorithm",
             T.STRING,
             "PKIX",
-            "Java trust manager algorithm. No effect in Python.",
+            "Java trust manager algorithm.",
             L,
-            java_only=True,
+            unsupported=(
+                "Java trust managers do not exist in Python: OpenSSL verifies the broker's chain "
+                "against the trust store (PKIX); for other checks pass an ssl.SSLContext as "
+                "ssl.context"
+            ),
         ),
         _k(
             "ssl.endpoint.identification.algorithm",
@@ -1002,17 +1049,20 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "ssl.secure.random.implementation",
             T.STRING,
             None,
-            "Java SecureRandom implementation. No effect in Python.",
+            "Java SecureRandom implementation.",
             L,
-            java_only=True,
+            unsupported="OpenSSL uses its own random generator, which cannot be chosen from Python",
         ),
         _k(
             "ssl.engine.factory.class",
             T.CLASS,
             None,
-            "Java SSLEngine factory. No effect in Python; use ssl.context.",
+            "Java SSLEngine factory.",
             L,
-            java_only=True,
+            unsupported=(
+                "Java SSLEngine factories cannot run in Python; pass a configured ssl.SSLContext "
+                "as ssl.context"
+            ),
         ),
         _k(
             "ssl.ca.location",
@@ -1130,65 +1180,90 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "sasl.client.callback.handler.class",
             T.CLASS,
             None,
-            "Java SASL client callback handler. No effect in Python.",
+            "Java SASL client callback handler.",
             M,
-            java_only=True,
+            unsupported=(
+                "Java callback handlers cannot run in Python; PLAIN and SCRAM credentials come "
+                "from sasl.username and sasl.password (or sasl.jaas.config), OAUTHBEARER tokens "
+                "from sasl.oauthbearer.token.provider"
+            ),
         ),
         _k(
             "sasl.login.callback.handler.class",
             T.CLASS,
             None,
-            "Java SASL login callback handler. No effect in Python.",
+            "Java SASL login callback handler.",
             M,
-            java_only=True,
+            unsupported=(
+                "Java login callback handlers cannot run in Python; set "
+                "sasl.oauthbearer.token.provider to a callable that returns the token"
+            ),
         ),
         _k(
             "sasl.login.class",
             T.CLASS,
             None,
-            "Java SASL login class. No effect in Python.",
+            "Java SASL login class.",
             M,
-            java_only=True,
+            unsupported=(
+                "Java login classes cannot run in Python; set sasl.oauthbearer.token.provider "
+                "(OAUTHBEARER) or sasl.username and sasl.password (PLAIN, SCRAM)"
+            ),
         ),
         _k(
             "sasl.kerberos.service.name",
             T.STRING,
             None,
-            "Kerberos service name (GSSAPI is not supported).",
+            "Kerberos service name of the brokers (GSSAPI).",
             M,
-            java_only=True,
+            unsupported=(
+                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
+                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+            ),
         ),
         _k(
             "sasl.kerberos.kinit.cmd",
             T.STRING,
             "/usr/bin/kinit",
-            "Kerberos kinit command (GSSAPI is not supported).",
+            "Kerberos kinit command (GSSAPI).",
             L,
-            java_only=True,
+            unsupported=(
+                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
+                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+            ),
         ),
         _k(
             "sasl.kerberos.ticket.renew.window.factor",
             T.DOUBLE,
             0.8,
-            "Kerberos ticket renewal point (GSSAPI is not supported).",
+            "Kerberos ticket renewal point (GSSAPI).",
             L,
-            java_only=True,
+            unsupported=(
+                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
+                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+            ),
         ),
         _k(
             "sasl.kerberos.ticket.renew.jitter",
             T.DOUBLE,
             0.05,
-            "Kerberos renewal jitter (GSSAPI is not supported).",
+            "Kerberos ticket renewal jitter (GSSAPI).",
             L,
-            java_only=True,
+            unsupported=(
+                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
+                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+            ),
         ),
         _k(
             "sasl.kerberos.min.time.before.relogin",
             T.LONG,
             60000,
-            "Kerberos relogin interval (GSSAPI is not supported).",
+            "Kerberos relogin interval (GSSAPI).",
             L,
-            java_only=True,
+            unsupported=(
+                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
+                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+            ),
         ),
         _k(
             "sasl.login.refresh.window.factor",
@@ -1202,145 +1277,180 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "sasl.login.refresh.window.jitter",
             T.DOUBLE,
             0.05,
-            "Random jitter added to the "
-            "refresh time, as a fraction of the lifetime (Java OAUTHBEARER login). No effect "
-            "here: the refresh comes after sasl.login.refresh.window.factor of the life.",
+            "OAUTHBEARER: a random share of the token's lifetime, up to this, added to "
+            "sasl.login.refresh.window.factor when the refresh is scheduled, so that clients "
+            "started together do not all refresh at once.",
             L,
             _Range(0.0, 0.25),
-            java_only=True,
         ),
         _k(
             "sasl.login.refresh.min.period.seconds",
             T.SHORT,
             60,
-            "Minimum wait between credential refreshes (Java OAUTHBEARER login). No effect here.",
+            "OAUTHBEARER: the refresh is not scheduled sooner than this after a token was "
+            "obtained.",
             L,
             _Range(0, 900),
-            java_only=True,
         ),
         _k(
             "sasl.login.refresh.buffer.seconds",
             T.SHORT,
             300,
-            "Refresh a credential at least "
-            "this long before it expires (Java OAUTHBEARER login). No effect here.",
+            "OAUTHBEARER: the refresh is scheduled at least this long before the token expires. "
+            "When the token lives less than this plus sasl.login.refresh.min.period.seconds, it "
+            "is refreshed half way through its remaining life.",
             L,
             _Range(0, 3600),
-            java_only=True,
         ),
         _k(
             "sasl.login.connect.timeout.ms",
             T.INT,
             None,
-            "Connect timeout to an external token "
-            "provider (Java OAUTHBEARER login). No effect here.",
+            "Connect timeout of Java's HTTP token retrieval (OAUTHBEARER).",
             L,
-            java_only=True,
+            unsupported=(
+                "this client does not fetch tokens over HTTP (Java's "
+                "sasl.oauthbearer.token.endpoint.url); the token comes from "
+                "sasl.oauthbearer.token.provider, which sets its own timeouts"
+            ),
         ),
         _k(
             "sasl.login.read.timeout.ms",
             T.INT,
             None,
-            "Read timeout of an external token provider (Java OAUTHBEARER login). No effect here.",
+            "Read timeout of Java's HTTP token retrieval (OAUTHBEARER).",
             L,
-            java_only=True,
+            unsupported=(
+                "this client does not fetch tokens over HTTP (Java's "
+                "sasl.oauthbearer.token.endpoint.url); the token comes from "
+                "sasl.oauthbearer.token.provider, which sets its own timeouts"
+            ),
         ),
         _k(
             "sasl.login.retry.backoff.max.ms",
             T.LONG,
             10000,
-            "Maximum wait between token provider login attempts (Java OAUTHBEARER login).",
+            "OAUTHBEARER: upper bound of the wait before the token provider is called again "
+            "after it failed.",
             L,
-            java_only=True,
         ),
         _k(
             "sasl.login.retry.backoff.ms",
             T.LONG,
             100,
-            "Initial wait between token provider login attempts (Java OAUTHBEARER login).",
+            "OAUTHBEARER: wait before the token provider is called again after it failed; "
+            "doubles per failure up to sasl.login.retry.backoff.max.ms.",
             L,
-            java_only=True,
         ),
         _k(
             "sasl.oauthbearer.scope.claim.name",
             T.STRING,
             "scope",
-            "JWT claim holding the scope (Java OAUTHBEARER login).",
+            "JWT claim holding the scope (Java's OAUTHBEARER login).",
             L,
-            java_only=True,
+            unsupported=(
+                "a claim Java's login module reads from a token it fetched; here "
+                "sasl.oauthbearer.token.provider returns the token and its lifetime as they are"
+            ),
         ),
         _k(
             "sasl.oauthbearer.sub.claim.name",
             T.STRING,
             "sub",
-            "JWT claim holding the subject (Java OAUTHBEARER login).",
+            "JWT claim holding the subject (Java's OAUTHBEARER login).",
             L,
-            java_only=True,
+            unsupported=(
+                "a claim Java's login module reads from a token it fetched; here "
+                "sasl.oauthbearer.token.provider returns the token and its lifetime as they are"
+            ),
         ),
         _k(
             "sasl.oauthbearer.token.endpoint.url",
             T.STRING,
             None,
-            "OAuth token endpoint used by "
-            "Java's login handler. Not implemented; use sasl.oauthbearer.token.provider.",
+            "OAuth token endpoint Java's login handler fetches tokens from.",
             M,
-            java_only=True,
+            unsupported=(
+                "this client does not fetch tokens over HTTP; set sasl.oauthbearer.token.provider "
+                "to a callable that fetches one and returns it"
+            ),
         ),
         _k(
             "sasl.oauthbearer.jwks.endpoint.url",
             T.STRING,
             None,
-            "JWKS endpoint (broker-side validation).",
+            "JWKS endpoint for validating tokens.",
             M,
-            java_only=True,
+            unsupported=(
+                "a setting for validating tokens, which this client does not do: it sends the "
+                "token sasl.oauthbearer.token.provider returns and the broker validates it"
+            ),
         ),
         _k(
             "sasl.oauthbearer.jwks.endpoint.refresh.ms",
             T.LONG,
             3600000,
-            "JWKS refresh interval (broker-side validation).",
+            "JWKS refresh interval for validating tokens.",
             L,
-            java_only=True,
+            unsupported=(
+                "a setting for validating tokens, which this client does not do: it sends the "
+                "token sasl.oauthbearer.token.provider returns and the broker validates it"
+            ),
         ),
         _k(
             "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
             T.LONG,
             10000,
-            "JWKS retry backoff maximum (broker-side validation).",
+            "JWKS retry backoff maximum.",
             L,
-            java_only=True,
+            unsupported=(
+                "a setting for validating tokens, which this client does not do: it sends the "
+                "token sasl.oauthbearer.token.provider returns and the broker validates it"
+            ),
         ),
         _k(
             "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
             T.LONG,
             100,
-            "JWKS retry backoff (broker-side validation).",
+            "JWKS retry backoff.",
             L,
-            java_only=True,
+            unsupported=(
+                "a setting for validating tokens, which this client does not do: it sends the "
+                "token sasl.oauthbearer.token.provider returns and the broker validates it"
+            ),
         ),
         _k(
             "sasl.oauthbearer.clock.skew.seconds",
             T.INT,
             30,
-            "Allowed clock skew for JWT validation.",
+            "Allowed clock skew when validating tokens.",
             L,
-            java_only=True,
+            unsupported=(
+                "a setting for validating tokens, which this client does not do: it sends the "
+                "token sasl.oauthbearer.token.provider returns and the broker validates it"
+            ),
         ),
         _k(
             "sasl.oauthbearer.expected.audience",
             T.LIST,
             None,
-            "Expected JWT audiences (broker-side validation).",
+            "Audiences a validated token must name.",
             L,
-            java_only=True,
+            unsupported=(
+                "a setting for validating tokens, which this client does not do: it sends the "
+                "token sasl.oauthbearer.token.provider returns and the broker validates it"
+            ),
         ),
         _k(
             "sasl.oauthbearer.expected.issuer",
             T.STRING,
             None,
-            "Expected JWT issuer (broker-side validation).",
+            "Issuer a validated token must name.",
             L,
-            java_only=True,
+            unsupported=(
+                "a setting for validating tokens, which this client does not do: it sends the "
+                "token sasl.oauthbearer.token.provider returns and the broker validates it"
+            ),
         ),
     ]
 
@@ -1724,9 +1834,11 @@ def _producer_keys() -> list[ConfigKey]:
             "transaction.timeout.ms",
             T.INT,
             60000,
-            "Transaction timeout (transactions are not supported).",
+            "Transaction timeout.",
             L,
-            java_only=True,
+            unsupported=(
+                "transactions are not supported by this producer (transactional.id must stay unset)"
+            ),
         ),
         _k(
             "metadata.max.idle.ms",
@@ -1756,17 +1868,25 @@ def _producer_keys() -> list[ConfigKey]:
             "partitioner.adaptive.partitioning.enable",
             T.BOOLEAN,
             True,
-            "Favour faster brokers for null-key records (accepted; sticky partitioning is used).",
+            "Favour faster brokers for records without a key (Java).",
             L,
-            java_only=True,
+            unsupported=(
+                "this producer does not measure broker latency, so it cannot adapt; false (plain "
+                "sticky partitions) is what it does anyway"
+            ),
+            honoured=(False,),
         ),
         _k(
             "partitioner.availability.timeout.ms",
             T.LONG,
             0,
-            "Adaptive partitioning timeout (accepted; no effect).",
+            "Java: stop choosing a partition whose leader has not taken records for this long "
+            "(0: never).",
             L,
-            java_only=True,
+            unsupported=(
+                "this producer does not track how fast each broker takes records, so it cannot "
+                "avoid a slow one; leave it 0"
+            ),
         ),
         _k(
             "key.serializer",
@@ -1818,9 +1938,9 @@ def _producer_keys() -> list[ConfigKey]:
             "interceptor.classes",
             T.LIST,
             (),
-            "Producer interceptors (accepted; not called by this producer).",
+            "Producer interceptors (Java).",
             L,
-            java_only=True,
+            unsupported="this producer does not call interceptors; wrap send() instead",
         ),
     ]
 
@@ -1878,8 +1998,6 @@ class AbstractConfig(Mapping[str, Any]):
     _DEFINITIONS: ClassVar[dict[str, ConfigKey]] = {}
     _SNAKE: ClassVar[dict[str, str]] = {}
     _CLIENT_ID_PREFIX: ClassVar[str] = "client"
-    #: Keys without effect this configuration (or one it re-wraps) warned about.
-    _warned: frozenset[str] = frozenset()
     _client_id_seq: ClassVar[itertools.count[int]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -1895,14 +2013,10 @@ class AbstractConfig(Mapping[str, Any]):
             raise ConfigError(
                 f"configs must be a mapping of config keys to values, got {type(configs).__name__}"
             )
-        # Keys without effect already warned about by a configuration this one re-wraps:
-        # the warning is once per configuration the user wrote, not per wrapper of it.
-        warned: set[str] = set()
         if isinstance(configs, AbstractConfig):
             # Re-wrapping a config keeps its generated client.id instead of minting a new one.
             inherited = configs.originals()
             inherited.setdefault("client.id", configs["client.id"])
-            warned = set(configs._warned)
             configs = inherited
         originals: dict[str, Any] = {}
         for source in (configs or {}, kwargs):
@@ -1922,15 +2036,13 @@ class AbstractConfig(Mapping[str, Any]):
                 value = _parse(key, originals[name])
                 if key.validator is not None:
                     value = key.validator(name, value)
-                if key.java_only and value is not None and value != key.default:
-                    if name not in warned:
-                        logger.warning("config %s has no effect in this Python client", name)
-                        warned.add(name)
+                # None is how a Python caller leaves a key unset: never a refused value.
+                if key.unsupported and value is not None and not _same(value, key.default):
+                    _refuse_unless_honoured(key, value)
             else:
                 value = key.default
             values[name] = value
         self._values = values
-        self._warned = frozenset(warned)
         self._post_process()
 
     # -- mapping protocol ------------------------------------------------------------------
@@ -2149,6 +2261,20 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - objects with odd __eq__ are simply "different"
         return a is b
+
+
+def _refuse_unless_honoured(key: ConfigKey, value: Any) -> None:
+    if any(_same(value, ok) for ok in key.honoured):
+        return
+    if key.default is None or key.default == ():
+        accepted = ["unset"]
+    else:
+        accepted = [_show(key, key.default)]
+    accepted += [_show(key, ok) for ok in key.honoured]
+    hint = "leave it unset" if accepted == ["unset"] else f"it takes only {' or '.join(accepted)}"
+    raise ConfigError(
+        f"{key.name}={_show(key, value)} cannot work in this client ({hint}): {key.unsupported}"
+    )
 
 
 def _show(key: ConfigKey, value: Any) -> str:

@@ -53,14 +53,18 @@ def test_config_reprs_hide_every_secret(cls: Any) -> None:
             "sasl.username": "alice",
             "sasl.password": PASSWORD,
             "ssl.key.password": KEY_PASSWORD,
-            "ssl.keystore.password": KEY_PASSWORD,
-            "ssl.truststore.password": KEY_PASSWORD,
         }
     )
     assert_clean(repr(cfg), str(cfg), repr(dict(cfg)), str(list(cfg.values())))
     # The secret is still there for the network layer, and survives pickling (Spark).
     again = pickle.loads(pickle.dumps(cfg))
     assert again["sasl.password"].value == PASSWORD
+    # The store passwords (PEM stores have none) are refused without echoing the value.
+    for key in ("ssl.keystore.password", "ssl.truststore.password"):
+        with pytest.raises(ConfigError) as info:
+            cls({"bootstrap.servers": "127.0.0.1:1", key: KEY_PASSWORD})
+        assert key in str(info.value)
+        assert_clean(str(info.value), repr(info.value))
 
 
 def test_conflicting_secret_values_are_not_echoed() -> None:

@@ -1,7 +1,7 @@
 """The key-by-key table of docs/porting-java.md against ``kafkaconsumer.config``, so that it
 cannot drift: every key of ours is in it, every row names a key of ours or says it is not
 supported, a row that says "same" shows our default, and each row's verdict matches how the key
-is defined (no effect here, only here)."""
+is defined (refused unless at its default, always off here, only here)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kafkaconsumer.config import ConsumerConfig
+from kafkaconsumer.config import ConfigType, ConsumerConfig
 from kafkaconsumer.errors import ConfigError
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "porting-java.md"
@@ -20,7 +20,8 @@ _ROW = re.compile(r"^\| `([a-z0-9.\-]+)` \| (.*?) \| (.*) \|$")
 #: How each row's last column starts, by kind of key.
 SAME = "same"
 DIFFERENT = "different default:"
-NO_EFFECT = "accepted with a warning, no effect:"
+DEFAULT_ONLY = "default only, other values raise:"
+ALWAYS_OFF = "always off here, both values load:"
 UNSUPPORTED = "not supported:"
 ONLY_HERE = "only here:"
 
@@ -54,6 +55,15 @@ def _table(heading: str) -> dict[str, tuple[str, str]]:
     return rows
 
 
+def _not(default: Any) -> Any:
+    """A value unlike ``default`` of the same kind (a refused key raises for it)."""
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, (int, float)):
+        return default + 1
+    return "PKCS12" if default == "JKS" else "something-else"
+
+
 JAVA = "### Every Java consumer key"
 OURS = "### Keys only this client has"
 
@@ -75,9 +85,13 @@ def test_each_java_row_says_what_the_key_does_here() -> None:
             continue
         assert not key.python_only, f"{name} is ours only: move it to {OURS!r}"
         ours = render_default(key.default)
-        if key.java_only:
-            assert verdict.startswith(NO_EFFECT), (name, verdict)
+        if key.unsupported:
+            always_off = key.type is ConfigType.BOOLEAN and key.honoured
+            assert verdict.startswith(ALWAYS_OFF if always_off else DEFAULT_ONLY), (name, verdict)
             assert java_default == ours, (name, java_default, ours)
+            if not always_off:
+                with pytest.raises(ConfigError, match=re.escape(name)):
+                    ConsumerConfig({"bootstrap.servers": "localhost:9092", name: _not(key.default)})
         elif verdict == SAME or verdict.startswith(f"{SAME} ("):
             assert java_default == ours, f"{name}: Java {java_default}, here {ours}"
         else:
