@@ -465,13 +465,20 @@ def _interceptor(name: str, value: Any) -> Any:
     return _importable(name, value)
 
 
+#: Java's default metric reporter: there is no JMX in Python, so it stands for "no reporter".
+JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
+
+
 def _metric_reporter(name: str, value: Any) -> Any:
-    # Java reporter class names (the JmxReporter default) are accepted and ignored: there is no
-    # JVM to report to. Python paths must import.
-    if isinstance(value, str) and (
-        value.startswith("org.apache.kafka.") or value.startswith("io.")
-    ):
+    # The JmxReporter default is skipped (see JMX_REPORTER); any other Java class would be a
+    # reporter silently dropped, so it is refused. Python paths must import.
+    if value == JMX_REPORTER:
         return value
+    if isinstance(value, str) and (value.startswith("org.apache.") or value.startswith("io.")):
+        raise ConfigError(
+            f"{name}: {value!r} is a Java class, and Java reporters cannot run in this Python "
+            "client; give a Python reporter object, class or import path (module:Name)"
+        )
     return _importable(name, value)
 
 
@@ -640,6 +647,31 @@ _SASL_MECHANISMS = _OneOf("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "
 _TLS_PROTOCOLS = ("TLSv1.3", "TLSv1.2", "TLSv1.1", "TLSv1", "TLS")
 _STORE_TYPES = _OneOf("JKS", "PKCS12", "PEM")
 _NON_NEGATIVE = _Range(0)
+
+
+# Why keys of several Java mechanisms refuse any value but their default (ConfigKey.unsupported).
+_NO_JAVA_PROVIDERS = (
+    "Java security providers cannot be loaded from Python; TLS here is OpenSSL through "
+    "the ssl module: for other TLS settings pass a configured ssl.SSLContext as "
+    "ssl.context"
+)
+_NO_GSSAPI = (
+    "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
+    "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+)
+_NO_TOKEN_HTTP = (
+    "this client does not fetch tokens over HTTP (Java's "
+    "sasl.oauthbearer.token.endpoint.url); the token comes from "
+    "sasl.oauthbearer.token.provider, which sets its own timeouts"
+)
+_NO_TOKEN_CLAIMS = (
+    "a claim Java's login module reads from a token it fetched; here "
+    "sasl.oauthbearer.token.provider returns the token and its lifetime as they are"
+)
+_NO_TOKEN_VALIDATION = (
+    "a setting for validating tokens, which this client does not do: it sends the "
+    "token sasl.oauthbearer.token.provider returns and the broker validates it"
+)
 
 
 def _common_keys(client: str) -> list[ConfigKey]:
@@ -835,9 +867,10 @@ def _common_keys(client: str) -> list[ConfigKey]:
         _k(
             "metric.reporters",
             T.LIST,
-            ("org.apache.kafka.common.metrics.JmxReporter",),
-            "Objects (or import paths of classes) told about every metric. Java class names are "
-            "accepted and ignored.",
+            (JMX_REPORTER,),
+            "Objects (or import paths of classes) told about every metric. The Java default, "
+            "JmxReporter, stands for none (there is no JMX in Python); other Java class names are "
+            "refused.",
             L,
             _ListOf(_metric_reporter),
         ),
@@ -880,11 +913,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             None,
             "Java security provider classes.",
             L,
-            unsupported=(
-                "Java security providers cannot be loaded from Python; TLS here is OpenSSL through "
-                "the ssl module: for other TLS settings pass a configured ssl.SSLContext as "
-                "ssl.context"
-            ),
+            unsupported=_NO_JAVA_PROVIDERS,
         ),
         # ----- TLS
         _k(
@@ -904,11 +933,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             None,
             "Java security provider for TLS.",
             M,
-            unsupported=(
-                "Java security providers cannot be loaded from Python; TLS here is OpenSSL through "
-                "the ssl module: for other TLS settings pass a configured ssl.SSLContext as "
-                "ssl.context"
-            ),
+            unsupported=_NO_JAVA_PROVIDERS,
         ),
         _k(
             "ssl.cipher.suites",
@@ -1216,10 +1241,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             None,
             "Kerberos service name of the brokers (GSSAPI).",
             M,
-            unsupported=(
-                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
-                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
-            ),
+            unsupported=_NO_GSSAPI,
         ),
         _k(
             "sasl.kerberos.kinit.cmd",
@@ -1227,10 +1249,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "/usr/bin/kinit",
             "Kerberos kinit command (GSSAPI).",
             L,
-            unsupported=(
-                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
-                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
-            ),
+            unsupported=_NO_GSSAPI,
         ),
         _k(
             "sasl.kerberos.ticket.renew.window.factor",
@@ -1238,10 +1257,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             0.8,
             "Kerberos ticket renewal point (GSSAPI).",
             L,
-            unsupported=(
-                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
-                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
-            ),
+            unsupported=_NO_GSSAPI,
         ),
         _k(
             "sasl.kerberos.ticket.renew.jitter",
@@ -1249,10 +1265,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             0.05,
             "Kerberos ticket renewal jitter (GSSAPI).",
             L,
-            unsupported=(
-                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
-                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
-            ),
+            unsupported=_NO_GSSAPI,
         ),
         _k(
             "sasl.kerberos.min.time.before.relogin",
@@ -1260,10 +1273,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             60000,
             "Kerberos relogin interval (GSSAPI).",
             L,
-            unsupported=(
-                "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
-                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
-            ),
+            unsupported=_NO_GSSAPI,
         ),
         _k(
             "sasl.login.refresh.window.factor",
@@ -1308,11 +1318,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             None,
             "Connect timeout of Java's HTTP token retrieval (OAUTHBEARER).",
             L,
-            unsupported=(
-                "this client does not fetch tokens over HTTP (Java's "
-                "sasl.oauthbearer.token.endpoint.url); the token comes from "
-                "sasl.oauthbearer.token.provider, which sets its own timeouts"
-            ),
+            unsupported=_NO_TOKEN_HTTP,
         ),
         _k(
             "sasl.login.read.timeout.ms",
@@ -1320,11 +1326,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             None,
             "Read timeout of Java's HTTP token retrieval (OAUTHBEARER).",
             L,
-            unsupported=(
-                "this client does not fetch tokens over HTTP (Java's "
-                "sasl.oauthbearer.token.endpoint.url); the token comes from "
-                "sasl.oauthbearer.token.provider, which sets its own timeouts"
-            ),
+            unsupported=_NO_TOKEN_HTTP,
         ),
         _k(
             "sasl.login.retry.backoff.max.ms",
@@ -1348,10 +1350,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "scope",
             "JWT claim holding the scope (Java's OAUTHBEARER login).",
             L,
-            unsupported=(
-                "a claim Java's login module reads from a token it fetched; here "
-                "sasl.oauthbearer.token.provider returns the token and its lifetime as they are"
-            ),
+            unsupported=_NO_TOKEN_CLAIMS,
         ),
         _k(
             "sasl.oauthbearer.sub.claim.name",
@@ -1359,10 +1358,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             "sub",
             "JWT claim holding the subject (Java's OAUTHBEARER login).",
             L,
-            unsupported=(
-                "a claim Java's login module reads from a token it fetched; here "
-                "sasl.oauthbearer.token.provider returns the token and its lifetime as they are"
-            ),
+            unsupported=_NO_TOKEN_CLAIMS,
         ),
         _k(
             "sasl.oauthbearer.token.endpoint.url",
@@ -1381,10 +1377,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             None,
             "JWKS endpoint for validating tokens.",
             M,
-            unsupported=(
-                "a setting for validating tokens, which this client does not do: it sends the "
-                "token sasl.oauthbearer.token.provider returns and the broker validates it"
-            ),
+            unsupported=_NO_TOKEN_VALIDATION,
         ),
         _k(
             "sasl.oauthbearer.jwks.endpoint.refresh.ms",
@@ -1392,10 +1385,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             3600000,
             "JWKS refresh interval for validating tokens.",
             L,
-            unsupported=(
-                "a setting for validating tokens, which this client does not do: it sends the "
-                "token sasl.oauthbearer.token.provider returns and the broker validates it"
-            ),
+            unsupported=_NO_TOKEN_VALIDATION,
         ),
         _k(
             "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
@@ -1403,10 +1393,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             10000,
             "JWKS retry backoff maximum.",
             L,
-            unsupported=(
-                "a setting for validating tokens, which this client does not do: it sends the "
-                "token sasl.oauthbearer.token.provider returns and the broker validates it"
-            ),
+            unsupported=_NO_TOKEN_VALIDATION,
         ),
         _k(
             "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
@@ -1414,10 +1401,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             100,
             "JWKS retry backoff.",
             L,
-            unsupported=(
-                "a setting for validating tokens, which this client does not do: it sends the "
-                "token sasl.oauthbearer.token.provider returns and the broker validates it"
-            ),
+            unsupported=_NO_TOKEN_VALIDATION,
         ),
         _k(
             "sasl.oauthbearer.clock.skew.seconds",
@@ -1425,10 +1409,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             30,
             "Allowed clock skew when validating tokens.",
             L,
-            unsupported=(
-                "a setting for validating tokens, which this client does not do: it sends the "
-                "token sasl.oauthbearer.token.provider returns and the broker validates it"
-            ),
+            unsupported=_NO_TOKEN_VALIDATION,
         ),
         _k(
             "sasl.oauthbearer.expected.audience",
@@ -1436,10 +1417,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             None,
             "Audiences a validated token must name.",
             L,
-            unsupported=(
-                "a setting for validating tokens, which this client does not do: it sends the "
-                "token sasl.oauthbearer.token.provider returns and the broker validates it"
-            ),
+            unsupported=_NO_TOKEN_VALIDATION,
         ),
         _k(
             "sasl.oauthbearer.expected.issuer",
@@ -1447,10 +1425,7 @@ def _common_keys(client: str) -> list[ConfigKey]:
             None,
             "Issuer a validated token must name.",
             L,
-            unsupported=(
-                "a setting for validating tokens, which this client does not do: it sends the "
-                "token sasl.oauthbearer.token.provider returns and the broker validates it"
-            ),
+            unsupported=_NO_TOKEN_VALIDATION,
         ),
     ]
 

@@ -506,14 +506,15 @@ class Metrics:
     @classmethod
     def from_config(cls, config: Mapping[str, Any], *, time: Time = SYSTEM_TIME) -> Metrics:
         """Build from ``metrics.num.samples``, ``metrics.sample.window.ms``,
-        ``metrics.recording.level`` and ``metric.reporters`` of a client configuration (Java
-        class names are skipped)."""
+        ``metrics.recording.level`` and ``metric.reporters`` of a client configuration (Java's
+        default ``JmxReporter`` is skipped)."""
         reporters: list[Any] = []
         for spec in config.get("metric.reporters") or ():
             if isinstance(spec, str):
-                if spec.startswith("org.apache.kafka.") or spec.startswith("io."):
-                    continue  # a JVM reporter: nothing to report to here
-                from kafkaconsumer.config import resolve_object
+                from kafkaconsumer.config import JMX_REPORTER, resolve_object
+
+                if spec == JMX_REPORTER:
+                    continue  # Java's default: no JMX here, so no reporter
 
                 spec = resolve_object(spec, key="metric.reporters")
             reporters.append(spec() if isinstance(spec, type) else spec)

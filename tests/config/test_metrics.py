@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kafkaconsumer import KafkaConsumer
-from kafkaconsumer.config import ConsumerConfig
-from kafkaconsumer.errors import IllegalStateError
+from kafkaconsumer.config import JMX_REPORTER, ConsumerConfig
+from kafkaconsumer.errors import ConfigError, IllegalStateError
 from kafkaconsumer.metrics import (
     Avg,
     ConsumerCoordinatorMetrics,
@@ -151,12 +151,24 @@ def test_remove_sensor_and_reporters() -> None:
     assert events == [("init", "0"), ("change", "a"), ("remove", "a"), ("close", "")]
 
 
-def test_from_config_reads_sampling_and_skips_java_reporters() -> None:
+def test_from_config_reads_sampling_and_skips_the_jmx_reporter() -> None:
     config = ConsumerConfig(metrics_num_samples=3, metrics_sample_window_ms=500)
+    assert list(config["metric.reporters"]) == [JMX_REPORTER]
     metrics = Metrics.from_config(config, time=MockTime())
     assert metrics.config == MetricConfig(samples=3, time_window_ms=500)
+    assert metrics._reporters == []
     with pytest.raises(ValueError):
         MetricConfig(samples=0)
+
+
+@pytest.mark.parametrize(
+    "java_class",
+    ["io.confluent.metrics.reporter.ConfluentMetricsReporter", "org.apache.kafka.Foo"],
+)
+def test_a_java_metric_reporter_other_than_jmx_is_refused(java_class: str) -> None:
+    # Dropping it silently would leave the user without the metrics they configured.
+    with pytest.raises(ConfigError, match=r"metric\.reporters: .*Java class"):
+        ConsumerConfig({"metric.reporters": [JMX_REPORTER, java_class]})
 
 
 @pytest.mark.parametrize(
