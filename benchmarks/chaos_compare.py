@@ -91,8 +91,17 @@ class LibrdkafkaMember(Member):
                     if m.error():
                         self.errors.append(f"poll: {m.error()}")
                         continue
-                    self._ledger.on_delivery(self.member, int(m.value()))
-                    offsets[(m.topic(), m.partition())] = m.offset() + 1
+                    value, topic, partition, offset = (
+                        m.value(),
+                        m.topic(),
+                        m.partition(),
+                        m.offset(),
+                    )
+                    if value is None or topic is None or partition is None or offset is None:
+                        self.errors.append(f"poll: a message without value or position: {m!r}")
+                        continue
+                    self._ledger.on_delivery(self.member, int(value))
+                    offsets[(topic, partition)] = offset + 1
                 if offsets:
                     try:
                         consumer.commit(

@@ -67,7 +67,7 @@ class _Member(threading.Thread):
         lock: threading.Lock,
     ) -> None:
         super().__init__(name=name, daemon=True)
-        self._cfg = {
+        self._cfg: dict[str, Any] = {
             "bootstrap_servers": bootstrap,
             "group_id": group,
             "client_id": name,
