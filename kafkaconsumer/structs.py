@@ -140,7 +140,13 @@ class ConsumerRecords:
         self._next_offsets = dict(next_offsets) if next_offsets else {}
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
-        return itertools.chain.from_iterable(self._records.values())
+        records = self._records
+        if len(records) == 1:
+            # Most polls return one partition's records (max.poll.records is far below a
+            # fetch's): the list's own iterator, without a chain step per record.
+            for recs in records.values():
+                return iter(recs)
+        return itertools.chain.from_iterable(records.values())
 
     def __len__(self) -> int:
         return self._count

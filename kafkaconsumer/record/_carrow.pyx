@@ -499,6 +499,20 @@ def new_builder(Py_ssize_t data_size, bint include_headers):
     return c
 
 
+cdef void _fill_repeated(char* out, const char* src, Py_ssize_t size, Py_ssize_t rows) noexcept:
+    # ``rows`` copies of ``src`` back to back: one copy, then what is written so far copied
+    # after itself, doubling (a memcpy call per row cost more than the bytes it moved).
+    cdef Py_ssize_t done, total = size * rows, step
+    if total <= 0:
+        return
+    memcpy(out, src, size)
+    done = size
+    while done < total:
+        step = done if done <= total - done else total - done
+        memcpy(out + done, out, step)
+        done += step
+
+
 cdef int _fill_segment(_Columns c, bytes topic, int32_t partition, Py_ssize_t first) except -1:
     # The topic and partition of rows [first, rows) of a builder.
     cdef Py_ssize_t size = PyBytes_GET_SIZE(topic), rows = c.rows - first, i
@@ -516,8 +530,8 @@ cdef int _fill_segment(_Columns c, bytes topic, int32_t partition, Py_ssize_t fi
     offs = <int32_t*>(c.topic_offsets.p + c.topic_offsets.n)
     parts = <int32_t*>(c.partitions.p + c.partitions.n)
     out = c.topic_data.p + c.topic_data.n
+    _fill_repeated(out, src, size, rows)
     for i in range(rows):
-        memcpy(out + i * size, src, size)
         offs[i] = <int32_t>(c.topic_data.n + (i + 1) * size)
         parts[i] = partition
     c.topic_offsets.n += 4 * rows
@@ -601,8 +615,7 @@ def repeat_string_buffers(bytes data, Py_ssize_t rows):
     cdef int32_t* o = <int32_t*>offs.p
     for i in range(rows + 1):
         o[i] = <int32_t>(i * n)
-    for i in range(rows):
-        memcpy(out.p + i * n, src, n)
+    _fill_repeated(out.p, src, n, rows)
     offs.n = (rows + 1) * 4
     out.n = n * rows
     return offs, out

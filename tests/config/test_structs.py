@@ -91,6 +91,9 @@ def test_consumer_records() -> None:
     assert cr.next_offsets() == {tp0: OffsetAndMetadata(2)}
     # Iterating twice gives the same records.
     assert len(list(cr)) == len(list(cr)) == 4
+    # One partition (the common poll) iterates its own list, twice alike too.
+    one = ConsumerRecords({tp0: recs[tp0], TopicPartition("t", 2): []})  # type: ignore[dict-item]
+    assert [r.offset for r in one] == [r.offset for r in one] == [0, 1]
 
 
 def test_consumer_records_empty_and_from_records() -> None:

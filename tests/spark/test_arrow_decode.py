@@ -271,3 +271,23 @@ def test_large_column_memory_is_reused_and_bounded() -> None:
     assert all(r.batch.num_rows == 60000 for r in alive)
     del alive
     assert _carrow.pooled_bytes() <= 256 << 20
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 8, 1000])
+@pytest.mark.parametrize("topic", ["t", "a-topic-name-of-249-chars-" + "x" * 223])
+def test_topic_column_repeats_the_name_on_every_row(rows: int, topic: str) -> None:
+    # The builder writes a poll's topic column by doubling copies; every row must hold the
+    # whole name, partition after partition.
+    if not arrow.builder_available():
+        pytest.skip("needs the Cython Arrow decoder")
+    records: list[tuple[bytes | None, bytes, list[tuple[str, bytes]], int]] = [
+        (None, b"v%d" % i, [], 1_700_000_000_000 + i) for i in range(rows)
+    ]
+    data = encode_batch(records, base_offset=0)
+    builder = arrow.ArrowBuilder(len(data))
+    for partition in (0, 1):
+        builder.decode(data, topic, partition, 0)
+    batch, _ = builder.finish()
+    assert batch.column("topic").to_pylist() == [topic] * (2 * rows)
+    assert batch.column("partition").to_pylist() == [0] * rows + [1] * rows
+    assert arrow._repeated_topic(topic, rows).to_pylist() == [topic] * rows
