@@ -122,7 +122,7 @@ def _leaders(
     return out
 
 
-def _count_batches(raw: Any) -> tuple[int, int]:
+def count_batches(raw: Any) -> tuple[int, int]:
     """(records, next offset) from the complete batches of ``raw`` (headers only)."""
     records = 0
     next_offset = -1
@@ -148,11 +148,14 @@ def measure(
     partition_max_bytes: int = PARTITION_MAX_BYTES,
     timeout_s: float = 300.0,
     passes: int = 1,
+    keep: list[tuple[str, int, int, bytes]] | None = None,
 ) -> dict[str, Any]:
     """Fetch ``records`` records of ``topic`` (a comma-separated list of topics) from offset 0,
     ``passes`` times over the same connections; returns the rate and CPU used (``records`` in
     the result counts every pass). One pass over a million small records lasts a few tens of
-    milliseconds, too short for a steady rate."""
+    milliseconds, too short for a steady rate. ``keep`` collects ``(topic, partition,
+    fetch offset, records bytes)`` of every partition's data (``floor.py``; the copies make
+    that run's timing meaningless)."""
     if passes < 1:
         raise ValueError("passes must be at least 1")
     leaders = _leaders(bootstrap, topic.split(","), timeout_s)
@@ -215,7 +218,9 @@ def measure(
                         if raw is None:
                             continue
                         nbytes += len(raw)
-                        got, next_offset = _count_batches(raw)
+                        if keep is not None:
+                            keep.append((key[0], key[1], offsets[node][key], bytes(raw)))
+                        got, next_offset = count_batches(raw)
                         n += got
                         if next_offset >= 0:
                             offsets[node][key] = next_offset
