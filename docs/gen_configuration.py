@@ -59,8 +59,10 @@ consumer switches.
 
 Checks beyond the single keys: `heartbeat.interval.ms` must be below `session.timeout.ms` when
 `group.id` is set; `enable.auto.commit` defaults to false without a `group.id` and may not be
-true then; `group.remote.assignor` requires `group.protocol=consumer`; with a `SASL_*`
-`security.protocol`, GSSAPI (the Java default mechanism) is refused, PLAIN and SCRAM need
+true then; `group.remote.assignor` requires `group.protocol=consumer`, which in turn refuses
+`session.timeout.ms`, `heartbeat.interval.ms` and `partition.assignment.strategy` (the broker's
+there), as Java does; with a `SASL_*` `security.protocol`, GSSAPI (the Java default mechanism)
+is refused, PLAIN and SCRAM need
 `sasl.username`/`sasl.password` or a `sasl.jaas.config` with `username` and `password`, and
 OAUTHBEARER needs `sasl.oauthbearer.token.provider`; key stores must be PEM. An empty
 `client.id` becomes `consumer-<group.id>-<n>` (`producer-<n>`, `adminclient-<n>`) as in Java.

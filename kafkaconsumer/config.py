@@ -2269,6 +2269,15 @@ def _finish(cls: type[AbstractConfig], keys: list[ConfigKey]) -> None:
 CONSUMER_MAX_IN_FLIGHT_REQUESTS = 100
 
 
+#: Keys of one group protocol that the other refuses (Java ConsumerConfig's unsupported lists).
+CLASSIC_PROTOCOL_ONLY = (
+    "partition.assignment.strategy",
+    "heartbeat.interval.ms",
+    "session.timeout.ms",
+)
+CONSUMER_PROTOCOL_ONLY = ("group.remote.assignor",)
+
+
 class ConsumerConfig(AbstractConfig):
     """Configuration of :class:`~kafkaconsumer.consumer.KafkaConsumer` (Java ``ConsumerConfig``).
 
@@ -2296,8 +2305,17 @@ class ConsumerConfig(AbstractConfig):
                 v["enable.auto.commit"] = False
             elif v["enable.auto.commit"]:
                 raise ConfigError("enable.auto.commit cannot be true when group.id is unset")
-        if v["group.protocol"] == "classic" and v["group.remote.assignor"]:
-            raise ConfigError("group.remote.assignor cannot be set when group.protocol=classic")
+        # As Java's ConsumerConfig: a key the chosen group protocol does not use is refused
+        # (the consumer protocol's timers and assignor are the broker's), not ignored.
+        protocol = str(v["group.protocol"]).lower()
+        other = CLASSIC_PROTOCOL_ONLY if protocol == "consumer" else CONSUMER_PROTOCOL_ONLY
+        refused = [
+            k
+            for k in other
+            if self._originals.get(k) is not None and str(self._originals[k]).strip()
+        ]
+        if refused:
+            raise ConfigError(f"{', '.join(refused)} cannot be set when group.protocol={protocol}")
         if v["group.id"] is not None and v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:
             raise ConfigError(
                 f"heartbeat.interval.ms ({v['heartbeat.interval.ms']}) must be lower than "

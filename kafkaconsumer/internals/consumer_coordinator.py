@@ -91,36 +91,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["ConsumerCoordinator", "OffsetCommitCallback"]
 
 #: Keys that only one group protocol reads (Java warns when they are set for the other one).
-_CLASSIC_ONLY_KEYS = (
-    "partition.assignment.strategy",
-    "session.timeout.ms",
-    "heartbeat.interval.ms",
-)
-_CONSUMER_ONLY_KEYS = ("group.remote.assignor",)
-
-
-def _is_set(config: Mapping[str, Any], key: str) -> bool:
-    is_set = getattr(config, "is_set", None)
-    if callable(is_set):
-        return bool(is_set(key))
-    return key in config or key.replace(".", "_") in config
-
-
-def _warn_keys_of_other_protocol(config: Mapping[str, Any], protocol: str) -> None:
-    """Warn when a key of the other group protocol is set: once per configuration (each
-    consumer builds one coordinator from its configuration), as Java's config check does."""
-    keys = _CLASSIC_ONLY_KEYS if protocol == "consumer" else _CONSUMER_ONLY_KEYS
-    for key in keys:
-        if _is_set(config, key):
-            logger.warning(
-                "%s is set but has no effect with group.protocol=%s (it only applies "
-                "to group.protocol=%s)",
-                key,
-                protocol,
-                "classic" if protocol == "consumer" else "consumer",
-            )
-
-
 _OFFSET_COMMIT = 8
 _OFFSET_FETCH = 9
 
@@ -202,7 +172,6 @@ class ConsumerCoordinator(AbstractCoordinator):
                 rebalance_timeout_ms=self.rebalance_config.rebalance_timeout_ms,
                 server_assignor=config_value(config, "group.remote.assignor") or None,
             )
-        _warn_keys_of_other_protocol(config, self.group_protocol)
         self.subscriptions = subscriptions
         self.metadata = metadata
         self.interceptors = interceptors

@@ -560,6 +560,24 @@ def test_group_rules() -> None:
         ]
         == "uniform"
     )
+    # The consumer protocol's timers and assignor are the broker's: its classic-only keys are
+    # refused, all named, as Java's ConsumerConfig does (an explicit default too).
+    with pytest.raises(
+        ConfigError,
+        match=r"^partition\.assignment\.strategy, session\.timeout\.ms cannot be set when "
+        r"group\.protocol=consumer$",
+    ):
+        ConsumerConfig(
+            group_id="g",
+            group_protocol="consumer",
+            session_timeout_ms=45000,
+            partition_assignment_strategy="range",
+        )
+    with pytest.raises(ConfigError, match="heartbeat.interval.ms cannot be set"):
+        ConsumerConfig(
+            {"group.id": "g", "group.protocol": "CONSUMER", "heartbeat.interval.ms": 100}
+        )
+    assert ConsumerConfig(group_id="g", group_protocol="consumer")["session.timeout.ms"] == 45000
     with pytest.raises(ConfigError, match="group.instance.id"):
         ConsumerConfig(group_instance_id="has space")
     with pytest.raises(ConfigError, match="group.instance.id"):

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkaconsumer.config import CLASSIC_PROTOCOL_ONLY
 from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
 from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.listener import ConsumerRebalanceListener
@@ -78,6 +79,9 @@ class Stack:
         }
         config.update(FAST)
         config.update({k.replace("_", "."): v for k, v in overrides.items()})
+        if str(config.get("group.protocol", "classic")).lower() == "consumer":
+            for key in CLASSIC_PROTOCOL_ONLY:  # the broker's under this protocol
+                config.pop(key, None)
         self.config = config
         self.metadata = ConsumerMetadata(config)
         self.network = NetworkClient(network_settings(config), metadata=self.metadata)

@@ -12,6 +12,7 @@ import json
 import sys
 import time
 
+from kafkaconsumer.config import CLASSIC_PROTOCOL_ONLY
 from kafkaconsumer.consumer import KafkaConsumer
 from tests.group.members import FAST_GROUP
 
@@ -23,8 +24,8 @@ def main(argv: list[str]) -> None:
     settings.update({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol})
     if protocol == "consumer":
         # The broker owns these timers under the consumer protocol.
-        for key in ("session.timeout.ms", "heartbeat.interval.ms"):
-            settings.pop(key)
+        for key in CLASSIC_PROTOCOL_ONLY:
+            settings.pop(key, None)
     consumer = KafkaConsumer(settings)
     consumer.subscribe([topic])
     reported: list[int] | None = None

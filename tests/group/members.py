@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from kafkaconsumer.config import CLASSIC_PROTOCOL_ONLY
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import RebalanceInProgressError
 from kafkaconsumer.listener import ConsumerRebalanceListener
@@ -216,6 +217,11 @@ class Member(threading.Thread):
         }
         settings.update(FAST_GROUP)
         settings.update({k.replace("_", "."): v for k, v in config.items()})
+        if str(settings.get("group.protocol", "classic")).lower() == "consumer":
+            # The broker owns the consumer protocol's timers and assignor: the client refuses
+            # these keys there, as Java's does.
+            for key in CLASSIC_PROTOCOL_ONLY:
+                settings.pop(key, None)
         settings["internal.cooperative.rejoin.delay.ms"] = cooperative_rejoin_delay_ms
         self.settings = settings
         self.consumer: KafkaConsumer = KafkaConsumer(settings)

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from kafkaconsumer import KafkaConsumer
 from kafkaconsumer import errors as Errors
+from kafkaconsumer.errors import ConfigError
 from kafkaconsumer.internals.consumer_membership_manager import ConsumerMemberState
 from kafkaconsumer.protocol import SUPPORTED_VERSIONS
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
@@ -453,21 +455,18 @@ def test_first_heartbeat_carries_assignor_rack_and_static_instance(cluster: Fake
         s.close()
 
 
-def test_keys_of_the_other_protocol_warn_once_per_configuration(
-    cluster: FakeCluster, caplog: pytest.LogCaptureFixture
-) -> None:
-    # Once per consumer's configuration, not once per process: the second consumer, with a
-    # configuration of its own, is told too.
-    for _ in range(2):
-        s = Stack(
-            cluster.bootstrap_servers,
-            "g848",
-            group_protocol="consumer",
-            partition_assignment_strategy=["range"],
+def test_keys_of_the_other_protocol_are_refused_by_the_consumer() -> None:
+    # As Java's ConsumerConfig: set, they would be ignored (the broker owns the consumer
+    # protocol's timers and assignor), so construction fails naming them.
+    with pytest.raises(ConfigError, match=r"^partition\.assignment\.strategy cannot be set"):
+        KafkaConsumer(
+            {
+                "bootstrap.servers": "127.0.0.1:9",
+                "group.id": "g848",
+                "group.protocol": "consumer",
+                "partition.assignment.strategy": ["range"],
+            }
         )
-        s.close()
-    warnings = [r for r in caplog.records if "partition.assignment.strategy is set" in r.message]
-    assert len(warnings) == 2
 
 
 def test_offset_fetch_carries_the_member_epoch_and_retries_a_stale_one(
