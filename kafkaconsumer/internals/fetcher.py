@@ -1178,12 +1178,25 @@ class Fetcher:
             self._lagging.clear()
             self._next_in_line = None
             closers = [(node, h.close_metadata()) for node, h in self._sessions.items()]
+            held = set(self._pending_nodes)
+            second_busy = set(self._seek_pending)
         if timer is None or timer.is_expired():
             return
         futures = []
         for node, meta in closers:
             if meta is None:
                 continue
+            # The broker answers a connection's requests in order and may hold the fetch out
+            # on the broker's own connection for fetch.max.wait.ms: closing the session there
+            # made close() wait that long. A session belongs to the broker, not to a
+            # connection, so the second connection closes it at once.
+            second = seek_fetch_node_id(node)
+            if (
+                node in held
+                and second not in second_busy
+                and not self._client.is_unavailable(second)
+            ):
+                node = second
             body = {
                 "replica_id": -1,
                 "max_wait_ms": 0,

@@ -188,6 +188,36 @@ class _Watched:
         assert self.consumer.position(self.tp) == count
 
 
+def test_close_ends_the_fetch_session_beside_a_held_fetch(bootstrap: str) -> None:
+    """Caught up, the consumer has a fetch out that the broker holds for fetch.max.wait.ms (20 s
+    here). close() must still end the fetch session, within its 10 s: the close request goes
+    over the broker's second connection instead of queueing behind the held fetch."""
+    from tests.support.apache_kafka import consumer_fetch_session_error
+
+    topic = create_topic(bootstrap, 1, "close-sess")
+    produce(bootstrap, topic, [(0, None, b"v%d" % i, [], None) for i in range(5)])
+    consumer = KafkaConsumer({"bootstrap.servers": bootstrap}, fetch_max_wait_ms=20000)
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    fetcher = consumer._fetcher  # noqa: SLF001 - the test looks at the fetch session
+    try:
+        poll_until(consumer, lambda acc: len(acc) >= 5)
+        # Caught up: the next fetch goes out and the broker holds it (nothing new to send).
+        wait_for(
+            lambda: not consumer.poll(timeout_ms=50) and bool(fetcher._pending_nodes),  # noqa: SLF001
+            timeout=30,
+            message="a held fetch in flight",
+        )
+        ((_, handler),) = fetcher._sessions.items()  # noqa: SLF001
+        session_id = handler.next_metadata.session_id
+        assert session_id > 0, "Apache Kafka opens a fetch session for a consumer"
+    finally:
+        consumer.close(timeout_ms=10000)
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    assert consumer_fetch_session_error(host, int(port), session_id, 1) == 70
+
+
 def test_fetch_sessions_are_incremental_and_survive_losing_the_session(own_broker: Any) -> None:
     w = _Watched(own_broker.bootstrap_servers, "sess-a")
     fetches = w.fetches

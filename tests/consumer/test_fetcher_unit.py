@@ -21,6 +21,7 @@ from kafkaconsumer.record import encode_batch, encode_control_batch
 from kafkaconsumer.record.encoder import RecordInput
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import MockTime
+from kafkaconsumer.utils.timer import Timer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -417,6 +418,26 @@ def test_incremental_session_sends_changes_and_forgotten_partitions() -> None:
     body = client.sent[2][1]
     assert (body["session_id"], body["session_epoch"]) == (9, 2)
     assert [(t["topic"], t["partitions"]) for t in body["forgotten_topics_data"]] == [("t", [1])]
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_close_ends_the_session_beside_a_held_fetch(held: bool) -> None:
+    # A fetch out on the broker's own connection may be held for fetch.max.wait.ms, and the
+    # session close would queue behind it: it goes over the broker's second connection.
+    f, client, subs = make()
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 2, 0), 2)}, session_id=9))
+    f.collect_fetch()
+    if held:
+        f.send_fetches()  # caught up: the broker holds this one
+        assert len(client.sent) == 2 and not client.sent[1][2].is_done
+    sent = len(client.sent)
+    f.close(Timer(MockTime(), 1000))
+    node, body, _ = client.sent[sent]
+    assert (body["session_id"], body["session_epoch"], body["topics"]) == (9, -1, [])
+    assert node == (seek_fetch_node_id(0) if held else 0)
 
 
 def test_disabled_sessions_always_send_full_sessionless_requests() -> None:

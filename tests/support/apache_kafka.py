@@ -346,6 +346,23 @@ def follower_fetch_session(
     return int(answered_session)
 
 
+def consumer_fetch_session_error(
+    host: str, port: int, session_id: int, epoch: int, timeout: float = 5.0
+) -> int:
+    """The error code the broker answers an incremental consumer Fetch v7 (no partitions) of
+    ``session_id`` at ``epoch`` with, by hand: 70 (FETCH_SESSION_ID_NOT_FOUND) once the
+    session is closed or evicted, 71 (INVALID_FETCH_SESSION_EPOCH) or 0 while it lives."""
+    body = (
+        struct.pack(">iiiib", -1, 0, 0, 1 << 20, 0)
+        + struct.pack(">ii", session_id, epoch)
+        + struct.pack(">i", 0)  # no partitions
+        + struct.pack(">i", 0)  # nothing forgotten
+    )
+    answer = _request(host, port, 1, 7, body, timeout)
+    _throttle, error_code = struct.unpack_from(">ih", answer, 0)
+    return int(error_code)
+
+
 def _java_hash(text: str) -> int:
     h = 0
     for unit in struct.unpack(f">{len(text.encode('utf-16-be')) // 2}H", text.encode("utf-16-be")):
