@@ -32,10 +32,10 @@ from ._common import CommandError
 
 __all__ = ["add_parser", "run_demo", "PROTOCOLS"]
 
-#: ``--protocol`` choices and the consumer settings each stands for.
 #: Short classic timers so that the demo's members join and leave quickly; under the consumer
 #: protocol the broker owns them (and the client refuses them).
 _CLASSIC_TIMERS = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 500}
+#: ``--protocol`` choices and the consumer settings each stands for.
 PROTOCOLS: dict[str, dict[str, Any]] = {
     "eager": {"partition.assignment.strategy": "range", **_CLASSIC_TIMERS},
     "cooperative": {"partition.assignment.strategy": "cooperative-sticky", **_CLASSIC_TIMERS},

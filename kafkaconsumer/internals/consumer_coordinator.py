@@ -90,7 +90,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ConsumerCoordinator", "OffsetCommitCallback"]
 
-#: Keys that only one group protocol reads (Java warns when they are set for the other one).
 _OFFSET_COMMIT = 8
 _OFFSET_FETCH = 9
 
