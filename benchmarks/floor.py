@@ -143,7 +143,7 @@ def budget(
 ) -> dict[str, Any]:
     """Measure everything; the bounds are records/s (see the module docstring)."""
     chunks = capture(bootstrap, topic, records)
-    n = sum(_count(raw) for _, _, _, raw in chunks)
+    n = sum(ceiling.count_batches(raw)[0] for _, _, _, raw in chunks)
     pid = broker_pid
     if pid is None:
         port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
@@ -180,10 +180,6 @@ def _arrow_builder_available() -> bool:
     except ImportError:  # no pyarrow
         return False
     return builder_available()
-
-
-def _count(raw: bytes) -> int:
-    return ceiling.count_batches(raw)[0]
 
 
 def bounds(r: dict[str, Any]) -> list[tuple[str, float, str]]:

@@ -144,8 +144,8 @@ class ConsumerRecords:
         if len(records) == 1:
             # Most polls return one partition's records (max.poll.records is far below a
             # fetch's): the list's own iterator, without a chain step per record.
-            for recs in records.values():
-                return iter(recs)
+            (recs,) = records.values()
+            return iter(recs)
         return itertools.chain.from_iterable(records.values())
 
     def __len__(self) -> int:

@@ -19,7 +19,8 @@ A partition seeked (or reset, or validated) while its broker holds a long-poll f
 at once over a second connection to that broker (``seek_fetch_node_id``, sessionless), not
 after ``fetch.max.wait.ms``: the broker answers one connection's requests in order. Its later
 fetches (prefetches) stay on that connection until the held fetch returns; the offset fetcher
-sends the reset's or validation's lookup there too.
+sends the reset's or validation's lookup there too, and ``close`` its fetch-session close
+requests.
 
 Hot path: response bytes -> ``decode_fetched_records`` (Cython) -> list of ``ConsumerRecord`` ->
 slices to the user. With the default bytes deserializers no per-record Python code runs here.
@@ -1189,7 +1190,8 @@ class Fetcher:
             # The broker answers a connection's requests in order and may hold the fetch out
             # on the broker's own connection for fetch.max.wait.ms: closing the session there
             # made close() wait that long. A session belongs to the broker, not to a
-            # connection, so the second connection closes it at once.
+            # connection, so the second connection closes it at once (the offset fetcher's
+            # rule for its lookups, read here from the fetcher's own in-flight records).
             second = seek_fetch_node_id(node)
             if (
                 node in held
