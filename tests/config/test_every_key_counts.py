@@ -1,5 +1,5 @@
 """Every configuration key either changes what the client does or refuses a value it cannot
-honour (issue 11 item 2): no key is accepted and silently ignored.
+honour: no key is accepted and silently ignored.
 
 "Read" means the key's name is looked up somewhere in the library outside its definition
 (``cfg["fetch.max.bytes"]``, ``config.get("ssl.cipher.suites")``, a validation rule in

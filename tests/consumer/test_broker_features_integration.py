@@ -1,4 +1,4 @@
-"""Broker features Tansu lacks, on Apache Kafka (issue 9): the last stable offset of an open
+"""Broker features Tansu lacks, on Apache Kafka: the last stable offset of an open
 transaction, partitions added with CreatePartitions reaching a subscribed consumer, and fetch
 sessions (KIP-227) that stay incremental and survive losing the session: to a broker restart,
 and to an eviction from the broker's session cache."""

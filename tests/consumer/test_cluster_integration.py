@@ -1,4 +1,4 @@
-"""On the session's 3-broker Apache Kafka cluster (issue 9): a partition leader stopped in the
+"""On the session's 3-broker Apache Kafka cluster: a partition leader stopped in the
 middle of consumption loses and duplicates nothing in manual-assign mode, and the position is
 validated against the new leader (OffsetForLeaderEpoch, KIP-320); a real log truncation by
 unclean leader election is detected (LogTruncationError with ``auto.offset.reset=none``, else a

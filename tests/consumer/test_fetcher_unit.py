@@ -671,7 +671,7 @@ def test_session_handler_is_only_used_under_the_fetcher_lock() -> None:
     assert values(f.collect_fetch().records[T0]) == [0, 1]
 
 
-# -- positions past control batches and aborted transactions (issue 10, section 1) ---------
+# -- positions past control batches and aborted transactions ------------------------------
 
 _SEGMENT = st.tuples(st.sampled_from(["data", "commit", "abort"]), st.integers(1, 4))
 

@@ -1,4 +1,4 @@
-"""Connection failures are reported (issue 10, section 2): a WARNING per node with the cause,
+"""Connection failures are reported: a WARNING per node with the cause,
 rate-limited, also for requests that time out on a working connection; the last error of each
 bootstrap server in the timeout message; bootstrap addresses resolved when the client is built
 (``client.dns.lookup`` as Java); a hint when a PLAINTEXT client meets an SSL or SASL listener.
