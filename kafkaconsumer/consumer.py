@@ -351,7 +351,7 @@ class KafkaConsumer:
     ) -> Any:
         """:meth:`poll`, with the records as one ``pyarrow.RecordBatch``.
 
-        The columns are Spark's Kafka source schema (``kafkaconsumer.arrow.SCHEMA``; with
+        The columns are Spark's Kafka source schema (``kafkaconsumer.record.arrow.SCHEMA``; with
         ``include_headers`` also ``headers``), decoded from the fetched batches without a
         Python object per record. Keys and values are the raw bytes. Positions, auto-commit and
         ``commit_sync()`` move exactly as with :meth:`poll`; at most ``max_records`` (default
@@ -359,7 +359,7 @@ class KafkaConsumer:
         raises :class:`IllegalStateError` when deserializers or interceptors are configured
         (they work on record objects: use :meth:`poll`).
         """
-        from kafkaconsumer import arrow
+        from kafkaconsumer.record import arrow
 
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError(f"max_records must be a positive int, not {max_records!r}")

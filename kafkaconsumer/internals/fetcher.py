@@ -903,7 +903,7 @@ class Fetcher:
         ``_initialize``; on any decoding error nothing is kept and the loop decodes each
         partition alone, raising where it would.
         """
-        from kafkaconsumer import arrow as arrow_mod
+        from kafkaconsumer.record import arrow as arrow_mod
 
         if not arrow_mod.builder_available():
             return
@@ -1027,7 +1027,7 @@ class Fetcher:
 
     @staticmethod
     def _fetch_arrow(cf: CompletedFetch, max_records: int) -> Any:
-        from kafkaconsumer import arrow as arrow_mod
+        from kafkaconsumer.record import arrow as arrow_mod
 
         if isinstance(cf.records, list):
             # Decoded for poll(); poll_arrow() wants Arrow.
@@ -1074,7 +1074,7 @@ class Fetcher:
                 return None
             data = (part.get("records"), tp.topic, tp.partition, cf.fetch_offset)
             if arrow:
-                from kafkaconsumer import arrow as arrow_mod
+                from kafkaconsumer.record import arrow as arrow_mod
 
                 if cf.predecoded is not None:
                     decoded, origin = cf.predecoded

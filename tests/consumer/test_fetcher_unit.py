@@ -824,7 +824,7 @@ def _arrow_offsets(fetch: Any) -> dict[TopicPartition, list[int]]:
 
 def test_arrow_poll_decodes_its_partitions_into_one_batch() -> None:
     pytest.importorskip("pyarrow")
-    from kafkaconsumer import arrow
+    from kafkaconsumer.record import arrow
 
     if not arrow.builder_available():
         pytest.skip("needs the Cython Arrow decoder")
@@ -844,7 +844,7 @@ def test_arrow_poll_decodes_its_partitions_into_one_batch() -> None:
 
 def test_arrow_poll_cut_by_max_records_continues_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pyarrow")
-    from kafkaconsumer import arrow
+    from kafkaconsumer.record import arrow
 
     if arrow.builder_available():
         # What a poll leaves of a partition is handed out alone next (a slice, no copy).
