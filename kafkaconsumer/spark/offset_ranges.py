@@ -24,12 +24,16 @@ from kafkaconsumer.errors import (
     KafkaTimeoutError,
     OffsetOutOfRangeError,
 )
+from kafkaconsumer.internals.fetch.arrow_decoder import ArrowDecoder
 from kafkaconsumer.record.arrow import schema
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME
 from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
+
+# The reads decode as poll_arrow() does (the decoder is stateless: one serves every read).
+_ARROW = ArrowDecoder()
 
 __all__ = ["DataLossError", "Progress", "Ranges", "iter_offset_ranges", "read_offset_ranges"]
 
@@ -129,7 +133,7 @@ def iter_offset_ranges(
         idle = Timer(SYSTEM_TIME, poll_timeout_ms)
         while pending:
             try:
-                fetch = consumer._poll(min(idle.remaining_ms, 1000), None, True)
+                fetch = consumer._poll(min(idle.remaining_ms, 1000), None, _ARROW)
             except OffsetOutOfRangeError as exc:
                 lost = dict(getattr(exc, "partitions", None) or {})
                 if not lost:
