@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kafkaconsumer.arrow import Progress, read_offset_ranges
+from kafkaconsumer.spark.offset_ranges import Progress, read_offset_ranges
 from kafkaconsumer.spark.offsets import plan_ranges
 from kafkaconsumer.spark.options import parse_options
 

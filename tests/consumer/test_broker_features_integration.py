@@ -257,7 +257,7 @@ def test_evicted_fetch_session_is_replaced_by_a_full_fetch(
     """
     from tests.support.apache_kafka import follower_fetch_session
 
-    caplog.set_level(logging.INFO, logger="kafkaconsumer.internals.fetch_session")
+    caplog.set_level(logging.INFO, logger="kafkaconsumer.internals.fetch.fetch_session")
     host, port = "127.0.0.1", own_broker.node(1).ports["PLAINTEXT"]
     crowd_topic = create_topic(own_broker.bootstrap_servers, 1, "evict-crowd")
     w = _Watched(own_broker.bootstrap_servers, "evict-a")

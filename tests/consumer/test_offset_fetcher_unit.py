@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kafkaconsumer.errors import KafkaConnectionError
-from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
+from kafkaconsumer.internals.fetch.offset_fetcher import OffsetFetcher
 from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
     LeaderAndEpoch,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kafkaconsumer.consumer import KafkaConsumer
-from kafkaconsumer.internals.fetcher import Fetch
+from kafkaconsumer.internals.fetch.fetcher import Fetch
 from kafkaconsumer.utils.clock import MockTime
 from kafkaconsumer.utils.timer import Timer
 
@@ -20,7 +20,7 @@ class CountingFetcher:
         self.available_checks = 0
         self.sends = 0
 
-    def collect_fetch(self, max_records: int | None = None, arrow: bool = False) -> Fetch:
+    def collect_fetch(self, max_records: int | None = None, decoder: Any = None) -> Fetch:
         return Fetch()
 
     def send_fetches(self) -> int:

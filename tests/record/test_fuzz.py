@@ -18,7 +18,7 @@ from .conftest import CYTHON
 OURS = (CorruptRecordError, RecordTooLargeError, UnsupportedCodecError)
 
 try:
-    from kafkaconsumer import arrow
+    from kafkaconsumer.record import arrow
 except ImportError:  # pyarrow is optional
     arrow = None  # type: ignore[assignment]
 

@@ -59,7 +59,7 @@ class CompletedFetch:
     (also when there was no record at all); the fetcher compares it with the subscription
     position before each hand-out to drop stale data, and moves the position to it after.
 
-    Thread-safety: not thread-safe; created under the fetcher lock and then used only by the
+    Thread-safety: not thread-safe; created under the fetch buffer's lock and then used only by the
     thread that calls ``poll()``.
     """
 
@@ -111,10 +111,11 @@ class CompletedFetch:
         self.records_total = 0
         self.metrics_recorded = False
         self._end_hint: int | None = -1  # -1: not scanned yet
-        #: Its share of the fetcher's count of undecoded buffered bytes (set by the fetcher).
+        #: Its share of the buffer's count of undecoded bytes: guarded by the fetch buffer's
+        #: lock (``FetchBuffer`` sets it as the piece enters and leaves the queue).
         self.buffered_bytes = 0
         #: ``(ArrowDecodeResult, origin)`` when decoded ahead with other partitions of a poll
-        #: (the fetcher's _predecode_arrow), installed by its next initialization.
+        #: (``arrow_decoder.ArrowDecoder.prepare``), installed by its next initialization.
         self.predecoded: tuple[Any, Any] | None = None
         #: The response's metrics, told when this partition is handed out or dropped.
         self.aggregator: FetchMetricsAggregator | None = None

@@ -113,6 +113,7 @@ class OffsetFetcher:
         time: Time | None = None,
     ) -> None:
         """Look offsets up through ``client`` for ``subscriptions``, using ``metadata`` for leaders."""
+        # Set here and never replaced: the client and the subscriptions are thread-safe.
         self._client = client
         self._metadata = metadata
         self._subscriptions = subscriptions
@@ -126,13 +127,15 @@ class OffsetFetcher:
             int(config_value(config, "retry.backoff.max.ms")),
             0.2,
         )
-        self._failures: dict[TopicPartition, int] = {}
+        self._failures: dict[TopicPartition, int] = {}  # guarded by _lock
         self._isolation = (
             _READ_COMMITTED if config.get("isolation.level") == "read_committed" else 0
         )
-        self._lock = threading.Lock()
-        self._cached_reset_error: BaseException | None = None
-        self._cached_validation_error: BaseException | None = None
+        self._lock = threading.Lock()  # a leaf lock: nothing is taken while it is held
+        self._cached_reset_error: BaseException | None = None  # guarded by _lock
+        self._cached_validation_error: BaseException | None = None  # guarded by _lock
+        # The metadata version and assignment a validation pass last ran for. Written by the
+        # user's thread only.
         self._validated_for: tuple[int, int] | None = None
 
     # -- helpers -------------------------------------------------------------------------

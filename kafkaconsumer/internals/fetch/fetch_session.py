@@ -150,6 +150,8 @@ class FetchSessionHandler:
         """Track the session with broker ``node``; ``enabled=False`` sends full (legacy) fetches."""
         self.node = node
         self.enabled = enabled
+        # The fields below change with each request and response: guarded by the fetcher's
+        # lock (the fetch buffer's), under which every call is made.
         self.next_metadata: FetchMetadata = _INITIAL if enabled else LEGACY_METADATA
         self.session_partitions: dict[TopicPartition, PartitionData] = {}
         self.session_topic_names: dict[uuid.UUID, str] = {}

@@ -1,10 +1,10 @@
-"""The fetch engine (Java ``Fetcher`` / ``AbstractFetch`` / ``FetchCollector`` / ``FetchBuffer``).
+"""Fetch requests and their responses (Java ``Fetcher`` / ``AbstractFetch``).
 
 ``send_fetches`` builds one Fetch request per broker (the partition leader, or the preferred
 read replica of KIP-392 when ``client.rack`` is set), diffed against that broker's fetch session
-(KIP-227). Responses are split into one :class:`CompletedFetch` per partition and queued.
-``collect_fetch`` hands out up to ``max.poll.records`` records as list slices, advances positions
-and handles per-partition errors. Paused partitions keep their buffered data until resumed.
+(KIP-227). Responses are split into one :class:`CompletedFetch` per partition and queued in the
+:class:`FetchBuffer`; the :class:`FetchCollector` hands them out on the user's thread
+(``collect_fetch`` delegates to it, as Java's ``Fetcher.collectFetch`` does).
 
 Prefetch (as librdkafka's queue): while a partition's one piece of buffered data is being handed
 out, it is fetched again from where that data ends (read from its batch headers), so that the
@@ -22,23 +22,25 @@ fetches (prefetches) stay on that connection until the held fetch returns; the o
 sends the reset's or validation's lookup there too, and ``close`` its fetch-session close
 requests.
 
-Hot path: response bytes -> ``decode_fetched_records`` (Cython) -> list of ``ConsumerRecord`` ->
-slices to the user. With the default bytes deserializers no per-record Python code runs here.
+Hot path: response bytes -> buffer -> collector -> decoder (``decode_fetched_records``, Cython)
+-> list of ``ConsumerRecord`` -> slices to the user. With the default bytes deserializers no
+per-record Python code runs here.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.config import config_default, config_value
-from kafkaconsumer.internals.completed_fetch import CompletedFetch, FetchMetricsAggregator
-from kafkaconsumer.internals.fetch_session import (
+from kafkaconsumer.internals.fetch.completed_fetch import CompletedFetch, FetchMetricsAggregator
+from kafkaconsumer.internals.fetch.decoders import ObjectDecoder, RecordDecoder
+from kafkaconsumer.internals.fetch.fetch_buffer import FetchBuffer
+from kafkaconsumer.internals.fetch.fetch_collector import Fetch, FetchCollector
+from kafkaconsumer.internals.fetch.fetch_config import FetchConfig
+from kafkaconsumer.internals.fetch.fetch_session import (
     ZERO_UUID,
     FetchRequestData,
     FetchSessionHandler,
@@ -46,7 +48,6 @@ from kafkaconsumer.internals.fetch_session import (
 )
 from kafkaconsumer.internals.interfaces import ClusterView, FetchClient, FetchMetadata
 from kafkaconsumer.internals.subscription_state import (
-    FetchPosition,
     LeaderAndEpoch,
     SubscriptionState,
     TopicPartitionState,
@@ -54,111 +55,18 @@ from kafkaconsumer.internals.subscription_state import (
 )
 from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.record import ConsumerRecord, decode_fetched_records
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Fetcher", "Fetch", "FetchConfig"]
+__all__ = ["Fetch", "FetchConfig", "Fetcher"]
 
 # Fetch v13 replaced topic names by topic ids.
 _TOPIC_ID_MIN_VERSION = 13
 _READ_COMMITTED = 1
-# Error codes handled by name below (Java Errors enum).
-_NONE = 0
-_OFFSET_OUT_OF_RANGE = Errors.OffsetOutOfRangeError.errno
-_CORRUPT_MESSAGE = Errors.CorruptMessageError.errno
-_UNKNOWN_TOPIC_OR_PARTITION = Errors.UnknownTopicOrPartitionError.errno
-_TOPIC_AUTHORIZATION_FAILED = Errors.TopicAuthorizationFailedError.errno
-_UNKNOWN_LEADER_EPOCH = Errors.UnknownLeaderEpochError.errno
-_UNKNOWN_SERVER_ERROR = Errors.UnknownServerError.errno
 _FETCH_SESSION_TOPIC_ID_ERROR = Errors.FetchSessionTopicIdError.errno
-# Errors after which the leader (or replica) we fetched from is no longer the one to ask.
-_REFRESH_METADATA = frozenset(
-    {
-        Errors.NotLeaderOrFollowerError.errno,
-        Errors.ReplicaNotAvailableError.errno,
-        Errors.FencedLeaderEpochError.errno,
-        Errors.OffsetNotAvailableError.errno,
-        Errors.KafkaStorageError.errno,
-        Errors.LeaderNotAvailableError.errno,
-        Errors.UnknownTopicIdError.errno,
-        Errors.InconsistentTopicIdError.errno,
-        _UNKNOWN_TOPIC_OR_PARTITION,
-    }
-)
-
-
-class FetchConfig(NamedTuple):
-    """The fetch-related configuration, read once from the consumer config.
-
-    Thread-safety: immutable (a NamedTuple).
-    """
-
-    min_bytes: int = config_default("fetch.min.bytes")
-    max_bytes: int = config_default("fetch.max.bytes")
-    max_wait_ms: int = config_default("fetch.max.wait.ms")
-    fetch_size: int = config_default("max.partition.fetch.bytes")
-    max_poll_records: int = config_default("max.poll.records")
-    check_crcs: bool = config_default("check.crcs")
-    read_committed: bool = config_default("isolation.level") == "read_committed"
-    client_rack: str = config_default("client.rack")
-    metadata_max_age_ms: int = config_default("metadata.max.age.ms")
-    retry_backoff_ms: int = config_default("retry.backoff.ms")
-    request_timeout_ms: int = config_default("request.timeout.ms")
-    fetch_sessions: bool = True
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any], fetch_sessions: bool = True) -> FetchConfig:
-        """Pick the keys out of a Java-keyed config mapping (a missing key takes the
-        ConsumerConfig default)."""
-        return cls(
-            min_bytes=int(config_value(config, "fetch.min.bytes")),
-            max_bytes=int(config_value(config, "fetch.max.bytes")),
-            max_wait_ms=int(config_value(config, "fetch.max.wait.ms")),
-            fetch_size=int(config_value(config, "max.partition.fetch.bytes")),
-            max_poll_records=int(config_value(config, "max.poll.records")),
-            check_crcs=bool(config_value(config, "check.crcs")),
-            read_committed=config_value(config, "isolation.level") == "read_committed",
-            client_rack=str(config_value(config, "client.rack") or ""),
-            metadata_max_age_ms=int(config_value(config, "metadata.max.age.ms")),
-            retry_backoff_ms=int(config_value(config, "retry.backoff.ms")),
-            request_timeout_ms=int(config_value(config, "request.timeout.ms")),
-            fetch_sessions=fetch_sessions,
-        )
-
-
-class Fetch:
-    """What one ``collect_fetch`` produced: records per partition and whether positions moved.
-
-    Thread-safety: not thread-safe; owned by the polling thread.
-    """
-
-    __slots__ = ("records", "num_records", "position_advanced", "positions")
-
-    def __init__(self) -> None:
-        """Start empty."""
-        self.records: dict[TopicPartition, list[Any]] = {}
-        self.num_records = 0
-        self.position_advanced = False
-        #: Per partition with records here, its position after them (what poll() reports as
-        #: the next offsets).
-        self.positions: dict[TopicPartition, FetchPosition] = {}
-
-    def is_empty(self) -> bool:
-        """No records and no position change (a poll may then keep waiting)."""
-        return self.num_records == 0 and not self.position_advanced
-
-    def add(self, tp: TopicPartition, records: list[Any]) -> None:
-        """Append ``records`` of ``tp`` (keeps per-partition order)."""
-        existing = self.records.get(tp)
-        if existing is None:
-            self.records[tp] = records
-        else:
-            existing.extend(records)
-        self.num_records += len(records)
 
 
 class _FetchTarget(NamedTuple):
@@ -177,12 +85,13 @@ class _FetchTarget(NamedTuple):
 
 
 class Fetcher:
-    """Sends fetches and turns responses into records for ``poll()``.
+    """Sends fetches and turns responses into buffered data for ``poll()``.
 
     Thread-safety: response callbacks may run on any thread that polls the network client
-    (including the heartbeat thread), so the buffer and the session handlers are guarded by one
-    internal lock; record hand-out (``collect_fetch``) runs on the user's thread and never calls
-    user code (deserializers) while holding that lock.
+    (including the heartbeat thread), so the session handlers and the in-flight bookkeeping
+    are guarded by one lock, the buffer's (``_lock``); ``send_fetches`` and ``collect_fetch``
+    run on the user's thread, and the collector never calls user code (deserializers) while
+    holding that lock.
     """
 
     def __init__(
@@ -200,6 +109,8 @@ class Fetcher:
         """Fetch through ``client`` for the partitions of ``subscriptions``, using ``metadata``
         for leaders; ``config`` is a :class:`FetchConfig` or the consumer configuration.
         """
+        # Set here and never replaced (the client, metadata and subscriptions are thread-safe;
+        # the config is immutable).
         self._client = client
         self._metadata = metadata
         self._subscriptions = subscriptions
@@ -208,44 +119,37 @@ class Fetcher:
         )
         self._time = time if time is not None else SYSTEM_TIME
         self._metrics = metrics
-        self._key_deserializer = key_deserializer
-        self._value_deserializer = value_deserializer
-        self._lock = threading.RLock()
-        self._completed: deque[CompletedFetch] = deque()
-        self._next_in_line: CompletedFetch | None = None
-        self._sessions: dict[int, FetchSessionHandler] = {}
-        self._pending_nodes: set[int] = set()
+        # The buffer, its collector and the default decoder are set here and never replaced.
+        self._buffer = FetchBuffer(self._config.read_committed)
+        #: The buffer's lock, which also guards the fields below marked with it.
+        self._lock = self._buffer.lock
+        self._collector = FetchCollector(
+            self._buffer, metadata, subscriptions, self._config, self._time, metrics
+        )
+        #: What collect_fetch decodes with unless told otherwise: record objects.
+        self._object_decoder = ObjectDecoder(key_deserializer, value_deserializer)
+        self._sessions: dict[int, FetchSessionHandler] = {}  # guarded by _lock
+        self._pending_nodes: set[int] = set()  # guarded by _lock
         # Second fetch connections with a fetch in flight (see _prepare_fetch_requests).
-        self._seek_pending: set[int] = set()
+        self._seek_pending: set[int] = set()  # guarded by _lock
         # Those of them whose fetch the broker answers at once (see _busy_nodes).
-        self._seek_reading: set[int] = set()
+        self._seek_reading: set[int] = set()  # guarded by _lock
         # Per connection with a fetch in flight: the fetch-state transition number when it
-        # went out, and the offset it asked for per partition.
+        # went out, and the offset it asked for per partition. Guarded by _lock.
         self._in_flight: dict[int, tuple[int, dict[TopicPartition, int]]] = {}
         # The subscription's fetchable_mark when the last fetch went out; None while a second
         # connection is in use (a partition seeked after its broker's fetch went out can be
-        # fetched whenever that connection is free, whatever the mark says).
+        # fetched whenever that connection is free, whatever the mark says). Guarded by _lock.
         self._sent_at_mark: tuple[int, int, int] | None = None
-        # _broker_count's cache: the metadata snapshot it counted, and its count.
+        # _broker_count's cache: the metadata snapshot it counted, and its count. Guarded by
+        # _lock (read and written in _prepare_fetch_requests only).
         self._counted_cluster: ClusterView | None = None
         self._brokers_in_cluster = 0
-        self._closed = False
-        # A failure of the response handler, raised by the next collect_fetch.
-        self._response_error: Errors.KafkaError | None = None
-        self._isolation = _READ_COMMITTED if self._config.read_committed else 0
-        # The assignment the per-partition metrics were last trimmed to (see collect_fetch).
-        self._metrics_assignment_id = -1
-        # Where a partition's records end for this consumer: prefetch stops short of it.
-        self._limit_key = "last_stable_offset" if self._config.read_committed else "high_watermark"
-        # Kept with _completed (see _buffer_append), so that prefetching needs no walk over
-        # every buffered partition on each poll (O(partitions^2) per pass over the buffer):
-        # pieces of data per partition, the bytes not decoded yet, and the pieces whose data
-        # ends below the partition's high watermark (the prefetch candidates).
-        self._pieces: Counter[TopicPartition] = Counter()
-        self._undecoded_bytes = 0
-        self._lagging: dict[CompletedFetch, None] = {}
+        self._closed = False  # guarded by _lock
+        self._isolation = _READ_COMMITTED if self._config.read_committed else 0  # immutable
         # What _prepare_fetch_requests last walked every fetchable partition for and found
-        # nothing to send (see there); reset whenever a fetch goes out or comes back.
+        # nothing to send (see there); reset whenever a fetch goes out or comes back. Guarded
+        # by _lock.
         self._nothing_to_fetch_at: tuple[Any, ...] | None = None
 
     # -- sending -------------------------------------------------------------------------
@@ -257,40 +161,6 @@ class Fetcher:
             handler = FetchSessionHandler(node, enabled=enabled)
             self._sessions[node] = handler
         return handler
-
-    def _buffered_partitions(self) -> set[TopicPartition]:
-        out = set(self._pieces)
-        nil = self._next_in_line
-        if nil is not None and not nil.is_consumed:
-            out.add(nil.tp)
-        return out
-
-    # _completed grows and shrinks through these (clear_buffered_data_for_unassigned_partitions
-    # and close() reset it as a whole); the caller holds the lock.
-    def _buffer_append(self, cf: CompletedFetch) -> None:
-        self._completed.append(cf)
-        self._pieces[cf.tp] += 1
-        cf.buffered_bytes = 0 if cf.initialized or cf.is_consumed else cf.size_in_bytes
-        self._undecoded_bytes += cf.buffered_bytes
-        end = cf.end_offset_hint()
-        limit = cf.partition_data.get(self._limit_key)
-        if end is not None and limit is not None and end < limit:
-            self._lagging[cf] = None
-
-    def _buffer_popleft(self) -> CompletedFetch:
-        cf = self._completed.popleft()
-        self._buffer_forget(cf)
-        return cf
-
-    def _buffer_forget(self, cf: CompletedFetch) -> None:
-        left = self._pieces[cf.tp] - 1
-        if left > 0:
-            self._pieces[cf.tp] = left
-        else:
-            del self._pieces[cf.tp]
-        self._undecoded_bytes -= cf.buffered_bytes
-        cf.buffered_bytes = 0
-        self._lagging.pop(cf, None)
 
     def _current_leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
@@ -327,39 +197,6 @@ class Fetcher:
         tid = self._metadata.cluster.topic_id(topic)
         return ZERO_UUID if tid is None else tid
 
-    def _prefetch_points(self) -> dict[TopicPartition, tuple[int, int]]:
-        """Partitions to fetch ahead of their buffered data: ``tp -> (start, end)`` where
-        ``start`` is where the buffered data continues from and ``end`` where it ends
-        (the offset to fetch next). Caller holds the lock.
-
-        Only where the response that brought the data said more follows (``end`` below its
-        high watermark, or its last stable offset for read_committed): the broker then answers
-        at once instead of holding the request, and the node, for ``fetch.max.wait.ms``.
-
-        Only partitions with exactly one piece of buffered data, and only while the undecoded
-        buffered bytes stay under ``fetch.max.bytes``: memory stays within a constant number of
-        fetch sizes (one response in flight, one buffered, one being handed out).
-        """
-        if self._undecoded_bytes >= self._config.max_bytes:
-            return {}
-        nil = self._next_in_line
-        if nil is not None and nil.is_consumed:
-            nil = None
-        pieces = self._pieces
-        out: dict[TopicPartition, tuple[int, int]] = {}
-        for cf in self._lagging:
-            tp = cf.tp
-            if pieces[tp] == 1 and (nil is None or nil.tp != tp) and not cf.is_consumed:
-                end = cf.end_offset_hint()
-                if end is not None:
-                    out[tp] = (cf.next_fetch_offset, end)
-        if nil is not None and nil.tp not in pieces:
-            end = nil.end_offset_hint()
-            limit = nil.partition_data.get(self._limit_key)
-            if end is not None and limit is not None and end < limit:
-                out[nil.tp] = (nil.next_fetch_offset, end)
-        return out
-
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
         pending = self._pending_nodes
         subs = self._subscriptions
@@ -375,14 +212,14 @@ class Fetcher:
                 seek_fetch_node_id(node) in seek_pending for node in pending
             ):
                 return []
-        buffered = self._buffered_partitions()
+        buffered = self._buffer.buffered_partitions()
         if len(buffered) >= subs.num_assigned_partitions() and (
             self._pending_nodes or not buffered
         ):
             # The common case while records flow: everything assigned still has data waiting,
             # and a fetch is in flight (prefetching is considered when it returns).
             return []
-        prefetch = self._prefetch_points()
+        prefetch = self._buffer.prefetch_points(self._config.max_bytes)
         if prefetch:
             buffered = buffered.difference(prefetch)
         if len(buffered) >= subs.num_assigned_partitions():
@@ -544,15 +381,7 @@ class Fetcher:
         second connection (see _busy_nodes)."""
         if seek_fetch_node_id(node) in self._seek_reading:
             return True
-        subs = self._subscriptions
-        nil = self._next_in_line
-        if nil is not None and not nil.is_consumed and nil.node == node:
-            if not subs.is_paused(nil.tp):
-                return True
-        return any(
-            cf.node == node and not cf.is_consumed and not subs.is_paused(cf.tp)
-            for cf in self._completed
-        )
+        return self._buffer.node_has_data(node, self._subscriptions)
 
     def _seek_fetching(self) -> set[TopicPartition]:
         """The partitions a second-connection fetch is reading now (caller holds the lock)."""
@@ -585,15 +414,9 @@ class Fetcher:
         held for fetch.max.wait.ms with them waiting behind it. (One of caught-up partitions
         does not: the broker may hold it, and the others' new data should not wait for that.)
         """
-        subs = self._subscriptions
-        nodes = {
-            cf.node for cf in self._completed if not cf.is_consumed and not subs.is_paused(cf.tp)
-        }
+        nodes = self._buffer.nodes_with_data(self._subscriptions)
         # (seek_fetch_node_id is its own inverse: it maps a second connection to its broker.)
         nodes.update(seek_fetch_node_id(n) for n in self._seek_reading)
-        nil = self._next_in_line
-        if nil is not None and not nil.is_consumed and not subs.is_paused(nil.tp):
-            nodes.add(nil.node)
         return nodes
 
     def _fetch_version(self, node: int, can_use_topic_ids: bool) -> int | None:
@@ -708,11 +531,11 @@ class Fetcher:
                     handler = self._sessions.get(target.node)
                     if handler is not None:
                         handler.handle_error(exc)
-                    if self._response_error is None:
-                        self._response_error = Errors.KafkaError(
-                            f"handling the fetch response from node {target.node} failed: {exc!r}"
-                        )
-                        self._response_error.__cause__ = exc
+                    error = Errors.KafkaError(
+                        f"handling the fetch response from node {target.node} failed: {exc!r}"
+                    )
+                    error.__cause__ = exc
+                    self._buffer.set_error(error)
             finally:
                 with self._lock:
                     self._fetch_done(target.node)
@@ -784,7 +607,7 @@ class Fetcher:
                     continue
                 cf = CompletedFetch(tp, part, req.fetch_offset, target.broker)
                 cf.aggregator = aggregator
-                self._buffer_append(cf)
+                self._buffer.append(cf)
         metrics = self._metrics
         if metrics is not None:
             metrics.record_fetch_latency(self._time.monotonic_ms() - start_ms)
@@ -796,376 +619,33 @@ class Fetcher:
         """How many fetch requests are sent and not yet answered (one per node at most)."""
         return len(self._pending_nodes)
 
-    # -- collecting ----------------------------------------------------------------------
+    # -- collecting (the collector's work, on the user's thread) -------------------------
     def has_available_fetches(self) -> bool:
         """True when buffered data exists for a partition that can hand it out now."""
-        with self._lock:
-            nil = self._next_in_line
-            if nil is not None and not nil.is_consumed and self._subscriptions.is_fetchable(nil.tp):
-                return True
-            return any(self._subscriptions.is_fetchable(cf.tp) for cf in self._completed)
+        return self._buffer.has_fetchable(self._subscriptions)
 
     def has_completed_fetches(self) -> bool:
         """True when any response data is queued (fetchable or not)."""
-        return bool(self._completed)
+        return bool(len(self._buffer))
 
-    def collect_fetch(self, max_records: int | None = None, arrow: bool = False) -> Fetch:
+    def collect_fetch(
+        self, max_records: int | None = None, decoder: RecordDecoder | None = None
+    ) -> Fetch:
         """Hand out up to ``max_records`` (default ``max.poll.records``) buffered records,
-        advancing positions; with ``arrow`` each partition's records are an
-        ``arrow.ArrowRecords`` (raw bytes, no deserializers) instead of a list.
-
-        Raises the per-partition errors (offset out of range without reset policy, topic
-        authorization, corrupt records, deserialization) on the user's thread.
+        advancing positions (:meth:`FetchCollector.collect_fetch`). ``decoder`` is what they
+        are decoded by: record objects through the deserializers unless another is given
+        (``arrow_decoder.ArrowDecoder`` for ``poll_arrow()``).
         """
-        with self._lock:
-            error, self._response_error = self._response_error, None
-        if error is not None:
-            raise error
-        metrics = self._metrics
-        if metrics is not None and self._metrics_assignment_id != self._subscriptions.assignment_id:
-            # Partitions no longer assigned lose their lag and lead metrics (as Java, checked
-            # when records are collected, once per assignment).
-            self._metrics_assignment_id = self._subscriptions.assignment_id
-            metrics.retain_partitions(self._subscriptions.assigned_partitions())
-        fetch = Fetch()
-        remaining = self._config.max_poll_records if max_records is None else max_records
-        if arrow:
-            nil = self._next_in_line
-            left = nil.records_left() if nil is not None else 0
-            if left:
-                # What an earlier poll left of a partition is a slice of that poll's columns:
-                # handed out alone it needs no copy (joined to other partitions it would be
-                # concatenated), and the partitions after it are then decoded together.
-                remaining = min(remaining, left)
-            else:
-                self._predecode_arrow(remaining)
-        paused: list[CompletedFetch] = []
-        try:
-            while remaining > 0:
-                nil = self._next_in_line
-                if nil is None or nil.is_consumed:
-                    with self._lock:
-                        if not self._completed:
-                            break
-                        cf = self._completed[0]
-                    if self._subscriptions.is_paused(cf.tp):
-                        # Keep the data, undecoded (at most one partition's records are
-                        # decoded at a time); it goes back to the queue when this poll ends.
-                        with self._lock:
-                            self._popleft(cf)
-                        paused.append(cf)
-                        continue
-                    if not cf.initialized:
-                        try:
-                            initialized = self._initialize(cf, arrow)
-                        except Exception:
-                            if fetch.num_records == 0 and not fetch.position_advanced:
-                                with self._lock:
-                                    self._popleft(cf)
-                                raise
-                            break
-                        with self._lock:
-                            self._popleft(cf)
-                        if initialized is None:
-                            continue
-                    else:
-                        with self._lock:
-                            self._popleft(cf)
-                    self._next_in_line = nil = cf
-                if self._subscriptions.is_paused(nil.tp):
-                    # Paused while being handed out: keep the rest for when it is resumed.
-                    paused.append(nil)
-                    self._next_in_line = None
-                    continue
-                try:
-                    got = self._fetch_records(nil, remaining, fetch, arrow)
-                except Exception:
-                    if fetch.is_empty():
-                        raise
-                    # Return what this poll has; the error surfaces on the next one.
-                    break
-                remaining -= got
-        finally:
-            if paused:
-                with self._lock:
-                    for cf in paused:
-                        self._buffer_append(cf)
-        return fetch
-
-    def _predecode_arrow(self, want: int) -> None:
-        """Decode the buffered partitions this poll is about to hand out (about ``want``
-        records) into one set of Arrow columns: each partition's records become a slice of
-        one record batch, which ``poll_arrow()`` returns whole instead of concatenating the
-        partitions' batches (a copy of every value).
-
-        Only what the loop in collect_fetch would decode next, in its order: unpaused, error
-        free, not stale partitions. Each keeps its result (``predecoded``) for
-        ``_initialize``; on any decoding error nothing is kept and the loop decodes each
-        partition alone, raising where it would.
-        """
-        from kafkaconsumer import arrow as arrow_mod
-
-        if not arrow_mod.builder_available():
-            return
-        nil = self._next_in_line
-        if nil is not None:
-            want -= nil.records_left()
-        with self._lock:
-            queue = list(self._completed)
-        subs = self._subscriptions
-        expected: dict[TopicPartition, int] = {}
-        chosen: list[tuple[CompletedFetch, int, int, int, bool]] = []
-        builder = None
-        config = self._config
-        for cf in queue:
-            if want <= 0:
-                break
-            tp = cf.tp
-            if subs.is_paused(tp) or cf.predecoded is not None:
-                continue
-            if cf.initialized:
-                want -= cf.records_left()
-                continue
-            part = cf.partition_data
-            if part.get("error_code", 0):
-                break
-            position = subs.position(tp) if subs.is_fetchable(tp) else None
-            if position is None or cf.fetch_offset != expected.get(tp, position.offset):
-                continue
-            if builder is None:
-                builder = arrow_mod.ArrowBuilder(min(self._undecoded_bytes, config.max_bytes))
-            start = builder.num_rows
-            try:
-                rows, next_offset, partial = builder.decode(
-                    part.get("records"),
-                    tp.topic,
-                    tp.partition,
-                    cf.fetch_offset,
-                    **self._decode_options(cf),
-                )
-            except Exception:  # noqa: BLE001 - the loop decodes this partition again, alone
-                return
-            chosen.append((cf, start, rows, next_offset, partial))
-            expected[tp] = max(next_offset, cf.fetch_offset)
-            want -= rows
-        if builder is None:
-            return
-        try:
-            batch, epochs = builder.finish()
-        except Exception:  # noqa: BLE001 - as above
-            return
-        for cf, start, rows, next_offset, partial in chosen:
-            result = arrow_mod.ArrowDecodeResult(
-                batch.slice(start, rows), epochs.slice(start, rows), next_offset, partial
-            )
-            cf.predecoded = (result, (batch, start))
-
-    def _decode_options(self, cf: CompletedFetch) -> dict[str, Any]:
-        """The keyword arguments every decoder takes for ``cf``'s data."""
-        config = self._config
-        part = cf.partition_data
-        return {
-            "check_crcs": config.check_crcs,
-            "read_committed": config.read_committed,
-            "aborted_transactions": (
-                part.get("aborted_transactions") if config.read_committed else None
-            ),
-        }
-
-    def _popleft(self, cf: CompletedFetch) -> None:
-        if self._completed and self._completed[0] is cf:
-            self._buffer_popleft()
-
-    def _fetch_records(
-        self, cf: CompletedFetch, max_records: int, fetch: Fetch, arrow: bool = False
-    ) -> int:
-        tp = cf.tp
-        subs = self._subscriptions
-        if not subs.is_assigned(tp):
-            logger.debug("not returning fetched records of %s: no longer assigned", tp)
-        elif not subs.is_fetchable(tp):
-            logger.debug("not returning fetched records of %s: not fetchable", tp)
-        else:
-            position = subs.position(tp)
-            if position is None:
-                raise Errors.IllegalStateError(f"missing position for fetchable partition {tp}")
-            if cf.next_fetch_offset == position.offset:
-                if arrow:
-                    records = self._fetch_arrow(cf, max_records)
-                else:
-                    if not isinstance(cf.records, list):
-                        # Decoded for poll_arrow(); poll() wants ConsumerRecords.
-                        cf.convert_remaining(lambda rest: rest.to_records(ConsumerRecord))
-                    records = cf.fetch_records(
-                        max_records, self._key_deserializer, self._value_deserializer
-                    )
-                if cf.next_fetch_offset > position.offset:
-                    position = FetchPosition(
-                        cf.next_fetch_offset,
-                        cf.last_epoch if cf.last_epoch is not None else position.offset_epoch,
-                        position.current_leader,
-                    )
-                    subs.set_position(tp, position)
-                    fetch.position_advanced = True
-                if records:
-                    fetch.add(tp, records)
-                    fetch.positions[tp] = position
-                if self._metrics is not None:
-                    self._record_consumed(cf, subs)
-                if cf.is_consumed:
-                    # Fairness: the partition goes to the back of the next fetch's order.
-                    subs.move_partition_to_end(tp)
-                return len(records)
-            logger.debug(
-                "ignoring fetched records of %s at offset %d: position is %d",
-                tp,
-                cf.next_fetch_offset,
-                position.offset,
-            )
-        cf.drain()
-        return 0
-
-    @staticmethod
-    def _fetch_arrow(cf: CompletedFetch, max_records: int) -> Any:
-        from kafkaconsumer import arrow as arrow_mod
-
-        if isinstance(cf.records, list):
-            # Decoded for poll(); poll_arrow() wants Arrow.
-            def to_arrow(rest: list[Any]) -> Any:
-                batch, epochs = arrow_mod.records_to_arrow(rest, cf.tp.topic, cf.tp.partition)
-                return arrow_mod.ArrowRecords([batch], [epochs])
-
-            cf.convert_remaining(to_arrow)
-        return cf.fetch_records(max_records)
-
-    def _record_consumed(self, cf: CompletedFetch, subs: SubscriptionState) -> None:
-        # Once per partition response, when its last record is handed out: per-slice updates
-        # cost more than the slices. (Bytes and records go per response: the aggregator.)
-        if not cf.is_consumed or cf.metrics_recorded:
-            return
-        cf.metrics_recorded = True
-        metrics = self._metrics
-        tp = cf.tp
-        lag = subs.partition_lag(tp, self._config.read_committed)
-        if lag is not None:
-            metrics.record_lag(tp, lag)
-        lead = subs.partition_lead(tp)
-        if lead is not None:
-            metrics.record_lead(tp, lead)
-
-    def _is_stale(self, cf: CompletedFetch) -> bool:
-        """True when ``cf``'s partition is unassigned or its position moved since the fetch."""
-        subs = self._subscriptions
-        position = subs.position(cf.tp) if subs.is_assigned(cf.tp) else None
-        return position is None or position.offset != cf.fetch_offset
-
-    def _initialize(self, cf: CompletedFetch, arrow: bool = False) -> CompletedFetch | None:
-        """Check errors, cache watermarks and decode; None when the data is to be dropped."""
-        tp = cf.tp
-        part = cf.partition_data
-        error = part.get("error_code", 0)
-        subs = self._subscriptions
-        if error == _NONE:
-            if self._is_stale(cf):
-                logger.debug(
-                    "discarding stale fetch response for %s at offset %d", tp, cf.fetch_offset
-                )
-                cf.drain()
-                return None
-            data = (part.get("records"), tp.topic, tp.partition, cf.fetch_offset)
-            if arrow:
-                from kafkaconsumer import arrow as arrow_mod
-
-                if cf.predecoded is not None:
-                    decoded, origin = cf.predecoded
-                    cf.predecoded = None
-                else:
-                    decoded = arrow_mod.decode_fetched_arrow(*data, **self._decode_options(cf))
-                    origin = None
-                records: Any = arrow_mod.ArrowRecords.from_result(decoded, origin)
-                next_offset = decoded.next_offset
-            else:
-                result = decode_fetched_records(*data, **self._decode_options(cf))
-                records, next_offset = result.records, result.next_offset
-            hw = part.get("high_watermark", -1)
-            if hw is not None and hw >= 0:
-                subs.update_high_watermark(tp, hw)
-            lso = part.get("log_start_offset", -1)
-            if lso is not None and lso >= 0:
-                subs.update_log_start_offset(tp, lso)
-            stable = part.get("last_stable_offset", -1)
-            if stable is not None and stable >= 0:
-                subs.update_last_stable_offset(tp, stable)
-            replica = part.get("preferred_read_replica", -1)
-            if replica is not None and replica >= 0:
-                expire = self._time.monotonic_ms() + self._config.metadata_max_age_ms
-                logger.debug("fetching %s from preferred read replica %d", tp, replica)
-                subs.update_preferred_read_replica(tp, replica, expire)
-            cf.set_decoded(records, next_offset)
-            return cf
-        cf.drain()
-        if error in _REFRESH_METADATA:
-            logger.debug(
-                "fetch of %s failed with %s; refreshing metadata", tp, Errors.for_code(error).name
-            )
-            subs.clear_preferred_read_replica(tp)
-            self._metadata.request_update()
-        elif error == _OFFSET_OUT_OF_RANGE:
-            cleared = subs.clear_preferred_read_replica(tp)
-            if cleared is not None:
-                logger.debug(
-                    "out of range on read replica %d for %s; back to the leader", cleared, tp
-                )
-                return None
-            if self._is_stale(cf):
-                logger.debug("discarding stale out-of-range response for %s", tp)
-            elif subs.has_default_offset_reset_policy():
-                logger.info(
-                    "fetch offset %d is out of range for %s; resetting offset", cf.fetch_offset, tp
-                )
-                subs.request_offset_reset(tp)
-            else:
-                logger.info("fetch offset %d is out of range for %s", cf.fetch_offset, tp)
-                raise Errors.OffsetOutOfRangeError(
-                    f"fetch position {cf.fetch_offset} is out of range for partition {tp}",
-                    partitions={tp: cf.fetch_offset},
-                )
-        elif error == _TOPIC_AUTHORIZATION_FAILED:
-            raise Errors.TopicAuthorizationFailedError(
-                f"not authorized to read topic {tp.topic}", unauthorized_topics={tp.topic}
-            )
-        elif error == _UNKNOWN_LEADER_EPOCH:
-            logger.debug("unknown leader epoch fetching %s; retrying", tp)
-        elif error == _UNKNOWN_SERVER_ERROR:
-            logger.warning("unknown server error fetching %s at offset %d", tp, cf.fetch_offset)
-        elif error == _CORRUPT_MESSAGE:
-            raise Errors.CorruptRecordError(
-                "the broker reported a corrupt message",
-                topic=tp.topic,
-                partition=tp.partition,
-                offset=cf.fetch_offset,
-            )
-        else:
-            raise Errors.for_code(error)(
-                f"unexpected error fetching {tp} at offset {cf.fetch_offset}"
-            )
-        return None
+        return self._collector.collect_fetch(
+            self._object_decoder if decoder is None else decoder, max_records
+        )
 
     # -- housekeeping --------------------------------------------------------------------
     def clear_buffered_data_for_unassigned_partitions(
         self, assigned: Iterable[TopicPartition]
     ) -> None:
         """Drop buffered data of partitions no longer in ``assigned``."""
-        keep = set(assigned)
-        with self._lock:
-            for cf in [cf for cf in self._completed if cf.tp not in keep]:
-                self._buffer_forget(cf)
-                cf.drain()
-            self._completed = deque(cf for cf in self._completed if cf.tp in keep)
-            nil = self._next_in_line
-            if nil is not None and nil.tp not in keep:
-                nil.drain()
-                self._next_in_line = None
+        self._buffer.clear_unassigned(assigned)
 
     def close(self, timer: Timer | None = None) -> None:
         """Close fetch sessions (best effort, within ``timer``) and drop buffered data."""
@@ -1173,11 +653,7 @@ class Fetcher:
             if self._closed:
                 return
             self._closed = True
-            self._completed.clear()
-            self._pieces.clear()
-            self._undecoded_bytes = 0
-            self._lagging.clear()
-            self._next_in_line = None
+            self._buffer.clear()
             closers = [(node, h.close_metadata()) for node, h in self._sessions.items()]
             held = set(self._pending_nodes)
             second_busy = set(self._seek_pending)
