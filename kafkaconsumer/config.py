@@ -22,7 +22,6 @@ Java's ``StringDeserializer`` / ``StringSerializer`` read.
 from __future__ import annotations
 
 import enum
-import importlib
 import itertools
 import logging
 import re
@@ -31,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, NamedTuple
 
 from kafkaconsumer.errors import ConfigError
+from kafkaconsumer.utils.loader import resolve_object
 
 logger = logging.getLogger(__name__)
 
@@ -376,34 +376,6 @@ def _importable(name: str, value: Any) -> Any:
         return value
     resolve_object(value, key=name)
     return value
-
-
-def resolve_object(spec: str, *, key: str = "") -> Any:
-    """Import ``"package.module:Name"`` or ``"package.module.Name"`` and return the object.
-
-    Raises :class:`ConfigError` naming ``key`` when the module or attribute does not exist.
-    """
-    where = f"{key}: " if key else ""
-    if ":" in spec:
-        module_name, _, attr_path = spec.partition(":")
-    elif "." in spec:
-        module_name, _, attr_path = spec.rpartition(".")
-    else:
-        raise ConfigError(f"{where}{spec!r} is not a 'module:Name' or 'module.Name' path")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(
-            f"{where}cannot import module {module_name!r} for {spec!r}: {exc}"
-        ) from None
-    for part in attr_path.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ConfigError(
-                f"{where}module {module_name!r} has no attribute {attr_path!r}"
-            ) from None
-    return obj
 
 
 def _deserializer_spec(name: str, value: Any) -> Any:

@@ -511,7 +511,8 @@ class Metrics:
         reporters: list[Any] = []
         for spec in config.get("metric.reporters") or ():
             if isinstance(spec, str):
-                from kafkaconsumer.config import JMX_REPORTER, resolve_object
+                from kafkaconsumer.config import JMX_REPORTER
+                from kafkaconsumer.utils.loader import resolve_object
 
                 if spec == JMX_REPORTER:
                     continue  # Java's default: no JMX here, so no reporter

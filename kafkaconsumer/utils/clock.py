@@ -9,10 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 import time as _time
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from kafkaconsumer.utils.timer import Timer
+from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +38,6 @@ class Time:
 
     def timer(self, timeout_ms: float) -> Timer:
         """A :class:`~kafkaconsumer.utils.timer.Timer` that expires ``timeout_ms`` from now."""
-        from kafkaconsumer.utils.timer import Timer
-
         return Timer(self, timeout_ms)
 
 
