@@ -512,10 +512,10 @@ class Metrics:
         for spec in config.get("metric.reporters") or ():
             if isinstance(spec, str):
                 from kafkaconsumer.config import JMX_REPORTER
-                from kafkaconsumer.utils.loader import resolve_object
 
                 if spec == JMX_REPORTER:
                     continue  # Java's default: no JMX here, so no reporter
+                from kafkaconsumer.utils.loader import resolve_object
 
                 spec = resolve_object(spec, key="metric.reporters")
             reporters.append(spec() if isinstance(spec, type) else spec)
