@@ -13,7 +13,7 @@ The consumer's own metric sets live at the bottom: :class:`FetchManagerMetrics`
 (``consumer-coordinator-metrics``) and :class:`KafkaConsumerMetrics` (``consumer-metrics``).
 
 All times come from an injectable :class:`~kafkaconsumer.utils.clock.Time`, so tests drive
-windows with a ``MockTime``.
+windows with a fake clock.
 """
 
 from __future__ import annotations
@@ -475,7 +475,7 @@ class _IdleSensor(Sensor):
 class Metrics:
     """The registry of sensors and metrics of one client.
 
-    ``Metrics(config, time=MockTime())`` in tests. ``reporters`` are told about every metric.
+    ``Metrics(config, time=fake_clock)`` in tests. ``reporters`` are told about every metric.
 
     Thread-safety: all methods may be called from any thread (one lock, ``_lock``, a leaf;
     ``publish_lock`` is taken before it while deferred metrics are published).
