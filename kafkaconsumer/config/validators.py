@@ -48,12 +48,6 @@ def parse_bootstrap_servers(servers: Any) -> list[tuple[str, int]]:
     return out
 
 
-def _non_empty(name: str, value: Any) -> Any:
-    if value is not None and value == "":
-        raise ConfigError(f"{name}: must be a non-empty string when set")
-    return value
-
-
 _GROUP_INSTANCE_ID = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 

@@ -342,7 +342,7 @@ class SubscriptionState:
     re-entrant lock. The hot-path queries are lock-free: ``subscription_type``,
     ``subscribed_pattern``, ``matches_subscribed_pattern``, ``has_pattern_subscription``,
     ``has_no_subscription_or_user_assignment``, ``has_auto_assigned_partitions``,
-    ``is_user_assigned``, ``rebalance_listener``, ``assignment_id``,
+    ``rebalance_listener``, ``assignment_id``,
     ``default_reset_strategy``, ``has_default_offset_reset_policy``,
     ``num_assigned_partitions``, ``is_assigned``, ``assigned_state_or_none``, ``is_fetchable``,
     and the cache updates ``update_high_watermark`` / ``update_log_start_offset`` /
@@ -496,10 +496,6 @@ class SubscriptionState:
             SubscriptionType.AUTO_TOPICS,
             SubscriptionType.AUTO_PATTERN,
         )
-
-    def is_user_assigned(self) -> bool:
-        """True for USER_ASSIGNED."""
-        return self._subscription_type is SubscriptionType.USER_ASSIGNED
 
     @property
     def rebalance_listener(self) -> ConsumerRebalanceListener | None:
