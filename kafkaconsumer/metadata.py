@@ -169,10 +169,6 @@ class Cluster:
         """The name of the topic with this id, or None."""
         return self._topic_names.get(topic_id)
 
-    def topic_ids(self) -> dict[str, uuid.UUID]:
-        """Every known topic name -> id."""
-        return dict(self._topic_ids)
-
     def __repr__(self) -> str:
         return (
             f"Cluster(id={self.cluster_id!r}, brokers={len(self._brokers)}, "

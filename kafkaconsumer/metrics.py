@@ -573,14 +573,6 @@ class Metrics:
 
         self._register(KafkaMetric(metric_name, safe), sensor=None)
 
-    def remove_metric(self, metric_name: MetricName) -> None:
-        """Remove one metric."""
-        with self._lock:
-            metric = self._metrics.pop(metric_name, None)
-        if metric is not None:
-            for reporter in self._reporters:
-                self._call_reporter(reporter, "metric_removal", metric)
-
     def _register(self, metric: KafkaMetric, sensor: str | None) -> None:
         with self._lock:
             self._metrics[metric.metric_name] = metric

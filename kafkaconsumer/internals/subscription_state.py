@@ -342,8 +342,7 @@ class SubscriptionState:
     re-entrant lock. The hot-path queries are lock-free: ``subscription_type``,
     ``subscribed_pattern``, ``matches_subscribed_pattern``, ``has_pattern_subscription``,
     ``has_no_subscription_or_user_assignment``, ``has_auto_assigned_partitions``,
-    ``rebalance_listener``, ``assignment_id``,
-    ``default_reset_strategy``, ``has_default_offset_reset_policy``,
+    ``rebalance_listener``, ``assignment_id``, ``has_default_offset_reset_policy``,
     ``num_assigned_partitions``, ``is_assigned``, ``assigned_state_or_none``, ``is_fetchable``,
     and the cache updates ``update_high_watermark`` / ``update_log_start_offset`` /
     ``update_last_stable_offset``. That is safe because each one does a single attribute read,
@@ -810,11 +809,6 @@ class SubscriptionState:
             self._assigned_state(tp).complete_validation()
 
     # -- resets --------------------------------------------------------------------------
-    @property
-    def default_reset_strategy(self) -> OffsetResetStrategy:
-        """The configured ``auto.offset.reset``."""
-        return self._default_reset_strategy
-
     def has_default_offset_reset_policy(self) -> bool:
         """True unless ``auto.offset.reset`` is ``none``."""
         return self._default_reset_strategy is not OffsetResetStrategy.NONE
