@@ -547,7 +547,8 @@ class Metrics:
             return sensor
 
     def get_sensor(self, name: str) -> Sensor | None:
-        """The sensor called ``name`` if it exists."""
+        """The sensor called ``name`` if it exists (Java's ``getSensor``, kept as API of this
+        class; the client keeps its own sensors)."""
         with self._lock:
             return self._sensors.get(name)
 

@@ -184,7 +184,8 @@ class AbstractConfig(Mapping[str, Any]):
         return None
 
     def bootstrap_addresses(self) -> list[tuple[str, int]]:
-        """``bootstrap.servers`` split into ``(host, port)`` pairs."""
+        """``bootstrap.servers`` split into ``(host, port)`` pairs (for callers of this class;
+        the network client parses the setting itself)."""
         return parse_bootstrap_servers(self._values["bootstrap.servers"])
 
     # -- internals ------------------------------------------------------------------------------

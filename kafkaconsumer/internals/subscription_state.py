@@ -463,7 +463,10 @@ class SubscriptionState:
         return self._subscribed_pattern
 
     def matches_subscribed_pattern(self, topic: str) -> bool:
-        """True when a pattern subscription exists and matches the whole topic name."""
+        """True when a pattern subscription exists and matches the whole topic name.
+
+        Java's ``matchesSubscribedPattern``, kept as API of this class; the metadata matches
+        :attr:`subscribed_pattern` against the cluster's topics itself."""
         pattern = self._subscribed_pattern
         return pattern is not None and pattern.fullmatch(topic) is not None
 
@@ -477,7 +480,8 @@ class SubscriptionState:
             return self._subscription | self._group_subscription
 
     def needs_metadata(self, topic: str) -> bool:
-        """True when ``topic`` is in the subscription or the group subscription."""
+        """True when ``topic`` is in the subscription or the group subscription (Java's
+        ``needsMetadata``, kept as API of this class; the engine does not call it)."""
         with self._lock:
             return topic in self._subscription or topic in self._group_subscription
 
@@ -607,7 +611,9 @@ class SubscriptionState:
     def fetchable_partitions(
         self, is_available: Callable[[TopicPartition], bool] | None = None
     ) -> list[TopicPartition]:
-        """Partitions to fetch now, in fetch order, filtered by ``is_available``."""
+        """Partitions to fetch now, in fetch order, filtered by ``is_available`` (Java's
+        ``fetchablePartitions``, kept as API of this class; the fetcher walks
+        :meth:`fetchable_states`)."""
         with self._lock:
             return [
                 tp
@@ -826,7 +832,8 @@ class SubscriptionState:
                 self._assigned_state(tp).reset(chosen)
 
     def is_offset_reset_needed(self, tp: TopicPartition) -> bool:
-        """True when ``tp`` awaits a reset."""
+        """True when ``tp`` awaits a reset (Java's ``isOffsetResetNeeded``, kept as API of this
+        class; the offset fetcher takes :meth:`partitions_needing_reset`)."""
         with self._lock:
             return self._assigned_state(tp).awaiting_reset
 

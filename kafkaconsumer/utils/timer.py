@@ -111,7 +111,8 @@ class Timer:
         self._deadline_ms = min(self._current_ms + self._timeout_ms, _MAX_MS)
 
     def reset_deadline(self, deadline_ms: int) -> None:
-        """Set an absolute deadline (in the clock's monotonic milliseconds)."""
+        """Set an absolute deadline (in the clock's monotonic milliseconds); Java's
+        ``resetDeadline``, kept as API of this class."""
         if deadline_ms < 0:
             raise ValueError(f"deadline_ms must be >= 0, got {deadline_ms}")
         self._timeout_ms = max(0, deadline_ms - self._current_ms)
