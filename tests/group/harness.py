@@ -20,6 +20,7 @@ from kafkaconsumer.metadata import ConsumerMetadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME
 from kafkaconsumer.utils.timer import Timer
 from tests.helpers import network_settings
 
@@ -106,7 +107,7 @@ class Stack:
 
     def timer(self, ms: int) -> Timer:
         """A real-clock timer."""
-        return Timer(None, ms)
+        return SYSTEM_TIME.timer(ms)
 
     def poll_until(self, condition: Any, timeout_ms: int = 10000, slice_ms: int = 100) -> None:
         """Call coordinator.poll (and the network) until ``condition()`` or the timeout."""

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from kafkaconsumer.internals.heartbeat import Heartbeat
-from kafkaconsumer.utils.clock import MockTime
+from tests.support.mock_time import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 
