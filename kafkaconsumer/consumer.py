@@ -49,7 +49,7 @@ from kafkaconsumer.utils.timer import Timer, to_timeout_ms
 if TYPE_CHECKING:
     # Loaded when a consumer with a group.id is made: a consumer that assigns its partitions
     # (a short script, a Spark task) never pays for the group machinery's import.
-    from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+    from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
 
 #: ``commit_async`` callback: ``callback(offsets, exception)`` (the exception is None on success).
 OffsetCommitCallback = Callable[
@@ -162,7 +162,7 @@ class KafkaConsumer:
             )
             self._coordinator: ConsumerCoordinator | None = None
             if self._group_id is not None:
-                from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+                from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
 
                 self._coordinator = ConsumerCoordinator(
                     cfg,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.harness import Stack
 from tests.helpers import wait_for

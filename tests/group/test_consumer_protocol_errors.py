@@ -18,7 +18,7 @@ import pytest
 from kafkaconsumer import KafkaConsumer
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.errors import ConfigError
-from kafkaconsumer.internals.consumer_membership_manager import ConsumerMemberState
+from kafkaconsumer.internals.group.consumer_membership_manager import ConsumerMemberState
 from kafkaconsumer.protocol import SUPPORTED_VERSIONS
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.harness import Stack

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.consumer_membership_manager import ConsumerMemberState
+from kafkaconsumer.internals.group.consumer_membership_manager import ConsumerMemberState
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.members import (
     Ledger,

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kafkaconsumer.internals.heartbeat import Heartbeat
+from kafkaconsumer.internals.group.heartbeat import Heartbeat
 from kafkaconsumer.utils.clock import MockTime
 
 pytestmark = pytest.mark.timeout(30)

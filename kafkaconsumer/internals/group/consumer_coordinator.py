@@ -13,8 +13,8 @@ Mirrors Java's ``ConsumerCoordinator``. On top of :class:`AbstractCoordinator` i
 - implements KIP-983 (``to_be_revoked``, ``lost_partitions``, ``delay_revoke``);
 - with ``group.protocol=consumer`` (KIP-848) replaces JoinGroup/SyncGroup/Heartbeat with
   ConsumerGroupHeartbeat: the broker assigns, the heartbeat thread
-  (:class:`~kafkaconsumer.internals.consumer_heartbeat_request_manager.ConsumerHeartbeatRequestManager`)
-  keeps the membership (:class:`~kafkaconsumer.internals.consumer_membership_manager.ConsumerMembershipManager`),
+  (:class:`~kafkaconsumer.internals.group.consumer_heartbeat_request_manager.ConsumerHeartbeatRequestManager`)
+  keeps the membership (:class:`~kafkaconsumer.internals.group.consumer_membership_manager.ConsumerMembershipManager`),
   and ``poll()`` reconciles: revoke (auto-commit, listener), assign (listener), then the next
   heartbeat acknowledges. Commits carry the member epoch.
 
@@ -39,29 +39,12 @@ from typing import Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_value
-from kafkaconsumer.internals.abstract_coordinator import (
-    NO_GENERATION,
-    AbstractCoordinator,
-    Generation,
-    GroupRebalanceConfig,
-    MemberState,
-    _error_for,
-)
 from kafkaconsumer.internals.assignors import (
     ConsumerPartitionAssignor,
     RebalanceProtocol,
     common_protocol,
     resolve_assignors,
     validate_cooperative_assignment,
-)
-from kafkaconsumer.internals.consumer_heartbeat_request_manager import (
-    CONSUMER_GROUP_HEARTBEAT,
-    ConsumerHeartbeatRequestManager,
-)
-from kafkaconsumer.internals.consumer_membership_manager import (
-    ConsumerMembershipManager,
-    ConsumerMemberState,
-    resolve,
 )
 from kafkaconsumer.internals.consumer_protocol import (
     PROTOCOL_TYPE,
@@ -70,6 +53,23 @@ from kafkaconsumer.internals.consumer_protocol import (
     decode_subscription,
     encode_assignment,
     encode_subscription,
+)
+from kafkaconsumer.internals.group.abstract_coordinator import (
+    NO_GENERATION,
+    AbstractCoordinator,
+    Generation,
+    GroupRebalanceConfig,
+    MemberState,
+    _error_for,
+)
+from kafkaconsumer.internals.group.consumer_heartbeat_request_manager import (
+    CONSUMER_GROUP_HEARTBEAT,
+    ConsumerHeartbeatRequestManager,
+)
+from kafkaconsumer.internals.group.consumer_membership_manager import (
+    ConsumerMembershipManager,
+    ConsumerMemberState,
+    resolve,
 )
 from kafkaconsumer.internals.interfaces import CoordinatorClient
 from kafkaconsumer.internals.subscription_pattern import INTERNAL_TOPICS, to_broker_regex

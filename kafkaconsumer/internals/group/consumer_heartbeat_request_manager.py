@@ -25,14 +25,14 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.consumer_membership_manager import (
+from kafkaconsumer.internals.group.consumer_membership_manager import (
     ConsumerMembershipManager,
     ConsumerMemberState,
 )
 from kafkaconsumer.network.future import Future
 
 if TYPE_CHECKING:
-    from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+    from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
 
 logger = logging.getLogger(__name__)
 

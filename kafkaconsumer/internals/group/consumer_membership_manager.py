@@ -3,7 +3,7 @@
 The broker runs the assignment; the member only heartbeats (ConsumerGroupHeartbeat, API 68)
 with its subscription and the partitions it owns, and reconciles towards the target assignment
 the broker returns. This module is the member's state machine and heartbeat content, without
-I/O: :class:`~kafkaconsumer.internals.consumer_heartbeat_request_manager.ConsumerHeartbeatRequestManager`
+I/O: :class:`~kafkaconsumer.internals.group.consumer_heartbeat_request_manager.ConsumerHeartbeatRequestManager`
 sends what :meth:`ConsumerMembershipManager.build_heartbeat` returns (on the heartbeat thread)
 and the consumer coordinator reconciles on the user's thread in ``poll()``.
 

@@ -303,7 +303,7 @@ class AbstractCoordinator:
 
     # ------------------------------------------------------------------------ heartbeat object
     def _make_heartbeat(self) -> Any:
-        from kafkaconsumer.internals.heartbeat import Heartbeat
+        from kafkaconsumer.internals.group.heartbeat import Heartbeat
 
         cfg = self.rebalance_config
         return Heartbeat(
