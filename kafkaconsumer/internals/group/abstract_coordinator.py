@@ -1414,6 +1414,30 @@ class AbstractCoordinator:
     def _client_poll_no_wakeup(self) -> None:
         self.client.poll_no_wakeup()
 
+    # A heartbeat thread that is not this class's own reaches the member through these
+    # (read at each call, so a wrapped lock or a replaced ``_send`` is seen).
+    @property
+    def lock(self) -> Any:
+        """The coordinator lock (an RLock, entered with ``with``)."""
+        return self._lock
+
+    @property
+    def condition(self) -> threading.Condition:
+        """The Condition over :attr:`lock`, only for ``wait`` and ``notify_all``."""
+        return self._cond
+
+    def poll_network_no_wakeup(self) -> None:
+        """Process network I/O once without blocking and without honouring ``wakeup()``."""
+        self._client_poll_no_wakeup()
+
+    def coordinator_connection_ready(self, node: int) -> bool:
+        """Whether requests can go to ``node`` now (starting its connection when not)."""
+        return self.client.ready(node)
+
+    def send_group_request(self, node: int, api_key: int, body: dict[str, Any]) -> Future[Any]:
+        """Send ``body`` as request ``api_key`` to the coordinator ``node``."""
+        return self._send(node, api_key, body)
+
     def _await_metadata_update(self, timer: Timer) -> None:
         if timer.is_expired():
             return
