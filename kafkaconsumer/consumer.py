@@ -237,7 +237,7 @@ class KafkaConsumer:
             self._fetcher.clear_buffered_data_for_unassigned_partitions(tps)
             if self._coordinator is not None:
                 # No rebalance follows a manual change: commit what leaves now.
-                self._coordinator.maybe_auto_commit_offsets_async(self._time.monotonic_ms())
+                self._coordinator.commits.maybe_auto_commit_offsets_async(self._time.monotonic_ms())
             logger.info("assigned to partition(s): %s", ", ".join(sorted(map(str, tps))))
             if self._subscriptions.assign_from_user(tps):
                 self._metadata.set_topics(self._subscriptions.metadata_topics())
@@ -436,7 +436,7 @@ class KafkaConsumer:
             return True
         if (
             self._coordinator is not None
-            and not self._coordinator.refresh_committed_offsets_if_needed(timer)
+            and not self._coordinator.commits.refresh_committed_offsets_if_needed(timer)
         ):
             return False
         self._subscriptions.reset_initializing_positions()
@@ -818,7 +818,7 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
-            if not coordinator.commit_offsets_sync(to_commit, timer):
+            if not coordinator.commits.commit_offsets_sync(to_commit, timer):
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before successfully committing "
                     f"offsets {to_commit}{self._last_error_note()}"
@@ -836,7 +836,7 @@ class KafkaConsumer:
         self._acquire_and_ensure_open()
         try:
             coordinator = self._require_group()
-            coordinator.commit_offsets_async(self._offsets_arg(offsets), callback)
+            coordinator.commits.commit_offsets_async(self._offsets_arg(offsets), callback)
         finally:
             self._release()
 
@@ -849,7 +849,7 @@ class KafkaConsumer:
             coordinator = self._require_group()
             tps = _check_partitions(partitions, "committed")
             timer = self._timer(timeout_ms)
-            result = coordinator.fetch_committed_offsets(set(tps), timer)
+            result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
             if result is None:
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before the last committed offset "

@@ -295,7 +295,7 @@ def test_poll_interval_expiry_leaves_group_then_stale_commit_fails(
     leave = cluster.wait_for_requests(ApiKey.LEAVE_GROUP, 1, timeout_s=10)
     assert "poll timeout" in (leave[0][1]["members"][0]["reason"] or "")
     with pytest.raises(Errors.CommitFailedError, match="max.poll.interval.ms"):
-        s1.coordinator.commit_offsets_sync(
+        s1.coordinator.commits.commit_offsets_sync(
             {TopicPartition(TOPIC, 0): OffsetAndMetadata(3)}, s1.timer(5000)
         )
     s1.listener.calls.clear()

@@ -1434,9 +1434,20 @@ class AbstractCoordinator:
         """Whether requests can go to ``node`` now (starting its connection when not)."""
         return self.client.ready(node)
 
-    def send_group_request(self, node: int, api_key: int, body: dict[str, Any]) -> Future[Any]:
+    def send_group_request(
+        self, node: int, api_key: int, body: dict[str, Any], *, version: int | None = None
+    ) -> Future[Any]:
         """Send ``body`` as request ``api_key`` to the coordinator ``node``."""
-        return self._send(node, api_key, body)
+        return self._send(node, api_key, body, version=version)
+
+    def compose(
+        self,
+        request: Future[Any],
+        gen: Generation,
+        handler: Callable[[dict[str, Any], Generation, Future[Any]], None],
+    ) -> Future[Any]:
+        """Adapt a response future through ``handler``; disconnects forget the coordinator."""
+        return self._compose(request, gen, handler)
 
     def _await_metadata_update(self, timer: Timer) -> None:
         if timer.is_expired():

@@ -29,12 +29,11 @@ revocation are not fetched any more.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkaconsumer import errors as Errors
@@ -60,8 +59,8 @@ from kafkaconsumer.internals.group.abstract_coordinator import (
     Generation,
     GroupRebalanceConfig,
     MemberState,
-    _error_for,
 )
+from kafkaconsumer.internals.group.commit_request_manager import CommitRequestManager
 from kafkaconsumer.internals.group.consumer_heartbeat_request_manager import (
     CONSUMER_GROUP_HEARTBEAT,
     ConsumerHeartbeatRequestManager,
@@ -74,29 +73,19 @@ from kafkaconsumer.internals.group.consumer_membership_manager import (
 from kafkaconsumer.internals.interfaces import CoordinatorClient
 from kafkaconsumer.internals.subscription_pattern import INTERNAL_TOPICS, to_broker_regex
 from kafkaconsumer.internals.subscription_state import (
-    FetchPosition,
-    LeaderAndEpoch,
     SubscriptionState,
 )
 from kafkaconsumer.listener import RevocationTracker
 from kafkaconsumer.metadata import ConsumerMetadata
 from kafkaconsumer.metrics import ConsumerCoordinatorMetrics, Metrics
 from kafkaconsumer.network.future import Future
-from kafkaconsumer.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafkaconsumer.structs import ConsumerGroupMetadata, TopicPartition
 from kafkaconsumer.utils.clock import Time
 from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ConsumerCoordinator", "OffsetCommitCallback"]
-
-_OFFSET_COMMIT = 8
-_OFFSET_FETCH = 9
-
-#: ``callback(offsets, exception_or_None)``, as Java's ``OffsetCommitCallback.onComplete``.
-OffsetCommitCallback = Callable[
-    [Mapping[TopicPartition, OffsetAndMetadata], "BaseException | None"], Any
-]
+__all__ = ["ConsumerCoordinator"]
 
 _COOPERATIVE_STICKY = "cooperative-sticky"
 #: How often a consumer that keeps fetching during a rebalance checks on the JoinGroup/SyncGroup.
@@ -173,7 +162,10 @@ class ConsumerCoordinator(AbstractCoordinator):
             )
         self.subscriptions = subscriptions
         self.metadata = metadata
-        self.interceptors = interceptors
+        #: Commits and committed offsets, shared by both group protocols.
+        self.commits = CommitRequestManager(
+            config, self, subscriptions, metadata, time=self.time, interceptors=interceptors
+        )
         if metrics is not None:
             self.sensors = ConsumerCoordinatorMetrics(
                 metrics,
@@ -199,26 +191,6 @@ class ConsumerCoordinator(AbstractCoordinator):
                 "the assignors in partition.assignment.strategy "
                 f"{[a.name for a in self.assignors]} share no rebalance protocol"
             ) from None
-        self.auto_commit_enabled = bool(config_value(config, "enable.auto.commit"))
-        self.auto_commit_interval_ms = int(config_value(config, "auto.commit.interval.ms"))
-        self.next_auto_commit_timer = self.time.timer(self.auto_commit_interval_ms)
-        self.require_stable = (
-            str(config_value(config, "isolation.level")).lower() == "read_committed"
-        )
-        self.throw_on_fetch_stable_offset_unsupported = bool(
-            config_value(config, "internal.throw.on.fetch.stable.offset.unsupported")
-        )
-        # Async commit completions, delivered in order on the user's thread.
-        self.completed_offset_commits: collections.deque[
-            tuple[
-                OffsetCommitCallback | None,
-                dict[TopicPartition, OffsetAndMetadata],
-                BaseException | None,
-            ]
-        ] = collections.deque()
-        self._in_flight_async_commits: list[Future[Any]] = []
-        self.pending_async_commits = 0
-        self.async_commit_fenced = False
         self.is_leader = False
         self.joined_subscription: frozenset[str] | None = None
         self.metadata_snapshot: dict[str, int] = {}
@@ -227,9 +199,6 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._metadata_seen: tuple[int, re.Pattern[str] | None, frozenset[str]] | None = None
         self.join_prepare_timer: Timer | None = None
         self.auto_commit_offset_request_future: Future[Any] | None = None
-        self._pending_committed_offset_request: (
-            tuple[frozenset[TopicPartition], Generation | None, Future[Any]] | None
-        ) = None
         self._group_metadata = ConsumerGroupMetadata(
             self.rebalance_config.group_id, -1, "", self.rebalance_config.group_instance_id
         )
@@ -249,7 +218,6 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._coordinator_closed = False
         # (generation, metadata version asked for) while the leader waits for one refresh.
         self._leader_metadata_wait: tuple[int, int] | None = None
-        self.default_offset_commit_callback: OffsetCommitCallback = self._log_commit_error
         self._update_metadata_snapshot()
 
     # ================================================================= protocol plumbing
@@ -369,7 +337,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         if wait_for_join_group is None:
             wait_for_join_group = not self.subscriptions.assigned_partitions()
         self.maybe_update_subscription_metadata()
-        self.invoke_completed_offset_commit_callbacks()
+        self.commits.invoke_completed_offset_commit_callbacks()
         if self.subscriptions.has_auto_assigned_partitions():
             self.poll_heartbeat(timer.current_time_ms)
             self._maybe_start_follow_up_rejoin(timer.current_time_ms)
@@ -385,7 +353,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                     timer.update()
                     return False
                 timer.update()
-        self.maybe_auto_commit_offsets_async(timer.current_time_ms)
+        self.commits.maybe_auto_commit_offsets_async(timer.current_time_ms)
         return True
 
     def _refresh_metadata_before_join(self, timer: Timer) -> None:
@@ -427,13 +395,13 @@ class ConsumerCoordinator(AbstractCoordinator):
             wait = min(wait, self.lookup_backoff_ms())
         if self._follow_up_rejoin_at is not None:
             wait = min(wait, max(0, self._follow_up_rejoin_at - now_ms))
-        if not self.auto_commit_enabled or rebalancing or coordinator_unknown:
+        if not self.commits.auto_commit_enabled or rebalancing or coordinator_unknown:
             # An auto-commit cannot be sent before the rebalance or the coordinator lookup is
             # over, so an expired auto-commit timer must not make every wait zero: that turns
             # poll() into a busy loop which starves the user's other threads.
             return wait
-        self.next_auto_commit_timer.update(now_ms)
-        return min(self.next_auto_commit_timer.remaining_ms, wait)
+        self.commits.next_auto_commit_timer.update(now_ms)
+        return min(self.commits.next_auto_commit_timer.remaining_ms, wait)
 
     def enforce_rebalance(self, reason: str | None = None) -> None:
         """Ask for a rebalance at the next poll (Java ``enforceRebalance``)."""
@@ -468,7 +436,7 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def _reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
         if code == Errors.FencedInstanceIdError.errno:
-            self._note_fenced_instance()
+            self.note_fenced_instance()
         elif code in _EXPULSION_CODES:
             self.note_expulsion(api, Errors.for_code(code).name)
         super()._reset_state_on_response_error(api, code, reset_member_id)
@@ -483,7 +451,8 @@ class ConsumerCoordinator(AbstractCoordinator):
             if self._departure is None:
                 self._departure = message
 
-    def _note_fenced_instance(self) -> None:
+    def note_fenced_instance(self) -> None:
+        """Another consumer with this group.instance.id took over the member's partitions."""
         self._note_departure(
             "Commit cannot be completed since this consumer was fenced: another consumer "
             f"joined group {self.rebalance_config.group_id!r} with the same "
@@ -517,11 +486,24 @@ class ConsumerCoordinator(AbstractCoordinator):
             "next poll() rejoins the group."
         )
 
-    def _commit_failed(self) -> Errors.CommitFailedError:
+    def commit_failed(self) -> Errors.CommitFailedError:
         """The error of a commit the group no longer accepts, naming the cause when known."""
         with self._lock:
             departure = self._departure
         return Errors.CommitFailedError(departure or _COMMIT_FAILED_MESSAGE)
+
+    def commit_generation_state(self, sent: Generation) -> tuple[bool, bool]:
+        """(the generation is still ``sent``, a rebalance is being prepared)."""
+        with self._lock:
+            return self.generation == sent, self.state is MemberState.PREPARING_REBALANCE
+
+    def reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
+        """A group error in ``api``'s response ended the generation: note why, reset."""
+        self._reset_state_on_response_error(api, code, reset_member_id)
+
+    def offset_fetch_member(self) -> Generation | None:
+        """Consumer protocol: the (epoch, member id) an OffsetFetch carries (KIP-848)."""
+        return self.generation_if_stable() if self.membership is not None else None
 
     # ======================================================================== listeners
     def _listener(self) -> Any:
@@ -575,7 +557,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             generation_id,
             member_id,
         )
-        if self.auto_commit_enabled and self.auto_commit_offset_request_future is None:
+        if self.commits.auto_commit_enabled and self.auto_commit_offset_request_future is None:
             if self.join_prepare_timer is None:
                 # Bounded by the rebalance timeout: the group waits at most that long for us.
                 self.join_prepare_timer = self.time.timer(
@@ -584,7 +566,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             if self.protocol is RebalanceProtocol.EAGER:
                 # Stop returning records that the commit below would not cover.
                 self.subscriptions.mark_pending_revocation(self.subscriptions.assigned_partitions())
-            self.auto_commit_offset_request_future = self._auto_commit_offsets_async_now()
+            self.auto_commit_offset_request_future = self.commits.auto_commit_offsets_async_now()
         future = self.auto_commit_offset_request_future
         if future is not None and self.join_prepare_timer is not None:
             wait = min(timer.remaining_ms, self.join_prepare_timer.remaining_ms)
@@ -607,7 +589,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                     self.rebalance_config.group_id,
                     future.exception,
                 )
-            self.invoke_completed_offset_commit_callbacks()
+            self.commits.invoke_completed_offset_commit_callbacks()
 
         exc: BaseException | None = None
         assigned = set(self.subscriptions.assigned_partitions())
@@ -808,8 +790,10 @@ class ConsumerCoordinator(AbstractCoordinator):
         except Exception as exc:  # a faulty custom assignor must not skip the listener calls
             logger.error("assignor %s failed in on_assignment", assignor.name, exc_info=True)
             first_exc = exc
-        if self.auto_commit_enabled:
-            self.next_auto_commit_timer.update_and_reset(self.auto_commit_interval_ms)
+        if self.commits.auto_commit_enabled:
+            self.commits.next_auto_commit_timer.update_and_reset(
+                self.commits.auto_commit_interval_ms
+            )
         if revoked and not self.kip983_enabled:
             # Java order: the listener sees the old assignment, then it changes.
             revoke_exc = self.invoke_partitions_revoked(revoked)
@@ -969,667 +953,17 @@ class ConsumerCoordinator(AbstractCoordinator):
         # the leave; the consumer is closing, so wakeups stay disabled.
         self.client.disable_wakeups()
         try:
-            if self.subscriptions.has_auto_assigned_partitions() or self.auto_commit_enabled:
-                self.maybe_auto_commit_offsets_sync(timer)
-            self._invoke_pending_async_commits(timer)
+            if (
+                self.subscriptions.has_auto_assigned_partitions()
+                or self.commits.auto_commit_enabled
+            ):
+                self.commits.maybe_auto_commit_offsets_sync(timer)
+            self.commits.invoke_pending_async_commits(timer)
         finally:
             if self.membership is not None:
                 self._close_consumer_protocol(timer, leave_group)
             else:
                 super().close(timer, leave_group)
-
-    # ======================================================================== commits
-    def _pending_async(self) -> bool:
-        # The list and the counter are also changed by lookup callbacks, which may run on the
-        # heartbeat thread: both are touched only under the coordinator lock, the list in place.
-        with self._lock:
-            self._in_flight_async_commits[:] = [
-                f for f in self._in_flight_async_commits if not f.is_done
-            ]
-            return bool(self._in_flight_async_commits) or self.pending_async_commits > 0
-
-    def _first_in_flight(self) -> Future[Any] | None:
-        with self._lock:
-            for f in self._in_flight_async_commits:
-                if not f.is_done:
-                    return f
-        return None
-
-    def invoke_completed_offset_commit_callbacks(self) -> None:
-        """Run the interceptors and callbacks of finished async commits, in completion order.
-
-        Called on the user's thread with no lock held: the futures complete on whichever
-        thread polled the network (possibly the heartbeat thread, holding the coordinator
-        lock), so they only record the completion and the user code runs here.
-        """
-        if self.async_commit_fenced:
-            raise Errors.FencedInstanceIdError(
-                f"an async commit was fenced: group.instance.id "
-                f"{self.rebalance_config.group_instance_id!r} is used by another consumer"
-            )
-        while True:
-            with self._lock:
-                if not self.completed_offset_commits:
-                    break
-                callback, offsets, exc = self.completed_offset_commits.popleft()
-            if isinstance(exc, Errors.FencedInstanceIdError):
-                # Owned by the user's thread: the completion only queued the error.
-                self.async_commit_fenced = True
-            if exc is None:
-                # Java calls the interceptors first, then the commit callback.
-                self._on_commit_interceptors(offsets)
-            cb = callback if callback is not None else self.default_offset_commit_callback
-            cb(offsets, exc)
-        if self.async_commit_fenced:
-            raise Errors.FencedInstanceIdError(
-                f"an async commit was fenced: group.instance.id "
-                f"{self.rebalance_config.group_instance_id!r} is used by another consumer"
-            )
-
-    def _log_commit_error(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], exc: BaseException | None
-    ) -> None:
-        if exc is not None:
-            logger.error("offset commit of %s failed: %s", dict(offsets), exc)
-
-    def commit_offsets_async(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
-        callback: OffsetCommitCallback | None = None,
-    ) -> None:
-        """Commit without waiting; ``callback(offsets, exc)`` runs in a later poll or commit."""
-        self.invoke_completed_offset_commit_callbacks()
-        offsets = dict(offsets) if offsets else {}
-        if not self.coordinator_unknown():
-            self._do_commit_offsets_async(offsets, callback)
-        else:
-            # Find the coordinator first; the commit is sent once it is known. The lookup's
-            # callbacks may run on the heartbeat thread: they change the pending count and the
-            # in-flight list only under the coordinator lock (taken before the network lock).
-            with self._lock:
-                self.pending_async_commits += 1
-            lookup = self.lookup_coordinator()
-
-            def on_found(_v: Any) -> None:
-                with self._lock:
-                    try:
-                        # Sent (and listed as in flight) before the count drops, so that
-                        # _pending_async() never sees this commit as neither pending nor sent.
-                        self._do_commit_offsets_async(offsets, callback)
-                    finally:
-                        self.pending_async_commits -= 1
-
-            def on_lookup_failed(exc: BaseException) -> None:
-                err = Errors.RetriableCommitFailedError(
-                    f"offset commit failed with a retriable exception: {exc}"
-                )
-                err.__cause__ = exc
-                with self._lock:
-                    self.completed_offset_commits.append((callback, offsets, err))
-                    self.pending_async_commits -= 1
-
-            lookup.add_callback(on_found)
-            lookup.add_errback(on_lookup_failed)
-        self._client_poll_no_wakeup()
-
-    def _do_commit_offsets_async(
-        self,
-        offsets: dict[TopicPartition, OffsetAndMetadata],
-        callback: OffsetCommitCallback | None,
-    ) -> Future[Any]:
-        future = self._send_offset_commit_request(offsets)
-        with self._lock:
-            self._in_flight_async_commits.append(future)
-
-        # These run on whichever thread completes the future, perhaps the heartbeat thread
-        # with the coordinator lock held: they only record the outcome. The interceptors and
-        # the callback run later on the user's thread (invoke_completed_offset_commit_callbacks).
-        def on_success(_v: Any) -> None:
-            with self._lock:
-                self.completed_offset_commits.append((callback, offsets, None))
-
-        def on_failure(exc: BaseException) -> None:
-            err: BaseException = exc
-            if getattr(exc, "retriable", False):
-                err = Errors.RetriableCommitFailedError(
-                    f"offset commit failed with a retriable exception: {exc}"
-                )
-                err.__cause__ = exc
-            with self._lock:
-                self.completed_offset_commits.append((callback, offsets, err))
-
-        future.add_callback(on_success)
-        future.add_errback(on_failure)
-        return future
-
-    def _on_commit_interceptors(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        if self.interceptors is None:
-            return
-        fn = getattr(self.interceptors, "on_commit", None)
-        if fn is not None:
-            try:
-                fn(offsets)
-            except Exception:
-                logger.warning("interceptor on_commit failed", exc_info=True)
-
-    def commit_offsets_sync(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None, timer: Timer
-    ) -> bool:
-        """Commit and wait, retrying retriable errors within ``timer``; False on timeout.
-
-        Raises CommitFailedError (the group moved on), RebalanceInProgressError (finish the
-        rebalance with poll() and retry) and other non-retriable errors.
-        """
-        self.invoke_completed_offset_commit_callbacks()
-        offsets = dict(offsets) if offsets else {}
-        if not offsets:
-            # Empty commits still wait for earlier async commits, so their callbacks run first.
-            return self._invoke_pending_async_commits(timer)
-        attempts = 0
-        while True:
-            if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
-                return False
-            future = self._send_offset_commit_request(offsets)
-            self.client.poll(timeout_ms=timer.remaining_ms, future=future)
-            timer.update()
-            # Earlier async commits finished before this one: keep their callbacks in order.
-            self.invoke_completed_offset_commit_callbacks()
-            if future.succeeded():
-                self._on_commit_interceptors(offsets)
-                return True
-            if future.failed() and not future.retriable():
-                exc = future.exception
-                assert exc is not None
-                raise exc
-            if timer.is_expired():
-                return False
-            self.backoff_wait(timer, self.retry_backoff.backoff(attempts))
-            attempts += 1
-            if timer.is_expired():
-                return False
-
-    def _invoke_pending_async_commits(self, timer: Timer) -> bool:
-        while self._pending_async() and timer.not_expired():
-            if not self.ensure_coordinator_ready(timer):
-                break
-            self.client.poll(timeout_ms=timer.remaining_ms, future=self._first_in_flight())
-            timer.update()
-            self.invoke_completed_offset_commit_callbacks()
-        self.invoke_completed_offset_commit_callbacks()
-        return not self._pending_async()
-
-    def _send_offset_commit_request(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
-    ) -> Future[Any]:
-        if not offsets:
-            done: Future[Any] = Future()
-            return done.success(None)
-        node = self.check_and_get_coordinator()
-        if node is None:
-            return Future().failure(
-                Errors.CoordinatorNotAvailableError("the group coordinator is not available")
-            )
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp, om in offsets.items():
-            if not isinstance(om, OffsetAndMetadata):
-                om = OffsetAndMetadata(*om) if isinstance(om, tuple) else OffsetAndMetadata(int(om))
-            if om.offset < 0:
-                return Future().failure(ValueError(f"invalid offset {om.offset} for {tp}"))
-            by_topic.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": om.offset,
-                    "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
-                    "committed_metadata": om.metadata,
-                }
-            )
-        gen: Generation | None
-        instance_id: str | None
-        if self.subscriptions.has_auto_assigned_partitions():
-            gen = self.generation_if_stable()
-            instance_id = self.rebalance_config.group_instance_id
-            if gen is None:
-                # Not part of an active generation: the user must rejoin through poll().
-                if self.rebalance_in_progress():
-                    return Future().failure(
-                        Errors.RebalanceInProgressError(
-                            "Offset commit cannot be completed since the consumer is undergoing a "
-                            "rebalance for auto partition assignment. Complete the rebalance by "
-                            "calling poll() and then retry the commit."
-                        )
-                    )
-                return Future().failure(self._commit_failed())
-        else:
-            gen = NO_GENERATION
-            instance_id = None
-        body = {
-            "group_id": self.rebalance_config.group_id,
-            "generation_id_or_member_epoch": gen.generation_id,
-            "member_id": gen.member_id,
-            "group_instance_id": instance_id,
-            "retention_time_ms": -1,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-        }
-        logger.debug(
-            "sending OffsetCommit for %s with %s", {str(k): v for k, v in offsets.items()}, gen
-        )
-        request = self._send(node, _OFFSET_COMMIT, body)
-        return self._compose(request, gen, self._handle_offset_commit_response)
-
-    def _handle_offset_commit_response(
-        self, response: dict[str, Any], sent: Generation, future: Future[Any]
-    ) -> None:
-        unauthorized: set[str] = set()
-        for topic in response.get("topics") or []:
-            name = topic.get("name")
-            for part in topic.get("partitions") or []:
-                code = int(part.get("error_code", 0) or 0)
-                tp = TopicPartition(str(name), int(part.get("partition_index", -1)))
-                if code == 0:
-                    continue
-                err_name = Errors.for_code(code).name
-                logger.debug("OffsetCommit of %s failed with %s", tp, err_name)
-                if code == Errors.GroupAuthorizationFailedError.errno:
-                    future.failure(
-                        Errors.GroupAuthorizationFailedError(
-                            f"not authorized to access group {self.rebalance_config.group_id}"
-                        )
-                    )
-                    return
-                if code == Errors.TopicAuthorizationFailedError.errno:
-                    unauthorized.add(tp.topic)
-                    continue
-                if code in (
-                    Errors.OffsetMetadataTooLargeError.errno,
-                    Errors.InvalidCommitOffsetSizeError.errno,
-                ):
-                    future.failure(_error_for(code, f"offset commit of {tp} failed"))
-                    return
-                if code in (
-                    Errors.CoordinatorLoadInProgressError.errno,
-                    Errors.UnknownTopicOrPartitionError.errno,
-                ):
-                    future.failure(_error_for(code, f"offset commit of {tp} failed"))
-                    return
-                if code in (
-                    Errors.CoordinatorNotAvailableError.errno,
-                    Errors.NotCoordinatorError.errno,
-                    Errors.RequestTimedOutError.errno,
-                ):
-                    self.mark_coordinator_unknown(f"error response {err_name}")
-                    future.failure(_error_for(code, f"offset commit of {tp} failed"))
-                    return
-                if code == Errors.FencedInstanceIdError.errno:
-                    logger.info(
-                        "OffsetCommit with %s failed: group.instance.id %r fenced",
-                        sent,
-                        self.rebalance_config.group_instance_id,
-                    )
-                    self._note_fenced_instance()
-                    with self._lock:
-                        unchanged = self.generation == sent
-                        preparing = self.state is MemberState.PREPARING_REBALANCE
-                    if unchanged:
-                        future.failure(
-                            Errors.FencedInstanceIdError(
-                                f"group.instance.id {self.rebalance_config.group_instance_id!r} is "
-                                f"used by another consumer"
-                            )
-                        )
-                    elif preparing:
-                        future.failure(
-                            Errors.RebalanceInProgressError(
-                                "Offset commit cannot be completed: the member's old generation was "
-                                "fenced by its group instance id; it has probably joined a newer "
-                                "generation already. Call poll() and retry."
-                            )
-                        )
-                    else:
-                        future.failure(self._commit_failed())
-                    return
-                if code == Errors.StaleMemberEpochError.errno:
-                    # Consumer protocol: a heartbeat moved our epoch on since the commit was
-                    # built. While still in the group, retry with the new epoch (a sync commit
-                    # does); once out of it, the group has moved on.
-                    if self.generation_if_stable() is not None:
-                        future.failure(
-                            Errors.RetriableCommitFailedError(
-                                f"offset commit of {tp} carried a stale member epoch "
-                                f"({sent.generation_id}); retry with the current one"
-                            )
-                        )
-                    else:
-                        future.failure(self._commit_failed())
-                    return
-                if code == Errors.RebalanceInProgressError.errno:
-                    # Only possible between JoinGroup and SyncGroup: rejoin, keep the generation.
-                    self.request_rejoin("offset commit failed since group is already rebalancing")
-                    future.failure(
-                        Errors.RebalanceInProgressError(
-                            "Offset commit cannot be completed since the consumer group is executing "
-                            "a rebalance at the moment. Complete the rebalance by calling poll() and "
-                            "then retry the commit."
-                        )
-                    )
-                    return
-                if code in (Errors.UnknownMemberIdError.errno, Errors.IllegalGenerationError.errno):
-                    logger.info("OffsetCommit with %s failed with %s", sent, err_name)
-                    with self._lock:
-                        unchanged = self.generation == sent
-                        preparing = self.state is MemberState.PREPARING_REBALANCE
-                    if not unchanged and preparing:
-                        future.failure(
-                            Errors.RebalanceInProgressError(
-                                "Offset commit cannot be completed since the member's generation is "
-                                "already stale: it is taking part in a newer rebalance. Complete it "
-                                "by calling poll() and then retry the commit."
-                            )
-                        )
-                    else:
-                        self._reset_state_on_response_error(
-                            "OffsetCommit", code, code != Errors.IllegalGenerationError.errno
-                        )
-                        future.failure(self._commit_failed())
-                    return
-                future.failure(
-                    Errors.KafkaError(f"unexpected error in offset commit of {tp}: {err_name}")
-                )
-                return
-        if unauthorized:
-            future.failure(
-                Errors.TopicAuthorizationFailedError(
-                    f"not authorized to commit to topics {sorted(unauthorized)}",
-                    unauthorized_topics=unauthorized,
-                )
-            )
-            return
-        future.success(None)
-
-    # =================================================================== auto-commit
-    def _auto_commit_offsets_async_now(self) -> Future[Any] | None:
-        if not self.auto_commit_enabled or not self.subscriptions.assigned_partitions():
-            return None
-        offsets = self.subscriptions.all_consumed()
-        if not offsets:
-            return None
-        logger.debug("auto-committing offsets %s", {str(k): v.offset for k, v in offsets.items()})
-        if self.coordinator_unknown():
-            self.commit_offsets_async(offsets, self._auto_commit_callback)
-            return None
-        return self._do_commit_offsets_async(offsets, self._auto_commit_callback)
-
-    def _auto_commit_callback(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], exc: BaseException | None
-    ) -> None:
-        if exc is None:
-            logger.debug(
-                "auto-commit of %s succeeded", {str(k): v.offset for k, v in offsets.items()}
-            )
-            return
-        if getattr(exc, "retriable", False):
-            logger.debug("auto-commit of offsets failed (will retry): %s", exc)
-            self.next_auto_commit_timer.update_and_reset(self.rebalance_config.retry_backoff_ms)
-        else:
-            logger.warning(
-                "auto-commit of offsets %s failed: %s",
-                {str(k): v.offset for k, v in offsets.items()},
-                exc,
-            )
-
-    def maybe_auto_commit_offsets_async(self, now_ms: int) -> None:
-        """Auto-commit when ``auto.commit.interval.ms`` has passed (called by poll)."""
-        if not self.auto_commit_enabled:
-            return
-        self.next_auto_commit_timer.update(now_ms)
-        if self.next_auto_commit_timer.is_expired():
-            self.next_auto_commit_timer.reset(self.auto_commit_interval_ms)
-            self._auto_commit_offsets_async_now()
-
-    def maybe_auto_commit_offsets_sync(self, timer: Timer) -> None:
-        """Auto-commit and wait (close); failures are logged, wakeups propagate."""
-        if not self.auto_commit_enabled:
-            return
-        offsets = self.subscriptions.all_consumed()
-        try:
-            logger.debug(
-                "sending synchronous auto-commit of %s",
-                {str(k): v.offset for k, v in offsets.items()},
-            )
-            if not self.commit_offsets_sync(offsets, timer):
-                logger.debug("auto-commit of %s timed out before completion", offsets)
-        except (Errors.WakeupError, Errors.InterruptError):
-            raise
-        except Exception as exc:
-            logger.warning(
-                "synchronous auto-commit of offsets %s failed: %s",
-                {str(k): v.offset for k, v in offsets.items()},
-                exc,
-            )
-
-    # ================================================================= committed offsets
-    def fetch_committed_offsets(
-        self, partitions: Iterable[TopicPartition], timer: Timer
-    ) -> dict[TopicPartition, OffsetAndMetadata | None] | None:
-        """The committed offset of each partition (None value: nothing committed).
-
-        Returns None when ``timer`` expired first. Retriable errors (coordinator moves,
-        unstable offsets under read_committed) are retried within the timer.
-        """
-        wanted = frozenset(partitions)
-        if not wanted:
-            return {}
-        gen = self.generation_if_stable()
-        pending = self._pending_committed_offset_request
-        if pending is not None and (pending[0] != wanted or pending[1] != gen):
-            self._pending_committed_offset_request = None
-        attempts = 0
-        while True:
-            if not self.ensure_coordinator_ready(timer):
-                return None
-            pending = self._pending_committed_offset_request
-            if pending is not None:
-                future = pending[2]
-            else:
-                future = self._send_offset_fetch_request(wanted)
-                self._pending_committed_offset_request = (wanted, gen, future)
-            self.client.poll(timeout_ms=timer.remaining_ms, future=future)
-            timer.update()
-            if not future.is_done:
-                return None
-            self._pending_committed_offset_request = None
-            if future.succeeded():
-                return dict(future.value)
-            exc = future.exception
-            assert exc is not None
-            # Java retries STALE_MEMBER_EPOCH while the member holds an epoch: the next request
-            # carries the current one. Out of the group it fails, as UNKNOWN_MEMBER_ID does.
-            stale = isinstance(exc, Errors.StaleMemberEpochError)
-            if not getattr(exc, "retriable", False) and not (
-                stale and self.generation_if_stable() is not None
-            ):
-                raise exc
-            if timer.is_expired():
-                return None
-            self.backoff_wait(timer, self.retry_backoff.backoff(attempts))
-            attempts += 1
-            if timer.is_expired():
-                return None
-
-    def _send_offset_fetch_request(self, partitions: frozenset[TopicPartition]) -> Future[Any]:
-        node = self.check_and_get_coordinator()
-        if node is None:
-            return Future().failure(
-                Errors.CoordinatorNotAvailableError("the group coordinator is not available")
-            )
-        by_topic: dict[str, list[int]] = {}
-        for tp in sorted(partitions):
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
-        version = self.client.api_version(node, _OFFSET_FETCH)
-        if version is None:
-            # Unknown until connected: v7 carries require_stable and the single-group layout.
-            version = 7
-        body: dict[str, Any] = {"require_stable": self.require_stable}
-        member = self.generation_if_stable() if self.membership is not None else None
-        if version >= 8:
-            group: dict[str, Any] = {"group_id": self.rebalance_config.group_id, "topics": topics}
-            if version >= 9 and member is not None:
-                # KIP-848: a consumer-protocol member proves it is in the group (v9+); the
-                # broker answers STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID when it is not.
-                group["member_id"] = member.member_id
-                group["member_epoch"] = member.generation_id
-            body["groups"] = [group]
-        else:
-            body["group_id"] = self.rebalance_config.group_id
-            body["topics"] = topics
-        if self.require_stable and version < 7:
-            if self.throw_on_fetch_stable_offset_unsupported:
-                return Future().failure(
-                    Errors.UnsupportedVersionError(
-                        "the broker cannot wait for stable offsets (OffsetFetch v7+)"
-                    )
-                )
-            logger.warning(
-                "the broker does not support waiting for stable offsets under "
-                "read_committed; committed offsets may include pending transactions"
-            )
-        logger.debug("fetching committed offsets for %s", [str(tp) for tp in sorted(partitions)])
-        request = self._send(node, _OFFSET_FETCH, body, version=version)
-        return self._compose(
-            request, member or self.generation_snapshot(), self._handle_offset_fetch_response
-        )
-
-    def _handle_offset_fetch_response(
-        self, response: dict[str, Any], sent: Generation, future: Future[Any]
-    ) -> None:
-        groups = response.get("groups") or []
-        if groups:
-            group = groups[0]
-            top_code = int(group.get("error_code", 0) or 0)
-            topics = group.get("topics") or []
-        else:
-            top_code = int(response.get("error_code", 0) or 0)
-            topics = response.get("topics") or []
-        if top_code:
-            name = Errors.for_code(top_code).name
-            logger.debug("OffsetFetch failed with %s", name)
-            if top_code == Errors.CoordinatorLoadInProgressError.errno:
-                future.failure(Errors.CoordinatorLoadInProgressError())
-            elif top_code in (
-                Errors.NotCoordinatorError.errno,
-                Errors.CoordinatorNotAvailableError.errno,
-            ):
-                self.mark_coordinator_unknown(f"error response {name}")
-                future.failure(_error_for(top_code))
-            elif top_code == Errors.GroupAuthorizationFailedError.errno:
-                future.failure(
-                    Errors.GroupAuthorizationFailedError(
-                        f"not authorized to access group {self.rebalance_config.group_id}"
-                    )
-                )
-            elif top_code in (
-                Errors.StaleMemberEpochError.errno,
-                Errors.UnknownMemberIdError.errno,
-            ):
-                logger.error(
-                    "OffsetFetch failed with %s for member %s epoch %s: the member is not part of "
-                    "the group at that epoch (it left, was fenced or moved on)",
-                    name,
-                    sent.member_id,
-                    sent.generation_id,
-                )
-                future.failure(
-                    _error_for(
-                        top_code,
-                        f"OffsetFetch failed with {name} for group "
-                        f"{self.rebalance_config.group_id}",
-                    )
-                )
-            else:
-                future.failure(
-                    Errors.KafkaError(f"unexpected error in OffsetFetch response: {name}")
-                )
-            return
-        offsets: dict[TopicPartition, OffsetAndMetadata | None] = {}
-        unauthorized: set[str] = set()
-        unstable: set[TopicPartition] = set()
-        for topic in topics:
-            tname = str(topic.get("name"))
-            for part in topic.get("partitions") or []:
-                tp = TopicPartition(tname, int(part.get("partition_index", -1)))
-                code = int(part.get("error_code", 0) or 0)
-                if code:
-                    name = Errors.for_code(code).name
-                    if code == Errors.UnknownTopicOrPartitionError.errno:
-                        future.failure(Errors.KafkaError(f"topic or partition {tp} does not exist"))
-                        return
-                    if code == Errors.TopicAuthorizationFailedError.errno:
-                        unauthorized.add(tname)
-                        continue
-                    if code == Errors.UnstableOffsetCommitError.errno:
-                        unstable.add(tp)
-                        continue
-                    future.failure(
-                        Errors.KafkaError(
-                            f"unexpected error in OffsetFetch response for {tp}: {name}"
-                        )
-                    )
-                    return
-                offset = int(part.get("committed_offset", -1))
-                if offset >= 0:
-                    epoch = part.get("committed_leader_epoch", -1)
-                    offsets[tp] = OffsetAndMetadata(
-                        offset,
-                        part.get("metadata") or "",
-                        None if epoch is None or epoch < 0 else int(epoch),
-                    )
-                else:
-                    logger.debug("found no committed offset for %s", tp)
-                    offsets[tp] = None
-        if unauthorized:
-            future.failure(
-                Errors.TopicAuthorizationFailedError(
-                    f"not authorized to read offsets of topics {sorted(unauthorized)}",
-                    unauthorized_topics=unauthorized,
-                )
-            )
-        elif unstable:
-            logger.info(
-                "offsets of %s are not stable yet (pending transactional commit); retrying",
-                [str(tp) for tp in sorted(unstable)],
-            )
-            future.failure(
-                Errors.UnstableOffsetCommitError(
-                    f"there are unstable offsets for {[str(tp) for tp in sorted(unstable)]}"
-                )
-            )
-        else:
-            future.success(offsets)
-
-    def refresh_committed_offsets_if_needed(self, timer: Timer) -> bool:
-        """Seek initializing partitions to their committed offsets; False on timeout."""
-        initializing = self.subscriptions.initializing_partitions()
-        if not initializing:
-            return True
-        offsets = self.fetch_committed_offsets(initializing, timer)
-        if offsets is None:
-            return False
-        for tp, om in offsets.items():
-            if om is None:
-                continue
-            if om.leader_epoch is not None:
-                self.metadata.update_last_seen_epoch_if_newer(tp, om.leader_epoch)
-            # The partition may have been revoked while the request was in flight.
-            if self.subscriptions.is_assigned(tp):
-                cluster = self.metadata.cluster
-                leader = LeaderAndEpoch(cluster.leader_for(tp), cluster.leader_epoch(tp))
-                self.subscriptions.seek_unvalidated(
-                    tp, FetchPosition(om.offset, om.leader_epoch, leader)
-                )
-                logger.info(
-                    "setting offset for partition %s to the committed offset %s", tp, om.offset
-                )
-        return True
 
     # ============================================= consumer group protocol (KIP-848)
     def heartbeat_subscription(self) -> tuple[list[str] | None, str | None]:
@@ -1716,9 +1050,9 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def _poll_consumer_protocol(self, timer: Timer, m: ConsumerMembershipManager) -> bool:
         self.maybe_update_subscription_metadata()
-        self.invoke_completed_offset_commit_callbacks()
+        self.commits.invoke_completed_offset_commit_callbacks()
         if not self.subscriptions.has_auto_assigned_partitions():
-            self.maybe_auto_commit_offsets_async(timer.current_time_ms)
+            self.commits.maybe_auto_commit_offsets_async(timer.current_time_ms)
             return True
         with self._lock:
             manager = self._hb_manager
@@ -1750,7 +1084,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         if state in (ConsumerMemberState.FENCED, ConsumerMemberState.STALE):
             self._release_lost_and_rejoin(m, manager)
         self._maybe_reconcile(m, manager)
-        self.maybe_auto_commit_offsets_async(timer.current_time_ms)
+        self.commits.maybe_auto_commit_offsets_async(timer.current_time_ms)
         return True
 
     def _release_lost_and_rejoin(
@@ -1825,8 +1159,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         if revoked:
             # Stop fetching them, commit what was consumed, then tell the listener.
             self.subscriptions.mark_pending_revocation(revoked)
-            if self.auto_commit_enabled:
-                self.maybe_auto_commit_offsets_sync(
+            if self.commits.auto_commit_enabled:
+                self.commits.maybe_auto_commit_offsets_sync(
                     self.time.timer(self.rebalance_config.request_timeout_ms)
                 )
             first_exc = self.invoke_partitions_revoked(revoked)
@@ -1851,8 +1185,10 @@ class ConsumerCoordinator(AbstractCoordinator):
         """Own ``new_owned``, tell the listener about ``added``, acknowledge in a heartbeat."""
         self._maybe_update_joined_subscription(new_owned)
         self.subscriptions.assign_from_subscribed(sorted(new_owned))
-        if self.auto_commit_enabled:
-            self.next_auto_commit_timer.update_and_reset(self.auto_commit_interval_ms)
+        if self.commits.auto_commit_enabled:
+            self.commits.next_auto_commit_timer.update_and_reset(
+                self.commits.auto_commit_interval_ms
+            )
         assign_exc = self.invoke_partitions_assigned(added)
         self._acknowledge_owned(m, manager, new_owned)
         logger.info(
@@ -1896,9 +1232,9 @@ class ConsumerCoordinator(AbstractCoordinator):
             wait = 100
         else:
             wait = _JOIN_ATTENTION_MS
-        if self.auto_commit_enabled and state is ConsumerMemberState.STABLE:
-            self.next_auto_commit_timer.update(now_ms)
-            wait = min(wait, self.next_auto_commit_timer.remaining_ms)
+        if self.commits.auto_commit_enabled and state is ConsumerMemberState.STABLE:
+            self.commits.next_auto_commit_timer.update(now_ms)
+            wait = min(wait, self.commits.next_auto_commit_timer.remaining_ms)
         return wait
 
     def generation_if_stable(self) -> Generation | None:
