@@ -49,7 +49,7 @@ from kafkaconsumer.utils.timer import Timer, to_timeout_ms
 if TYPE_CHECKING:
     # Loaded when a consumer with a group.id is made: a consumer that assigns its partitions
     # (a short script, a Spark task) never pays for the group machinery's import.
-    from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
+    from kafkaconsumer.internals.group.consumer_group_member import ConsumerGroupMember
 
 #: ``commit_async`` callback: ``callback(offsets, exception)`` (the exception is None on success).
 OffsetCommitCallback = Callable[
@@ -160,11 +160,12 @@ class KafkaConsumer:
             self._offset_fetcher = OffsetFetcher(
                 self._client, self._metadata, self._subscriptions, cfg, time=self._time
             )
-            self._coordinator: ConsumerCoordinator | None = None
+            self._coordinator: ConsumerGroupMember | None = None
             if self._group_id is not None:
-                from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
+                from kafkaconsumer.internals.group import consumer_member_class
 
-                self._coordinator = ConsumerCoordinator(
+                # One member per group protocol, chosen once (Java's ConsumerDelegateCreator).
+                self._coordinator = consumer_member_class(cfg)(
                     cfg,
                     self._client,
                     self._subscriptions,
@@ -213,7 +214,7 @@ class KafkaConsumer:
         )
         return Timer(self._time, ms)
 
-    def _require_group(self) -> ConsumerCoordinator:
+    def _require_group(self) -> ConsumerGroupMember:
         if self._coordinator is None:
             raise Errors.InvalidGroupIdError(
                 "To use the group management or offset commit APIs, you must provide a valid "

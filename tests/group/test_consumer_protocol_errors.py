@@ -129,8 +129,8 @@ def joined(cluster: FakeCluster, coord: ScriptedCoordinator, parts: list[int]) -
 
 
 def state(s: Stack) -> ConsumerMemberState:
-    assert s.coordinator.membership is not None
-    return s.coordinator.membership.state
+    current: ConsumerMemberState = s.coordinator.membership.state
+    return current
 
 
 def test_join_reconcile_acknowledge_then_deltas(cluster: FakeCluster) -> None:

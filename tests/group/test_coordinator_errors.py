@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.group.abstract_coordinator import NO_GENERATION
+from kafkaconsumer.internals.group.group_member import NO_GENERATION
 from kafkaconsumer.network.client import coordinator_node_id
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition

@@ -356,7 +356,8 @@ def test_follow_up_rejoin_waits_for_the_configured_delay(
 def test_heartbeat_rebalance_in_progress_abandons_a_pending_sync_group(
     cluster: FakeCluster,
 ) -> None:
-    from kafkaconsumer.internals.group.abstract_coordinator import Generation, MemberState
+    from kafkaconsumer.internals.group.abstract_coordinator import MemberState
+    from kafkaconsumer.internals.group.group_member import Generation
     from kafkaconsumer.network.future import Future
 
     s = Stack(cluster.bootstrap_servers, "grp")

@@ -1,9 +1,44 @@
-"""Group membership, one module per Java class.
+"""Group membership: one member class per group protocol, over a shared membership base.
 
-``abstract_coordinator`` and ``consumer_coordinator`` are the classic protocol's member
-(JoinGroup/SyncGroup/Heartbeat, client-side assignors); ``consumer_membership_manager`` and
-``consumer_heartbeat_request_manager`` the KIP-848 consumer protocol's state machine and its
-heartbeat thread; ``heartbeat`` the classic protocol's session and poll-interval timers.
+``group_member`` is the base every member extends (coordinator discovery, requests to the
+coordinator, the group lock, close); ``consumer_group_member`` adds what a consumer needs
+whatever its protocol (listeners, KIP-983, commits through ``commit_request_manager``, the
+metadata watch). The classic protocol's member is ``consumer_coordinator`` over
+``abstract_coordinator`` (JoinGroup/SyncGroup/Heartbeat, client-side assignors, with the
+session and poll-interval timers of ``heartbeat``); the KIP-848 consumer protocol's is
+``consumer_protocol_coordinator``, with its state machine in ``consumer_membership_manager``
+and its heartbeat thread in ``consumer_heartbeat_request_manager``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
+    from kafkaconsumer.internals.group.consumer_protocol_coordinator import (
+        ConsumerProtocolCoordinator,
+    )
+
+__all__ = ["consumer_member_class"]
+
+
+def consumer_member_class(
+    config: Mapping[str, Any],
+) -> type[ConsumerCoordinator] | type[ConsumerProtocolCoordinator]:
+    """The consumer's group member class for ``group.protocol`` (classic or consumer).
+
+    Modules load on demand: a consumer without a group never imports the group machinery.
+    """
+    from kafkaconsumer.config import config_value
+
+    if str(config_value(config, "group.protocol")).lower() == "consumer":
+        from kafkaconsumer.internals.group.consumer_protocol_coordinator import (
+            ConsumerProtocolCoordinator,
+        )
+
+        return ConsumerProtocolCoordinator
+    from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
+
+    return ConsumerCoordinator

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_value
-from kafkaconsumer.internals.group.abstract_coordinator import (
+from kafkaconsumer.internals.group.group_member import (
     NO_GENERATION,
     Generation,
     GroupRebalanceConfig,
@@ -149,8 +149,8 @@ class CommitRequestHost(Protocol):
         """(the generation is still ``sent``, a rebalance is being prepared), under the lock."""
         ...
 
-    def request_rejoin(self, reason: str, full_reason: str | None = None) -> None:
-        """Rejoin the group at the next poll."""
+    def on_commit_rebalance_in_progress(self) -> None:
+        """An OffsetCommit was refused because the group is rebalancing."""
         ...
 
     def reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
@@ -546,10 +546,7 @@ class CommitRequestManager:
                         future.failure(self._member.commit_failed())
                     return
                 if code == Errors.RebalanceInProgressError.errno:
-                    # Only possible between JoinGroup and SyncGroup: rejoin, keep the generation.
-                    self._member.request_rejoin(
-                        "offset commit failed since group is already rebalancing"
-                    )
+                    self._member.on_commit_rebalance_in_progress()
                     future.failure(
                         Errors.RebalanceInProgressError(
                             "Offset commit cannot be completed since the consumer group is executing "

@@ -1,38 +1,22 @@
-"""The consumer side of group membership: assignment, rebalance callbacks and offsets.
+"""The classic protocol's consumer member (Java ``ConsumerCoordinator``).
 
-Mirrors Java's ``ConsumerCoordinator``. On top of :class:`AbstractCoordinator` it
+On top of :class:`~kafkaconsumer.internals.group.abstract_coordinator.AbstractCoordinator`
+(JoinGroup/SyncGroup/Heartbeat) and the shared
+:class:`~kafkaconsumer.internals.group.consumer_group_member.ConsumerGroupMember` (listeners,
+KIP-983, commits, metadata watch) it
 
 - encodes this member's subscription for JoinGroup and, as leader, runs the assignor;
 - applies the assignment: eager (revoke all before joining) or cooperative (KIP-429: only
   partitions that move are revoked, and a follow-up rebalance hands them over);
-- calls the user's :class:`~kafkaconsumer.listener.ConsumerRebalanceListener` on the user's
-  thread, never under a lock;
-- commits offsets (sync, async with ordered callbacks, auto-commit) and fetches committed ones;
-- watches metadata so that new matching topics, partition count changes and deleted topics
-  trigger a rebalance;
-- implements KIP-983 (``to_be_revoked``, ``lost_partitions``, ``delay_revoke``);
-- with ``group.protocol=consumer`` (KIP-848) replaces JoinGroup/SyncGroup/Heartbeat with
-  ConsumerGroupHeartbeat: the broker assigns, the heartbeat thread
-  (:class:`~kafkaconsumer.internals.group.consumer_heartbeat_request_manager.ConsumerHeartbeatRequestManager`)
-  keeps the membership (:class:`~kafkaconsumer.internals.group.consumer_membership_manager.ConsumerMembershipManager`),
-  and ``poll()`` reconciles: revoke (auto-commit, listener), assign (listener), then the next
-  heartbeat acknowledges. Commits carry the member epoch.
-
-KIP-983 mode. By default a cooperative revocation completes inside the ``poll()`` that learns
-of it, as in Java. The first call to :meth:`ConsumerCoordinator.to_be_revoked`,
-:meth:`~ConsumerCoordinator.lost_partitions` or :meth:`~ConsumerCoordinator.delay_revoke`
-switches this consumer to the KIP's two-step revocation: a revocation requested during one poll
-completes at the start of the next one (:meth:`ConsumerCoordinator.begin_poll`, which
-``KafkaConsumer.poll`` calls first), unless delayed again. Records of partitions awaiting
-revocation are not fetched any more.
+- auto-commits before a rebalance (bounded by the rebalance timeout);
+- as leader, watches the metadata so that new matching topics, partition count changes and
+  deleted topics trigger a rebalance.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import re
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -53,31 +37,17 @@ from kafkaconsumer.internals.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from kafkaconsumer.internals.group.abstract_coordinator import (
+from kafkaconsumer.internals.group.abstract_coordinator import AbstractCoordinator, MemberState
+from kafkaconsumer.internals.group.consumer_group_member import ConsumerGroupMember
+from kafkaconsumer.internals.group.group_member import (
     NO_GENERATION,
-    AbstractCoordinator,
     Generation,
     GroupRebalanceConfig,
-    MemberState,
-)
-from kafkaconsumer.internals.group.commit_request_manager import CommitRequestManager
-from kafkaconsumer.internals.group.consumer_heartbeat_request_manager import (
-    CONSUMER_GROUP_HEARTBEAT,
-    ConsumerHeartbeatRequestManager,
-)
-from kafkaconsumer.internals.group.consumer_membership_manager import (
-    ConsumerMembershipManager,
-    ConsumerMemberState,
-    resolve,
 )
 from kafkaconsumer.internals.interfaces import CoordinatorClient
-from kafkaconsumer.internals.subscription_pattern import INTERNAL_TOPICS, to_broker_regex
-from kafkaconsumer.internals.subscription_state import (
-    SubscriptionState,
-)
-from kafkaconsumer.listener import RevocationTracker
+from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.metadata import ConsumerMetadata
-from kafkaconsumer.metrics import ConsumerCoordinatorMetrics, Metrics
+from kafkaconsumer.metrics import Metrics
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.structs import ConsumerGroupMetadata, TopicPartition
 from kafkaconsumer.utils.clock import Time
@@ -92,32 +62,18 @@ _COOPERATIVE_STICKY = "cooperative-sticky"
 _JOIN_ATTENTION_MS = 50
 _DEFAULT_REASON = "rebalance enforced by user"
 
-#: A failed commit whose cause this member did not witness (e.g. ILLEGAL_GENERATION from a
-#: rebalance that completed without it): Java's generic text, not a guess at the cause.
-_COMMIT_FAILED_MESSAGE = (
-    "Commit cannot be completed since the group has already rebalanced and assigned the "
-    "partitions to another member: this consumer's generation is no longer current. The next "
-    "poll() rejoins the group; records of the partitions it lost may be delivered again to their "
-    "new owner."
-)
-#: Codes by which a coordinator says it removed the member (ILLEGAL_GENERATION only says the
-#: group moved on without it, which the generic text covers).
-_EXPULSION_CODES = frozenset(
-    {Errors.UnknownMemberIdError.errno, Errors.FencedMemberEpochError.errno}
-)
 
-
-class ConsumerCoordinator(AbstractCoordinator):
-    """Java ``ConsumerCoordinator``: the group side of one ``KafkaConsumer``.
+class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
+    """Java ``ConsumerCoordinator``: the group side of one ``KafkaConsumer`` (classic protocol).
 
     Construct with the consumer configuration (a Mapping of Java keys), the thread-safe
     ``ConsumerNetworkClient``, the consumer's :class:`SubscriptionState` and
     :class:`~kafkaconsumer.metadata.ConsumerMetadata`.
 
     Thread-safety: public methods are called from the user's thread (the consumer's own guard
-    keeps it to one); the heartbeat thread shares the membership state through the coordinator
-    lock of :class:`AbstractCoordinator`. Listeners, commit callbacks and commit interceptors run
-    on the user's thread outside every lock.
+    keeps it to one); the heartbeat thread shares the membership state through the group lock
+    of :class:`~kafkaconsumer.internals.group.group_member.GroupMember`. Listeners, assignors,
+    commit callbacks and commit interceptors run on the user's thread outside every lock.
     """
 
     def __init__(
@@ -141,38 +97,12 @@ class ConsumerCoordinator(AbstractCoordinator):
         ``assignors`` overrides ``partition.assignment.strategy``; ``interceptors`` receive
         ``on_commit`` after successful commits (on the user's thread, no lock held); ``heartbeat`` replaces the timers (tests).
         """
-        super().__init__(
-            GroupRebalanceConfig.from_config(config), client, time=time, heartbeat=heartbeat
+        AbstractCoordinator.__init__(
+            self, GroupRebalanceConfig.from_config(config), client, time=time, heartbeat=heartbeat
         )
-        self.config = config
-        self.group_protocol = str(config_value(config, "group.protocol")).lower()
-        self.membership: ConsumerMembershipManager | None = None
-        self._hb_manager: ConsumerHeartbeatRequestManager | None = None
-        #: The last (pattern, reason it stays on the client) decided, to log each change once.
-        self._regex_decision: tuple[re.Pattern[str], str | None] | None = None
-        #: The last ((pattern, ConsumerGroupHeartbeat version, internal topics), regex).
-        self._regex_cache: tuple[tuple[Any, ...], str | None] | None = None
-        if self.group_protocol == "consumer":
-            self.membership = ConsumerMembershipManager(
-                self.rebalance_config.group_id,
-                group_instance_id=self.rebalance_config.group_instance_id,
-                rack_id=self.rebalance_config.client_rack,
-                rebalance_timeout_ms=self.rebalance_config.rebalance_timeout_ms,
-                server_assignor=config_value(config, "group.remote.assignor") or None,
-            )
-        self.subscriptions = subscriptions
-        self.metadata = metadata
-        #: Commits and committed offsets, shared by both group protocols.
-        self.commits = CommitRequestManager(
-            config, self, subscriptions, metadata, time=self.time, interceptors=interceptors
+        self._init_consumer_member(
+            config, subscriptions, metadata, interceptors=interceptors, metrics=metrics
         )
-        if metrics is not None:
-            self.sensors = ConsumerCoordinatorMetrics(
-                metrics,
-                str(config.get("client.id") or ""),
-                assigned_partitions=subscriptions.num_assigned_partitions,
-                last_heartbeat_ms=lambda: self.last_heartbeat_sent_ms,
-            )
         if assignors is None:
             strategy = config_value(config, "partition.assignment.strategy")
             try:
@@ -192,20 +122,9 @@ class ConsumerCoordinator(AbstractCoordinator):
                 f"{[a.name for a in self.assignors]} share no rebalance protocol"
             ) from None
         self.is_leader = False
-        self.joined_subscription: frozenset[str] | None = None
-        self.metadata_snapshot: dict[str, int] = {}
         self.assignment_snapshot: dict[str, int] | None = None
-        # (metadata update version, pattern, watched topics) of the last metadata snapshot.
-        self._metadata_seen: tuple[int, re.Pattern[str] | None, frozenset[str]] | None = None
         self.join_prepare_timer: Timer | None = None
         self.auto_commit_offset_request_future: Future[Any] | None = None
-        self._group_metadata = ConsumerGroupMetadata(
-            self.rebalance_config.group_id, -1, "", self.rebalance_config.group_instance_id
-        )
-        # Why this member last left the group (poll timeout, expulsion by the coordinator,
-        # fenced static instance), as the text of a later CommitFailedError: the same error
-        # has different remedies. Kept until the member joins again; the first cause wins.
-        self._departure: str | None = None
         # Delay of the cooperative follow-up rejoin (0 = at once, as Java). Some brokers answer
         # a follower's pending SyncGroup only periodically; rejoining at once can then make
         # that SyncGroup fail and cost the group another round.
@@ -213,12 +132,8 @@ class ConsumerCoordinator(AbstractCoordinator):
             config_value(config, "internal.cooperative.rejoin.delay.ms")
         )
         self._follow_up_rejoin_at: int | None = None
-        self.revocations = RevocationTracker()
-        self.kip983_enabled = False
-        self._coordinator_closed = False
         # (generation, metadata version asked for) while the leader waits for one refresh.
         self._leader_metadata_wait: tuple[int, int] | None = None
-        self._update_metadata_snapshot()
 
     # ================================================================= protocol plumbing
     def protocol_type(self) -> str:
@@ -250,42 +165,6 @@ class ConsumerCoordinator(AbstractCoordinator):
             if assignor.name == name:
                 return assignor
         return None
-
-    # ===================================================================== metadata watch
-    def _partition_count(self, cluster: Any, topic: str) -> int:
-        parts = cluster.partitions_for_topic(topic)
-        return len(parts) if parts else 0
-
-    def _update_metadata_snapshot(self) -> None:
-        cluster = self.metadata.cluster
-        topics = self.subscriptions.metadata_topics()
-        self.metadata_snapshot = {t: self._partition_count(cluster, t) for t in topics}
-
-    def maybe_update_subscription_metadata(self) -> None:
-        """Follow metadata: re-match the pattern and refresh the partition-count snapshot.
-
-        Does nothing when neither the metadata (its update version) nor the subscription (its
-        pattern and the topics watched) changed since the last call.
-        """
-        version = self.metadata.update_version
-        pattern = (
-            self.subscriptions.subscribed_pattern
-            if self.subscriptions.has_pattern_subscription()
-            else None
-        )
-        if (version, pattern, self.subscriptions.metadata_topics()) == self._metadata_seen:
-            return
-        if pattern is not None:
-            matched = self.metadata.matching_topics(pattern)
-            if self.subscriptions.subscribe_from_pattern(matched):
-                logger.info(
-                    "group %s: pattern %s now matches %s",
-                    self.rebalance_config.group_id,
-                    pattern.pattern,
-                    sorted(matched),
-                )
-        self._update_metadata_snapshot()
-        self._metadata_seen = (version, pattern, self.subscriptions.metadata_topics())
 
     def update_group_subscription(self, topics: Iterable[str]) -> None:
         """(Leader) watch every topic any member subscribes to."""
@@ -332,8 +211,6 @@ class ConsumerCoordinator(AbstractCoordinator):
         polls again; :meth:`time_to_next_poll` says when). Raises the heartbeat thread's stored
         failure, fatal join errors and exceptions from the rebalance listener.
         """
-        if self.membership is not None:
-            return self._poll_consumer_protocol(timer, self.membership)
         if wait_for_join_group is None:
             wait_for_join_group = not self.subscriptions.assigned_partitions()
         self.maybe_update_subscription_metadata()
@@ -373,8 +250,6 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def time_to_next_poll(self, now_ms: int) -> int:
         """How long the consumer may block before the coordinator needs attention."""
-        if self.membership is not None:
-            return self._time_to_next_poll_consumer_protocol(now_ms, self.membership)
         wait = self.time_to_next_heartbeat(now_ms)
         with self._lock:
             join = self.join_future
@@ -409,18 +284,9 @@ class ConsumerCoordinator(AbstractCoordinator):
             raise Errors.IllegalStateError(
                 "Tried to force a rebalance but consumer does not have a group."
             )
-        if self.membership is not None:
-            # As Java: the broker decides when to rebalance under the consumer protocol.
-            logger.warning(
-                "enforce_rebalance() is not supported with group.protocol=consumer; ignored"
-            )
-            return
         self.request_rejoin(reason or _DEFAULT_REASON)
 
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        """This member's group id, generation, member id and group instance id."""
-        return self._group_metadata
-
+    # ======================================================= generation and commit hooks
     def _reset_state_and_generation(self, reason: str, reset_member_id: bool) -> None:
         # Java resets the group metadata with the generation: after leaving (poll timeout on
         # the heartbeat thread) or a fencing, a transactional producer must not commit with
@@ -435,62 +301,13 @@ class ConsumerCoordinator(AbstractCoordinator):
             )
 
     def _reset_state_on_response_error(self, api: str, code: int, reset_member_id: bool) -> None:
-        if code == Errors.FencedInstanceIdError.errno:
-            self.note_fenced_instance()
-        elif code in _EXPULSION_CODES:
-            self.note_expulsion(api, Errors.for_code(code).name)
+        self._note_response_error(api, code)
         super()._reset_state_on_response_error(api, code, reset_member_id)
 
     def handle_poll_timeout_expiry(self) -> None:
         """Classic protocol: note the cause for a later failed commit, then leave the group."""
         self.note_poll_timeout()
         super().handle_poll_timeout_expiry()
-
-    def _note_departure(self, message: str) -> None:
-        with self._lock:
-            if self._departure is None:
-                self._departure = message
-
-    def note_fenced_instance(self) -> None:
-        """Another consumer with this group.instance.id took over the member's partitions."""
-        self._note_departure(
-            "Commit cannot be completed since this consumer was fenced: another consumer "
-            f"joined group {self.rebalance_config.group_id!r} with the same "
-            f"group.instance.id {self.rebalance_config.group_instance_id!r} and took over "
-            "its partitions. Give every instance its own group.instance.id."
-        )
-
-    def note_poll_timeout(self) -> None:
-        """The heartbeat thread left the group because poll() was not called in time."""
-        self._note_departure(
-            "Commit cannot be completed since this consumer left group "
-            f"{self.rebalance_config.group_id!r}: the time between two calls to poll() was "
-            f"longer than max.poll.interval.ms ({self.rebalance_config.rebalance_timeout_ms} ms), "
-            "so its partitions were assigned to other members. Raise max.poll.interval.ms, or "
-            "return fewer records per poll() with max.poll.records, so that each batch is "
-            "processed in time; the next poll() rejoins the group."
-        )
-
-    def note_expulsion(self, api: str, error_name: str) -> None:
-        """The coordinator answered ``api`` saying this member is no longer in the group."""
-        if self.membership is None:
-            session = f"session.timeout.ms ({self.rebalance_config.session_timeout_ms} ms)"
-        else:
-            session = "the group's session timeout"
-        self._note_departure(
-            "Commit cannot be completed since the coordinator of group "
-            f"{self.rebalance_config.group_id!r} removed this consumer from the group ({error_name} "
-            f"in a {api} response): none of its heartbeats arrived within {session}, usually "
-            "because the network or the coordinator's broker was unreachable (or an administrator "
-            "removed it). Its partitions may have been assigned to other members; the "
-            "next poll() rejoins the group."
-        )
-
-    def commit_failed(self) -> Errors.CommitFailedError:
-        """The error of a commit the group no longer accepts, naming the cause when known."""
-        with self._lock:
-            departure = self._departure
-        return Errors.CommitFailedError(departure or _COMMIT_FAILED_MESSAGE)
 
     def commit_generation_state(self, sent: Generation) -> tuple[bool, bool]:
         """(the generation is still ``sent``, a rebalance is being prepared)."""
@@ -502,52 +319,15 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._reset_state_on_response_error(api, code, reset_member_id)
 
     def offset_fetch_member(self) -> Generation | None:
-        """Consumer protocol: the (epoch, member id) an OffsetFetch carries (KIP-848)."""
-        return self.generation_if_stable() if self.membership is not None else None
-
-    # ======================================================================== listeners
-    def _listener(self) -> Any:
-        return self.subscriptions.rebalance_listener
-
-    def _invoke(self, method: str, partitions: Iterable[TopicPartition]) -> BaseException | None:
-        listener = self._listener()
-        tps = sorted(partitions)
-        if method == "on_partitions_lost" and tps:
-            self.revocations.mark_lost(tps)
-        if listener is None:
-            return None
-        if method != "on_partitions_assigned" and not tps:
-            return None
-        logger.info(
-            "group %s: calling %s with %s",
-            self.rebalance_config.group_id,
-            method,
-            [str(tp) for tp in tps],
-        )
-        try:
-            getattr(listener, method)(tps)
-        except (Errors.WakeupError, Errors.InterruptError) as exc:
-            return exc
-        except Exception as exc:
-            logger.error("user rebalance callback %s failed for %s", method, tps, exc_info=True)
-            return exc
+        """None: a classic member's OffsetFetch does not prove membership."""
         return None
 
-    def invoke_partitions_assigned(
-        self, partitions: Iterable[TopicPartition]
-    ) -> BaseException | None:
-        """Run ``on_partitions_assigned``; its exception is returned, not raised."""
-        return self._invoke("on_partitions_assigned", partitions)
+    def on_commit_rebalance_in_progress(self) -> None:
+        """Only possible between JoinGroup and SyncGroup: rejoin, keep the generation."""
+        self.request_rejoin("offset commit failed since group is already rebalancing")
 
-    def invoke_partitions_revoked(
-        self, partitions: Iterable[TopicPartition]
-    ) -> BaseException | None:
-        """Run ``on_partitions_revoked``; its exception is returned, not raised."""
-        return self._invoke("on_partitions_revoked", partitions)
-
-    def invoke_partitions_lost(self, partitions: Iterable[TopicPartition]) -> BaseException | None:
-        """Run ``on_partitions_lost``; its exception is returned, not raised."""
-        return self._invoke("on_partitions_lost", partitions)
+    def _session_timeout_description(self) -> str:
+        return f"session.timeout.ms ({self.rebalance_config.session_timeout_ms} ms)"
 
     # ===================================================================== join prepare
     def on_join_prepare(self, timer: Timer, generation_id: int, member_id: str) -> bool:
@@ -817,19 +597,6 @@ class ConsumerCoordinator(AbstractCoordinator):
         if first_exc is not None:
             raise first_exc
 
-    def _maybe_update_joined_subscription(self, assigned: set[TopicPartition]) -> None:
-        if not self.subscriptions.has_pattern_subscription():
-            return
-        joined = self.joined_subscription or frozenset()
-        added = {tp.topic for tp in assigned if tp.topic not in joined}
-        if added:
-            # The leader saw matching topics before we did: follow its decision.
-            if self.subscriptions.subscribe_from_pattern(
-                set(self.subscriptions.subscription()) | added
-            ):
-                self.metadata.request_update()
-            self.joined_subscription = frozenset(joined | added)
-
     def _request_follow_up_rejoin(self, revoked: set[TopicPartition]) -> None:
         """After revoking, rejoin so the partitions reach their new owner (KIP-429)."""
         if self.cooperative_rejoin_delay_ms > 0:
@@ -851,480 +618,3 @@ class ConsumerCoordinator(AbstractCoordinator):
         if due is not None and now_ms >= due:
             self._follow_up_rejoin_at = None
             self.request_rejoin("need to revoke partitions and re-join")
-
-    # ===================================================================== KIP-983 hooks
-    def begin_poll(self) -> None:
-        """Called by ``KafkaConsumer.poll()`` first: completes the revocations due now."""
-        due = self.revocations.start_poll()
-        self._complete_due_revocations(due)
-
-    def _complete_due_revocations(self, due: set[TopicPartition]) -> None:
-        due = due & set(self.subscriptions.assigned_partitions())
-        if not due:
-            return
-        if self.membership is not None:
-            with self._lock:
-                in_group = self.membership.state.in_group()
-            exc = (
-                self.invoke_partitions_revoked(due)
-                if in_group
-                else self.invoke_partitions_lost(due)
-            )
-            remaining = set(self.subscriptions.assigned_partitions()) - due
-            self.subscriptions.assign_from_subscribed(sorted(remaining))
-            manager = self._hb_manager
-            if in_group and manager is not None:
-                # Only now may the broker give them to their next owner.
-                self._acknowledge_owned(self.membership, manager, remaining)
-            if exc is not None:
-                raise exc
-            return
-        with self._lock:
-            generation = self.generation
-            state = self.state
-        if generation.generation_id == NO_GENERATION.generation_id or state is MemberState.UNJOINED:
-            exc = self.invoke_partitions_lost(due)
-        else:
-            exc = self.invoke_partitions_revoked(due)
-            self._request_follow_up_rejoin(due)
-        remaining = set(self.subscriptions.assigned_partitions()) - due
-        self.subscriptions.assign_from_subscribed(sorted(remaining))
-        if exc is not None:
-            raise exc
-
-    def to_be_revoked(self) -> set[TopicPartition]:
-        """KIP-983: partitions whose revocation completes at the start of the next poll."""
-        self.kip983_enabled = True
-        return self.revocations.to_be_revoked()
-
-    def lost_partitions(self) -> set[TopicPartition]:
-        """KIP-983: partitions lost during the last poll (stop committing them)."""
-        self.kip983_enabled = True
-        return self.revocations.lost_partitions()
-
-    def delay_revoke(self, partitions: Iterable[TopicPartition]) -> bool:
-        """KIP-983: complete these revocations one poll later; False if some were lost."""
-        self.kip983_enabled = True
-        return self.revocations.delay_revoke(list(partitions))
-
-    # ======================================================================== leave
-    def on_leave_prepare(self) -> None:
-        """Revoke (or, when the generation is gone, lose) everything before leaving."""
-        gen = self.generation_snapshot()
-        dropped = set(self.subscriptions.assigned_partitions())
-        self.revocations.clear()
-        if self.membership is not None:
-            with self._lock:
-                in_group = self.membership.state.in_group()
-            if self.subscriptions.has_auto_assigned_partitions() and dropped:
-                exc = (
-                    self.invoke_partitions_revoked(dropped)
-                    if in_group
-                    else self.invoke_partitions_lost(dropped)
-                )
-                self.subscriptions.assign_from_subscribed(())
-                if exc is not None:
-                    raise exc
-            return
-        if self.subscriptions.has_auto_assigned_partitions() and dropped:
-            if (
-                gen.generation_id == NO_GENERATION.generation_id
-                or gen.member_id == NO_GENERATION.member_id
-                or self.rebalance_in_progress()
-            ):
-                exc = self.invoke_partitions_lost(dropped)
-            else:
-                exc = self.invoke_partitions_revoked(dropped)
-            self.subscriptions.assign_from_subscribed(())
-            if exc is not None:
-                raise exc
-
-    def close(self, timer: Timer | None = None, leave_group: bool | None = None) -> None:
-        """Auto-commit, wait for in-flight async commits, then leave (see the base class).
-
-        A second call does nothing.
-        """
-        if self._coordinator_closed:
-            return
-        self._coordinator_closed = True
-        if timer is None:
-            timer = self.time.timer(0)
-        # As Java: a wakeup() pending from before close() must not abort the final commit and
-        # the leave; the consumer is closing, so wakeups stay disabled.
-        self.client.disable_wakeups()
-        try:
-            if (
-                self.subscriptions.has_auto_assigned_partitions()
-                or self.commits.auto_commit_enabled
-            ):
-                self.commits.maybe_auto_commit_offsets_sync(timer)
-            self.commits.invoke_pending_async_commits(timer)
-        finally:
-            if self.membership is not None:
-                self._close_consumer_protocol(timer, leave_group)
-            else:
-                super().close(timer, leave_group)
-
-    # ============================================= consumer group protocol (KIP-848)
-    def heartbeat_subscription(self) -> tuple[list[str] | None, str | None]:
-        """What the next ConsumerGroupHeartbeat subscribes to: (topic names, broker regex).
-
-        A ``re`` pattern goes to the broker as ``SubscribedTopicRegex`` when the coordinator
-        speaks ConsumerGroupHeartbeat v1 (Apache Kafka 4.0+) and RE2 can read it; otherwise it
-        is matched locally against the metadata and sent as names, as the Java client does
-        for a ``java.util.regex.Pattern``. Called with the coordinator lock held.
-        """
-        pattern = (
-            self.subscriptions.subscribed_pattern
-            if self.subscriptions.has_pattern_subscription()
-            else None
-        )
-        if pattern is not None:
-            regex = self._broker_regex(pattern)
-            if regex is not None:
-                return None, regex
-        return sorted(self.subscriptions.subscription()), None
-
-    def _broker_regex(self, pattern: re.Pattern[str]) -> str | None:
-        node = self.coordinator
-        version = (
-            self.client.api_version(node, CONSUMER_GROUP_HEARTBEAT) if node is not None else None
-        )
-        internal: frozenset[str] = frozenset()
-        if self.metadata.exclude_internal_topics:
-            internal = INTERNAL_TOPICS | frozenset(self.metadata.cluster.internal_topics)
-        key = (pattern, version, internal)
-        cached = self._regex_cache
-        if cached is not None and cached[0] == key:
-            # Asked on every poll and heartbeat: analyse a pattern once per situation.
-            return cached[1]
-        if version is None or version < 1:
-            reason: str | None = "the coordinator does not support ConsumerGroupHeartbeat v1"
-            regex = None
-        else:
-            regex, reason = to_broker_regex(pattern, internal)
-        self._regex_cache = (key, regex)
-        if self._regex_decision != (pattern, reason):
-            self._regex_decision = (pattern, reason)
-            if reason is None:
-                logger.info(
-                    "group %s: the broker matches the subscription pattern %r",
-                    self.rebalance_config.group_id,
-                    regex,
-                )
-            else:
-                logger.info(
-                    "group %s: the subscription pattern %r is matched by the client and sent "
-                    "as topic names: %s",
-                    self.rebalance_config.group_id,
-                    pattern.pattern,
-                    reason,
-                )
-        return regex
-
-    def broker_description(self) -> str:
-        """The coordinator broker, for error messages."""
-        node = self.coordinator
-        if node is None:
-            return "the group coordinator"
-        # Group traffic uses the connection id 2**31 - 1 - broker id.
-        return f"the group coordinator (broker {2**31 - 1 - node})"
-
-    def on_new_target(self) -> None:
-        """Heartbeat thread (lock held): a new target or a fencing awaits the user's thread."""
-        logger.debug(
-            "group %s: membership needs the user's thread (state %s)",
-            self.rebalance_config.group_id,
-            self.membership.state.value if self.membership is not None else "-",
-        )
-
-    def _start_heartbeat_manager_if_needed(self) -> ConsumerHeartbeatRequestManager:
-        with self._lock:
-            manager = self._hb_manager
-            if manager is None or (manager.closed and not self._closed):
-                assert self.membership is not None
-                manager = ConsumerHeartbeatRequestManager(self, self.membership)
-                self._hb_manager = manager
-                manager.start()
-            return manager
-
-    def _poll_consumer_protocol(self, timer: Timer, m: ConsumerMembershipManager) -> bool:
-        self.maybe_update_subscription_metadata()
-        self.commits.invoke_completed_offset_commit_callbacks()
-        if not self.subscriptions.has_auto_assigned_partitions():
-            self.commits.maybe_auto_commit_offsets_async(timer.current_time_ms)
-            return True
-        with self._lock:
-            manager = self._hb_manager
-            error: BaseException | None = None
-            if manager is not None:
-                manager.poll(timer.current_time_ms)
-                error, manager.error = manager.error, None
-            fatal = m.fatal_error if m.state is ConsumerMemberState.FATAL else None
-        if fatal is not None:
-            raise fatal
-        if error is not None:
-            raise error
-        if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
-            return False
-        manager = self._start_heartbeat_manager_if_needed()
-        with self._lock:
-            state = m.state
-            if state in (ConsumerMemberState.UNSUBSCRIBED, ConsumerMemberState.LEAVING):
-                m.transition_to_joining()
-                self._departure = None
-                manager.request_heartbeat()
-            elif (
-                m.sent is not None
-                and m.sent.subscribed_topic_names is not None
-                and tuple(self.heartbeat_subscription()[0] or ()) != m.sent.subscribed_topic_names
-            ):
-                # Tell the broker about the new subscription now, not at the next interval.
-                manager.request_heartbeat()
-        if state in (ConsumerMemberState.FENCED, ConsumerMemberState.STALE):
-            self._release_lost_and_rejoin(m, manager)
-        self._maybe_reconcile(m, manager)
-        self.commits.maybe_auto_commit_offsets_async(timer.current_time_ms)
-        return True
-
-    def _release_lost_and_rejoin(
-        self, m: ConsumerMembershipManager, manager: ConsumerHeartbeatRequestManager
-    ) -> None:
-        """Fenced or stale: others may own our partitions now; give them up as lost, rejoin."""
-        lost = set(self.subscriptions.assigned_partitions())
-        self.revocations.clear()
-        exc = self.invoke_partitions_lost(lost) if lost else None
-        self.subscriptions.assign_from_subscribed(())
-        with self._lock:
-            m.transition_to_joining()
-            self._departure = None
-            manager.request_heartbeat()
-        if exc is not None:
-            raise exc
-
-    def _topic_ids_of(self, partitions: Iterable[TopicPartition]) -> dict[Any, frozenset[int]]:
-        cluster = self.metadata.cluster
-        out: dict[Any, set[int]] = {}
-        for tp in partitions:
-            tid = cluster.topic_id(tp.topic)
-            if tid is not None:
-                out.setdefault(tid, set()).add(tp.partition)
-        return {tid: frozenset(parts) for tid, parts in out.items()}
-
-    def _maybe_reconcile(
-        self, m: ConsumerMembershipManager, manager: ConsumerHeartbeatRequestManager
-    ) -> None:
-        """Move towards the broker's target: revoke (commit, listener), assign, acknowledge.
-
-        Runs on the user's thread in poll(), outside every lock. Topics of the target whose
-        names the metadata does not know yet stay pending (a metadata refresh is requested) and
-        are reconciled once they resolve.
-        """
-        with self._lock:
-            if not m.reconciliation_pending() or m.target is None:
-                return
-            target = dict(m.target)
-            acked = dict(m.current)
-        cluster = self.metadata.cluster
-        names = {tid: cluster.topic_name(tid) for tid in target}
-        resolved, unresolved = resolve(target, {t: n for t, n in names.items() if n is not None})
-        if unresolved:
-            logger.debug(
-                "group %s: assignment names topic ids %s not in the metadata yet",
-                self.rebalance_config.group_id,
-                sorted(map(str, unresolved)),
-            )
-            self.metadata.request_update()
-        owned = set(self.subscriptions.assigned_partitions())
-        pending_revoke = self.revocations.to_be_revoked() if self.kip983_enabled else set()
-        revoked = owned - resolved
-        added = resolved - owned
-        if revoked and self.kip983_enabled:
-            # KIP-983: the revocation completes at the start of a later poll (begin_poll) and
-            # the broker hears of it only then; the partitions that arrive are taken now, so
-            # processing goes on at full speed while the revoked ones are being finished.
-            new = revoked - pending_revoke
-            if new:
-                self.subscriptions.mark_pending_revocation(new)
-                self.revocations.request_revoke(new)
-                logger.info(
-                    "group %s: partitions %s will be revoked at the next poll",
-                    self.rebalance_config.group_id,
-                    sorted(new),
-                )
-            if added:
-                self._assign_reconciled(m, manager, owned | added, added, revoked=set())
-            return
-        first_exc: BaseException | None = None
-        if revoked:
-            # Stop fetching them, commit what was consumed, then tell the listener.
-            self.subscriptions.mark_pending_revocation(revoked)
-            if self.commits.auto_commit_enabled:
-                self.commits.maybe_auto_commit_offsets_sync(
-                    self.time.timer(self.rebalance_config.request_timeout_ms)
-                )
-            first_exc = self.invoke_partitions_revoked(revoked)
-            self.subscriptions.assign_from_subscribed(sorted(owned - revoked))
-        new_owned = (owned - revoked) | added
-        if not revoked and not added and self._topic_ids_of(new_owned) == acked:
-            return
-        try:
-            self._assign_reconciled(m, manager, new_owned, added, revoked)
-        finally:
-            if first_exc is not None:
-                raise first_exc
-
-    def _assign_reconciled(
-        self,
-        m: ConsumerMembershipManager,
-        manager: ConsumerHeartbeatRequestManager,
-        new_owned: set[TopicPartition],
-        added: set[TopicPartition],
-        revoked: set[TopicPartition],
-    ) -> None:
-        """Own ``new_owned``, tell the listener about ``added``, acknowledge in a heartbeat."""
-        self._maybe_update_joined_subscription(new_owned)
-        self.subscriptions.assign_from_subscribed(sorted(new_owned))
-        if self.commits.auto_commit_enabled:
-            self.commits.next_auto_commit_timer.update_and_reset(
-                self.commits.auto_commit_interval_ms
-            )
-        assign_exc = self.invoke_partitions_assigned(added)
-        self._acknowledge_owned(m, manager, new_owned)
-        logger.info(
-            "group %s: reconciled assignment at epoch %d: %s (added %s, revoked %s)",
-            self.rebalance_config.group_id,
-            m.member_epoch,
-            sorted(map(str, new_owned)),
-            sorted(map(str, added)),
-            sorted(map(str, revoked)),
-        )
-        if assign_exc is not None:
-            raise assign_exc
-
-    def _acknowledge_owned(
-        self,
-        m: ConsumerMembershipManager,
-        manager: ConsumerHeartbeatRequestManager,
-        owned: set[TopicPartition],
-    ) -> None:
-        """Report ``owned`` to the broker in the next heartbeat, sent at once."""
-        owned_ids = self._topic_ids_of(owned)
-        with self._lock:
-            m.complete_reconciliation(owned_ids)
-            self._group_metadata = ConsumerGroupMetadata(
-                self.rebalance_config.group_id,
-                m.member_epoch,
-                m.member_id,
-                self.rebalance_config.group_instance_id,
-            )
-            manager.request_heartbeat()
-
-    def _time_to_next_poll_consumer_protocol(
-        self, now_ms: int, m: ConsumerMembershipManager
-    ) -> int:
-        with self._lock:
-            state = m.state
-        if not self.subscriptions.has_auto_assigned_partitions():
-            wait = 2**31
-        elif state in (ConsumerMemberState.STABLE, ConsumerMemberState.UNSUBSCRIBED):
-            # A new target arrives with a heartbeat answer on the heartbeat thread; look soon.
-            wait = 100
-        else:
-            wait = _JOIN_ATTENTION_MS
-        if self.commits.auto_commit_enabled and state is ConsumerMemberState.STABLE:
-            self.commits.next_auto_commit_timer.update(now_ms)
-            wait = min(wait, self.commits.next_auto_commit_timer.remaining_ms)
-        return wait
-
-    def generation_if_stable(self) -> Generation | None:
-        """Classic: the generation when STABLE. Consumer protocol: (member epoch, member id)
-        while the member holds a valid epoch, which commits carry."""
-        if self.membership is None:
-            return super().generation_if_stable()
-        with self._lock:
-            m = self.membership
-            if m.state.in_group() and m.member_epoch > 0:
-                return Generation(m.member_epoch, m.member_id, None)
-            return None
-
-    def rebalance_in_progress(self) -> bool:
-        """Classic: JoinGroup/SyncGroup outstanding. Consumer protocol: joining."""
-        if self.membership is None:
-            return super().rebalance_in_progress()
-        with self._lock:
-            return self.membership.state is ConsumerMemberState.JOINING
-
-    def member_id(self) -> str:
-        """Our member id ("" before the first join with the classic protocol)."""
-        if self.membership is None:
-            return super().member_id()
-        with self._lock:
-            return self.membership.member_id
-
-    def maybe_leave_group(self, reason: str, force_static: bool = False) -> Future[None] | None:
-        """Classic: LeaveGroup. Consumer protocol: a heartbeat with epoch -1 (-2 for a static
-        member, which keeps its partitions for the session timeout unless ``force_static``)."""
-        m = self.membership
-        if m is None:
-            return super().maybe_leave_group(reason, force_static)
-        future: Future[None] | None = None
-        with self._lock:
-            active = m.state not in (
-                ConsumerMemberState.UNSUBSCRIBED,
-                ConsumerMemberState.FATAL,
-                ConsumerMemberState.STALE,
-            )
-            node = self.check_and_get_coordinator()
-            if active and node is not None:
-                epoch = m.transition_to_leaving()
-                if force_static:
-                    epoch = -1
-                logger.info(
-                    "group %s: member %s leaving the group (epoch %d) due to %s",
-                    self.rebalance_config.group_id,
-                    m.member_id,
-                    epoch,
-                    reason,
-                )
-                request = self._send(node, CONSUMER_GROUP_HEARTBEAT, m.build_leave_heartbeat(epoch))
-                left: Future[None] = Future()
-
-                def done(_value: Any) -> None:
-                    with self._lock:
-                        if m.state is ConsumerMemberState.LEAVING:
-                            m.transition_to_unsubscribed()
-                    left.complete_if_pending(None)
-
-                request.add_both(done)
-                future = left
-            else:
-                m.transition_to_unsubscribed()
-        if future is not None:
-            self._client_poll_no_wakeup()
-        return future
-
-    def _close_heartbeat_thread(self, timeout_s: float | None = None) -> None:
-        with self._lock:
-            manager = self._hb_manager
-            self._hb_manager = None
-        if manager is not None:
-            manager.close()
-            if manager is not threading.current_thread():
-                manager.join(timeout_s)
-        super()._close_heartbeat_thread(timeout_s)
-
-    def _close_consumer_protocol(self, timer: Timer, leave_group: bool | None) -> None:
-        self._close_heartbeat_thread(max(0.1, timer.remaining_ms / 1000.0))
-        with self._lock:
-            self._closed = True
-        future = None
-        try:
-            if leave_group is not False and self.rebalance_config.leave_group_on_close:
-                self.on_leave_prepare()
-        finally:
-            if leave_group is not False:
-                future = self.maybe_leave_group(
-                    "the consumer is being closed", force_static=leave_group is True
-                )
-            self._await_pending_requests(timer, future)

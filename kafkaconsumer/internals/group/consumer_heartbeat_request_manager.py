@@ -26,11 +26,11 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.group.abstract_coordinator import GroupRebalanceConfig
 from kafkaconsumer.internals.group.consumer_membership_manager import (
     ConsumerMembershipManager,
     ConsumerMemberState,
 )
+from kafkaconsumer.internals.group.group_member import GroupRebalanceConfig
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import Time
