@@ -995,7 +995,7 @@ class AbstractCoordinator(GroupMember):
 class HeartbeatThread(threading.Thread):
     """Sends heartbeats and enforces session and poll timeouts in the background.
 
-    Thread-safety: all its work happens while holding the coordinator's lock (a Condition it
+    Thread-safety: all its work happens while holding the member's group lock (a Condition it
     waits on between heartbeats); ``enable``/``disable``/``close`` are called with that lock held
     or take it. Its failure is stored in :attr:`failure` and re-raised by the next ``poll()``.
     """
@@ -1005,9 +1005,9 @@ class HeartbeatThread(threading.Thread):
         name = "kafkaconsumer-heartbeat-thread | " + coordinator.rebalance_config.group_id
         super().__init__(name=name, daemon=True)
         self._coordinator = coordinator
-        self.enabled = False
-        self.closed = False
-        self.failure: BaseException | None = None
+        self.enabled = False  # guarded by the group lock
+        self.closed = False  # guarded by the group lock
+        self.failure: BaseException | None = None  # guarded by the group lock
 
     def enable(self) -> None:
         """Start heartbeating (timers reset); wakes the thread."""
@@ -1033,7 +1033,7 @@ class HeartbeatThread(threading.Thread):
     def run(self) -> None:
         """The heartbeat loop (Java ``HeartbeatThread.run``).
 
-        Network I/O happens outside the coordinator lock (its handlers take the lock
+        Network I/O happens outside the group lock (its handlers take the lock
         themselves); decisions and sends happen under it.
         """
         c = self._coordinator

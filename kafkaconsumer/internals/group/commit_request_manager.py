@@ -221,7 +221,7 @@ class CommitRequestManager:
 
     def _pending_async(self) -> bool:
         # The list and the counter are also changed by lookup callbacks, which may run on the
-        # heartbeat thread: both are touched only under the coordinator lock, the list in place.
+        # heartbeat thread: both are touched only under the group lock, the list in place.
         with self._member.lock:
             self._in_flight_async_commits[:] = [
                 f for f in self._in_flight_async_commits if not f.is_done
@@ -285,7 +285,7 @@ class CommitRequestManager:
         else:
             # Find the coordinator first; the commit is sent once it is known. The lookup's
             # callbacks may run on the heartbeat thread: they change the pending count and the
-            # in-flight list only under the coordinator lock (taken before the network lock).
+            # in-flight list only under the group lock (taken before the network lock).
             with self._member.lock:
                 self.pending_async_commits += 1
             lookup = self._member.lookup_coordinator()
@@ -322,7 +322,7 @@ class CommitRequestManager:
             self._in_flight_async_commits.append(future)
 
         # These run on whichever thread completes the future, perhaps the heartbeat thread
-        # with the coordinator lock held: they only record the outcome. The interceptors and
+        # with the group lock held: they only record the outcome. The interceptors and
         # the callback run later on the user's thread (invoke_completed_offset_commit_callbacks).
         def on_success(_v: Any) -> None:
             with self._member.lock:

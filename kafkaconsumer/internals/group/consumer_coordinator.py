@@ -113,27 +113,27 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
             raise Errors.ConfigError(
                 "partition.assignment.strategy must name at least one assignor"
             )
-        self.assignors: list[ConsumerPartitionAssignor] = list(assignors)
+        self.assignors: list[ConsumerPartitionAssignor] = list(assignors)  # set once
         try:
-            self.protocol: RebalanceProtocol = common_protocol(self.assignors)
+            self.protocol: RebalanceProtocol = common_protocol(self.assignors)  # set once
         except ValueError:
             raise Errors.ConfigError(
                 "the assignors in partition.assignment.strategy "
                 f"{[a.name for a in self.assignors]} share no rebalance protocol"
             ) from None
-        self.is_leader = False
-        self.assignment_snapshot: dict[str, int] | None = None
-        self.join_prepare_timer: Timer | None = None
-        self.auto_commit_offset_request_future: Future[Any] | None = None
+        self.is_leader = False  # user's thread
+        self.assignment_snapshot: dict[str, int] | None = None  # user's thread
+        self.join_prepare_timer: Timer | None = None  # user's thread
+        self.auto_commit_offset_request_future: Future[Any] | None = None  # user's thread
         # Delay of the cooperative follow-up rejoin (0 = at once, as Java). Some brokers answer
         # a follower's pending SyncGroup only periodically; rejoining at once can then make
         # that SyncGroup fail and cost the group another round.
         self.cooperative_rejoin_delay_ms = int(
             config_value(config, "internal.cooperative.rejoin.delay.ms")
         )
-        self._follow_up_rejoin_at: int | None = None
+        self._follow_up_rejoin_at: int | None = None  # user's thread
         # (generation, metadata version asked for) while the leader waits for one refresh.
-        self._leader_metadata_wait: tuple[int, int] | None = None
+        self._leader_metadata_wait: tuple[int, int] | None = None  # user's thread
 
     # ================================================================= protocol plumbing
     def protocol_type(self) -> str:

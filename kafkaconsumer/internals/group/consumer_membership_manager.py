@@ -101,7 +101,7 @@ class HeartbeatFields:
 class ConsumerMembershipManager:
     """The member's state, epoch, assignment and heartbeat content (no I/O).
 
-    Thread-safety: not thread-safe by itself; every call is made with the coordinator lock held
+    Thread-safety: not thread-safe by itself; every call is made with its member's group lock held
     (the heartbeat thread builds requests and handles answers, the user's thread reconciles).
     """
 
@@ -120,7 +120,7 @@ class ConsumerMembershipManager:
         self.rack_id = rack_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.server_assignor = server_assignor
-        self.member_id = new_member_id()
+        self.member_id = new_member_id()  # guarded by the member's group lock, as below
         self.member_epoch = JOIN_GROUP_EPOCH
         self.state = ConsumerMemberState.UNSUBSCRIBED
         #: The partitions this member owns (acknowledged or being acknowledged), by topic id.
@@ -194,10 +194,6 @@ class ConsumerMembershipManager:
         self._in_flight_owned = None
 
     # ----------------------------------------------------------------------- heartbeat
-    def should_heartbeat_now(self) -> bool:
-        """States that want a heartbeat at once rather than at the next interval."""
-        return self.state in (ConsumerMemberState.JOINING, ConsumerMemberState.ACKNOWLEDGING)
-
     def sends_heartbeats(self) -> bool:
         """True in the states where the heartbeat thread keeps the membership alive."""
         return self.state in (

@@ -64,7 +64,7 @@ _HEARTBEAT_APIS = frozenset((_HEARTBEAT, _CONSUMER_GROUP_HEARTBEAT))
 class Generation:
     """One generation of the group as this member saw it (id, our member id, chosen protocol).
 
-    Thread-safety: immutable; replaced as a whole under the coordinator lock.
+    Thread-safety: immutable; replaced as a whole under the group lock.
     """
 
     generation_id: int
@@ -387,7 +387,7 @@ class GroupMember:
     def ensure_coordinator_ready(self, timer: Timer) -> bool:
         """Block (bounded by ``timer``) until a coordinator is known; True on success.
 
-        The coordinator lock is only held for short steps: the network waits and the backoff
+        The group lock is only held for short steps: the network waits and the backoff
         run without it, so the heartbeat thread (and its max.poll.interval.ms check) goes on
         meanwhile, and :meth:`wakeup` interrupts every wait.
         """
@@ -555,7 +555,7 @@ class GroupMember:
 
     @property
     def lock(self) -> Any:
-        """The coordinator lock (an RLock, entered with ``with``)."""
+        """The group lock (an RLock, entered with ``with``)."""
         return self._lock
 
     @property
