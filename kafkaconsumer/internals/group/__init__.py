@@ -4,8 +4,9 @@
 coordinator, the group lock, close); ``consumer_group_member`` adds what a consumer needs
 whatever its protocol (listeners, KIP-983, commits through ``commit_request_manager``, the
 metadata watch). The classic protocol's member is ``consumer_coordinator`` over
-``abstract_coordinator`` (JoinGroup/SyncGroup/Heartbeat, client-side assignors, with the
-session and poll-interval timers of ``heartbeat``); the KIP-848 consumer protocol's is
+``abstract_coordinator`` (JoinGroup/SyncGroup/Heartbeat, client-side assignors), with its
+heartbeat thread in ``heartbeat_thread`` and the session and poll-interval timers of
+``heartbeat``; the KIP-848 consumer protocol's is
 ``consumer_protocol_coordinator``, with its state machine in ``consumer_membership_manager``
 and its heartbeat thread in ``consumer_heartbeat_request_manager``.
 """

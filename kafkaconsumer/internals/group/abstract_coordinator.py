@@ -32,6 +32,7 @@ from kafkaconsumer.internals.group.group_member import (
     GroupRebalanceConfig,
     _error_for,
 )
+from kafkaconsumer.internals.group.heartbeat_thread import HeartbeatThread
 from kafkaconsumer.internals.interfaces import CoordinatorClient
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.utils.clock import Time
@@ -39,7 +40,7 @@ from kafkaconsumer.utils.timer import Timer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MemberState", "AbstractCoordinator", "HeartbeatThread", "UnjoinedGroupError"]
+__all__ = ["MemberState", "AbstractCoordinator", "UnjoinedGroupError"]
 
 # API keys used here (values of the Kafka protocol; kept local to avoid an import cycle with the
 # protocol package at import time).
@@ -779,7 +780,8 @@ class AbstractCoordinator(GroupMember):
                 return 2**62
             return int(self.heartbeat.time_to_next_heartbeat(now_ms))
 
-    def _send_heartbeat_request(self) -> Future[None]:
+    def send_heartbeat_request(self) -> Future[None]:
+        """Send a Heartbeat for the current generation (the heartbeat thread calls this)."""
         node = self.check_and_get_coordinator()
         with self._lock:
             gen = self.generation
@@ -990,131 +992,3 @@ class AbstractCoordinator(GroupMember):
 
     # A heartbeat thread that is not this class's own reaches the member through these
     # (read at each call, so a wrapped lock or a replaced ``_send`` is seen).
-
-
-class HeartbeatThread(threading.Thread):
-    """Sends heartbeats and enforces session and poll timeouts in the background.
-
-    Thread-safety: all its work happens while holding the member's group lock (a Condition it
-    waits on between heartbeats); ``enable``/``disable``/``close`` are called with that lock held
-    or take it. Its failure is stored in :attr:`failure` and re-raised by the next ``poll()``.
-    """
-
-    def __init__(self, coordinator: AbstractCoordinator) -> None:
-        """Create the (daemon) heartbeat thread of ``coordinator``; it starts disabled."""
-        name = "kafkaconsumer-heartbeat-thread | " + coordinator.rebalance_config.group_id
-        super().__init__(name=name, daemon=True)
-        self._coordinator = coordinator
-        self.enabled = False  # guarded by the group lock
-        self.closed = False  # guarded by the group lock
-        self.failure: BaseException | None = None  # guarded by the group lock
-
-    def enable(self) -> None:
-        """Start heartbeating (timers reset); wakes the thread."""
-        c = self._coordinator
-        with c._lock:
-            logger.debug("enabling heartbeat thread")
-            self.enabled = True
-            c.heartbeat.reset_timeouts()
-            c._cond.notify_all()
-
-    def disable(self) -> None:
-        """Stop heartbeating until enabled again."""
-        with self._coordinator._lock:
-            logger.debug("disabling heartbeat thread")
-            self.enabled = False
-
-    def close(self) -> None:
-        """Ask the thread to end; it exits at its next wake-up."""
-        with self._coordinator._lock:
-            self.closed = True
-            self._coordinator._cond.notify_all()
-
-    def run(self) -> None:
-        """The heartbeat loop (Java ``HeartbeatThread.run``).
-
-        Network I/O happens outside the group lock (its handlers take the lock
-        themselves); decisions and sends happen under it.
-        """
-        c = self._coordinator
-        try:
-            logger.debug("heartbeat thread started")
-            while True:
-                with c._lock:
-                    if self.closed:
-                        return
-                    if not self.enabled:
-                        c._cond.wait(1.0)
-                        continue
-                    # No heartbeats before joining, nor after a fatal error.
-                    if c.state.has_not_joined_group() or self.failure is not None:
-                        self.enabled = False
-                        continue
-                c._client_poll_no_wakeup()
-                with c._lock:
-                    if self.closed or not self.enabled:
-                        continue
-                    now = c.time.monotonic_ms()
-                    if c.coordinator_unknown():
-                        if c.find_coordinator_future is not None:
-                            # Let the next round rediscover in case the user's thread cannot.
-                            c.clear_find_coordinator_future()
-                        else:
-                            c.lookup_coordinator()
-                        c._cond.wait(c.lookup_backoff_ms() / 1000.0)
-                    elif c.heartbeat.session_timeout_expired(now):
-                        # No successful heartbeat for a whole session: suspect the coordinator.
-                        c.mark_coordinator_unknown(
-                            "session timed out without receiving a heartbeat response"
-                        )
-                    elif c.heartbeat.poll_timeout_expired(now):
-                        c.handle_poll_timeout_expiry()
-                    elif not c.heartbeat.should_heartbeat(now):
-                        wait_ms = min(
-                            c.rebalance_config.retry_backoff_ms,
-                            max(1, int(c.heartbeat.time_to_next_heartbeat(now))),
-                        )
-                        c._cond.wait(wait_ms / 1000.0)
-                    else:
-                        c.heartbeat.sent_heartbeat(now)
-                        future = c._send_heartbeat_request()
-                        future.add_callback(self._on_success)
-                        future.add_errback(self._on_failure)
-        except BaseException as exc:  # stored, re-raised by the user's next poll()
-            logger.error("heartbeat thread failed with an unexpected error", exc_info=True)
-            if isinstance(exc, Errors.KafkaError):
-                failure: BaseException = exc
-            else:
-                failure = Errors.KafkaError(f"unexpected error in heartbeat thread: {exc!r}")
-                failure.__cause__ = exc
-            with c._lock:
-                self.failure = failure
-        finally:
-            logger.debug("heartbeat thread has closed")
-            with c._lock:
-                self.closed = True
-
-    def _on_success(self, _value: Any) -> None:
-        c = self._coordinator
-        with c._lock:
-            c.heartbeat.received_heartbeat()
-
-    def _on_failure(self, exc: BaseException) -> None:
-        c = self._coordinator
-        with c._lock:
-            if isinstance(exc, Errors.RebalanceInProgressError):
-                # Heartbeats continue during a rebalance to keep the session alive until we rejoin.
-                c.heartbeat.received_heartbeat()
-            elif isinstance(
-                exc,
-                (
-                    Errors.FencedInstanceIdError,
-                    Errors.GroupAuthorizationFailedError,
-                    Errors.AuthenticationError,
-                ),
-            ):
-                logger.error("heartbeat failed fatally: %s", exc)
-                self.failure = exc
-            else:
-                c.heartbeat.fail_heartbeat()
-                c._cond.notify_all()
