@@ -940,6 +940,15 @@ class SubscriptionState:
                     state.pending_revocation = True
             self._flag_changes += 1
 
+    def clear_pending_revocation(self, partitions: Iterable[TopicPartition]) -> None:
+        """Fetch these partitions again: a new assignment keeps them after all."""
+        with self._lock:
+            for tp in partitions:
+                state = self._assignment.get(tp)
+                if state is not None:
+                    state.pending_revocation = False
+            self._flag_changes += 1
+
     def fetchable_mark(self) -> tuple[int, int, int]:
         """A value that differs whenever any partition may have become fetchable or stopped
         being so (a fetch-state transition such as a seek or reset, a new assignment, pause,

@@ -132,6 +132,8 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
             config_value(config, "internal.cooperative.rejoin.delay.ms")
         )
         self._follow_up_rejoin_at: int | None = None  # user's thread
+        # The partitions the last JoinGroup reported as owned.
+        self._joined_owned: frozenset[TopicPartition] = frozenset()  # user's thread
         # (generation, metadata version asked for) while the leader waits for one refresh.
         self._leader_metadata_wait: tuple[int, int] | None = None  # user's thread
 
@@ -146,6 +148,7 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
         self.joined_subscription = joined
         topics = sorted(joined)
         owned = sorted(self.subscriptions.assigned_partitions())
+        self._joined_owned = frozenset(owned)
         gen = self.generation_snapshot()
         out = []
         for assignor in self.assignors:
@@ -373,9 +376,8 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
 
         exc: BaseException | None = None
         assigned = set(self.subscriptions.assigned_partitions())
-        # Revocations that KIP-983 delayed cannot outlive a new rebalance.
-        pending_kip = self.revocations.clear() & assigned
         if generation_id == NO_GENERATION.generation_id or member_id == NO_GENERATION.member_id:
+            self.revocations.clear()
             # The heartbeat thread reset the generation: others may own these partitions now.
             if assigned:
                 logger.info(
@@ -386,12 +388,17 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
                 exc = self.invoke_partitions_lost(assigned)
                 self.subscriptions.assign_from_subscribed(())
         elif self.protocol is RebalanceProtocol.EAGER:
+            self.revocations.clear()
             exc = self.invoke_partitions_revoked(assigned)
             self.subscriptions.assign_from_subscribed(())
         else:
+            # KIP-983 revocations still pending stay so: the JoinGroup reports them as owned,
+            # so no other member gets them before they complete (at a poll where they are not
+            # delayed, which the bound on delays guarantees).
             subscribed = self.subscriptions.subscription()
-            revoked = {tp for tp in assigned if tp.topic not in subscribed} | pending_kip
+            revoked = {tp for tp in assigned if tp.topic not in subscribed}
             if revoked:
+                self.revocations.forget(revoked)
                 exc = self.invoke_partitions_revoked(revoked)
                 self.subscriptions.assign_from_subscribed(sorted(assigned - revoked))
         # This join also hands over whatever a pending follow-up rejoin was waiting for.
@@ -574,6 +581,8 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
             self.commits.next_auto_commit_timer.update_and_reset(
                 self.commits.auto_commit_interval_ms
             )
+        if self.kip983_enabled:
+            self._kip983_join_complete(owned, assigned)
         if revoked and not self.kip983_enabled:
             # Java order: the listener sees the old assignment, then it changes.
             revoke_exc = self.invoke_partitions_revoked(revoked)
@@ -584,7 +593,7 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
             # KIP-983: keep owning them until the revocation completes in the next poll.
             self.subscriptions.assign_from_subscribed(sorted(assigned | revoked))
             self.subscriptions.mark_pending_revocation(revoked)
-            self.revocations.request_revoke(revoked)
+            self.revocations.request_revoke(revoked, self.rebalance_config.rebalance_timeout_ms)
             logger.info(
                 "group %s: partitions %s will be revoked at the next poll",
                 self.rebalance_config.group_id,
@@ -596,6 +605,21 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
         first_exc = first_exc or assign_exc
         if first_exc is not None:
             raise first_exc
+
+    def _kip983_join_complete(
+        self, owned: set[TopicPartition], assigned: set[TopicPartition]
+    ) -> None:
+        """Pending revocations across a rebalance: keep what is assigned again; hand over
+        what completed while the JoinGroup still reported it as owned."""
+        kept = self.revocations.pending() & assigned
+        if kept:
+            self.revocations.forget(kept)
+            self.subscriptions.clear_pending_revocation(kept)
+        released = set(self._joined_owned) - owned - assigned
+        if released and self.protocol is RebalanceProtocol.COOPERATIVE:
+            # The leader withheld them from their next owner, and the SyncGroup answer
+            # cleared the rejoin their completion asked for: ask again.
+            self._request_follow_up_rejoin(released)
 
     def _request_follow_up_rejoin(self, revoked: set[TopicPartition]) -> None:
         """After revoking, rejoin so the partitions reach their new owner (KIP-429)."""

@@ -135,7 +135,7 @@ class ConsumerGroupMember(GroupMember):
         # fenced static instance), as the text of a later CommitFailedError: the same error
         # has different remedies. Kept until the member joins again; the first cause wins.
         self._departure: str | None = None  # guarded by _lock
-        self.revocations = RevocationTracker()  # user's thread
+        self.revocations = RevocationTracker(self.time.monotonic_ms)  # user's thread
         self.kip983_enabled = False  # user's thread
         self._coordinator_closed = False  # user's thread
         self._update_metadata_snapshot()

@@ -328,7 +328,7 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
             )
             self.metadata.request_update()
         owned = set(self.subscriptions.assigned_partitions())
-        pending_revoke = self.revocations.to_be_revoked() if self.kip983_enabled else set()
+        pending_revoke = self.revocations.pending() if self.kip983_enabled else set()
         revoked = owned - resolved
         added = resolved - owned
         if revoked and self.kip983_enabled:
@@ -338,7 +338,7 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
             new = revoked - pending_revoke
             if new:
                 self.subscriptions.mark_pending_revocation(new)
-                self.revocations.request_revoke(new)
+                self.revocations.request_revoke(new, self._consumer_protocol_delay_bound_ms(m))
                 logger.info(
                     "group %s: partitions %s will be revoked at the next poll",
                     self.rebalance_config.group_id,
@@ -365,6 +365,13 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
         finally:
             if first_exc is not None:
                 raise first_exc
+
+    def _consumer_protocol_delay_bound_ms(self, m: ConsumerMembershipManager) -> int:
+        # The broker's rebalance timeout started when it sent the new target: leave two
+        # heartbeat intervals for the answer to arrive and the completion to be acknowledged.
+        with self._lock:
+            interval = m.heartbeat_interval_ms
+        return max(0, self.rebalance_config.rebalance_timeout_ms - 2 * interval)
 
     def _assign_reconciled(
         self,
