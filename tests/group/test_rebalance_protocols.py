@@ -263,7 +263,7 @@ def test_kip983_partial_finish_completes_only_the_partitions_not_delayed(group: 
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
     group.wait(lambda: app.delays >= 3, "m1 delaying the revocation")
-    moving = s1.coordinator.revocations.pending()
+    moving = s1.coordinator.listener_invoker.revocations.pending()
     assert len(moving) == 2
     first, second = sorted(moving)
     # The worker of one partition finishes: it is committed and handed over; the other stays.
@@ -291,7 +291,7 @@ def test_kip983_delay_past_the_bound_is_refused_before_the_revocation(group: Gro
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
     group.wait(lambda: app.delays >= 1, "m1 delaying the revocation")
-    moving = s1.coordinator.revocations.pending()
+    moving = s1.coordinator.listener_invoker.revocations.pending()
     # The workers never finish: after the rebalance timeout the delay is refused, and only
     # then does the revocation complete.
     group.wait(lambda: app.kept_promises() and bool(app.refused), "delay refused at the bound")
@@ -310,7 +310,7 @@ def test_kip983_delay_survives_a_failed_commit_and_the_rebalance_it_starts(
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
     group.wait(lambda: app.delays >= 3, "m1 delaying the revocation")
-    moving = s1.coordinator.revocations.pending()
+    moving = s1.coordinator.listener_invoker.revocations.pending()
     # The workers finish, but committing their work fails with REBALANCE_IN_PROGRESS: the
     # application delays again, and the rebalance the failure starts must not revoke them.
     joins = len(cluster.requests(ApiKey.JOIN_GROUP))
@@ -362,7 +362,7 @@ def test_kip983_lost_partitions_after_generation_reset(group: Group, cluster: Fa
     assert ("lost", sorted(ALL)) in s1.listener.calls
     # A lost partition cannot be delayed.
     assert (
-        s1.coordinator.revocations.delay_revoke(ALL) is False
+        s1.coordinator.listener_invoker.revocations.delay_revoke(ALL) is False
         or not s1.coordinator.lost_partitions()
     )
     group.wait(lambda: assigned(s1) == ALL, "m1 rejoined")

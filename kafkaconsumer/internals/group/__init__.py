@@ -2,7 +2,8 @@
 
 ``group_member`` is the base every member extends (coordinator discovery, requests to the
 coordinator, the group lock, close); ``consumer_group_member`` adds what a consumer needs
-whatever its protocol (listeners, KIP-983, commits through ``commit_request_manager``, the
+whatever its protocol (listener calls and KIP-983 through
+``consumer_rebalance_listener_invoker``, commits through ``commit_request_manager``, the
 metadata watch). The classic protocol's member is ``consumer_coordinator`` over
 ``abstract_coordinator`` (JoinGroup/SyncGroup/Heartbeat, client-side assignors), with its
 heartbeat thread in ``heartbeat_thread`` and the session and poll-interval timers of

@@ -377,7 +377,7 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
         exc: BaseException | None = None
         assigned = set(self.subscriptions.assigned_partitions())
         if generation_id == NO_GENERATION.generation_id or member_id == NO_GENERATION.member_id:
-            self.revocations.clear()
+            self.listener_invoker.revocations.clear()
             # The heartbeat thread reset the generation: others may own these partitions now.
             if assigned:
                 logger.info(
@@ -385,11 +385,11 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
                     self.rebalance_config.group_id,
                     sorted(assigned),
                 )
-                exc = self.invoke_partitions_lost(assigned)
+                exc = self.listener_invoker.invoke_partitions_lost(assigned)
                 self.subscriptions.assign_from_subscribed(())
         elif self.protocol is RebalanceProtocol.EAGER:
-            self.revocations.clear()
-            exc = self.invoke_partitions_revoked(assigned)
+            self.listener_invoker.revocations.clear()
+            exc = self.listener_invoker.invoke_partitions_revoked(assigned)
             self.subscriptions.assign_from_subscribed(())
         else:
             # KIP-983 revocations still pending stay so: the JoinGroup reports them as owned,
@@ -398,8 +398,8 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
             subscribed = self.subscriptions.subscription()
             revoked = {tp for tp in assigned if tp.topic not in subscribed}
             if revoked:
-                self.revocations.forget(revoked)
-                exc = self.invoke_partitions_revoked(revoked)
+                self.listener_invoker.revocations.forget(revoked)
+                exc = self.listener_invoker.invoke_partitions_revoked(revoked)
                 self.subscriptions.assign_from_subscribed(sorted(assigned - revoked))
         # This join also hands over whatever a pending follow-up rejoin was waiting for.
         self._follow_up_rejoin_at = None
@@ -581,11 +581,11 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
             self.commits.next_auto_commit_timer.update_and_reset(
                 self.commits.auto_commit_interval_ms
             )
-        if self.kip983_enabled:
+        if self.listener_invoker.kip983_enabled:
             self._kip983_join_complete(owned, assigned)
-        if revoked and not self.kip983_enabled:
+        if revoked and not self.listener_invoker.kip983_enabled:
             # Java order: the listener sees the old assignment, then it changes.
-            revoke_exc = self.invoke_partitions_revoked(revoked)
+            revoke_exc = self.listener_invoker.invoke_partitions_revoked(revoked)
             first_exc = first_exc or revoke_exc
             self._request_follow_up_rejoin(revoked)
             self.subscriptions.assign_from_subscribed(sorted(assigned))
@@ -593,7 +593,9 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
             # KIP-983: keep owning them until the revocation completes in the next poll.
             self.subscriptions.assign_from_subscribed(sorted(assigned | revoked))
             self.subscriptions.mark_pending_revocation(revoked)
-            self.revocations.request_revoke(revoked, self.rebalance_config.rebalance_timeout_ms)
+            self.listener_invoker.revocations.request_revoke(
+                revoked, self.rebalance_config.rebalance_timeout_ms
+            )
             logger.info(
                 "group %s: partitions %s will be revoked at the next poll",
                 self.rebalance_config.group_id,
@@ -601,19 +603,55 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
             )
         else:
             self.subscriptions.assign_from_subscribed(sorted(assigned))
-        assign_exc = self.invoke_partitions_assigned(added)
+        assign_exc = self.listener_invoker.invoke_partitions_assigned(added)
         first_exc = first_exc or assign_exc
         if first_exc is not None:
             raise first_exc
+
+    def _complete_due_revocations(self, due: set[TopicPartition]) -> None:
+        """Revoke ``due`` (lost when the generation is gone), then rejoin to hand them over."""
+        due = due & set(self.subscriptions.assigned_partitions())
+        if not due:
+            return
+        with self._lock:
+            generation = self.generation
+            state = self.state
+        if generation.generation_id == NO_GENERATION.generation_id or state is MemberState.UNJOINED:
+            exc = self.listener_invoker.invoke_partitions_lost(due)
+        else:
+            exc = self.listener_invoker.invoke_partitions_revoked(due)
+            self._request_follow_up_rejoin(due)
+        remaining = set(self.subscriptions.assigned_partitions()) - due
+        self.subscriptions.assign_from_subscribed(sorted(remaining))
+        if exc is not None:
+            raise exc
+
+    def on_leave_prepare(self) -> None:
+        """Revoke (or, when the generation is gone, lose) everything before leaving."""
+        gen = self.generation_snapshot()
+        dropped = set(self.subscriptions.assigned_partitions())
+        self.listener_invoker.revocations.clear()
+        if self.subscriptions.has_auto_assigned_partitions() and dropped:
+            if (
+                gen.generation_id == NO_GENERATION.generation_id
+                or gen.member_id == NO_GENERATION.member_id
+                or self.rebalance_in_progress()
+            ):
+                exc = self.listener_invoker.invoke_partitions_lost(dropped)
+            else:
+                exc = self.listener_invoker.invoke_partitions_revoked(dropped)
+            self.subscriptions.assign_from_subscribed(())
+            if exc is not None:
+                raise exc
 
     def _kip983_join_complete(
         self, owned: set[TopicPartition], assigned: set[TopicPartition]
     ) -> None:
         """Pending revocations across a rebalance: keep what is assigned again; hand over
         what completed while the JoinGroup still reported it as owned."""
-        kept = self.revocations.pending() & assigned
+        kept = self.listener_invoker.revocations.pending() & assigned
         if kept:
-            self.revocations.forget(kept)
+            self.listener_invoker.revocations.forget(kept)
             self.subscriptions.clear_pending_revocation(kept)
         released = set(self._joined_owned) - owned - assigned
         if released and self.protocol is RebalanceProtocol.COOPERATIVE:

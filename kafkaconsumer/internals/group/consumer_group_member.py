@@ -6,8 +6,10 @@ whatever its group protocol (the classic
 :class:`~kafkaconsumer.internals.group.consumer_protocol_coordinator.ConsumerProtocolCoordinator`):
 
 - calls the user's :class:`~kafkaconsumer.listener.ConsumerRebalanceListener` on the user's
-  thread, never under a lock, and returns (not raises) what it raised;
-- implements KIP-983 (``to_be_revoked``, ``lost_partitions``, ``delay_revoke``);
+  thread, never under a lock, through its
+  :class:`~kafkaconsumer.internals.group.consumer_rebalance_listener_invoker.ConsumerRebalanceListenerInvoker`
+  (``listener_invoker``), which also keeps KIP-983's bookkeeping (``to_be_revoked``,
+  ``lost_partitions``, ``delay_revoke``);
 - owns the member's :class:`~kafkaconsumer.internals.group.commit_request_manager.CommitRequestManager`
   (``commits``) and auto-commits, then waits for pending async commits, on close;
 - follows the metadata so that a pattern subscription picks up new matching topics;
@@ -27,18 +29,15 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.group.abstract_coordinator import MemberState
 from kafkaconsumer.internals.group.commit_request_manager import CommitRequestManager
-from kafkaconsumer.internals.group.consumer_heartbeat_request_manager import (
-    ConsumerHeartbeatRequestManager,
+from kafkaconsumer.internals.group.consumer_rebalance_listener_invoker import (
+    ConsumerRebalanceListenerInvoker,
 )
-from kafkaconsumer.internals.group.consumer_membership_manager import ConsumerMembershipManager
-from kafkaconsumer.internals.group.group_member import NO_GENERATION, Generation, GroupMember
+from kafkaconsumer.internals.group.group_member import Generation, GroupMember
 from kafkaconsumer.internals.subscription_state import SubscriptionState
-from kafkaconsumer.listener import RevocationTracker
 from kafkaconsumer.metadata import ConsumerMetadata
 from kafkaconsumer.metrics import ConsumerCoordinatorMetrics, Metrics
 from kafkaconsumer.structs import ConsumerGroupMetadata, TopicPartition
@@ -79,24 +78,6 @@ class ConsumerGroupMember(GroupMember):
     outside every lock.
     """
 
-    # The consumer-protocol member's state machine and heartbeat thread (None in a classic
-    # member): the two revocation methods below still serve both protocols.
-    membership: ConsumerMembershipManager | None = None
-    _hb_manager: ConsumerHeartbeatRequestManager | None = None  # guarded by _lock
-    if TYPE_CHECKING:
-        # The classic member's, read by the same two methods.
-        generation: Generation
-        state: MemberState
-
-        def _request_follow_up_rejoin(self, revoked: set[TopicPartition]) -> None: ...
-
-        def _acknowledge_owned(
-            self,
-            m: ConsumerMembershipManager,
-            manager: ConsumerHeartbeatRequestManager,
-            owned: set[TopicPartition],
-        ) -> None: ...
-
     def _init_consumer_member(
         self,
         config: Mapping[str, Any],
@@ -135,8 +116,10 @@ class ConsumerGroupMember(GroupMember):
         # fenced static instance), as the text of a later CommitFailedError: the same error
         # has different remedies. Kept until the member joins again; the first cause wins.
         self._departure: str | None = None  # guarded by _lock
-        self.revocations = RevocationTracker(self.time.monotonic_ms)  # user's thread
-        self.kip983_enabled = False  # user's thread
+        #: Listener calls and KIP-983's revocation bookkeeping.
+        self.listener_invoker = ConsumerRebalanceListenerInvoker(
+            subscriptions, self.rebalance_config.group_id, self.time.monotonic_ms
+        )
         self._coordinator_closed = False  # user's thread
         self._update_metadata_snapshot()
 
@@ -170,6 +153,10 @@ class ConsumerGroupMember(GroupMember):
         raise NotImplementedError
 
     def _session_timeout_description(self) -> str:
+        raise NotImplementedError
+
+    def _complete_due_revocations(self, due: set[TopicPartition]) -> None:
+        """Complete the KIP-983 revocations ``due`` now (listener, then the assignment)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------- departure notes
@@ -276,137 +263,24 @@ class ConsumerGroupMember(GroupMember):
                 self.metadata.request_update()
             self.joined_subscription = frozenset(joined | added)
 
-    # ======================================================================== listeners
-    def _listener(self) -> Any:
-        return self.subscriptions.rebalance_listener
-
-    def _invoke(self, method: str, partitions: Iterable[TopicPartition]) -> BaseException | None:
-        listener = self._listener()
-        tps = sorted(partitions)
-        if method == "on_partitions_lost" and tps:
-            self.revocations.mark_lost(tps)
-        if listener is None:
-            return None
-        if method != "on_partitions_assigned" and not tps:
-            return None
-        logger.info(
-            "group %s: calling %s with %s",
-            self.rebalance_config.group_id,
-            method,
-            [str(tp) for tp in tps],
-        )
-        try:
-            getattr(listener, method)(tps)
-        except (Errors.WakeupError, Errors.InterruptError) as exc:
-            return exc
-        except Exception as exc:
-            logger.error("user rebalance callback %s failed for %s", method, tps, exc_info=True)
-            return exc
-        return None
-
-    def invoke_partitions_assigned(
-        self, partitions: Iterable[TopicPartition]
-    ) -> BaseException | None:
-        """Run ``on_partitions_assigned``; its exception is returned, not raised."""
-        return self._invoke("on_partitions_assigned", partitions)
-
-    def invoke_partitions_revoked(
-        self, partitions: Iterable[TopicPartition]
-    ) -> BaseException | None:
-        """Run ``on_partitions_revoked``; its exception is returned, not raised."""
-        return self._invoke("on_partitions_revoked", partitions)
-
-    def invoke_partitions_lost(self, partitions: Iterable[TopicPartition]) -> BaseException | None:
-        """Run ``on_partitions_lost``; its exception is returned, not raised."""
-        return self._invoke("on_partitions_lost", partitions)
-
     # ===================================================================== KIP-983 hooks
     def begin_poll(self) -> None:
         """Called by ``KafkaConsumer.poll()`` first: completes the revocations due now."""
-        due = self.revocations.start_poll()
-        self._complete_due_revocations(due)
-
-    def _complete_due_revocations(self, due: set[TopicPartition]) -> None:
-        due = due & set(self.subscriptions.assigned_partitions())
-        if not due:
-            return
-        if self.membership is not None:
-            with self._lock:
-                in_group = self.membership.state.in_group()
-            exc = (
-                self.invoke_partitions_revoked(due)
-                if in_group
-                else self.invoke_partitions_lost(due)
-            )
-            remaining = set(self.subscriptions.assigned_partitions()) - due
-            self.subscriptions.assign_from_subscribed(sorted(remaining))
-            manager = self._hb_manager
-            if in_group and manager is not None:
-                # Only now may the broker give them to their next owner.
-                self._acknowledge_owned(self.membership, manager, remaining)
-            if exc is not None:
-                raise exc
-            return
-        with self._lock:
-            generation = self.generation
-            state = self.state
-        if generation.generation_id == NO_GENERATION.generation_id or state is MemberState.UNJOINED:
-            exc = self.invoke_partitions_lost(due)
-        else:
-            exc = self.invoke_partitions_revoked(due)
-            self._request_follow_up_rejoin(due)
-        remaining = set(self.subscriptions.assigned_partitions()) - due
-        self.subscriptions.assign_from_subscribed(sorted(remaining))
-        if exc is not None:
-            raise exc
+        self._complete_due_revocations(self.listener_invoker.start_poll())
 
     def to_be_revoked(self) -> set[TopicPartition]:
         """KIP-983: partitions whose revocation completes at the start of the next poll."""
-        self.kip983_enabled = True
-        return self.revocations.to_be_revoked()
+        return self.listener_invoker.to_be_revoked()
 
     def lost_partitions(self) -> set[TopicPartition]:
         """KIP-983: partitions lost during the last poll (stop committing them)."""
-        self.kip983_enabled = True
-        return self.revocations.lost_partitions()
+        return self.listener_invoker.lost_partitions()
 
     def delay_revoke(self, partitions: Iterable[TopicPartition]) -> bool:
         """KIP-983: complete these revocations one poll later; False if some were lost."""
-        self.kip983_enabled = True
-        return self.revocations.delay_revoke(list(partitions))
+        return self.listener_invoker.delay_revoke(partitions)
 
     # ======================================================================== leave
-    def on_leave_prepare(self) -> None:
-        """Revoke (or, when the generation is gone, lose) everything before leaving."""
-        gen = self.generation_snapshot()
-        dropped = set(self.subscriptions.assigned_partitions())
-        self.revocations.clear()
-        if self.membership is not None:
-            with self._lock:
-                in_group = self.membership.state.in_group()
-            if self.subscriptions.has_auto_assigned_partitions() and dropped:
-                exc = (
-                    self.invoke_partitions_revoked(dropped)
-                    if in_group
-                    else self.invoke_partitions_lost(dropped)
-                )
-                self.subscriptions.assign_from_subscribed(())
-                if exc is not None:
-                    raise exc
-            return
-        if self.subscriptions.has_auto_assigned_partitions() and dropped:
-            if (
-                gen.generation_id == NO_GENERATION.generation_id
-                or gen.member_id == NO_GENERATION.member_id
-                or self.rebalance_in_progress()
-            ):
-                exc = self.invoke_partitions_lost(dropped)
-            else:
-                exc = self.invoke_partitions_revoked(dropped)
-            self.subscriptions.assign_from_subscribed(())
-            if exc is not None:
-                raise exc
-
     def close(self, timer: Timer | None = None, leave_group: bool | None = None) -> None:
         """Auto-commit, wait for in-flight async commits, then leave (see the base class).
 

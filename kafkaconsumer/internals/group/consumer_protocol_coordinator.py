@@ -231,6 +231,43 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
         )
 
     # ==================================================================== reconciliation
+    def _complete_due_revocations(self, due: set[TopicPartition]) -> None:
+        """Revoke ``due`` (lost when out of the group), then acknowledge what is left."""
+        due = due & set(self.subscriptions.assigned_partitions())
+        if not due:
+            return
+        with self._lock:
+            in_group = self.membership.state.in_group()
+        exc = (
+            self.listener_invoker.invoke_partitions_revoked(due)
+            if in_group
+            else self.listener_invoker.invoke_partitions_lost(due)
+        )
+        remaining = set(self.subscriptions.assigned_partitions()) - due
+        self.subscriptions.assign_from_subscribed(sorted(remaining))
+        manager = self._hb_manager
+        if in_group and manager is not None:
+            # Only now may the broker give them to their next owner.
+            self._acknowledge_owned(self.membership, manager, remaining)
+        if exc is not None:
+            raise exc
+
+    def on_leave_prepare(self) -> None:
+        """Revoke (or, out of the group, lose) everything before leaving."""
+        dropped = set(self.subscriptions.assigned_partitions())
+        self.listener_invoker.revocations.clear()
+        with self._lock:
+            in_group = self.membership.state.in_group()
+        if self.subscriptions.has_auto_assigned_partitions() and dropped:
+            exc = (
+                self.listener_invoker.invoke_partitions_revoked(dropped)
+                if in_group
+                else self.listener_invoker.invoke_partitions_lost(dropped)
+            )
+            self.subscriptions.assign_from_subscribed(())
+            if exc is not None:
+                raise exc
+
     def _start_heartbeat_manager_if_needed(self) -> ConsumerHeartbeatRequestManager:
         with self._lock:
             manager = self._hb_manager
@@ -284,8 +321,8 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
     ) -> None:
         """Fenced or stale: others may own our partitions now; give them up as lost, rejoin."""
         lost = set(self.subscriptions.assigned_partitions())
-        self.revocations.clear()
-        exc = self.invoke_partitions_lost(lost) if lost else None
+        self.listener_invoker.revocations.clear()
+        exc = self.listener_invoker.invoke_partitions_lost(lost) if lost else None
         self.subscriptions.assign_from_subscribed(())
         with self._lock:
             m.transition_to_joining()
@@ -328,17 +365,23 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
             )
             self.metadata.request_update()
         owned = set(self.subscriptions.assigned_partitions())
-        pending_revoke = self.revocations.pending() if self.kip983_enabled else set()
+        pending_revoke = (
+            self.listener_invoker.revocations.pending()
+            if self.listener_invoker.kip983_enabled
+            else set()
+        )
         revoked = owned - resolved
         added = resolved - owned
-        if revoked and self.kip983_enabled:
+        if revoked and self.listener_invoker.kip983_enabled:
             # KIP-983: the revocation completes at the start of a later poll (begin_poll) and
             # the broker hears of it only then; the partitions that arrive are taken now, so
             # processing goes on at full speed while the revoked ones are being finished.
             new = revoked - pending_revoke
             if new:
                 self.subscriptions.mark_pending_revocation(new)
-                self.revocations.request_revoke(new, self._consumer_protocol_delay_bound_ms(m))
+                self.listener_invoker.revocations.request_revoke(
+                    new, self._consumer_protocol_delay_bound_ms(m)
+                )
                 logger.info(
                     "group %s: partitions %s will be revoked at the next poll",
                     self.rebalance_config.group_id,
@@ -355,7 +398,7 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
                 self.commits.maybe_auto_commit_offsets_sync(
                     self.time.timer(self.rebalance_config.request_timeout_ms)
                 )
-            first_exc = self.invoke_partitions_revoked(revoked)
+            first_exc = self.listener_invoker.invoke_partitions_revoked(revoked)
             self.subscriptions.assign_from_subscribed(sorted(owned - revoked))
         new_owned = (owned - revoked) | added
         if not revoked and not added and self._topic_ids_of(new_owned) == acked:
@@ -388,7 +431,7 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
             self.commits.next_auto_commit_timer.update_and_reset(
                 self.commits.auto_commit_interval_ms
             )
-        assign_exc = self.invoke_partitions_assigned(added)
+        assign_exc = self.listener_invoker.invoke_partitions_assigned(added)
         self._acknowledge_owned(m, manager, new_owned)
         logger.info(
             "group %s: reconciled assignment at epoch %d: %s (added %s, revoked %s)",
