@@ -162,7 +162,9 @@ class KafkaConsumer:
             )
             self._coordinator: ConsumerGroupMember | None = None
             if self._group_id is not None:
-                from kafkaconsumer.internals.group import consumer_member_class
+                from kafkaconsumer.internals.group.consumer_delegate_creator import (
+                    consumer_member_class,
+                )
 
                 # One member per group protocol, chosen once (Java's ConsumerDelegateCreator).
                 self._coordinator = consumer_member_class(cfg)(

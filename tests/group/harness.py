@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkaconsumer.config import CLASSIC_PROTOCOL_ONLY
-from kafkaconsumer.internals.group import consumer_member_class
+from kafkaconsumer.internals.group.consumer_delegate_creator import consumer_member_class
 from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.listener import ConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata

@@ -10,37 +10,9 @@ heartbeat thread in ``heartbeat_thread`` and the session and poll-interval timer
 ``heartbeat``; the KIP-848 consumer protocol's is
 ``consumer_protocol_coordinator``, with its state machine in ``consumer_membership_manager``
 and its heartbeat thread in ``consumer_heartbeat_request_manager``.
+
+``consumer_delegate_creator`` picks a consumer's member class from ``group.protocol``, as Java's
+``ConsumerDelegateCreator`` picks a consumer delegate.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
-    from kafkaconsumer.internals.group.consumer_protocol_coordinator import (
-        ConsumerProtocolCoordinator,
-    )
-
-__all__ = ["consumer_member_class"]
-
-
-def consumer_member_class(
-    config: Mapping[str, Any],
-) -> type[ConsumerCoordinator] | type[ConsumerProtocolCoordinator]:
-    """The consumer's group member class for ``group.protocol`` (classic or consumer).
-
-    Modules load on demand: a consumer without a group never imports the group machinery.
-    """
-    from kafkaconsumer.config import config_value
-
-    if str(config_value(config, "group.protocol")).lower() == "consumer":
-        from kafkaconsumer.internals.group.consumer_protocol_coordinator import (
-            ConsumerProtocolCoordinator,
-        )
-
-        return ConsumerProtocolCoordinator
-    from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
-
-    return ConsumerCoordinator
