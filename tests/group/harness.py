@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkaconsumer.config import CLASSIC_PROTOCOL_ONLY
-from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+from kafkaconsumer.internals.group.consumer_delegate_creator import consumer_member_class
 from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.listener import ConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata
@@ -88,7 +88,8 @@ class Stack:
         self.network = NetworkClient(network_settings(config), metadata=self.metadata)
         self.client = ConsumerNetworkClient(self.network, self.metadata)
         self.subscriptions = SubscriptionState(config.get("auto.offset.reset", "earliest"))
-        self.coordinator = ConsumerCoordinator(
+        # Either protocol's member, as KafkaConsumer picks it; each test knows which it made.
+        self.coordinator: Any = consumer_member_class(config)(
             config, self.client, self.subscriptions, self.metadata
         )
         self.listener = RecordingListener()
