@@ -33,6 +33,7 @@ from typing import Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_default, config_value
+from kafkaconsumer.internals.group_error_backoff import GroupErrorBackoff
 from kafkaconsumer.internals.interfaces import CoordinatorClient
 from kafkaconsumer.metrics import ConsumerCoordinatorMetrics
 from kafkaconsumer.network.client import coordinator_node_id
@@ -261,6 +262,10 @@ class AbstractCoordinator:
         # Consecutive failed coordinator lookups and join rounds (guarded by the lock).
         self._lookup_attempts = 0
         self._join_attempts = 0
+        # After a fatal join or heartbeat error: when to try again, what was logged.
+        self.group_error_backoff = GroupErrorBackoff(
+            rebalance_config.group_id, self.retry_backoff, self.time
+        )
         # Set by the JoinGroup handler when this member was elected leader; the user's thread
         # then runs the assignment (outside response processing, bounded by its timer).
         self._leader_step: Future[dict[str, Any]] | None = None
@@ -574,6 +579,8 @@ class AbstractCoordinator:
         a rebalance listener's exception, ...).
         """
         while self.rejoin_needed_or_pending():
+            if (fatal := self.group_error_backoff.wait(timer, self.backoff_wait)) is not None:
+                raise fatal
             if not self.ensure_coordinator_ready(timer):
                 return False
             with self._lock:
@@ -593,6 +600,7 @@ class AbstractCoordinator:
                     gen = self.generation
                     state = self.state
                     self._join_attempts = 0
+                self.group_error_backoff.succeeded()
                 if not self._has_generation_reset(gen) and state is MemberState.STABLE:
                     self._record_rebalance()
                     self.on_join_complete(
@@ -630,6 +638,7 @@ class AbstractCoordinator:
                 ):
                     continue
                 if not getattr(exc, "retriable", False):
+                    self.group_error_backoff.failed("joining the group", exc)
                     raise exc
                 if timer.is_expired():
                     return False
@@ -791,7 +800,7 @@ class AbstractCoordinator:
         if code == 0:
             ptype = response.get("protocol_type")
             if ptype is not None and ptype != "" and ptype != self.protocol_type():
-                logger.error(
+                logger.debug(
                     "JoinGroup failed: inconsistent protocol type %r, expected %r",
                     ptype,
                     self.protocol_type(),
@@ -847,7 +856,7 @@ class AbstractCoordinator:
             )
             future.failure(_error_for(code))
         elif code == Errors.FencedInstanceIdError.errno:
-            logger.error(
+            logger.debug(
                 "JoinGroup failed: group.instance.id %r was fenced by another instance",
                 self.rebalance_config.group_instance_id,
             )
@@ -864,7 +873,7 @@ class AbstractCoordinator:
             Errors.GroupAuthorizationFailedError.errno,
             Errors.GroupMaxSizeReachedError.errno,
         ):
-            logger.error("JoinGroup failed with fatal error %s", Errors.for_code(code).name)
+            logger.debug("JoinGroup failed with fatal error %s", Errors.for_code(code).name)
             if code == Errors.GroupMaxSizeReachedError.errno:
                 future.failure(
                     Errors.GroupMaxSizeReachedError(
@@ -881,11 +890,12 @@ class AbstractCoordinator:
             else:
                 future.failure(_error_for(code))
         elif code == Errors.UnsupportedVersionError.errno:
-            logger.error(
-                "JoinGroup failed with UNSUPPORTED_VERSION; unset group.instance.id "
-                "and retry to see if that resolves it"
+            future.failure(
+                Errors.UnsupportedVersionError(
+                    "JoinGroup failed with UNSUPPORTED_VERSION; unset group.instance.id and retry "
+                    "to see if that resolves it"
+                )
             )
-            future.failure(Errors.UnsupportedVersionError())
         elif code == Errors.MemberIdRequiredError.errno:
             member_id = str(response.get("member_id") or "")
             logger.debug(
@@ -899,7 +909,7 @@ class AbstractCoordinator:
             logger.info("JoinGroup failed with REBALANCE_IN_PROGRESS; will retry")
             future.failure(Errors.RebalanceInProgressError())
         else:
-            logger.error("JoinGroup failed with unexpected error %s", Errors.for_code(code).name)
+            logger.debug("JoinGroup failed with unexpected error %s", Errors.for_code(code).name)
             future.failure(
                 Errors.KafkaError(
                     f"unexpected error in JoinGroup response: {Errors.for_code(code).name}"
@@ -1007,7 +1017,7 @@ class AbstractCoordinator:
             logger.info("SyncGroup failed: the group began another rebalance; sent %s", sent)
             future.failure(Errors.RebalanceInProgressError())
         elif code == Errors.FencedInstanceIdError.errno:
-            logger.error(
+            logger.debug(
                 "SyncGroup failed: group.instance.id %r was fenced",
                 self.rebalance_config.group_instance_id,
             )
