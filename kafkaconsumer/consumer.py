@@ -106,13 +106,24 @@ class KafkaConsumer:
     """
 
     def __init__(
-        self, configs: Mapping[str, Any] | None = None, *, _time: Time | None = None, **kwargs: Any
+        self,
+        configs: Mapping[str, Any] | None = None,
+        *topics: str,
+        _time: Time | None = None,
+        **kwargs: Any,
     ) -> None:
         """Configure from Java keys in ``configs`` or snake_case ``kwargs`` and build the client
         (``_time`` replaces the clock in tests).
 
-        Raises :class:`~kafkaconsumer.errors.ConfigError` for invalid configuration.
+        Raises :class:`~kafkaconsumer.errors.ConfigError` for invalid configuration, and for
+        topics passed as arguments (kafka-python's ``KafkaConsumer("orders", ...)``): call
+        :meth:`subscribe` instead.
         """
+        if isinstance(configs, str) or topics:
+            from kafkaconsumer.porting import positional_topics_message
+
+            given = ((configs,) if isinstance(configs, str) else ()) + topics
+            raise Errors.ConfigError(positional_topics_message(given))
         self._closed = True  # until construction succeeds, close() has nothing to do
         self._closing = False
         self._owner = _NO_THREAD
