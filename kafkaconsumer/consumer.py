@@ -942,7 +942,21 @@ class KafkaConsumer:
         return self._metrics.metrics()
 
     def wakeup(self) -> None:
-        """Make the blocked (or next) :meth:`poll` raise :class:`WakeupError`; thread-safe."""
+        """Make the blocked (or next) :meth:`poll` raise :class:`WakeupError`.
+
+        Thread-safe, and safe in a signal handler: ``signal.signal(signal.SIGINT, lambda *_:
+        consumer.wakeup())`` stops a poll loop at its next ``poll()``, as Java's shutdown hook
+        does, so that the records being processed are finished (and committed) first.
+        """
+        if self._owner == threading.get_ident():
+            # Called on the thread that is inside the consumer: a signal handler interrupting
+            # it (or a callback it runs), maybe while it holds a lock that waking up takes.
+            # Another thread wakes it up, once that lock is free.
+            threading.Thread(target=self._wake_up, name="kafkaconsumer-wakeup", daemon=True).start()
+            return
+        self._wake_up()
+
+    def _wake_up(self) -> None:
         self._wakeup_requested.set()
         self._client.wakeup()
 
