@@ -30,6 +30,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, NamedTuple
 
+from kafkaconsumer.auto_offset_reset import AutoOffsetResetValidator
 from kafkaconsumer.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -1536,9 +1537,11 @@ def _consumer_keys() -> list[ConfigKey]:
             T.STRING,
             "latest",
             "Where to start when there is no valid "
-            "committed offset: earliest, latest, or none (raise NoOffsetForPartitionError).",
+            "committed offset: earliest, latest, none (raise NoOffsetForPartitionError), or "
+            "by_duration: and an ISO-8601 duration, e.g. by_duration:PT1H (KIP-1106: the first "
+            "record of that last stretch of time; the log end when none is that recent).",
             M,
-            _OneOf("latest", "earliest", "none"),
+            AutoOffsetResetValidator(),
         ),
         _k(
             "fetch.min.bytes",

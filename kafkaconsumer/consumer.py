@@ -149,7 +149,7 @@ class KafkaConsumer:
             cfg["value.deserializer"], configs=cfg, is_key=False
         )
         self._interceptors = ConsumerInterceptors.from_config(cfg)
-        self._subscriptions = SubscriptionState(OffsetResetStrategy.parse(cfg["auto.offset.reset"]))
+        self._subscriptions = SubscriptionState(str(cfg["auto.offset.reset"]))
         self._metadata = ConsumerMetadata(cfg, time=self._time)
         self._metrics = Metrics.from_config(cfg, time=self._time)
         self._fetch_metrics = FetchManagerMetrics(self._metrics, self._client_id)
