@@ -104,7 +104,9 @@ def test_sigint_at_a_random_moment_commits_what_was_processed(broker: Any, loop:
         code, out, err = _run_and_interrupt(
             _program(LOOPS[loop], bootstrap, topic, group), rng.uniform(0.0, 0.3)
         )
-        assert code == 0 and not err.strip(), f"run {run}: exit {code}\n{err}"
+        # -SIGINT: the signal came as the finished program exited, when Python has put the
+        # default handler back; the loop had ended and committed by then.
+        assert code in (0, -signal.SIGINT) and not err.strip(), f"run {run}: exit {code}\n{err}"
         processed = len(out.splitlines())
         assert processed > 0
         assert _committed(bootstrap, group, topic) == processed, f"run {run}"
