@@ -95,12 +95,14 @@ class GroupErrorBackoff:
         """
         if self._error is None:
             return None
-        remaining = self._retry_at_ms - self._time.monotonic_ms()
-        if remaining > 0:
-            wait(timer, remaining)
-            if self._retry_at_ms > self._time.monotonic_ms():
+        while True:
+            remaining = self._retry_at_ms - self._time.monotonic_ms()
+            if remaining <= 0:
+                return None
+            if timer.is_expired():
                 return self._error
-        return None
+            # The network wait may end early (a response came in): wait on until either ends.
+            wait(timer, remaining)
 
     def throttle(self, error: BaseException, timer: Timer, wait: WaitFn) -> BaseException:
         """``error`` is terminal (the caller logged it; nothing is retried): raise it at once

@@ -203,3 +203,19 @@ def test_a_terminal_error_is_raised_at_once_then_after_each_backoff() -> None:
     for _ in range(4):
         assert b.throttle(error, Timer(clock, 5000), wait) is error
     assert waited == [100, 200, 400, 800]
+
+
+def test_a_wait_that_ends_early_goes_on_waiting() -> None:
+    clock = MockTime()
+    b = backoff_on(clock)
+    waits: list[int] = []
+
+    def wait(timer: Timer, ms: int) -> None:
+        # A response arrives after 30 ms: the network wait returns before its time.
+        waits.append(ms)
+        clock.advance(min(30, ms, timer.remaining_ms))
+        timer.update()
+
+    b.failed("joining the group", Errors.InvalidSessionTimeoutError("x"))
+    assert b.wait(Timer(clock, 5000), wait) is None
+    assert waits == [100, 70, 40, 10]
