@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
+from kafkaconsumer.config.auto_offset_reset import BY_DURATION_PREFIX, reset_duration_ns
 from kafkaconsumer.errors import IllegalStateError, NoOffsetForPartitionError
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 
@@ -75,18 +76,27 @@ class OffsetResetStrategy(enum.Enum):
     EARLIEST = "earliest"
     LATEST = "latest"
     NONE = "none"
+    #: ``by_duration:<ISO-8601 duration>`` (KIP-1106): its duration is the subscription state's.
+    BY_DURATION = "by_duration"
 
     @classmethod
     def parse(cls, value: str | OffsetResetStrategy) -> OffsetResetStrategy:
-        """Accept the config string (any case) or a member; raise ``ValueError`` otherwise."""
+        """Accept the config string (any case; ``by_duration:<duration>``) or a member; raise
+        ``ValueError`` otherwise."""
         if isinstance(value, OffsetResetStrategy):
             return value
         if isinstance(value, str):
+            if value.startswith(BY_DURATION_PREFIX):
+                reset_duration_ns(value)  # ValueError when it does not parse
+                return cls.BY_DURATION
             try:
                 return cls(value.strip().lower())
             except ValueError:
                 pass
-        raise ValueError(f"auto.offset.reset must be one of earliest, latest, none; got {value!r}")
+        raise ValueError(
+            "auto.offset.reset must be one of earliest, latest, none or by_duration:<duration>; "
+            f"got {value!r}"
+        )
 
 
 class FetchStates(enum.Enum):
@@ -359,7 +369,8 @@ class SubscriptionState:
     def __init__(
         self, default_reset_strategy: OffsetResetStrategy | str = OffsetResetStrategy.LATEST
     ) -> None:
-        """Start unsubscribed; ``default_reset_strategy`` applies to partitions without a position."""
+        """Start unsubscribed; ``default_reset_strategy`` (a member, or the ``auto.offset.reset``
+        value, ``by_duration:<duration>`` included) applies to partitions without a position."""
         self._lock = threading.RLock()
         self._subscription_type = SubscriptionType.NONE
         self._subscription: frozenset[str] = frozenset()
@@ -368,6 +379,12 @@ class SubscriptionState:
         # dict keeps insertion order: the fetch order, rotated by move_partition_to_end.
         self._assignment: dict[TopicPartition, TopicPartitionState] = {}
         self._default_reset_strategy = OffsetResetStrategy.parse(default_reset_strategy)
+        #: The duration of ``by_duration:<duration>`` in ns (None for the other strategies).
+        self.reset_duration_ns: int | None = (
+            reset_duration_ns(default_reset_strategy)
+            if isinstance(default_reset_strategy, str)
+            else None
+        )
         self._rebalance_listener: ConsumerRebalanceListener | None = None
         self._assignment_id = 0
         # Counts pause(), resume() and mark_pending_revocation(): with the transition number
@@ -815,6 +832,11 @@ class SubscriptionState:
             self._assigned_state(tp).complete_validation()
 
     # -- resets --------------------------------------------------------------------------
+    @property
+    def default_reset_strategy(self) -> OffsetResetStrategy:
+        """The configured ``auto.offset.reset`` (as Java's ``defaultResetStrategy()``)."""
+        return self._default_reset_strategy
+
     def has_default_offset_reset_policy(self) -> bool:
         """True unless ``auto.offset.reset`` is ``none``."""
         return self._default_reset_strategy is not OffsetResetStrategy.NONE
