@@ -3,7 +3,9 @@
 - :func:`read_kafka`: a bounded read on the driver into a DataFrame (``spark.createDataFrame``
   on an Arrow table; no UDF, no Python on the executors).
 - :class:`KafkaDataSource`: a Python Data Source (``format("kafkaconsumer")``) with Spark's
-  Kafka source options, for parallel batch and streaming reads and for writes.
+  Kafka source options, for parallel batch and streaming reads and for writes. Spark finds it
+  by its short name once the package is installed (the top-level ``pyspark_kafkaconsumer``
+  module); :func:`register` also turns on filter pushdown.
 
 See docs/spark.md. Needs ``pyspark`` >= 4.0 and ``pyarrow`` (the ``spark`` extra).
 """
@@ -12,12 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkaconsumer.spark.datasource import KafkaDataSource
+from kafkaconsumer.spark.datasource import KafkaDataSource, KafkaPushdownDataSource
 from kafkaconsumer.spark.driver import read_kafka
 
-__all__ = ["KafkaDataSource", "read_kafka", "register"]
+__all__ = ["PUSHDOWN_CONF", "KafkaDataSource", "read_kafka", "register"]
+
+#: The Spark SQL setting without which Spark 4.2 pushes no filter into a Python data source.
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 def register(spark: Any) -> None:
-    """Register :class:`KafkaDataSource` (format ``kafkaconsumer``) with ``spark``."""
-    spark.dataSource.register(KafkaDataSource)
+    """Turn on ``spark.sql.python.filterPushdown.enabled`` in ``spark`` and register the
+    Data Source (format ``kafkaconsumer``) with filter pushdown: filters on ``topic``,
+    ``partition``, ``offset`` and ``timestamp`` narrow the offset ranges read."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(KafkaPushdownDataSource)

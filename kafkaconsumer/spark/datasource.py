@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +23,7 @@ from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamArrowWriter,
     DataSourceStreamReader,
+    Filter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -31,26 +32,35 @@ from pyspark.sql.types import StructType
 from kafkaconsumer.arrow import HEADER_TYPE, iter_offset_ranges
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaError
+from kafkaconsumer.spark.columns import null_empty_headers
 from kafkaconsumer.spark.offsets import (
     LiveBounds,
     OffsetRange,
     from_json,
     live_bounds,
-    plan_ranges,
-    planning_consumer,
+    plan,
     resolve,
     resolve_live,
     split_ranges,
     to_json,
     topic_partitions,
+    with_retries,
+    within,
 )
 from kafkaconsumer.spark.options import KafkaOptions, OffsetSpec, parse_options
+from kafkaconsumer.spark.pushdown import Pushdown
 from kafkaconsumer.spark.writer import write_batches
 from kafkaconsumer.structs import TopicPartition
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KafkaDataSource", "SCHEMA_DDL", "SCHEMA_WITH_HEADERS_DDL"]
+__all__ = [
+    "KafkaDataSource",
+    "KafkaPushdownDataSource",
+    "SCHEMA_DDL",
+    "SCHEMA_WITH_HEADERS_DDL",
+    "null_empty_headers",
+]
 
 #: Spark's Kafka source schema as DDL.
 SCHEMA_DDL = (
@@ -64,15 +74,21 @@ _FIXED = LiveBounds(start=False, floor=False, end=False)
 
 
 class KafkaInputPartition(InputPartition):
-    """One task's offset range (pickled to the executor), and which of its bounds the task
-    resolves again when it runs (batch reads: see :class:`LiveBounds`).
+    """One task's offset range (pickled to the executor), which of its bounds the task
+    resolves again when it runs (batch reads: see :class:`LiveBounds`), and the offsets
+    pushed filters allow it (``limits``, ``[low, high)``; None: unbounded).
 
     Thread-safety: immutable once built.
     """
 
-    def __init__(self, value: OffsetRange, live: LiveBounds = _FIXED) -> None:
-        """Carry ``value`` and ``live``."""
-        super().__init__((tuple(value), tuple(live)))
+    def __init__(
+        self,
+        value: OffsetRange,
+        live: LiveBounds = _FIXED,
+        limits: tuple[int | None, int | None] = (None, None),
+    ) -> None:
+        """Carry ``value``, ``live`` and ``limits``."""
+        super().__init__((tuple(value), tuple(live), tuple(limits)))
 
     @property
     def range(self) -> OffsetRange:
@@ -84,6 +100,12 @@ class KafkaInputPartition(InputPartition):
         """The bounds resolved when the task runs."""
         return LiveBounds(*self.value[1])
 
+    @property
+    def limits(self) -> tuple[int | None, int | None]:
+        """The offsets pushed filters allow."""
+        low, high = self.value[2]
+        return low, high
+
 
 # Spark's Arrow form of its Kafka schema: microsecond timestamps, list children "element".
 _SPARK_TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -93,24 +115,27 @@ _SPARK_HEADERS = pa.list_(pa.field("element", HEADER_TYPE.value_type))
 def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
     """``batch`` (``kafkaconsumer.arrow`` schema) in the Arrow types Spark expects of a
     Python data source: the timestamp column in microseconds, the headers' list child named
-    ``element``."""
+    ``element``, and a record without headers has null ``headers`` (as Spark's source)."""
     arrays = list(batch.columns)
     names = batch.schema.names
     arrays[5] = arrays[5].cast(_SPARK_TIMESTAMP)
     if len(arrays) > 7:
-        arrays[7] = arrays[7].cast(_SPARK_HEADERS)
+        arrays[7] = null_empty_headers(arrays[7]).cast(_SPARK_HEADERS)
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 def _read(
-    opts: KafkaOptions, r: OffsetRange, live: LiveBounds = _FIXED
+    opts: KafkaOptions,
+    r: OffsetRange,
+    live: LiveBounds = _FIXED,
+    limits: tuple[int | None, int | None] = (None, None),
 ) -> Iterator[pa.RecordBatch]:
     def bounds(consumer: KafkaConsumer) -> dict[TopicPartition, tuple[int, int]]:
-        now = resolve_live(consumer, opts, r, live) if any(live) else r
+        now = within(resolve_live(consumer, opts, r, live), limits) if any(live) else r
         return {now.tp: (now.start, now.end)}
 
     for batch in iter_offset_ranges(
-        opts.kafka,
+        opts.consumer_config("executor"),
         bounds,
         include_headers=opts.include_headers,
         fail_on_data_loss=opts.fail_on_data_loss,
@@ -136,7 +161,7 @@ class KafkaDataSource(DataSource):
         return SCHEMA_WITH_HEADERS_DDL if include else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        """The batch reader (offsets fixed when the read is planned)."""
+        """The batch reader (offsets fixed when the read is planned; no filter pushdown)."""
         return KafkaBatchReader(parse_options(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -154,6 +179,19 @@ class KafkaDataSource(DataSource):
         return KafkaStreamWriter(parse_options(self.options, write=True), schema)
 
 
+class KafkaPushdownDataSource(KafkaDataSource):
+    """:class:`KafkaDataSource` whose batch reads take the filters Spark pushes down (Spark
+    must run with ``spark.sql.python.filterPushdown.enabled=true``, which
+    :func:`kafkaconsumer.spark.register` sets).
+
+    Thread-safety: as :class:`KafkaDataSource`.
+    """
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader with filter pushdown."""
+        return KafkaPushdownReader(parse_options(self.options))
+
+
 class KafkaBatchReader(DataSourceReader):
     """Plans offset ranges on the driver; reads one per task.
 
@@ -163,6 +201,7 @@ class KafkaBatchReader(DataSourceReader):
     def __init__(self, opts: KafkaOptions) -> None:
         """Read with ``opts``."""
         self.opts = opts
+        self.pushdown: Pushdown | None = None
 
     def partitions(self) -> list[KafkaInputPartition]:
         """One input partition per (split) offset range.
@@ -173,16 +212,33 @@ class KafkaBatchReader(DataSourceReader):
         when it runs, and every action sees the records produced up to then. Partitions empty
         now keep a task, which may find records later.
         """
-        ranges = plan_ranges(self.opts, keep_empty=True)
+        ranges, limits = plan(self.opts, keep_empty=True, pushdown=self.pushdown)
         return [
-            KafkaInputPartition(r, live)
+            KafkaInputPartition(r, live, limits.get(r.tp, (None, None)))
             for r, live in zip(ranges, live_bounds(self.opts, ranges), strict=True)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the range (runs on an executor)."""
         assert isinstance(partition, KafkaInputPartition)
-        yield from _read(self.opts, partition.range, partition.live)
+        yield from _read(self.opts, partition.range, partition.live, partition.limits)
+
+
+class KafkaPushdownReader(KafkaBatchReader):
+    """:class:`KafkaBatchReader` that narrows its offset ranges by the filters Spark pushes
+    (``topic``, ``partition``, ``offset``, ``timestamp``: see
+    :mod:`kafkaconsumer.spark.pushdown`). Spark 4.2 pushes filters only with
+    ``spark.sql.python.filterPushdown.enabled=true`` and refuses a reader that takes them
+    without it, so this reader belongs to the source that :func:`kafkaconsumer.spark.register`
+    registers after setting that.
+
+    Thread-safety: one instance per query; Spark calls it from one thread.
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802
+        """Keep the filters that narrow the ranges exactly; hand back the others."""
+        self.pushdown, back = (self.pushdown or Pushdown()).push(filters)
+        return back
 
 
 class KafkaStreamReader(DataSourceStreamReader):
@@ -203,16 +259,18 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict[str, Any]:
         """The starting offsets (``startingOffsets``, default latest), resolved now."""
-        with planning_consumer(self.opts) as consumer:
+
+        def lookup(consumer: KafkaConsumer) -> dict[TopicPartition, int]:
             tps = topic_partitions(consumer, self.opts)
-            start = resolve(
+            return resolve(
                 consumer,
                 tps,
                 self.opts.starting,
                 starting=True,
                 strategy=self.opts.timestamp_strategy,
             )
-        return to_json(start)
+
+        return to_json(with_retries(self.opts, lookup))
 
     def getDefaultReadLimit(self) -> Any:
         """``maxOffsetsPerTrigger`` as ReadMaxRows, else ``minOffsetsPerTrigger`` as
@@ -230,13 +288,16 @@ class KafkaStreamReader(DataSourceStreamReader):
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
         begin = from_json(start)
-        with planning_consumer(self.opts) as consumer:
+
+        def lookup(consumer: KafkaConsumer) -> dict[TopicPartition, int]:
             tps = topic_partitions(consumer, self.opts)
             new = [tp for tp in tps if tp not in begin]
             if new:
                 logger.info("new partitions %s start at their earliest offset", new)
                 begin.update(resolve(consumer, new, OffsetSpec("earliest"), starting=True))
-            latest = resolve(consumer, tps, OffsetSpec("latest"), starting=False)
+            return resolve(consumer, tps, OffsetSpec("latest"), starting=False)
+
+        latest = with_retries(self.opts, lookup)
         for tp in list(begin):
             if tp not in latest:
                 # A partition that went away keeps its offset (its topic was deleted).
@@ -265,8 +326,12 @@ class KafkaStreamReader(DataSourceStreamReader):
         new = [tp for tp in stop if tp not in begin]
         if new:
             # Appeared after the start offsets were written: read from their earliest offset.
-            with planning_consumer(self.opts) as consumer:
-                begin.update(resolve(consumer, new, OffsetSpec("earliest"), starting=True))
+            begin.update(
+                with_retries(
+                    self.opts,
+                    lambda consumer: resolve(consumer, new, OffsetSpec("earliest"), starting=True),
+                )
+            )
         ranges = []
         for tp, e in sorted(stop.items()):
             s = begin[tp]

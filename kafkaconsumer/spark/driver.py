@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafkaconsumer.arrow import Progress, read_offset_ranges
+from kafkaconsumer.spark.columns import spark_headers_table
 from kafkaconsumer.spark.offsets import plan_ranges
 from kafkaconsumer.spark.options import parse_options
 
@@ -39,14 +40,15 @@ def read_kafka_table(
     total = sum(e - s for s, e in bounds.values())
     show = sys.stderr.isatty() if progress is None else progress
     with _progress_bar(total, show, console) as tick:
-        return read_offset_ranges(
-            opts.kafka,
+        table = read_offset_ranges(
+            opts.consumer_config("driver"),
             bounds,
             include_headers=opts.include_headers,
             fail_on_data_loss=opts.fail_on_data_loss,
             poll_timeout_ms=opts.poll_timeout_ms,
             progress=tick,
         )
+    return spark_headers_table(table)
 
 
 def read_kafka(
