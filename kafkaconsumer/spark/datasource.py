@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from kafkaconsumer.arrow import HEADER_TYPE, iter_offset_ranges
@@ -50,7 +51,7 @@ from kafkaconsumer.spark.offsets import (
 from kafkaconsumer.spark.options import KafkaOptions, OffsetSpec, parse_options
 from kafkaconsumer.spark.pushdown import Pushdown
 from kafkaconsumer.spark.writer import write_batches
-from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 
 logger = logging.getLogger(__name__)
 
@@ -241,13 +242,16 @@ class KafkaPushdownReader(KafkaBatchReader):
         return back
 
 
-class KafkaStreamReader(DataSourceStreamReader):
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over offsets in Spark's checkpoint JSON (``{"topic": {"0": 42}}``).
 
     ``maxOffsetsPerTrigger`` caps a micro-batch (spread over partitions by their backlog, as
     Spark does); ``minOffsetsPerTrigger`` holds a trigger back until that many records wait or
     ``maxTriggerDelay`` has passed. Partitions that appear later start at their earliest
-    offset.
+    offset. ``Trigger.AvailableNow`` ends at the latest offsets of when the query started.
+    Each micro-batch logs the backlog it leaves (records behind the latest offsets, min, avg
+    and max over partitions); ``commitOffsetsToGroup`` commits each committed micro-batch's end
+    offsets to a consumer group.
 
     Thread-safety: one instance per query; Spark calls it from one thread.
     """
@@ -256,6 +260,27 @@ class KafkaStreamReader(DataSourceStreamReader):
         """Read with ``opts``."""
         self.opts = opts
         self._last_trigger = time.monotonic()
+        # Trigger.AvailableNow: the latest offsets when the query started (None otherwise).
+        self._target: dict[TopicPartition, int] | None = None
+        # The latest offsets the last latestOffset() saw, for reportLatestOffset().
+        self._latest: dict[TopicPartition, int] | None = None
+        # What commitOffsetsToGroup last committed.
+        self._group_committed: dict[TopicPartition, int] | None = None
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        """``Trigger.AvailableNow``: no micro-batch goes past the latest offsets of now."""
+
+        def lookup(consumer: KafkaConsumer) -> dict[TopicPartition, int]:
+            tps = topic_partitions(consumer, self.opts)
+            return resolve(consumer, tps, OffsetSpec("latest"), starting=False)
+
+        self._target = with_retries(self.opts, lookup)
+        logger.info("Trigger.AvailableNow: reading up to %s", to_json(self._target))
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
+        """The latest offsets seen when the last micro-batch was planned (Spark shows them in
+        the query's progress as ``latestOffset``)."""
+        return None if self._latest is None else to_json(self._latest)
 
     def initialOffset(self) -> dict[str, Any]:
         """The starting offsets (``startingOffsets``, default latest), resolved now."""
@@ -284,10 +309,16 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
-        """The end of the next micro-batch within ``limit``."""
-        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+        """The end of the next micro-batch within ``limit``.
 
+        Spark asks once the micro-batch ending at ``start`` is in the checkpoint's commit log
+        (a restarted query first runs its planned micro-batch again), so ``start`` is what
+        ``commitOffsetsToGroup`` commits: Spark calls :meth:`commit` for a micro-batch only
+        when it plans the next one that has records, so never for the last one of
+        ``Trigger.AvailableNow``.
+        """
         begin = from_json(start)
+        self._commit_to_group(dict(begin))
 
         def lookup(consumer: KafkaConsumer) -> dict[TopicPartition, int]:
             tps = topic_partitions(consumer, self.opts)
@@ -302,23 +333,60 @@ class KafkaStreamReader(DataSourceStreamReader):
             if tp not in latest:
                 # A partition that went away keeps its offset (its topic was deleted).
                 latest[tp] = begin[tp]
+        self._latest = dict(latest)
+        if self._target is not None:
+            # Trigger.AvailableNow: nothing past the target (a partition that appeared since
+            # stays where it starts).
+            latest = {
+                tp: max(begin[tp], min(end, self._target.get(tp, begin[tp])))
+                for tp, end in latest.items()
+            }
+        end = self._end(begin, latest, limit)
+        self._log_backlog(begin, end)
+        return to_json(end)
+
+    def _end(
+        self, begin: dict[TopicPartition, int], latest: dict[TopicPartition, int], limit: Any
+    ) -> dict[TopicPartition, int]:
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
         available = {tp: max(0, latest[tp] - begin[tp]) for tp in latest}
         total = sum(available.values())
         if isinstance(limit, ReadAllAvailable):
             self._last_trigger = time.monotonic()
-            return to_json(latest)
+            return latest
         min_rows = self.opts.min_offsets_per_trigger
-        if min_rows and total < min_rows:
+        # Under Trigger.AvailableNow nothing more arrives: waiting for more would never end.
+        if min_rows and total < min_rows and self._target is None:
             waited_ms = (time.monotonic() - self._last_trigger) * 1000
             if waited_ms < self.opts.max_trigger_delay_ms:
-                return to_json(begin)
+                return begin
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         if max_rows is None and self.opts.max_offsets_per_trigger and min_rows:
             max_rows = self.opts.max_offsets_per_trigger
         self._last_trigger = time.monotonic()
         if max_rows is None or total <= max_rows:
-            return to_json(latest)
-        return to_json(_rate_limit(begin, latest, available, total, max_rows))
+            return latest
+        return _rate_limit(begin, latest, available, total, max_rows)
+
+    def _log_backlog(
+        self, begin: dict[TopicPartition, int], end: dict[TopicPartition, int]
+    ) -> None:
+        # As Spark's source reports minOffsetsBehindLatest/avg/max: the records between the
+        # micro-batch's end and the latest offsets, over partitions.
+        if not self._latest:
+            return
+        behind = [max(0, n - end.get(tp, begin.get(tp, n))) for tp, n in self._latest.items()]
+        logger.info(
+            "micro-batch to %s: %d records read, backlog behind the latest offsets over %d "
+            "partitions: min %d, avg %.1f, max %d",
+            to_json(end),
+            sum(max(0, end[tp] - begin.get(tp, end[tp])) for tp in end),
+            len(behind),
+            min(behind),
+            sum(behind) / len(behind),
+            max(behind),
+        )
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[KafkaInputPartition]:
         """The offset ranges between two checkpointed offsets."""
@@ -358,7 +426,26 @@ class KafkaStreamReader(DataSourceStreamReader):
         yield from _read(self.opts, partition.range)
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: progress lives in Spark's checkpoint, as with Spark's source."""
+        """Progress lives in Spark's checkpoint, as with Spark's source; with
+        ``commitOffsetsToGroup``, ``end`` (committed by Spark) also goes to that group."""
+        self._commit_to_group(from_json(end))
+
+    def _commit_to_group(self, offsets: dict[TopicPartition, int]) -> None:
+        # For Kafka's group tools and lag monitors; a failure is logged, as the checkpoint
+        # stays the source of truth.
+        group = self.opts.commit_group
+        if group is None or offsets == self._group_committed:
+            return
+        cfg = dict(self.opts.kafka)
+        cfg["group.id"] = group
+        cfg["enable.auto.commit"] = False
+        try:
+            with KafkaConsumer(cfg) as consumer:
+                consumer.commit_sync({tp: OffsetAndMetadata(o, "") for tp, o in offsets.items()})
+        except KafkaError as exc:
+            logger.warning("could not commit %s to group %s: %s", to_json(offsets), group, exc)
+            return
+        self._group_committed = dict(offsets)
 
 
 def _rate_limit(

@@ -73,6 +73,7 @@ _READ_OPTIONS = {
     "groupidprefix",
     "fetchoffset.numretries",
     "fetchoffset.retryintervalms",
+    "commitoffsetstogroup",
 }
 # The spelling of each option in messages.
 _SPELLING = {
@@ -83,7 +84,7 @@ _SPELLING = {
         "startingOffsetsByTimestampStrategy failOnDataLoss minPartitions maxRecordsPerPartition "
         "includeHeaders maxOffsetsPerTrigger minOffsetsPerTrigger maxTriggerDelay "
         "kafkaConsumer.pollTimeoutMs groupIdPrefix fetchOffset.numRetries "
-        "fetchOffset.retryIntervalMs topic checkpointLocation"
+        "fetchOffset.retryIntervalMs commitOffsetsToGroup topic checkpointLocation"
     ).split()
 }
 # A streaming query hands its own options to the sink too: checkpointLocation is Spark's.
@@ -149,6 +150,9 @@ class KafkaOptions:
     fetch_offset_retries: int = 3
     #: ... this long apart.
     fetch_offset_retry_interval_ms: int = 10
+    #: Streaming: the consumer group each committed micro-batch's end offsets are committed
+    #: to (so that Kafka's group tools and lag monitors see the query's progress).
+    commit_group: str | None = None
 
     def consumer_config(self, role: str) -> dict[str, Any]:
         """The configuration of a consumer of this read: ``kafka.*`` and the group id, with
@@ -336,6 +340,15 @@ def parse_options(
     ]
     if trigger_keys and not streaming:
         raise ConfigError(f"option {original[trigger_keys[0]]} is for streaming reads only")
+    commit_group = opts.get("commitoffsetstogroup")
+    if commit_group is not None:
+        if not streaming:
+            raise ConfigError(
+                "option commitOffsetsToGroup is for streaming reads only: a batch read has no "
+                "progress to commit"
+            )
+        if not commit_group.strip():
+            raise ConfigError("option commitOffsetsToGroup must name a consumer group")
     group_id, fixed = _group_id(kafka, opts.get("groupidprefix"), streaming)
     return KafkaOptions(
         kafka=kafka,
@@ -351,6 +364,7 @@ def parse_options(
             if "fetchoffset.retryintervalms" in opts
             else 10
         ),
+        commit_group=commit_group,
         subscribe=subscribe,
         subscribe_pattern=pattern,
         assign=assign,

@@ -57,6 +57,7 @@ def test_spark_names_and_formats() -> None:
         ({"subscribe": "a", "kafka.no.such.key": "1"}, "no.such.key"),
         ({"subscribe": "a", "startingOffsetz": "earliest"}, "option startingOffsetz is not"),
         ({"subscribe": "a", "fetchOffset.numRetries": "0"}, "fetchOffset.numRetries"),
+        ({"subscribe": "a", "commitOffsetsToGroup": "g"}, "commitOffsetsToGroup is for streaming"),
         ({"subscribe": "a", "fetchOffset.retryIntervalMs": "x"}, "fetchOffset.retryIntervalMs"),
         ({"subscribe": "a", "startingOffsets": "{nope"}, "startingOffsets"),
         ({"subscribe": "a", "endingOffsets": "earliest"}, "endingOffsets"),
@@ -125,6 +126,14 @@ def test_spark_group_id_options() -> None:
     )
     assert (retries.fetch_offset_retries, retries.fetch_offset_retry_interval_ms) == (5, 0)
     assert (batch.fetch_offset_retries, batch.fetch_offset_retry_interval_ms) == (3, 10)
+
+
+def test_commit_offsets_to_group_is_a_streaming_option() -> None:
+    stream = parse_options({**BS, "subscribe": "a", "commitOffsetsToGroup": "lag"}, streaming=True)
+    assert stream.commit_group == "lag"
+    assert parse_options({**BS, "subscribe": "a"}, streaming=True).commit_group is None
+    with pytest.raises(ConfigError, match="must name a consumer group"):
+        parse_options({**BS, "subscribe": "a", "commitOffsetsToGroup": " "}, streaming=True)
 
 
 def test_offset_lookups_retry_as_fetch_offset_options_say() -> None:
@@ -201,3 +210,20 @@ def test_batch_reads_refuse_to_start_at_latest_as_spark_does() -> None:
         "latest"
     )
     assert parse_options({**base, "startingOffsets": '{"t":{"0":-2}}'}).starting.kind == "offsets"
+
+
+def test_each_micro_batch_logs_its_backlog(caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("pyspark")
+    from kafkaconsumer.spark.datasource import KafkaStreamReader
+
+    reader = KafkaStreamReader(parse_options({**BS, "subscribe": "a"}, streaming=True))
+    assert reader.reportLatestOffset() is None
+    a0, a1, a2 = (TopicPartition("a", p) for p in range(3))
+    reader._latest = {a0: 100, a1: 50, a2: 10}
+    with caplog.at_level("INFO", logger="kafkaconsumer.spark.datasource"):
+        reader._log_backlog({a0: 0, a1: 0, a2: 10}, {a0: 40, a1: 50, a2: 10})
+    assert (
+        "90 records read, backlog behind the latest offsets over 3 partitions: "
+        "min 0, avg 20.0, max 60" in caplog.text
+    )
+    assert reader.reportLatestOffset() == {"a": {"0": 100, "1": 50, "2": 10}}
