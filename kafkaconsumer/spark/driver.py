@@ -62,7 +62,17 @@ def read_kafka(
     # spark.sql.execution.arrow.maxRecordsPerBatch rows (10,000 by default): 200 tasks for 2 M
     # rows, each costing more to schedule than to run. The rows are on the driver either way;
     # as many partitions as Spark's default parallelism keep every core busy.
-    return df.coalesce(max(1, int(spark.sparkContext.defaultParallelism)))
+    parallelism = _default_parallelism(spark)
+    return df if parallelism is None else df.coalesce(parallelism)
+
+
+def _default_parallelism(spark: Any) -> int | None:
+    # A Spark Connect session has no SparkContext (and says so with an error); its server
+    # may run on other machines than this one anyway.
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        conf = spark.conf.get("spark.default.parallelism", None)
+        return max(1, int(conf)) if conf else None
+    return max(1, int(spark.sparkContext.defaultParallelism))
 
 
 @contextmanager
