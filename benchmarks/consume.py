@@ -156,7 +156,7 @@ def _work_kafkaconsumer_arrow(
     import pyarrow.compute as pc
 
     c = _our_consumer(bootstrap, topic, partitions)
-    import kafkaconsumer.arrow  # noqa: F401 - loaded up front, as pyarrow is (set-up cost)
+    import kafkaconsumer.record.arrow  # noqa: F401 - loaded up front, as pyarrow is (set-up cost)
 
     # pyarrow imports pandas on the first scalar it builds (about half a second); that is
     # set-up, not per-record work, so it happens here (poll_arrow's first call would pay it).

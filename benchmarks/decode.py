@@ -10,7 +10,7 @@ linger writes), grouped into fetch responses of at most 1 MiB (the default
 max.partition.fetch.bytes); every reader decodes the same responses one at a time and drops
 the records of one before the next, as a consumer does.
 
-The Arrow readers (``kafkaconsumer.arrow.decode_fetched_arrow``: Cython, and the pure-Python
+The Arrow readers (``kafkaconsumer.record.arrow.decode_fetched_arrow``: Cython, and the pure-Python
 twin) build one ``pyarrow.RecordBatch`` per response and count the non-null values of its
 ``value`` column; they run when pyarrow is installed.
 
@@ -26,6 +26,7 @@ load from other processes on a shared machine disturbs it less. MB/s counts the 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib
 import os
@@ -110,10 +111,15 @@ def read_ours(module: Any) -> Callable[[bytes], int]:
 
 def read_arrow(force_python: bool) -> Callable[[bytes], int]:
     """Our Arrow decoder (Cython, or the pure-Python twin), as ``poll_arrow`` calls it."""
-    from kafkaconsumer import arrow
+    from kafkaconsumer.record import _columns, arrow
+
+    decode = arrow.decode_fetched_arrow
+    if force_python:
+        columns = functools.partial(_columns.decode_columns, _pyrecords.decode_fetched_records)
+        decode = functools.partial(arrow.decode_with, columns)
 
     def run(data: bytes) -> int:
-        result = arrow.decode_fetched_arrow(data, "bench", 0, 0, _force_python=force_python)
+        result = decode(data, "bench", 0, 0)
         values = result.batch.column(1)
         return int(len(values) - values.null_count)
 
@@ -147,7 +153,7 @@ def readers() -> dict[str, Callable[[bytes], int]]:
         found["ours (Cython)"] = read_ours(_crecords)
     found["ours (pure)"] = read_ours(_pyrecords)
     try:
-        from kafkaconsumer import arrow
+        from kafkaconsumer.record import arrow
     except ImportError:  # pyarrow is not installed
         pass
     else:

@@ -117,7 +117,7 @@ def arrow_path(chunks: list[tuple[str, int, int, bytes]]) -> Callable[[], int]:
     """The Arrow builder as poll_arrow() uses it, and the benchmark's sum of value lengths."""
     import pyarrow.compute as pc
 
-    from kafkaconsumer.arrow import ArrowBuilder
+    from kafkaconsumer.record.arrow import ArrowBuilder
 
     def run() -> int:
         total = 0
@@ -176,7 +176,7 @@ def budget(
 
 def _arrow_builder_available() -> bool:
     try:
-        from kafkaconsumer.arrow import builder_available
+        from kafkaconsumer.record.arrow import builder_available
     except ImportError:  # no pyarrow
         return False
     return builder_available()

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.interceptors import ConsumerInterceptors
-from kafkaconsumer.internals.fetcher import Fetch, FetchConfig, Fetcher
-from kafkaconsumer.internals.offset_fetcher import OffsetFetcher
+from kafkaconsumer.internals.fetch.decoders import RecordDecoder
+from kafkaconsumer.internals.fetch.fetcher import Fetch, FetchConfig, Fetcher
+from kafkaconsumer.internals.fetch.offset_fetcher import OffsetFetcher
 from kafkaconsumer.internals.subscription_state import (
     FetchPosition,
     LeaderAndEpoch,
@@ -49,7 +50,7 @@ from kafkaconsumer.utils.timer import Timer, to_timeout_ms
 if TYPE_CHECKING:
     # Loaded when a consumer with a group.id is made: a consumer that assigns its partitions
     # (a short script, a Spark task) never pays for the group machinery's import.
-    from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+    from kafkaconsumer.internals.group.consumer_group_member import ConsumerGroupMember
 
 #: ``commit_async`` callback: ``callback(offsets, exception)`` (the exception is None on success).
 OffsetCommitCallback = Callable[
@@ -160,11 +161,14 @@ class KafkaConsumer:
             self._offset_fetcher = OffsetFetcher(
                 self._client, self._metadata, self._subscriptions, cfg, time=self._time
             )
-            self._coordinator: ConsumerCoordinator | None = None
+            self._coordinator: ConsumerGroupMember | None = None
             if self._group_id is not None:
-                from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+                from kafkaconsumer.internals.group.consumer_delegate_creator import (
+                    consumer_member_class,
+                )
 
-                self._coordinator = ConsumerCoordinator(
+                # One member per group protocol, chosen once (Java's ConsumerDelegateCreator).
+                self._coordinator = consumer_member_class(cfg)(
                     cfg,
                     self._client,
                     self._subscriptions,
@@ -213,7 +217,7 @@ class KafkaConsumer:
         )
         return Timer(self._time, ms)
 
-    def _require_group(self) -> ConsumerCoordinator:
+    def _require_group(self) -> ConsumerGroupMember:
         if self._coordinator is None:
             raise Errors.InvalidGroupIdError(
                 "To use the group management or offset commit APIs, you must provide a valid "
@@ -237,7 +241,7 @@ class KafkaConsumer:
             self._fetcher.clear_buffered_data_for_unassigned_partitions(tps)
             if self._coordinator is not None:
                 # No rebalance follows a manual change: commit what leaves now.
-                self._coordinator.maybe_auto_commit_offsets_async(self._time.monotonic_ms())
+                self._coordinator.commits.maybe_auto_commit_offsets_async(self._time.monotonic_ms())
             logger.info("assigned to partition(s): %s", ", ".join(sorted(map(str, tps))))
             if self._subscriptions.assign_from_user(tps):
                 self._metadata.set_topics(self._subscriptions.metadata_topics())
@@ -332,7 +336,7 @@ class KafkaConsumer:
         Returns at most ``max.poll.records`` records. Drives the group protocol, offset resets
         and fetching; raises :class:`WakeupError` if :meth:`wakeup` was called.
         """
-        fetch = self._poll(timeout_ms, None, False)
+        fetch = self._poll(timeout_ms, None, None)
         if fetch is None:
             return ConsumerRecords.EMPTY
         records = ConsumerRecords._of(
@@ -351,7 +355,7 @@ class KafkaConsumer:
     ) -> Any:
         """:meth:`poll`, with the records as one ``pyarrow.RecordBatch``.
 
-        The columns are Spark's Kafka source schema (``kafkaconsumer.arrow.SCHEMA``; with
+        The columns are Spark's Kafka source schema (``kafkaconsumer.record.arrow.SCHEMA``; with
         ``include_headers`` also ``headers``), decoded from the fetched batches without a
         Python object per record. Keys and values are the raw bytes. Positions, auto-commit and
         ``commit_sync()`` move exactly as with :meth:`poll`; at most ``max_records`` (default
@@ -359,7 +363,8 @@ class KafkaConsumer:
         raises :class:`IllegalStateError` when deserializers or interceptors are configured
         (they work on record objects: use :meth:`poll`).
         """
-        from kafkaconsumer import arrow
+        from kafkaconsumer.internals.fetch.arrow_decoder import ArrowDecoder
+        from kafkaconsumer.record import arrow
 
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError(f"max_records must be a positive int, not {max_records!r}")
@@ -372,12 +377,16 @@ class KafkaConsumer:
                 "poll_arrow() returns raw bytes and runs no interceptors: configure no "
                 "key.deserializer/value.deserializer/interceptor.classes, or use poll()"
             )
-        fetch = self._poll(timeout_ms, max_records, True)
+        fetch = self._poll(timeout_ms, max_records, ArrowDecoder())
         if fetch is None or not fetch.records:
             return arrow.empty_batch(include_headers)
         return arrow.join_records(fetch.records.values(), include_headers)
 
-    def _poll(self, timeout_ms: Timeout, max_records: int | None, arrow: bool) -> Any:
+    def _poll(
+        self, timeout_ms: Timeout, max_records: int | None, decoder: RecordDecoder | None
+    ) -> Fetch | None:
+        """One poll: the records (decoded by ``decoder``; None: record objects through the
+        deserializers), or None when ``timeout_ms`` passed with none."""
         ms = to_timeout_ms(timeout_ms, 0)
         self._acquire_and_ensure_open()
         # The poll metrics read the poll's own clock (two readings a poll instead of three).
@@ -394,7 +403,7 @@ class KafkaConsumer:
             while True:
                 self._maybe_trigger_wakeup()
                 self._update_assignment_metadata_if_needed(timer)
-                fetch = self._poll_for_fetches(timer, max_records, arrow)
+                fetch = self._poll_for_fetches(timer, max_records, decoder)
                 if not fetch.is_empty():
                     # Pipelining: the next fetch goes out while the user handles these records.
                     # While a partition still waits for its offset reset or validation, the
@@ -436,7 +445,7 @@ class KafkaConsumer:
             return True
         if (
             self._coordinator is not None
-            and not self._coordinator.refresh_committed_offsets_if_needed(timer)
+            and not self._coordinator.commits.refresh_committed_offsets_if_needed(timer)
         ):
             return False
         self._subscriptions.reset_initializing_positions()
@@ -444,14 +453,14 @@ class KafkaConsumer:
         return True
 
     def _poll_for_fetches(
-        self, timer: Timer, max_records: int | None = None, arrow: bool = False
+        self, timer: Timer, max_records: int | None = None, decoder: RecordDecoder | None = None
     ) -> Fetch:
         poll_ms = timer.remaining_ms
         if self._coordinator is not None:
             poll_ms = min(
                 poll_ms, max(0, self._coordinator.time_to_next_poll(timer.current_time_ms))
             )
-        fetch = self._fetcher.collect_fetch(max_records, arrow)
+        fetch = self._fetcher.collect_fetch(max_records, decoder)
         if not fetch.is_empty():
             return fetch
         self._fetcher.send_fetches()
@@ -487,7 +496,7 @@ class KafkaConsumer:
                 # Responses may have freed nodes for another fetch (or asked for a reset).
                 self._fetcher.send_fetches()
         timer.update(poll_timer.current_time_ms)
-        return self._fetcher.collect_fetch(max_records, arrow)
+        return self._fetcher.collect_fetch(max_records, decoder)
 
     # -- positions -------------------------------------------------------------------------
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
@@ -818,7 +827,7 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
-            if not coordinator.commit_offsets_sync(to_commit, timer):
+            if not coordinator.commits.commit_offsets_sync(to_commit, timer):
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before successfully committing "
                     f"offsets {to_commit}{self._last_error_note()}"
@@ -836,7 +845,7 @@ class KafkaConsumer:
         self._acquire_and_ensure_open()
         try:
             coordinator = self._require_group()
-            coordinator.commit_offsets_async(self._offsets_arg(offsets), callback)
+            coordinator.commits.commit_offsets_async(self._offsets_arg(offsets), callback)
         finally:
             self._release()
 
@@ -849,7 +858,7 @@ class KafkaConsumer:
             coordinator = self._require_group()
             tps = _check_partitions(partitions, "committed")
             timer = self._timer(timeout_ms)
-            result = coordinator.fetch_committed_offsets(set(tps), timer)
+            result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
             if result is None:
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before the last committed offset "

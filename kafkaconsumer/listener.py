@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterable
+import time
+from collections.abc import Callable, Collection, Iterable
 from typing import Protocol, runtime_checkable
 
 from kafkaconsumer.structs import TopicPartition
@@ -103,8 +104,9 @@ class RevocationControl(Protocol):
     def delay_revoke(self, partitions: Iterable[TopicPartition]) -> bool:
         """Complete these revocations one poll later than planned.
 
-        True on success; False when any of them was already lost (the others are delayed all
-        the same).
+        True on success; False when any of them was already lost or was refused because its
+        revocation has been pending for the bound on delays (the others are delayed all the
+        same). A revocation delayed with True is never completed at the next poll.
         """
         ...
 
@@ -114,8 +116,16 @@ class RevocationTracker:
 
     The coordinator calls :meth:`start_poll` at the beginning of each ``poll()`` (it returns the
     partitions whose revocation must be completed now), :meth:`request_revoke` when a rebalance
-    asks this member to give partitions up, and :meth:`mark_lost` when partitions were lost.
-    The application-facing methods implement :class:`RevocationControl`.
+    asks this member to give partitions up, :meth:`forget` when a pending revocation ended
+    another way (the partition was assigned again, or revoked at once), and :meth:`mark_lost`
+    when partitions were lost. The application-facing methods implement
+    :class:`RevocationControl`.
+
+    Every partition is tracked on its own: completing, delaying or losing some partitions of a
+    pending revocation never changes the others. A revocation requested with a bound can be
+    delayed until that many milliseconds (of ``clock``) passed since it was first requested;
+    after that :meth:`delay_revoke` refuses it (returns False) and it completes at the next
+    poll.
 
     Thread-safety: safe. Every caller runs on the user's thread: the heartbeat thread never
     touches it, and :meth:`mark_lost` is called only where the coordinator calls
@@ -123,12 +133,15 @@ class RevocationTracker:
     lock is defensive, keeping each call atomic; it is never held while calling out.
     """
 
-    def __init__(self) -> None:
-        """Start with nothing pending or lost."""
+    def __init__(self, clock: Callable[[], int] | None = None) -> None:
+        """Start with nothing pending or lost; ``clock`` gives monotonic milliseconds."""
         self._lock = threading.Lock()
-        self._revoke_next: set[TopicPartition] = set()
-        self._revoke_later: set[TopicPartition] = set()
-        self._lost: set[TopicPartition] = set()
+        self._clock = clock or (lambda: int(time.monotonic() * 1000))
+        self._revoke_next: set[TopicPartition] = set()  # guarded by _lock
+        self._revoke_later: set[TopicPartition] = set()  # guarded by _lock
+        self._lost: set[TopicPartition] = set()  # guarded by _lock
+        # When a delay stops being granted, per pending partition (requested with a bound).
+        self._deadline: dict[TopicPartition, int] = {}  # guarded by _lock
 
     def start_poll(self) -> set[TopicPartition]:
         """Begin a poll: return the revocations to complete now, forget last poll's losses and
@@ -138,14 +151,34 @@ class RevocationTracker:
             self._revoke_next = self._revoke_later
             self._revoke_later = set()
             self._lost = set()
+            for tp in due:
+                self._deadline.pop(tp, None)
             return due
 
-    def request_revoke(self, partitions: Iterable[TopicPartition]) -> None:
-        """A rebalance asked for these partitions: they are revoked at the start of next poll."""
+    def request_revoke(
+        self, partitions: Iterable[TopicPartition], bound_ms: int | None = None
+    ) -> None:
+        """A rebalance asked for these partitions: they are revoked at the start of next poll.
+
+        A partition already pending keeps its place (a delay granted stays granted) and its
+        first deadline. ``bound_ms``: how long its revocation may be delayed (None: no bound).
+        """
+        with self._lock:
+            now = self._clock()
+            for tp in partitions:
+                if tp in self._revoke_next or tp in self._revoke_later:
+                    continue
+                self._revoke_next.add(tp)
+                if bound_ms is not None:
+                    self._deadline[tp] = now + bound_ms
+
+    def forget(self, partitions: Iterable[TopicPartition]) -> None:
+        """Drop these partitions' pending revocations (assigned again, or revoked already)."""
         with self._lock:
             for tp in partitions:
-                if tp not in self._revoke_later:
-                    self._revoke_next.add(tp)
+                self._revoke_next.discard(tp)
+                self._revoke_later.discard(tp)
+                self._deadline.pop(tp, None)
 
     def mark_lost(self, partitions: Iterable[TopicPartition]) -> None:
         """These partitions were lost: drop any pending revoke and report them as lost."""
@@ -153,6 +186,7 @@ class RevocationTracker:
             for tp in partitions:
                 self._revoke_next.discard(tp)
                 self._revoke_later.discard(tp)
+                self._deadline.pop(tp, None)
                 self._lost.add(tp)
 
     def pending(self) -> set[TopicPartition]:
@@ -167,6 +201,7 @@ class RevocationTracker:
             self._revoke_next = set()
             self._revoke_later = set()
             self._lost = set()
+            self._deadline.clear()
             return pending
 
     def to_be_revoked(self) -> set[TopicPartition]:
@@ -183,14 +218,20 @@ class RevocationTracker:
         """Move these partitions from "revoke next poll" to "revoke the poll after".
 
         Partitions not pending revocation are ignored. Returns False when any of them is among
-        the lost partitions (a lost partition cannot be delayed), True otherwise.
+        the lost partitions (a lost partition cannot be delayed) or has reached its deadline
+        (it stays due at the next poll), True otherwise.
         """
         ok = True
         with self._lock:
+            now = self._clock()
             for tp in partitions:
                 if tp in self._lost:
                     ok = False
                 elif tp in self._revoke_next:
+                    deadline = self._deadline.get(tp)
+                    if deadline is not None and now >= deadline:
+                        ok = False
+                        continue
                     self._revoke_next.discard(tp)
                     self._revoke_later.add(tp)
         return ok

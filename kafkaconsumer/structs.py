@@ -3,18 +3,16 @@
 ``TopicPartition``, ``OffsetAndMetadata``, ``OffsetAndTimestamp`` and ``ConsumerGroupMetadata``
 are immutable tuples (cheap, hashable, usable as dict keys). ``Node`` and ``PartitionInfo`` live
 in :mod:`kafkaconsumer.metadata`.
-``ConsumerRecords`` is what ``KafkaConsumer.poll()`` returns. ``ConsumerRecord`` itself lives in
-:mod:`kafkaconsumer.record` and is re-exported here.
+``ConsumerRecords`` is what ``KafkaConsumer.poll()`` returns. ``ConsumerRecord`` here is the
+protocol every record satisfies; the class the decoders build is ``kafkaconsumer.ConsumerRecord``
+(from :mod:`kafkaconsumer.record`, which sits above this module and imports it).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
-
-if TYPE_CHECKING:
-    from kafkaconsumer.record import ConsumerRecord
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 __all__ = [
     "TopicPartition",
@@ -24,6 +22,43 @@ __all__ = [
     "ConsumerRecords",
     "ConsumerRecord",
 ]
+
+
+@runtime_checkable
+class ConsumerRecord(Protocol):
+    """What a record handed to the user offers, whichever decoder made it (Java
+    ``ConsumerRecord``): the type checkers' view of ``kafkaconsumer.ConsumerRecord``.
+
+    At run time ``kafkaconsumer.ConsumerRecord`` is the class of the active decoder (the Cython
+    extension's or the pure-Python one); both satisfy this protocol (``tests/record`` checks
+    it statically and at run time).
+
+    ``timestamp_type`` is 0 (CreateTime), 1 (LogAppendTime) or -1 (none, magic 0). ``key`` and
+    ``value`` are what the deserializers returned (bytes or None without deserializers);
+    ``serialized_key_size``/``serialized_value_size`` are -1 for a null key/value. ``headers``
+    is a list of ``(str, bytes | None)``; ``leader_epoch`` is None when unknown.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: Any
+    value: Any
+    leader_epoch: int | None
+    serialized_key_size: int
+    serialized_value_size: int
+
+    @property
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        """The record's headers, in order."""
+
+    @headers.setter
+    def headers(self, value: list[tuple[str, bytes | None]]) -> None: ...
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """All attributes, in declaration order."""
 
 
 class TopicPartition(NamedTuple):
@@ -215,13 +250,3 @@ class ConsumerRecords:
 
 
 ConsumerRecords.EMPTY = ConsumerRecords()
-
-
-def __getattr__(name: str) -> Any:
-    # ConsumerRecord comes from the record package, imported lazily so that importing the
-    # structs never pulls in the codecs (and works while that package is being built).
-    if name == "ConsumerRecord":
-        from kafkaconsumer.record import ConsumerRecord
-
-        return ConsumerRecord
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

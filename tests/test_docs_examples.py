@@ -1,4 +1,4 @@
-"""The documentation's code examples run as written (issue 11 item 16).
+"""The documentation's code examples run as written.
 
 Examples that need a cluster get the session broker's address in place of ``localhost:9092``;
 the README's embedded-broker example runs as it is, on its own embedded broker.

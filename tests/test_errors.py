@@ -142,6 +142,6 @@ def test_everything_the_consumer_raises_is_exported() -> None:
         assert name in errors.__all__
         assert getattr(kafkaconsumer, name) is getattr(errors, name)
         assert name in kafkaconsumer.__all__
-    from kafkaconsumer.internals.offset_fetcher import LogTruncationError
+    from kafkaconsumer.internals.fetch.offset_fetcher import LogTruncationError
 
     assert LogTruncationError is errors.LogTruncationError

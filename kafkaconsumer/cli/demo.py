@@ -2,16 +2,21 @@
 
 Starts the embedded broker (unless ``--bootstrap-server`` names a cluster), produces a stream
 of sample order events into a new topic, and runs a group of three consumers in threads.
-Members join and leave while records flow, so the group rebalances (cooperatively by default);
-each member commits after every batch and counts a batch only once its commit succeeded (a
-batch whose commit is refused during a rebalance is read again). A live view shows
+Members join and leave while records flow (member-1 alone, then member-2 and member-3 together,
+then member-2 leaves and joins again), so the group rebalances four times (cooperatively by
+default); each member commits after every batch and counts a batch only once its commit
+succeeded (a batch whose commit is refused during a rebalance is read again). A live view shows
 each member's records, rate, lag and partitions; the summary gives records per member,
 duplicates and losses (checked by each event's sequence number and by partition and offset),
 each rebalance's duration and the throughput. The exit status is 1 if any record was lost or
 read twice.
 
-Session timeouts are short (3 s) because the embedded Tansu broker holds a group's first join
-for half the session timeout, and a departed member's partitions should move quickly.
+Session timeouts are short (1.5 s): the embedded Tansu broker answers a JoinGroup only after
+about half the session timeout, and a member that joins an established group on it may wait out
+a whole session timeout before its first assignment (its SyncGroup is held while the leader
+rejoins to hand over revoked partitions, and the heartbeats behind it on the same connection go
+unanswered until the session timer gives up on the coordinator). Members 2 and 3 join in one
+rebalance for the same reason: each join of a cooperative group costs two JoinGroup rounds.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ __all__ = ["add_parser", "run_demo", "PROTOCOLS"]
 
 #: Short classic timers so that the demo's members join and leave quickly; under the consumer
 #: protocol the broker owns them (and the client refuses them).
-_CLASSIC_TIMERS = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 500}
+_CLASSIC_TIMERS = {"session.timeout.ms": 1500, "heartbeat.interval.ms": 500}
 #: ``--protocol`` choices and the consumer settings each stands for.
 PROTOCOLS: dict[str, dict[str, Any]] = {
     "eager": {"partition.assignment.strategy": "range", **_CLASSIC_TIMERS},
@@ -43,8 +48,13 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
 }
 
 _MEMBERS = ("member-1", "member-2", "member-3")
-#: Membership changes the demo makes: three joins, a leave and a rejoin.
-_CHANGES = 5
+#: Membership changes the demo makes: member-1 joins, members 2 and 3 join together, member-2
+#: leaves and member-2 joins again.
+_CHANGES = 4
+#: Seconds over which the producer spreads the records (stretched by slow rebalances).
+_PRODUCE_SECONDS = 8.0
+#: How long the group works between two membership changes (records keep flowing).
+_PAUSE_S = 0.5
 
 
 def _consumer_protocol_supported() -> bool:
@@ -52,7 +62,8 @@ def _consumer_protocol_supported() -> bool:
     import importlib.util
 
     return (
-        importlib.util.find_spec("kafkaconsumer.internals.consumer_membership_manager") is not None
+        importlib.util.find_spec("kafkaconsumer.internals.group.consumer_membership_manager")
+        is not None
     )
 
 
@@ -411,9 +422,13 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
         with demo.lock:
             demo.phase += 1
 
-    # About 15 s of records, so that every membership change happens while they flow.
+    # Records over about _PRODUCE_SECONDS, so that every membership change happens while they
+    # flow.
     producer = threading.Thread(
-        target=_produce, args=(demo, max(records / 15.0, 1.0)), name="producer", daemon=True
+        target=_produce,
+        args=(demo, max(records / _PRODUCE_SECONDS, 1.0)),
+        name="producer",
+        daemon=True,
     )
 
     def pause(seconds: float) -> None:
@@ -425,19 +440,19 @@ def _run(demo: _Demo, records: int, timeout_s: float, out: TextIO, live: bool) -
         log("member-1 joins")
         start("member-1")
         settle("member-1 joined")
-        for name in ("member-2", "member-3"):
-            pause(1.5)
-            log(f"{name} joins")
-            start(name)
-            settle(f"{name} joined")
-        pause(2.0)
+        pause(_PAUSE_S)
+        log("member-2 and member-3 join")
+        start("member-2")
+        start("member-3")
+        settle("member-2 and member-3 joined")
+        pause(_PAUSE_S)
         log("member-2 leaves")
         with demo.lock:
             demo.expected.discard("member-2")
         demo.stop["member-2"].set()
         threads["member-2"].join(timeout=30)
         settle("member-2 left")
-        pause(1.5)
+        pause(_PAUSE_S)
         log("member-2 joins again")
         start("member-2")
         settle("member-2 rejoined")
@@ -541,7 +556,8 @@ def add_parser(sub: Any) -> None:
         type=int,
         default=10_000,
         metavar="N",
-        help="how many events to produce, over about 15 seconds (default: 10000)",
+        help=f"how many events to produce, over about {_PRODUCE_SECONDS:.0f} seconds "
+        "(default: 10000)",
     )
     p.add_argument(
         "--partitions",

@@ -1,16 +1,16 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Cython decoder of Kafka record batches straight into Arrow buffers (``kafkaconsumer.arrow``).
+"""Cython decoder of Kafka record batches straight into Arrow buffers (``record.arrow``).
 
 No Python object is made per record: keys, values and header fields are copied from the fetch
 buffer (or the decompressed payload) into growable C buffers, offsets and timestamps into C
-arrays, null keys and values into validity bitmaps. ``kafkaconsumer.arrow`` wraps the buffers,
+arrays, null keys and values into validity bitmaps. ``record.arrow`` wraps the buffers,
 zero copy, in ``pyarrow`` arrays. Per batch (never per record) it goes back to Python for the
 CRC32C check, decompression and the read_committed bookkeeping, exactly as the object decoder
 (``_crecords``) does, through the same shared parsing code (``_wire.pxd``); legacy v0/v1
 message sets are decoded here too, straight into the same buffers.
 
-The result is ``(n, columns, next_offset, partial)``; ``columns`` is the tuple
-``kafkaconsumer.arrow`` documents (``_COLUMNS``), the pure-Python twin builds the same one.
+The result is ``(n, columns, next_offset, partial)``; ``columns`` is a
+``record._columns.ArrowColumns``, as the pure-Python twin in that module builds.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
@@ -39,6 +39,7 @@ import zlib
 from kafkaconsumer.record._crc import crc32c as _crc32c
 
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError
+from kafkaconsumer.record._columns import ArrowColumns, HeaderColumns
 from kafkaconsumer.record._common import AbortedTransactions, decompress_payload
 
 # Arrow's binary and string arrays use int32 offsets.
@@ -269,14 +270,14 @@ cdef class _Columns:
         return self.topic_offsets, self.topic_data, self.partitions
 
     def result(self):
-        """The column tuple described in ``kafkaconsumer.arrow._COLUMNS``."""
+        """The buffers as ``record._columns.ArrowColumns``."""
         hdr = None
         if self.headers:
-            hdr = (self.hdr_offsets, self.hdr_rows, self.hk_offsets, self.hk_data,
-                   self.hv_valid if self.hv_nulls else None, self.hv_nulls, self.hv_offsets,
-                   self.hv_data)
-        return (self.key_valid if self.key_nulls else None, self.key_nulls, self.key_offsets,
-                self.key_data, self.value_valid if self.value_nulls else None,
+            hdr = HeaderColumns(self.hdr_offsets, self.hdr_rows, self.hk_offsets, self.hk_data,
+                                self.hv_valid if self.hv_nulls else None, self.hv_nulls,
+                                self.hv_offsets, self.hv_data)
+        return ArrowColumns(self.key_valid if self.key_nulls else None, self.key_nulls,
+                self.key_offsets, self.key_data, self.value_valid if self.value_nulls else None,
                 self.value_nulls, self.value_offsets, self.value_data, self.offsets,
                 self.timestamps, self.ts_types, self.epochs, hdr)
 
@@ -545,8 +546,8 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
                    bint include_headers=False, _Columns into=None):
     """Decode a Fetch response partition's ``records`` into Arrow column buffers.
 
-    Returns ``(rows, columns, next_offset, partial)`` with ``columns`` as
-    ``kafkaconsumer.arrow._COLUMNS`` describes; the checks and errors are those of
+    Returns ``(rows, columns, next_offset, partial)`` with ``columns`` a
+    ``record._columns.ArrowColumns``; the checks and errors are those of
     ``decode_fetched_records`` (docs/internals.md, record/). With ``into`` (a builder from
     :func:`new_builder`) the rows are appended there, with their topic and partition, and
     ``columns`` is None. After an error a builder holds part of the partition: drop it.

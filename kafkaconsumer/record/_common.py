@@ -7,10 +7,11 @@ import heapq
 import logging
 import struct
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple
 
 from kafkaconsumer.errors import CorruptRecordError, UnsupportedCodecError
 from kafkaconsumer.record import codecs
+from kafkaconsumer.structs import ConsumerRecord as ConsumerRecord
 
 logger = logging.getLogger(__name__)
 
@@ -69,43 +70,6 @@ def next_offset_after_batches(data: Any) -> int | None:
     return result
 
 
-@runtime_checkable
-class ConsumerRecord(Protocol):
-    """What a record handed to the user offers, whichever decoder made it (Java
-    ``ConsumerRecord``): the type checkers' view of ``kafkaconsumer.ConsumerRecord``.
-
-    At run time ``kafkaconsumer.ConsumerRecord`` is the class of the active decoder (the Cython
-    extension's or the pure-Python one); both satisfy this protocol (``tests/record`` checks
-    it statically and at run time).
-
-    ``timestamp_type`` is 0 (CreateTime), 1 (LogAppendTime) or -1 (none, magic 0). ``key`` and
-    ``value`` are what the deserializers returned (bytes or None without deserializers);
-    ``serialized_key_size``/``serialized_value_size`` are -1 for a null key/value. ``headers``
-    is a list of ``(str, bytes | None)``; ``leader_epoch`` is None when unknown.
-    """
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: Any
-    value: Any
-    leader_epoch: int | None
-    serialized_key_size: int
-    serialized_value_size: int
-
-    @property
-    def headers(self) -> list[tuple[str, bytes | None]]:
-        """The record's headers, in order."""
-
-    @headers.setter
-    def headers(self, value: list[tuple[str, bytes | None]]) -> None: ...
-
-    def as_tuple(self) -> tuple[Any, ...]:
-        """All attributes, in declaration order."""
-
-
 class ControlRecord(NamedTuple):
     """A parsed transaction marker: ``type`` is 0 for ABORT, 1 for COMMIT (others unknown).
 
@@ -132,16 +96,6 @@ def parse_control_record(key: bytes | None, value: bytes | None) -> ControlRecor
     if value is not None and len(value) >= _CONTROL_VALUE.size:
         _, epoch = _CONTROL_VALUE.unpack_from(value)
     return ControlRecord(version, ctype, epoch)
-
-
-def control_key(ctype: int, version: int = 0) -> bytes:
-    """The key of a control record of type ``ctype`` (0 ABORT, 1 COMMIT)."""
-    return _CONTROL_KEY.pack(version, ctype)
-
-
-def control_value(coordinator_epoch: int, version: int = 0) -> bytes:
-    """The value of a transaction marker written by coordinator epoch ``coordinator_epoch``."""
-    return _CONTROL_VALUE.pack(version, coordinator_epoch)
 
 
 class DecodeResult:

@@ -6,16 +6,19 @@
   Kafka source options, for parallel batch and streaming reads and for writes. Spark finds it
   by its short name once the package is installed (the top-level ``pyspark_kafkaconsumer``
   module); :func:`register` also turns on filter pushdown.
+- :mod:`kafkaconsumer.spark.offset_ranges`: the bounded reads under both, into Arrow record
+  batches (needs only ``pyarrow``).
 
 See docs/spark.md. Needs ``pyspark`` >= 4.0 and ``pyarrow`` (the ``spark`` extra).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafkaconsumer.spark.datasource import KafkaDataSource, KafkaPushdownDataSource
-from kafkaconsumer.spark.driver import read_kafka
+if TYPE_CHECKING:
+    from kafkaconsumer.spark.datasource import KafkaDataSource
+    from kafkaconsumer.spark.driver import read_kafka
 
 __all__ = ["PUSHDOWN_CONF", "KafkaDataSource", "read_kafka", "register"]
 
@@ -27,5 +30,20 @@ def register(spark: Any) -> None:
     """Turn on ``spark.sql.python.filterPushdown.enabled`` in ``spark`` and register the
     Data Source (format ``kafkaconsumer``) with filter pushdown: filters on ``topic``,
     ``partition``, ``offset`` and ``timestamp`` narrow the offset ranges read."""
+    from kafkaconsumer.spark.datasource import KafkaPushdownDataSource
+
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(KafkaPushdownDataSource)
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: the bounded reads (offset_ranges) need pyarrow, not pyspark.
+    if name == "KafkaDataSource":
+        from kafkaconsumer.spark.datasource import KafkaDataSource
+
+        return KafkaDataSource
+    if name == "read_kafka":
+        from kafkaconsumer.spark.driver import read_kafka
+
+        return read_kafka
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ Register it once per session (``spark.dataSource.register(KafkaDataSource)``, or
 :func:`kafkaconsumer.spark.register`), then use Spark's Kafka source options with
 ``format("kafkaconsumer")``. The driver plans offset ranges; each Spark task reads one range
 with ``assign`` + ``seek`` (no group membership) and yields Arrow record batches decoded by
-:mod:`kafkaconsumer.arrow`, so the executors need this package (and pyarrow) installed, and
+:mod:`kafkaconsumer.record.arrow`, so the executors need this package (and pyarrow) installed, and
 nothing else.
 """
 
@@ -30,10 +30,11 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from kafkaconsumer.arrow import HEADER_TYPE, iter_offset_ranges
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaError
+from kafkaconsumer.record.arrow import HEADER_TYPE
 from kafkaconsumer.spark.columns import null_empty_headers
+from kafkaconsumer.spark.offset_ranges import iter_offset_ranges
 from kafkaconsumer.spark.offsets import (
     LiveBounds,
     OffsetRange,
@@ -114,7 +115,7 @@ _SPARK_HEADERS = pa.list_(pa.field("element", HEADER_TYPE.value_type))
 
 
 def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch`` (``kafkaconsumer.arrow`` schema) in the Arrow types Spark expects of a
+    """``batch`` (``kafkaconsumer.record.arrow`` schema) in the Arrow types Spark expects of a
     Python data source: the timestamp column in microseconds, the headers' list child named
     ``element``, and a record without headers has null ``headers`` (as Spark's source)."""
     arrays = list(batch.columns)

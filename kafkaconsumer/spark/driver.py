@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from kafkaconsumer.arrow import Progress, read_offset_ranges
 from kafkaconsumer.spark.columns import spark_headers_table
+from kafkaconsumer.spark.offset_ranges import Progress, read_offset_ranges
 from kafkaconsumer.spark.offsets import plan_ranges
 from kafkaconsumer.spark.options import parse_options
 

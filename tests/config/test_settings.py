@@ -1,4 +1,4 @@
-"""Defaults live once, in the key definitions (issue 11 item 8): the engine reads typed settings
+"""Defaults live once, in the key definitions: the engine reads typed settings
 built from the configuration, and nothing in the library restates a key's default."""
 
 from __future__ import annotations

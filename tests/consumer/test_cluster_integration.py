@@ -1,4 +1,4 @@
-"""On the session's 3-broker Apache Kafka cluster (issue 9): a partition leader stopped in the
+"""On the session's 3-broker Apache Kafka cluster: a partition leader stopped in the
 middle of consumption loses and duplicates nothing in manual-assign mode, and the position is
 validated against the new leader (OffsetForLeaderEpoch, KIP-320); a real log truncation by
 unclean leader election is detected (LogTruncationError with ``auto.offset.reset=none``, else a
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.apache_kafka import ApacheKafkaError
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import LogTruncationError
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from tests.consumer.conftest import poll_until, produce
 from tests.helpers import unique_name, wait_for
-from tests.support.apache_kafka import ApacheKafkaError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -488,7 +488,7 @@ def test_next_fetch_goes_out_before_a_response_is_decoded(
         pytest.skip("Tansu ignores max.partition.fetch.bytes: one response brings every record")
     if path == "poll_arrow":
         pytest.importorskip("pyarrow")
-    from kafkaconsumer.internals.completed_fetch import CompletedFetch
+    from kafkaconsumer.internals.fetch.completed_fetch import CompletedFetch
 
     topic = create_topic(bootstrap, 1)
     tp = TopicPartition(topic, 0)

@@ -1,4 +1,4 @@
-"""A batch beyond the decompression bound, on a real broker (issue 10, section 4): the error
+"""A batch beyond the decompression bound, on a real broker: the error
 names the bound that applied and how to raise it; raised, the same record is read."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from kafkaconsumer.internals.fetch_session import (
+from kafkaconsumer.internals.fetch.fetch_session import (
     FINAL_EPOCH,
     FetchMetadata,
     FetchSessionHandler,

@@ -12,7 +12,7 @@ import pytest
 
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import OffsetOutOfRangeError
-from kafkaconsumer.internals.offset_fetcher import LogTruncationError
+from kafkaconsumer.internals.fetch.offset_fetcher import LogTruncationError
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from tests.consumer.conftest import poll_until

@@ -11,17 +11,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaconsumer.errors import KafkaError, RecordDeserializationError
-from kafkaconsumer.internals.fetcher import FetchConfig, Fetcher
+from kafkaconsumer.internals.fetch.fetcher import FetchConfig, Fetcher
 from kafkaconsumer.internals.interfaces import ClusterView
 from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.record import encode_batch, encode_control_batch
+from kafkaconsumer.record import encode_batch
 from kafkaconsumer.record.encoder import RecordInput
 from kafkaconsumer.structs import TopicPartition
-from kafkaconsumer.utils.clock import MockTime
 from kafkaconsumer.utils.timer import Timer
+from tests.support.mock_time import MockTime
+from tests.support.record_encoder import encode_control_batch
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -348,7 +349,7 @@ def test_prefetch_bookkeeping_does_not_walk_the_buffer_on_every_poll(
     # Many partitions buffered, all caught up: handing them out poll by poll (a fetch check
     # after each, as poll() does) must not look at every buffered piece each time (that was
     # O(partitions^2) per pass over the buffer).
-    from kafkaconsumer.internals.completed_fetch import CompletedFetch
+    from kafkaconsumer.internals.fetch.completed_fetch import CompletedFetch
 
     n = 300
     tps = [TopicPartition("t", p) for p in range(n)]
@@ -607,7 +608,7 @@ def test_paused_partition_data_stays_undecoded() -> None:
     client.sent[0][2].success(response({T0: (batch(0, 4, 0), 4), T1: (batch(50, 3, 0), 3)}))
     subs.pause(T0)
     assert list(f.collect_fetch().records) == [T1]
-    paused = [cf for cf in f._completed if cf.tp == T0]
+    paused = [cf for cf in f._buffer if cf.tp == T0]
     assert len(paused) == 1 and not paused[0].initialized and paused[0].records == []
     assert paused[0].partition_data["records"] is not None  # raw bytes kept, not decoded
     subs.resume(T0)
@@ -671,7 +672,7 @@ def test_session_handler_is_only_used_under_the_fetcher_lock() -> None:
     assert values(f.collect_fetch().records[T0]) == [0, 1]
 
 
-# -- positions past control batches and aborted transactions (issue 10, section 1) ---------
+# -- positions past control batches and aborted transactions ------------------------------
 
 _SEGMENT = st.tuples(st.sampled_from(["data", "commit", "abort"]), st.integers(1, 4))
 
@@ -824,14 +825,15 @@ def _arrow_offsets(fetch: Any) -> dict[TopicPartition, list[int]]:
 
 def test_arrow_poll_decodes_its_partitions_into_one_batch() -> None:
     pytest.importorskip("pyarrow")
-    from kafkaconsumer import arrow
+    from kafkaconsumer.internals.fetch.arrow_decoder import ArrowDecoder
+    from kafkaconsumer.record import arrow
 
     if not arrow.builder_available():
         pytest.skip("needs the Cython Arrow decoder")
     f, client, subs = make(max_poll_records=500)
     _fetch_both(f, subs)
     client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(100, 7, 0), 7)}))
-    fetch = f.collect_fetch(25, arrow=True)
+    fetch = f.collect_fetch(25, ArrowDecoder())
     assert _arrow_offsets(fetch) == {T0: list(range(10)), T1: list(range(7))}
     parts: list[Any] = list(fetch.records.values())
     joined = arrow.join_records(parts, False)
@@ -844,7 +846,8 @@ def test_arrow_poll_decodes_its_partitions_into_one_batch() -> None:
 
 def test_arrow_poll_cut_by_max_records_continues_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pyarrow")
-    from kafkaconsumer import arrow
+    from kafkaconsumer.internals.fetch.arrow_decoder import ArrowDecoder
+    from kafkaconsumer.record import arrow
 
     if arrow.builder_available():
         # What a poll leaves of a partition is handed out alone next (a slice, no copy).
@@ -858,7 +861,7 @@ def test_arrow_poll_cut_by_max_records_continues_exactly(monkeypatch: pytest.Mon
     client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (batch(100, 7, 0), 7)}))
     got: list[tuple[int, int]] = []
     while True:
-        fetch = f.collect_fetch(4, arrow=True)
+        fetch = f.collect_fetch(4, ArrowDecoder())
         if fetch.is_empty():
             break
         parts: list[Any] = list(fetch.records.values())
@@ -874,6 +877,7 @@ def test_arrow_poll_with_a_corrupt_partition_returns_the_others_first() -> None:
     # and the error comes with the next poll, naming its partition (as poll() does).
     pytest.importorskip("pyarrow")
     from kafkaconsumer.errors import CorruptRecordError
+    from kafkaconsumer.internals.fetch.arrow_decoder import ArrowDecoder
 
     good = batch(0, 5, 0)
     bad = bytearray(batch(50, 5, 0))
@@ -881,10 +885,10 @@ def test_arrow_poll_with_a_corrupt_partition_returns_the_others_first() -> None:
     f, client, subs = make(max_poll_records=500)
     _fetch_both(f, subs)
     client.sent[0][2].success(response({T0: (good, 5), T1: (bytes(bad), 5)}))
-    first = f.collect_fetch(100, arrow=True)
+    first = f.collect_fetch(100, ArrowDecoder())
     assert _arrow_offsets(first) == {T0: list(range(5))}
     with pytest.raises(CorruptRecordError) as info:
-        f.collect_fetch(100, arrow=True)
+        f.collect_fetch(100, ArrowDecoder())
     assert info.value.partition == 1 and info.value.offset == 0
 
 

@@ -1,4 +1,4 @@
-"""The engine takes its locks in the order docs/internals.md writes down (issue 11 item 11).
+"""The engine takes its locks in the order docs/internals.md writes down.
 
 A group consumer reads, auto-commits, commits, looks offsets up and closes against the real
 broker with every engine lock traced (tests/support/lock_order.py); every pair "held A, took B"

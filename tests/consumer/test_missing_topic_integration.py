@@ -1,4 +1,4 @@
-"""A subscription to a topic that does not exist (issue 10, section 3): the condition is logged
+"""A subscription to a topic that does not exist: the condition is logged
 once, metadata refreshes back off exponentially up to ``retry.backoff.max.ms``, and the records
 arrive once the topic is created."""
 

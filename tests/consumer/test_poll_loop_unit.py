@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from kafkaconsumer.consumer import KafkaConsumer
-from kafkaconsumer.internals.fetcher import Fetch
-from kafkaconsumer.utils.clock import MockTime
+from kafkaconsumer.internals.fetch.fetcher import Fetch
 from kafkaconsumer.utils.timer import Timer
+from tests.support.consumers import consumer_with_collaborators
+from tests.support.mock_time import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -20,7 +21,7 @@ class CountingFetcher:
         self.available_checks = 0
         self.sends = 0
 
-    def collect_fetch(self, max_records: int | None = None, arrow: bool = False) -> Fetch:
+    def collect_fetch(self, max_records: int | None = None, decoder: Any = None) -> Fetch:
         return Fetch()
 
     def send_fetches(self) -> int:
@@ -47,15 +48,9 @@ class CountingClient:
 
 
 def consumer_with(client: CountingClient, fetcher: CountingFetcher) -> KafkaConsumer:
-    c = KafkaConsumer.__new__(KafkaConsumer)
-    c._time = client.time
-    c._client = client  # type: ignore[assignment]
-    c._metadata = client  # type: ignore[assignment]
-    c._fetcher = fetcher  # type: ignore[assignment]
-    c._coordinator = None
-    c._cached_all_positions = True
-    c._retry_backoff_ms = 100
-    return c
+    return consumer_with_collaborators(
+        time=client.time, client=client, metadata=client, fetcher=fetcher
+    )
 
 
 def test_wait_loop_checks_for_available_fetches_once_per_network_poll() -> None:

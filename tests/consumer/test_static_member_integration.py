@@ -1,4 +1,4 @@
-"""Group state after a fencing or a poll-timeout leave, on a real broker (issue 10, section 4):
+"""Group state after a fencing or a poll-timeout leave, on a real broker:
 a fenced static member's failed commit names the duplicate group.instance.id, and
 ``group_metadata()`` forgets the generation as soon as the heartbeat thread leaves the group."""
 

@@ -1,4 +1,4 @@
-"""Positions past control batches and aborted transactions, on a real broker (issue 10, section 1).
+"""Positions past control batches and aborted transactions, on a real broker.
 
 A fetch whose complete batches are all commit/abort markers or aborted data returns no records,
 but its next fetch offset lies beyond the position: the position must move there (as Java's

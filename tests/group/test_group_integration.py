@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -516,3 +517,213 @@ def test_listener_commits_in_on_partitions_revoked_during_close(broker: Any) -> 
         TopicPartition(topic, 0): 10,
         TopicPartition(topic, 1): 10,
     }
+
+
+class _PartitionWorker(threading.Thread):
+    """Processes one partition's records in order, 2 ms each, while its gate is open."""
+
+    def __init__(self, tp: TopicPartition, ledger: Ledger, member: str) -> None:
+        super().__init__(name=f"worker-{member}-{tp.partition}", daemon=True)
+        self.tp = tp
+        self.ledger = ledger
+        self.member = member
+        self.gate = threading.Event()
+        self.gate.set()
+        self._lock = threading.Lock()
+        self._queue: list[Any] = []  # guarded by _lock
+        self.next_offset: int | None = None  # written by this worker only
+        self._wake = threading.Event()
+        self.stopping = False
+
+    def submit(self, records: list[Any]) -> None:
+        """Queue records for processing."""
+        with self._lock:
+            self._queue.extend(records)
+        self._wake.set()
+
+    def in_flight(self) -> int:
+        """Records submitted and not processed yet."""
+        with self._lock:
+            return len(self._queue)
+
+    def stop(self) -> None:
+        """Stop after the current record."""
+        self.stopping = True
+        self.gate.set()
+        self._wake.set()
+
+    def run(self) -> None:
+        """Process until stopped."""
+        while not self.stopping:
+            self.gate.wait()
+            with self._lock:
+                record = self._queue[0] if self._queue else None
+            if record is None:
+                self._wake.wait(0.05)
+                self._wake.clear()
+                continue
+            time.sleep(0.002)
+            self.ledger.add(self.member, [record])
+            self.next_offset = record.offset + 1
+            with self._lock:
+                self._queue.pop(0)
+
+
+class _AsyncProcessing:
+    """The KIP-983 loop of a member with one worker per partition (its ``on_poll``).
+
+    After each poll it hands the records to the workers (pausing a partition at 400 records
+    in flight), commits the finished work every half second, commits the partitions of a
+    pending revocation whose workers are done and delays the others. ``on_revocation`` sees
+    each new revocation first (the test holds those workers there).
+    """
+
+    def __init__(self, ledger: Ledger, name: str, on_revocation: Any = None) -> None:
+        self.ledger = ledger
+        self.name = name
+        self.on_revocation = on_revocation
+        self.workers: dict[TopicPartition, _PartitionWorker] = {}
+        self.seen_revocations: set[TopicPartition] = set()
+        self.granted: set[TopicPartition] = set()
+        self.delays = 0
+        self.polls = 0
+        self.broken: list[str] = []
+        self._last_commit = time.monotonic()
+
+    def worker(self, tp: TopicPartition) -> _PartitionWorker:
+        """This partition's worker (started on first use)."""
+        w = self.workers.get(tp)
+        if w is None:
+            w = self.workers[tp] = _PartitionWorker(tp, self.ledger, self.name)
+            w.start()
+        return w
+
+    def _commit(self, consumer: Any, partitions: set[TopicPartition]) -> bool:
+        offsets = {
+            tp: OffsetAndMetadata(w.next_offset)
+            for tp, w in self.workers.items()
+            if tp in partitions and w.next_offset is not None
+        }
+        if not offsets:
+            return True
+        try:
+            consumer.commit_sync(offsets)
+        except Errors.RebalanceInProgressError:
+            return False
+        return True
+
+    def __call__(self, member: Member, records: Any) -> None:
+        consumer = member.consumer
+        self.polls += 1
+        owned = set(consumer.assignment())
+        if not self.granted <= owned:
+            self.broken.append(f"{sorted(self.granted - owned)} revoked after a granted delay")
+        for tp in consumer.lost_partitions():
+            self.broken.append(f"{tp} lost")
+        for tp in records.partitions():
+            self.worker(tp).submit(list(records.records(tp)))
+        pending = consumer.to_be_revoked()
+        full = {tp for tp in owned - pending if self.worker(tp).in_flight() >= 400}
+        consumer.pause(full)
+        consumer.resume((owned - pending) - full)
+        if time.monotonic() - self._last_commit > 0.5:
+            self._commit(consumer, owned - pending)
+            self._last_commit = time.monotonic()
+        self.granted = set()
+        if not pending:
+            return
+        if pending - self.seen_revocations and self.on_revocation is not None:
+            self.on_revocation(self, pending - self.seen_revocations)
+        self.seen_revocations |= pending
+        idle = {tp for tp in pending if self.worker(tp).in_flight() == 0}
+        busy = pending - idle
+        if idle and not self._commit(consumer, idle):
+            busy = pending
+        if busy:
+            if consumer.delay_revoke(busy):
+                self.granted = busy
+                self.delays += 1
+            else:
+                self.broken.append(f"delay of {sorted(busy)} refused")
+
+    def close(self) -> None:
+        """Stop every worker."""
+        for w in self.workers.values():
+            w.stop()
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_kip983_partial_finish_of_a_revocation_processes_every_record_once(
+    broker: Any, protocol: str
+) -> None:
+    """A member processes asynchronously with one worker per partition; when a second member
+    joins it commits the revoked partitions whose workers are done and delays the others. The
+    delayed partitions stay with it until their workers are done too: every record is
+    processed exactly once."""
+    # Apache Kafka 3.x advertises ConsumerGroupHeartbeat while its group coordinator refuses it.
+    if protocol == "consumer" and (
+        not broker.supports(68) or broker.version.startswith(("2.", "3."))
+    ):
+        pytest.skip("this broker does not run the consumer group protocol")
+    bootstrap = broker.bootstrap_servers
+    partitions, per_partition = 8, 600
+    topic = create_topic(bootstrap, partitions)
+    produce(bootstrap, topic, partitions, per_partition)
+    group = unique_name("g2-kip983")
+    ledger = Ledger()
+    held: set[TopicPartition] = set()
+
+    def hold(app: _AsyncProcessing, revoked: set[TopicPartition]) -> None:
+        # Keep the revoked partitions' workers busy until the test lets them finish.
+        for tp in revoked:
+            app.worker(tp).gate.clear()
+        held.update(revoked)
+
+    # The bound on delays (the rebalance timeout) stays far beyond the test's own waits.
+    opts: dict[str, Any] = dict(commit_on_revoke=False, max_poll_interval_ms=60000)
+    if protocol == "consumer":
+        opts.update(group_protocol="consumer", group_remote_assignor="uniform")
+    else:
+        opts.update(strategy="cooperative-sticky")
+    app_a = _AsyncProcessing(ledger, "a", on_revocation=hold)
+    app_b = _AsyncProcessing(ledger, "b")
+    a = Member("a", bootstrap, group, [topic], Ledger(), on_poll=app_a, **opts)
+    b = Member("b", bootstrap, group, [topic], Ledger(), on_poll=app_b, **opts)
+    everything = _all_partitions(topic, partitions)
+    expected = {(topic, p, o) for p in range(partitions) for o in range(per_partition)}
+    try:
+        a.start()
+        wait_until(lambda: a.assignment() == everything, 30, "a owns everything", [a])
+        wait_until(lambda: ledger.count() >= len(expected) * 3 // 10, 60, "30% processed", [a])
+        b.start()
+        wait_until(lambda: app_a.delays >= 3, 40, "a delaying the revocation", [a, b])
+        moving = sorted(held)
+        first, second = set(moving[: len(moving) // 2]), set(moving[len(moving) // 2 :])
+        assert first and second
+        # The first half's workers finish: a gives those partitions up, keeps the others.
+        for tp in first:
+            app_a.workers[tp].gate.set()
+        wait_until(lambda: not first & a.assignment(), 40, "a gives up the finished ones", [a, b])
+        if protocol == "classic":
+            # The follow-up rebalance hands them over at once. (The consumer protocol's broker
+            # waits until the member has released every partition it was asked for.)
+            wait_until(lambda: first <= b.assignment(), 40, "the finished ones reach b", [a, b])
+        polls = app_a.polls
+        wait_until(lambda: app_a.polls >= polls + 10, 30, "a polls on", [a, b])
+        kept_by_a = second & a.assignment()
+        for tp in second:
+            app_a.workers[tp].gate.set()
+        wait_until(lambda: ledger.distinct() == expected, 90, "every record", [a, b])
+        wait_until(lambda: stable_split([a, b], everything), 40, "a stable split", [a, b])
+    finally:
+        for m in (a, b):
+            if m.is_alive():
+                m.stop()
+        app_a.close()
+        app_b.close()
+    assert a.error is None and b.error is None, (a.error, b.error)
+    assert ledger.duplicates() == [], (app_a.broken, kept_by_a)
+    assert kept_by_a == second
+    assert app_a.broken == [] and app_b.broken == []
+    assert ledger.distinct() == expected

@@ -201,6 +201,144 @@ def test_kip983_revocation_completes_at_next_poll_and_can_be_delayed(group: Grou
     assert s1.coordinator.lost_partitions() == set()
 
 
+class BusyWorkers:
+    """A KIP-983 poll loop with one worker per partition, as a round hook of a Driver.
+
+    Each round it commits the pending partitions whose worker is done and delays the others.
+    The test says which workers are busy. It checks the promise of ``delay_revoke`` at every
+    round: a partition whose delay was granted at one round is still owned at the next.
+    """
+
+    def __init__(self, busy: set[TopicPartition], *, fail_commit: FakeCluster | None = None):
+        self.busy = set(busy)
+        self.fail_commit = fail_commit
+        self.granted: set[TopicPartition] = set()
+        self.delays = 0
+        self.refused: list[set[TopicPartition]] = []
+        self.commit_errors: list[BaseException] = []
+        self.broken: list[str] = []
+
+    def kept_promises(self) -> bool:
+        """Fail the test at once when a granted delay was not honoured."""
+        assert self.broken == []
+        return True
+
+    def __call__(self, stack: Stack) -> None:
+        """One round of the application's loop, after the consumer's poll."""
+        c = stack.coordinator
+        owned = assigned(stack)
+        if not self.granted <= owned:
+            self.broken.append(f"delayed {sorted(self.granted - owned)} revoked at the next poll")
+        pending = c.to_be_revoked()
+        done = pending - self.busy
+        if done:
+            if self.fail_commit is not None:
+                self.fail_commit.fail(ApiKey.OFFSET_COMMIT, 27)  # REBALANCE_IN_PROGRESS
+            try:
+                c.commits.commit_offsets_sync(
+                    {tp: OffsetAndMetadata(5) for tp in done}, stack.timer(5000)
+                )
+            except Errors.KafkaError as exc:
+                # The commit of the finished work failed: keep them until it succeeds.
+                self.commit_errors.append(exc)
+                self.busy |= done
+                self.fail_commit = None
+        wanted = pending & self.busy
+        self.granted = set()
+        if wanted:
+            if c.delay_revoke(wanted):
+                self.granted = wanted
+                self.delays += 1
+            else:
+                self.refused.append(wanted)
+
+
+def revoked_calls(stack: Stack) -> list[TopicPartition]:
+    return [tp for name, tps in stack.listener.calls if name == "revoked" for tp in tps]
+
+
+def test_kip983_partial_finish_completes_only_the_partitions_not_delayed(group: Group) -> None:
+    app = BusyWorkers(ALL)
+    s1, _ = group.add(hook=app, partition_assignment_strategy=["cooperative-sticky"])
+    group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
+    s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
+    group.wait(lambda: app.delays >= 3, "m1 delaying the revocation")
+    moving = s1.coordinator.listener_invoker.revocations.pending()
+    assert len(moving) == 2
+    first, second = sorted(moving)
+    # The worker of one partition finishes: it is committed and handed over; the other stays.
+    app.busy = {second}
+    group.wait(lambda: first in assigned(s2), "the finished partition reaches m2")
+    rounds = app.delays
+    group.wait(
+        lambda: app.kept_promises() and app.delays >= rounds + 10,
+        "m1 keeps delaying the busy partition",
+    )
+    assert second in assigned(s1) and second not in assigned(s2)
+    assert revoked_calls(s1) == [first]
+    app.busy = set()
+    group.wait(lambda: group.split() and assigned(s2) == moving, "second partition handed over")
+    assert revoked_calls(s1) == [first, second]
+    assert app.broken == [] and app.refused == []
+    assert s1.coordinator.lost_partitions() == set()
+
+
+def test_kip983_delay_past_the_bound_is_refused_before_the_revocation(group: Group) -> None:
+    app = BusyWorkers(ALL)
+    s1, _ = group.add(
+        hook=app, partition_assignment_strategy=["cooperative-sticky"], max_poll_interval_ms=1500
+    )
+    group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
+    s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
+    group.wait(lambda: app.delays >= 1, "m1 delaying the revocation")
+    moving = s1.coordinator.listener_invoker.revocations.pending()
+    # The workers never finish: after the rebalance timeout the delay is refused, and only
+    # then does the revocation complete.
+    group.wait(lambda: app.kept_promises() and bool(app.refused), "delay refused at the bound")
+    assert app.refused[0] == moving
+    group.wait(lambda: group.split() and assigned(s2) == moving, "hand-over after the bound")
+    assert sorted(revoked_calls(s1)) == sorted(moving)
+    assert app.broken == []
+    assert s1.coordinator.lost_partitions() == set()
+
+
+def test_kip983_delay_survives_a_failed_commit_and_the_rebalance_it_starts(
+    group: Group, cluster: FakeCluster
+) -> None:
+    app = BusyWorkers(ALL)
+    s1, _ = group.add(hook=app, partition_assignment_strategy=["cooperative-sticky"])
+    group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
+    s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
+    group.wait(lambda: app.delays >= 3, "m1 delaying the revocation")
+    moving = s1.coordinator.listener_invoker.revocations.pending()
+    # The workers finish, but committing their work fails with REBALANCE_IN_PROGRESS: the
+    # application delays again, and the rebalance the failure starts must not revoke them.
+    joins = len(cluster.requests(ApiKey.JOIN_GROUP))
+    app.fail_commit = cluster
+    app.busy = set()
+    group.wait(lambda: app.commit_errors, "the commit failed")
+    assert isinstance(app.commit_errors[0], Errors.RebalanceInProgressError)
+    group.wait(
+        lambda: (
+            len(cluster.requests(ApiKey.JOIN_GROUP)) > joins
+            and s1.coordinator.generation_if_stable() is not None
+            and not s1.coordinator.rejoin_needed_or_pending()
+        ),
+        "the rebalance after the failed commit",
+    )
+    rounds = app.delays
+    group.wait(lambda: app.kept_promises() and app.delays >= rounds + 5, "m1 keeps delaying")
+    assert moving <= assigned(s1) and not moving & assigned(s2)
+    assert revoked_calls(s1) == []
+    app.busy = set()
+    group.wait(
+        lambda: group.split() and assigned(s2) == moving, "hand-over once the commit succeeded"
+    )
+    assert sorted(revoked_calls(s1)) == sorted(moving)
+    assert {(TOPIC, tp.partition) for tp in moving} <= set(cluster.committed("grp"))
+    assert app.broken == [] and app.refused == []
+
+
 def test_kip983_lost_partitions_after_generation_reset(group: Group, cluster: FakeCluster) -> None:
     lost: list[set[TopicPartition]] = []
 
@@ -224,7 +362,7 @@ def test_kip983_lost_partitions_after_generation_reset(group: Group, cluster: Fa
     assert ("lost", sorted(ALL)) in s1.listener.calls
     # A lost partition cannot be delayed.
     assert (
-        s1.coordinator.revocations.delay_revoke(ALL) is False
+        s1.coordinator.listener_invoker.revocations.delay_revoke(ALL) is False
         or not s1.coordinator.lost_partitions()
     )
     group.wait(lambda: assigned(s1) == ALL, "m1 rejoined")
@@ -295,7 +433,7 @@ def test_poll_interval_expiry_leaves_group_then_stale_commit_fails(
     leave = cluster.wait_for_requests(ApiKey.LEAVE_GROUP, 1, timeout_s=10)
     assert "poll timeout" in (leave[0][1]["members"][0]["reason"] or "")
     with pytest.raises(Errors.CommitFailedError, match="max.poll.interval.ms"):
-        s1.coordinator.commit_offsets_sync(
+        s1.coordinator.commits.commit_offsets_sync(
             {TopicPartition(TOPIC, 0): OffsetAndMetadata(3)}, s1.timer(5000)
         )
     s1.listener.calls.clear()
@@ -356,7 +494,8 @@ def test_follow_up_rejoin_waits_for_the_configured_delay(
 def test_heartbeat_rebalance_in_progress_abandons_a_pending_sync_group(
     cluster: FakeCluster,
 ) -> None:
-    from kafkaconsumer.internals.abstract_coordinator import Generation, MemberState
+    from kafkaconsumer.internals.group.abstract_coordinator import MemberState
+    from kafkaconsumer.internals.group.group_member import Generation
     from kafkaconsumer.network.future import Future
 
     s = Stack(cluster.bootstrap_servers, "grp")

@@ -139,3 +139,47 @@ def test_returned_sets_are_copies() -> None:
     tr.request_revoke([A])
     tr.to_be_revoked().clear()
     assert tr.to_be_revoked() == {A}
+
+
+def test_completing_some_partitions_keeps_the_delay_of_the_others() -> None:
+    tr = RevocationTracker()
+    tr.request_revoke([A, B])
+    assert tr.delay_revoke([A, B])
+    assert tr.start_poll() == set()
+    assert tr.delay_revoke([B])  # A is finished, B is not
+    assert tr.start_poll() == {A}
+    assert tr.to_be_revoked() == {B}
+
+
+def test_delay_is_refused_once_the_bound_passed_and_only_then() -> None:
+    now = [1000]
+    tr = RevocationTracker(lambda: now[0])
+    tr.request_revoke([A, B], bound_ms=500)
+    now[0] = 1499
+    assert tr.delay_revoke([A, B]) is True
+    assert tr.start_poll() == set()
+    now[0] = 1500
+    assert tr.delay_revoke([A, B]) is False
+    assert tr.to_be_revoked() == {A, B}  # refused: due at the next poll
+    assert tr.start_poll() == {A, B}
+
+
+def test_bound_counts_from_the_first_request() -> None:
+    now = [0]
+    tr = RevocationTracker(lambda: now[0])
+    tr.request_revoke([A], bound_ms=100)
+    tr.delay_revoke([A])
+    now[0] = 90
+    tr.request_revoke([A], bound_ms=100)  # asked again by a later rebalance
+    now[0] = 100
+    assert tr.start_poll() == set()
+    assert tr.delay_revoke([A]) is False
+
+
+def test_forget_drops_a_pending_revocation() -> None:
+    tr = RevocationTracker()
+    tr.request_revoke([A, B])
+    tr.delay_revoke([B])
+    tr.forget([A, B])
+    assert tr.pending() == set()
+    assert tr.start_poll() == set()

@@ -1,4 +1,4 @@
-"""Which version of each API this client uses against the session's broker (issue: Kafka 4.0
+"""Which version of each API this client uses against the session's broker (Kafka 4.0
 removed the old protocol versions, KIP-896; 3.9 still accepts them).
 
 For every API both sides know, the version chosen after ApiVersions is the highest both support

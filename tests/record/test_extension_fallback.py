@@ -1,4 +1,4 @@
-"""Without the compiled decoder the package still imports, and says so loudly (issue 11 item 12)."""
+"""Without the compiled decoder the package still imports, and says so loudly."""
 
 from __future__ import annotations
 

@@ -11,14 +11,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError, UnsupportedCodecError
-from kafkaconsumer.record import _pyrecords, encode_batch, encode_legacy_message_set
+from kafkaconsumer.record import _pyrecords, encode_batch
+from tests.support.record_encoder import encode_legacy_message_set
 
 from .conftest import CYTHON
 
 OURS = (CorruptRecordError, RecordTooLargeError, UnsupportedCodecError)
 
 try:
-    from kafkaconsumer import arrow
+    from kafkaconsumer.record import arrow
 except ImportError:  # pyarrow is optional
     arrow = None  # type: ignore[assignment]
 

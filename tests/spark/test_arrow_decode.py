@@ -14,11 +14,15 @@ pa = pytest.importorskip("pyarrow")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from kafkaconsumer import arrow  # noqa: E402
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError  # noqa: E402
-from kafkaconsumer.record import _pyrecords, encode_batch  # noqa: E402
+from kafkaconsumer.record import (  # noqa: E402
+    _pyrecords,
+    arrow,  # noqa: E402
+    encode_batch,
+)
 from tests.record.conftest import CYTHON, EXPECT_EXTENSIONS  # noqa: E402
 from tests.record.test_model import Unit, fetch_data  # noqa: E402
+from tests.support.arrow_decoders import reference_decode_fetched_arrow  # noqa: E402
 
 _SETTINGS = settings(
     max_examples=100,
@@ -28,9 +32,7 @@ _SETTINGS = settings(
 
 
 def _decoders() -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = [
-        ("pure", lambda *a, **k: arrow.decode_fetched_arrow(*a, _force_python=True, **k))
-    ]
+    out: list[tuple[str, Any]] = [("pure", reference_decode_fetched_arrow)]
     if arrow.USING_EXTENSION:
         out.append(("cython", arrow.decode_fetched_arrow))
     elif EXPECT_EXTENSIONS:
@@ -198,7 +200,7 @@ def test_decoding_and_handing_out_arrow_does_not_import_pandas() -> None:
     # decode-to-poll_arrow path must build everything from buffers.
     script = (
         "import sys\n"
-        "from kafkaconsumer import arrow\n"
+        "from kafkaconsumer.record import arrow\n"
         "from kafkaconsumer.record import encode_batch\n"
         "data = encode_batch([(b'k', b'v', [('h', b'x')], 5)] * 3, base_offset=0)\n"
         "recs = arrow.ArrowRecords.from_result(arrow.decode_fetched_arrow(data, 't', 1, 0))\n"
@@ -239,7 +241,7 @@ def test_compressed_batches_that_shrink_a_lot_then_little(codec: str) -> None:
 def test_bounded_reads_do_not_long_poll_unless_configured() -> None:
     # A bounded read's ranges end at or below the log end: its consumer fetches with a short
     # fetch.max.wait.ms unless the user set one, and keeps the user's value.
-    from kafkaconsumer.arrow import _BOUNDED_FETCH_MAX_WAIT_MS, _reader_config
+    from kafkaconsumer.spark.offset_ranges import _BOUNDED_FETCH_MAX_WAIT_MS, _reader_config
 
     assert _reader_config({"bootstrap.servers": "x"})["fetch.max.wait.ms"] == (
         _BOUNDED_FETCH_MAX_WAIT_MS

@@ -9,12 +9,11 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from kafkaconsumer import arrow  # noqa: E402
 from kafkaconsumer.admin import KafkaAdminClient  # noqa: E402
 from kafkaconsumer.consumer import KafkaConsumer  # noqa: E402
 from kafkaconsumer.errors import IllegalStateError  # noqa: E402
 from kafkaconsumer.producer import KafkaProducer  # noqa: E402
-from kafkaconsumer.record import ConsumerRecord  # noqa: E402
+from kafkaconsumer.record import ConsumerRecord, arrow  # noqa: E402
 from kafkaconsumer.structs import TopicPartition  # noqa: E402
 from tests.helpers import unique_name, wait_for  # noqa: E402
 

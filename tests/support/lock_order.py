@@ -115,7 +115,11 @@ def trace_consumer(consumer: Any) -> Iterator[LockOrderRecorder]:
     # The heartbeat thread waits on a Condition over the same lock: waiting lets go of it.
     _wrap(coordinator, "_cond", "coordinator", recorder)
     _wrap(getattr(coordinator, "heartbeat", None), "_lock", "heartbeat", recorder)
-    _wrap(consumer._fetcher, "_lock", "fetcher", recorder)
+    # The fetcher's lock is its buffer's: one traced lock for both, as the collector takes it
+    # through the buffer.
+    fetch_buffer = consumer._fetcher._buffer
+    _wrap(fetch_buffer, "lock", "fetcher", recorder)
+    consumer._fetcher._lock = fetch_buffer.lock
     _wrap(consumer._offset_fetcher, "_lock", "offset_fetcher", recorder)
     _wrap(consumer._subscriptions, "_lock", "subscriptions", recorder)
     _wrap(consumer._metadata, "_lock", "metadata", recorder)

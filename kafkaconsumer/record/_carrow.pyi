@@ -1,0 +1,70 @@
+"""Type stub of the Cython Arrow decoder (``_carrow.pyx``); its pure-Python twin is
+``record._columns`` (the same :class:`ArrowColumns`).
+
+``tests/record/test_record_typing.py`` checks that every public name of the built extension is
+declared here.
+"""
+
+from collections.abc import Iterable, Mapping
+from typing import overload
+
+from kafkaconsumer.record._columns import ArrowColumns
+
+def pooled_bytes() -> int:
+    """Bytes of freed column memory kept for reuse."""
+
+class Grow:
+    """A growable byte buffer (buffer protocol) that backs one Arrow buffer."""
+
+    def __init__(self, cap: int = 64) -> None: ...
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
+class _Columns:
+    """The column buffers of one decode call, or of a builder (:func:`new_builder`)."""
+
+    @property
+    def num_rows(self) -> int:
+        """Rows decoded so far."""
+
+    def segments(self) -> tuple[Grow, Grow, Grow]:
+        """``(topic_offsets, topic_data, partitions)`` of a builder's rows."""
+
+    def result(self) -> ArrowColumns:
+        """The buffers, column by column."""
+
+def new_builder(data_size: int, include_headers: bool) -> _Columns:
+    """Columns that several ``decode_columns(..., into=builder)`` calls append to."""
+
+@overload
+def decode_columns(
+    data: bytes | bytearray | memoryview | None,
+    topic: str,
+    partition: int,
+    fetch_offset: int,
+    *,
+    check_crcs: bool = True,
+    read_committed: bool = False,
+    aborted_transactions: Iterable[Mapping[str, int]] | None = None,
+    include_headers: bool = False,
+    into: None = None,
+) -> tuple[int, ArrowColumns, int, bool]:
+    """Decode a Fetch response partition's ``records`` into Arrow column buffers."""
+
+@overload
+def decode_columns(
+    data: bytes | bytearray | memoryview | None,
+    topic: str,
+    partition: int,
+    fetch_offset: int,
+    *,
+    check_crcs: bool = True,
+    read_committed: bool = False,
+    aborted_transactions: Iterable[Mapping[str, int]] | None = None,
+    include_headers: bool = False,
+    into: _Columns,
+) -> tuple[int, None, int, bool]:
+    """Append the records to the builder ``into``; ``columns`` is None."""
+
+def repeat_string_buffers(data: bytes, rows: int) -> tuple[Grow, Grow]:
+    """``(offsets, data)`` buffers of a column holding ``data`` in each of ``rows`` rows."""
