@@ -80,19 +80,21 @@ class SubscriptionState:
         self, default_reset_strategy: OffsetResetStrategy | str = OffsetResetStrategy.LATEST
     ) -> None:
         """Start unsubscribed; ``default_reset_strategy`` applies to partitions without a position."""
+        # Every field below is written under _lock (the subscriptions lock); the lock-free
+        # queries of the class docstring read some of them without it.
         self._lock = threading.RLock()
-        self._subscription_type = SubscriptionType.NONE
-        self._subscription: frozenset[str] = frozenset()
-        self._group_subscription: frozenset[str] = frozenset()
-        self._subscribed_pattern: re.Pattern[str] | None = None
+        self._subscription_type = SubscriptionType.NONE  # guarded by _lock
+        self._subscription: frozenset[str] = frozenset()  # guarded by _lock
+        self._group_subscription: frozenset[str] = frozenset()  # guarded by _lock
+        self._subscribed_pattern: re.Pattern[str] | None = None  # guarded by _lock
         # dict keeps insertion order: the fetch order, rotated by move_partition_to_end.
-        self._assignment: dict[TopicPartition, TopicPartitionState] = {}
-        self._default_reset_strategy = OffsetResetStrategy.parse(default_reset_strategy)
-        self._rebalance_listener: ConsumerRebalanceListener | None = None
-        self._assignment_id = 0
+        self._assignment: dict[TopicPartition, TopicPartitionState] = {}  # guarded by _lock
+        self._default_reset_strategy = OffsetResetStrategy.parse(default_reset_strategy)  # set once
+        self._rebalance_listener: ConsumerRebalanceListener | None = None  # guarded by _lock
+        self._assignment_id = 0  # guarded by _lock
         # Counts pause(), resume() and mark_pending_revocation(): with the transition number
         # and the assignment id it tells when any partition's fetchability may have changed.
-        self._flag_changes = 0
+        self._flag_changes = 0  # guarded by _lock
         # (transition number, assignment dict) when every partition was FETCHING / when none
         # awaited validation; see topic_partition_state._TRANSITIONS.
         self._all_fetching_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = None

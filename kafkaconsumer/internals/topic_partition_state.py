@@ -172,7 +172,10 @@ class LogTruncation(NamedTuple):
 class TopicPartitionState:
     """State of one assigned partition: fetch state, position, paused flag and broker offsets.
 
-    Thread-safety: guarded by the owning :class:`SubscriptionState` lock; never shared alone.
+    Thread-safety: guarded by the owning ``SubscriptionState._lock``; never shared alone. The
+    broker offsets (high watermark, log start, last stable) are also stored without it by the
+    fetch path (``SubscriptionState.update_high_watermark`` and its siblings: one attribute
+    store each).
     """
 
     __slots__ = (
@@ -196,18 +199,19 @@ class TopicPartitionState:
 
     def __init__(self) -> None:
         """Start in the INITIALIZING state with no position."""
-        self.fetch_state = FetchStates.INITIALIZING
-        self.position: FetchPosition | None = None
-        self.high_watermark: int | None = None
-        self.log_start_offset: int | None = None
-        self.last_stable_offset: int | None = None
-        self.paused = False
-        self.pending_revocation = False
-        self.reset_strategy: OffsetResetStrategy | None = None
-        self.next_retry_time_ms: int | None = None
-        self.preferred_read_replica: int | None = None
-        self.preferred_read_replica_expire_ms: int | None = None
-        self.end_offset_requested = False
+        # Guarded by the owning SubscriptionState._lock, unless marked.
+        self.fetch_state = FetchStates.INITIALIZING  # subscriptions lock
+        self.position: FetchPosition | None = None  # subscriptions lock
+        self.high_watermark: int | None = None  # also stored lock-free by the fetch path
+        self.log_start_offset: int | None = None  # also stored lock-free by the fetch path
+        self.last_stable_offset: int | None = None  # also stored lock-free by the fetch path
+        self.paused = False  # subscriptions lock
+        self.pending_revocation = False  # subscriptions lock
+        self.reset_strategy: OffsetResetStrategy | None = None  # subscriptions lock
+        self.next_retry_time_ms: int | None = None  # subscriptions lock
+        self.preferred_read_replica: int | None = None  # subscriptions lock
+        self.preferred_read_replica_expire_ms: int | None = None  # subscriptions lock
+        self.end_offset_requested = False  # subscriptions lock; also cleared lock-free
         #: The number (see _TRANSITIONS) of this partition's latest fetch-state transition.
         self.transitioned_at = 0
 

@@ -40,6 +40,7 @@ class ConsumerCoordinatorMetrics:
         callables, when given, are read by the ``assigned-partitions`` and
         ``last-heartbeat-seconds-ago`` gauges.
         """
+        # The registry and the group's sensors: set once here.
         self.metrics = metrics
         g, t = self.GROUP, {"client-id": client_id}
         m = metrics.metric_name
@@ -90,6 +91,7 @@ class ConsumerCoordinatorMetrics:
         self._failed.add(
             m("failed-rebalance-total", g, "Failed rebalances in total", t), CumulativeCount()
         )
+        # Written by the user's thread (the join loop) only; the gauge reads it anywhere.
         self._last_rebalance_ms: int | None = None
         time = metrics.time
 

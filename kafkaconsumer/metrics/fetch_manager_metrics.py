@@ -42,6 +42,7 @@ class FetchManagerMetrics:
 
     def __init__(self, metrics: Metrics, client_id: str) -> None:
         """Register the group's sensors and metrics in ``metrics`` for ``client_id``."""
+        # The registry, the tags and the group's sensors: set once here.
         self.metrics = metrics
         self.client_id = client_id
         self._tags = {"client-id": client_id}
@@ -78,10 +79,12 @@ class FetchManagerMetrics:
         )
         # The sensors made per topic and per partition, found without building their names
         # again (the fetcher records per partition response).
+        # Written under _lock; looked up without it first (one dict read), then again under it.
         self._topic_sensors: dict[str, tuple[Sensor, Sensor]] = {}
         self._partition_sensors: dict[TopicPartition, tuple[Sensor, Sensor]] = {}
         # Partitions whose sensors record but whose metrics are not published yet.
-        self._unpublished: set[TopicPartition] = set()
+        self._unpublished: set[TopicPartition] = set()  # guarded by _lock
+        #: Below Metrics.publish_lock, above Metrics._lock.
         self._lock = threading.RLock()
 
     def record_fetch_latency(self, latency_ms: float) -> None:

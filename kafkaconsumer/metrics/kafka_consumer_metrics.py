@@ -23,6 +23,7 @@ class KafkaConsumerMetrics:
 
     def __init__(self, metrics: Metrics, client_id: str) -> None:
         """Register the group's sensors and metrics in ``metrics`` for ``client_id``."""
+        # The registry and the group's sensors: set once here.
         self.metrics = metrics
         g, t = self.GROUP, {"client-id": client_id}
         m = metrics.metric_name
@@ -45,6 +46,7 @@ class KafkaConsumerMetrics:
         self._committed.add(
             m("committed-time-ns-total", g, "Time spent in committed (ns)", t), CumulativeSum()
         )
+        # Written by the user's thread only (poll); the gauges read them anywhere.
         self._last_poll_ms: int | None = None
         self._poll_start_ms = 0
         self._time_since_last_poll_ms = 0

@@ -19,6 +19,7 @@ class MetricName:
         self, name: str, group: str, description: str = "", tags: Mapping[str, str] | None = None
     ) -> None:
         """Name a metric; ``tags`` is copied."""
+        # Set once here and never changed.
         self.name = name
         self.group = group
         self.description = description

@@ -49,6 +49,7 @@ class KafkaMetric:
         six per partition)."""
         if (read is None) == (stat is None) or (stat is not None and registry is None):
             raise ValueError("KafkaMetric needs either read, or stat and registry")
+        # Set once here and only read after (the value is read under the registry's lock).
         self.metric_name = metric_name
         self._read = read
         self._stat = stat
@@ -84,11 +85,11 @@ class Sensor:
         self, registry: Metrics, name: str, recording_level: RecordingLevel = RecordingLevel.INFO
     ) -> None:
         """Create the sensor ``name`` in ``registry`` with no statistics yet."""
-        self.name = name
-        self.recording_level = recording_level
-        self._registry = registry
-        self._stats: list[Stat] = []
-        self.last_record_ms = registry.time.monotonic_ms()
+        self.name = name  # set once
+        self.recording_level = recording_level  # set once
+        self._registry = registry  # set once
+        self._stats: list[Stat] = []  # guarded by the registry's Metrics._lock
+        self.last_record_ms = registry.time.monotonic_ms()  # guarded by Metrics._lock
 
     def should_record(self) -> bool:
         """Whether values recorded on this sensor reach its statistics (Java
@@ -157,14 +158,17 @@ class Metrics:
         reporters: Iterable[Any] = (),
     ) -> None:
         """Create an empty registry; ``reporters`` are told of every metric added and removed."""
-        self.config = config or MetricConfig()
-        self.time = time
+        self.config = config or MetricConfig()  # set once
+        self.time = time  # set once
+        #: A leaf below every engine lock; also guards every sensor's statistics.
         self._lock = threading.RLock()
-        self._sensors: dict[str, Sensor] = {}
-        self._metrics: dict[MetricName, KafkaMetric] = {}
-        self._sensor_metrics: dict[str, list[MetricName]] = {}
+        self._sensors: dict[str, Sensor] = {}  # guarded by _lock
+        self._metrics: dict[MetricName, KafkaMetric] = {}  # guarded by _lock
+        self._sensor_metrics: dict[str, list[MetricName]] = {}  # guarded by _lock
+        # Set here; replaced by close(), on the thread closing the client.
         self._reporters: list[Any] = list(reporters)
-        # Publications put off until someone reads the registry (see defer).
+        # Publications put off until someone reads the registry (see defer). Guarded by _lock;
+        # run under publish_lock.
         self._deferred: list[Callable[[], None]] = []
         #: Held while deferred publications run; taken before any other metrics lock.
         self.publish_lock = threading.RLock()

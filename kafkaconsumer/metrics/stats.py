@@ -37,6 +37,7 @@ class _Sample:
     __slots__ = ("initial", "value", "event_count", "last_window_ms")
 
     def __init__(self, initial: float, now_ms: int) -> None:
+        # Every field: guarded by the registry's Metrics._lock (as its statistic).
         self.initial = initial
         self.value = initial
         self.event_count = 0
@@ -58,8 +59,8 @@ class _SampledStat(Stat):
     _initial = 0.0
 
     def __init__(self) -> None:
-        self._samples: list[_Sample] = []
-        self._current = 0
+        self._samples: list[_Sample] = []  # guarded by the registry's Metrics._lock
+        self._current = 0  # guarded by Metrics._lock
 
     def _current_sample(self, config: MetricConfig, now_ms: int) -> _Sample:
         if not self._samples:
@@ -201,7 +202,7 @@ class Rate(Stat):
 
     def __init__(self, stat: _SampledStat | None = None) -> None:
         """Divide ``stat`` (a windowed sum when None) by the sampled time."""
-        self._stat = stat if stat is not None else WindowedSum()
+        self._stat = stat if stat is not None else WindowedSum()  # set once
 
     def record(self, config: MetricConfig, value: float, now_ms: int) -> None:
         """Record into the underlying windowed stat."""
@@ -232,7 +233,7 @@ class CumulativeSum(Stat):
 
     def __init__(self) -> None:
         """Start at zero."""
-        self._total = 0.0
+        self._total = 0.0  # guarded by the registry's Metrics._lock
 
     def record(self, config: MetricConfig, value: float, now_ms: int) -> None:
         """Add ``value``."""
@@ -264,7 +265,7 @@ class Value(Stat):
 
     def __init__(self) -> None:
         """Start with no value (NaN)."""
-        self._value = math.nan
+        self._value = math.nan  # guarded by the registry's Metrics._lock
 
     def record(self, config: MetricConfig, value: float, now_ms: int) -> None:
         """Remember ``value``."""

@@ -84,7 +84,9 @@ __all__ = [
 class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
     """A non-blocking connection to one broker, driven by the owner's selector.
 
-    Thread-safety: not thread-safe; only the thread that owns the NetworkClient touches it.
+    Thread-safety: not thread-safe; only the thread that drives the owning NetworkClient
+    touches it (behind a ConsumerNetworkClient, whichever thread holds the network lock,
+    ``ConsumerNetworkClient._lock``).
     """
 
     def __init__(
@@ -102,6 +104,7 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
         """Describe a connection to broker ``node_id`` at ``host:port``; nothing is opened until
         the owner calls :meth:`connect`.
         """
+        # Set once here and only read after: up to _max_frame.
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -125,44 +128,46 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
         largest_fetch = settings.largest_fetch_bytes
         self._max_frame = max(_MIN_RECEIVE_LIMIT, 2 * largest_fetch)
 
-        self.state = ConnectionState.DISCONNECTED
-        self.sock: socket.socket | None = None
-        self._addresses: list[tuple[Any, ...]] = []
-        self._setup_deadline_ms = 0
-        self.connected_address: Any = None
+        # The connection's state: every field below is written only by the thread driving the
+        # owning NetworkClient, under the network lock (see the class docstring).
+        self.state = ConnectionState.DISCONNECTED  # network lock
+        self.sock: socket.socket | None = None  # network lock
+        self._addresses: list[tuple[Any, ...]] = []  # network lock
+        self._setup_deadline_ms = 0  # network lock
+        self.connected_address: Any = None  # network lock
         #: Negotiated version per api key (only keys both sides support).
-        self.api_versions: dict[int, int] = {}
+        self.api_versions: dict[int, int] = {}  # network lock
         #: The broker's advertised (min, max) per api key.
-        self.broker_versions: dict[int, tuple[int, int]] = {}
-        self.in_flight: collections.deque[InFlightRequest] = collections.deque()
-        self._send_queue: collections.deque[memoryview] = collections.deque()
-        self._hdr = b""
-        self._frame: bytearray | mmap.mmap | None = None
-        self._frame_pos = 0
+        self.broker_versions: dict[int, tuple[int, int]] = {}  # network lock
+        self.in_flight: collections.deque[InFlightRequest] = collections.deque()  # network lock
+        self._send_queue: collections.deque[memoryview] = collections.deque()  # network lock
+        self._hdr = b""  # network lock
+        self._frame: bytearray | mmap.mmap | None = None  # network lock
+        self._frame_pos = 0  # network lock
         self._frame_size = 0  # the response's size; a reused buffer may be longer
-        self._pool: list[mmap.mmap] = []
+        self._pool: list[mmap.mmap] = []  # network lock
         # The socket's SO_RCVLOWAT (1: the default; each new socket starts there); None where
         # it is not used, or once a socket refused one.
-        self._lowat: int | None = None
-        self._sasl: SaslMechanism | None = None
-        self.close_error: KafkaError | None = None
+        self._lowat: int | None = None  # network lock
+        self._sasl: SaslMechanism | None = None  # network lock
+        self.close_error: KafkaError | None = None  # network lock
         #: Set by close(); the client clears it once it has done its disconnect bookkeeping.
-        self.disconnect_pending = False
+        self.disconnect_pending = False  # network lock
         #: Set before a deliberate close (idle, bootstrap no longer needed): no backoff.
-        self.quiet_close = False
-        self.last_activity_ms = 0
-        self.throttle_until_ms = 0
-        self.ready_since_ms = 0
+        self.quiet_close = False  # network lock
+        self.last_activity_ms = 0  # network lock
+        self.throttle_until_ms = 0  # network lock
+        self.ready_since_ms = 0  # network lock
         #: True once a request other than the set-up ones (ApiVersions, SASL) was answered on
         #: this connection: a close before that is a failed connection attempt.
-        self.served = False
+        self.served = False  # network lock
         #: Whether any connection to this address ever got such an answer.
-        self.ever_served = False
+        self.ever_served = False  # network lock
         #: When the broker's SASL session expires (KIP-368), 0 when it does not.
-        self.reauth_at_ms = 0
-        self._want_write_for_read = False
-        self._want_read_for_write = False
-        self._handshake_wants = selectors.EVENT_WRITE
+        self.reauth_at_ms = 0  # network lock
+        self._want_write_for_read = False  # network lock
+        self._want_read_for_write = False  # network lock
+        self._handshake_wants = selectors.EVENT_WRITE  # network lock
 
     # ------------------------------------------------------------------ state ---------------
     def __repr__(self) -> str:

@@ -39,6 +39,7 @@ class InFlightRequest:
         """Describe a request sent at ``send_ms`` that expires ``timeout_ms`` later; ``future``
         completes with its decoded response.
         """
+        # Set once here; the request lives in its connection's in-flight queue (network lock).
         self.correlation_id = correlation_id
         self.api_key = api_key
         self.api_version = api_version

@@ -21,7 +21,8 @@ class _NoTls(Exception):
     """
 
 
-# Any: each is the ssl class of that name once load_ssl ran.
+# Any: each is the ssl class of that name once load_ssl ran. Written by load_ssl only, under
+# the network lock (a connection being built); read anywhere (a single module-global read).
 SSLError: Any = _NoTls
 SSLWantReadError: Any = _NoTls
 SSLWantWriteError: Any = _NoTls
