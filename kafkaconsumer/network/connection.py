@@ -54,9 +54,7 @@ from kafkaconsumer.network.sasl_client_authenticator import (
     SaslClientAuthenticator,
 )
 from kafkaconsumer.network.settings import NetworkSettings
-from kafkaconsumer.protocol import (
-    encode_request,
-)
+from kafkaconsumer.protocol import encode_request
 
 logger = logging.getLogger(__name__)
 

@@ -36,10 +36,7 @@ from kafkaconsumer.errors import (
 from kafkaconsumer.network import ssl_transport_layer as tls
 from kafkaconsumer.network.channel_state import ConnectionState
 from kafkaconsumer.network.in_flight_request import InFlightRequest, api_name
-from kafkaconsumer.protocol import (
-    ApiKey,
-    decode_response,
-)
+from kafkaconsumer.protocol import ApiKey, decode_response
 
 logger = logging.getLogger(__name__)
 
