@@ -61,6 +61,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "kafkaconsumer.consumer",
             "kafkaconsumer.consumer_iterator",
             "kafkaconsumer.admin",
+            "kafkaconsumer.admin_share_groups",
             "kafkaconsumer.producer",
         ],
     ),
