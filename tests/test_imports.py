@@ -62,6 +62,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "kafkaconsumer.consumer_iterator",
             "kafkaconsumer.admin",
             "kafkaconsumer.admin_share_groups",
+            "kafkaconsumer.share_consumer",
             "kafkaconsumer.producer",
         ],
     ),

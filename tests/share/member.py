@@ -145,6 +145,9 @@ class Member:
 
     def settle(self, acks: dict[int, dict[TopicPartition, Acknowledgements]]) -> list[Any]:
         """Send ``acks`` in ShareAcknowledge requests and wait; the settled acknowledgements."""
-        for future in self.manager.send_acknowledgements(acks):
-            self.client.poll(timeout_ms=30_000, future=future)
+        handed = self.manager.send_acknowledgements(acks)
+        for _ in range(600):
+            if all(a.completed for a in handed):
+                break
+            self.client.poll(timeout_ms=50)
         return self.manager.take_completed_acknowledgements()

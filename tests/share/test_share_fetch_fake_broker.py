@@ -236,7 +236,7 @@ def test_commit_without_an_open_session_reports_the_acknowledgements_failed(
 ) -> None:
     mgr, _client = manager
     acks = accept(5)
-    assert mgr.send_acknowledgements({0: {TP0: acks}}) == []
+    assert mgr.send_acknowledgements({0: {TP0: acks}}) == [acks]
     assert acks.error_code == 122
     assert mgr.take_completed_acknowledgements() == [(TP0, acks)]
     assert cluster.requests(ApiKey.SHARE_ACKNOWLEDGE) == []
@@ -266,16 +266,16 @@ def test_share_acknowledge_settles_per_partition_and_close_ends_the_session(
         },
     )
     acks = accept(0, 1)
-    (future,) = mgr.send_acknowledgements({node: {TP0: acks}})
-    pump(client, lambda: future.is_done)
+    mgr.send_acknowledgements({node: {TP0: acks}})
+    pump(client, lambda: acks.completed)
     assert acks.completed and acks.error_code == 0
     ((_h, body),) = cluster.requests(ApiKey.SHARE_ACKNOWLEDGE)
     assert body["share_session_epoch"] == 1 and body["is_renew_ack"] is False
 
     renew = Acknowledgements()
     renew.add(2, AcknowledgeType.RENEW)
-    futures = mgr.send_acknowledgements({node: {TP0: renew}}, close=True)
-    pump(client, lambda: all(f.is_done for f in futures))
+    mgr.send_acknowledgements({node: {TP0: renew}}, close=True)
+    pump(client, lambda: renew.completed and not mgr.has_in_flight())
     closing = cluster.requests(ApiKey.SHARE_ACKNOWLEDGE)[-1][1]
     assert closing["share_session_epoch"] == -1 and closing["is_renew_ack"] is True
     assert renew.error_code == 121

@@ -96,15 +96,15 @@ def test_release_redelivers_with_a_higher_count_and_accept_settles(
     ).items():
         for tp, a in parts.items():
             acks.setdefault(node, {}).setdefault(tp, Acknowledgements()).merge(a)
-    futures = member.manager.send_acknowledgements(acks)
-    for f in futures:
-        member.client.poll(timeout_ms=30_000, future=f)
-    settled = member.manager.take_completed_acknowledgements()
+    settled = member.settle(acks)
     assert settled and all(a.error_code == 0 for _tp, a in settled)
     assert member.fetch(want=1)[:1] == []
 
-    futures = member.manager.send_acknowledgements({}, close=True)
-    assert futures
-    for f in futures:
-        member.client.poll(timeout_ms=30_000, future=f)
-        assert f.succeeded()
+    member.manager.send_acknowledgements({}, close=True)
+    assert member.manager.has_in_flight()  # the closing ShareAcknowledge
+    for _ in range(600):
+        if not member.manager.has_in_flight():
+            break
+        member.client.poll(timeout_ms=50)
+    assert not member.manager.has_in_flight()
+    assert member.manager.send_fetches({}) == 0

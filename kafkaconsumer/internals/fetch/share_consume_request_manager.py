@@ -116,6 +116,9 @@ class ShareConsumeRequestManager:
         self._assignment: frozenset[TopicPartition] = frozenset()  # guarded by _lock
         self._sessions: dict[int, ShareSessionHandler] = {}  # guarded by _lock
         self._in_flight: set[int] = set()  # guarded by _lock: nodes with a request out
+        # Nodes whose queued acknowledgements go out when their request in flight completes
+        # (True: and close the session).
+        self._ack_waiting: dict[int, bool] = {}  # guarded by _lock
         self._buffer: collections.deque[ShareCompletedFetch] = collections.deque()  # _lock
         self._completed_acks: list[AcknowledgeResult] = []  # guarded by _lock
         self._acquisition_lock_timeout_ms: int | None = None  # guarded by _lock
@@ -297,6 +300,7 @@ class ShareConsumeRequestManager:
             self._metadata.request_update()
         if top and top not in (122, 123):
             logger.warning("ShareFetch to node %s failed with error %s", node, top)
+        self._after_response(node)
 
     def _on_failure(
         self, node: int, acks: dict[TopicPartition, Acknowledgements], exc: BaseException
@@ -315,6 +319,7 @@ class ShareConsumeRequestManager:
         ):
             self._metadata.request_update()
         logger.debug("share request to node %s failed: %r", node, exc)
+        self._after_response(node)
 
     # ------------------------------------------------------------------ acknowledge ---------
     def send_acknowledgements(
@@ -322,13 +327,17 @@ class ShareConsumeRequestManager:
         acknowledgements: Mapping[int, Mapping[TopicPartition, Acknowledgements]],
         *,
         close: bool = False,
-    ) -> list[Future[Any]]:
+    ) -> list[Acknowledgements]:
         """Send ``acknowledgements`` (by the node that delivered the records) in ShareAcknowledge
         requests, plus whatever waits in each session; with ``close``, to every broker with a
-        session, closing it. Acknowledgements for a broker without an open session cannot be
-        applied (its records were released when the session ended) and complete at once with
-        SHARE_SESSION_NOT_FOUND. Returns the futures of the requests sent."""
+        session, closing it. A broker with a request in flight gets them once it answered (one
+        request per share session at a time, so that the epochs stay in order).
+        Acknowledgements for a broker without an open session cannot be applied (its records
+        were released when the session ended) and complete at once with
+        SHARE_SESSION_NOT_FOUND. Returns the acknowledgements handed in; each completes when
+        settled (see :meth:`take_completed_acknowledgements`)."""
         sends: list[tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]]] = []
+        handed: list[Acknowledgements] = []
         with self._lock:
             nodes = set(acknowledgements)
             if close:
@@ -336,46 +345,70 @@ class ShareConsumeRequestManager:
             for node in sorted(nodes):
                 handler = self._session(node)
                 for tp, acks in acknowledgements.get(node, {}).items():
+                    handed.append(acks)
                     topic_id = self._metadata.fetch().topic_id(tp.topic)
                     if topic_id is None:
                         acks.complete(100, "the topic id is no longer known")
                         self._completed_acks.append((tp, acks))
                         continue
                     handler.add_partition_to_acknowledge(tp, topic_id, acks)
-                if handler.is_new_session:
-                    for tp, acks in handler.take_pending_acknowledgements().items():
-                        acks.complete(
-                            _SHARE_SESSION_NOT_FOUND, "no open share session with the broker"
-                        )
-                        self._completed_acks.append((tp, acks))
+                if node in self._in_flight:
+                    self._ack_waiting[node] = close or self._ack_waiting.get(node, False)
                     continue
-                if close:
-                    handler.notify_close()
-                built = handler.build_share_acknowledge()
-                if built is None or (not built[1] and not close):
-                    continue
-                sends.append((node, built[0], built[1]))
+                send = self._build_acknowledge(node, close)
+                if send is not None:
+                    sends.append(send)
             if close:
                 self._closed = True
-        futures = []
-        for node, session_part, sent_acks in sends:
-            body = {
-                "group_id": self.config.group_id,
-                "member_id": self.member_id,
-                "is_renew_ack": self._renew(sent_acks),
-                **session_part,
-            }
-            future: Future[Any] = self._client.send(node, ApiKey.SHARE_ACKNOWLEDGE, body)
-            future.add_callback(self._on_acknowledge_response, node, sent_acks)
-            future.add_errback(self._on_failure, node, sent_acks)
-            futures.append(future)
-        return futures
+        for send in sends:
+            self._send_acknowledge(*send)
+        return handed
+
+    def _build_acknowledge(
+        self, node: int, close: bool
+    ) -> tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]] | None:
+        # Under _lock: the ShareAcknowledge for node's queued acknowledgements, or None.
+        handler = self._session(node)
+        if handler.is_new_session:
+            for tp, acks in handler.take_pending_acknowledgements().items():
+                acks.complete(_SHARE_SESSION_NOT_FOUND, "no open share session with the broker")
+                self._completed_acks.append((tp, acks))
+            return None
+        if close:
+            handler.notify_close()
+        built = handler.build_share_acknowledge()
+        if built is None or (not built[1] and not close):
+            return None
+        self._in_flight.add(node)
+        return node, built[0], built[1]
+
+    def _send_acknowledge(
+        self, node: int, session_part: dict[str, Any], acks: dict[TopicPartition, Acknowledgements]
+    ) -> None:
+        body = {
+            "group_id": self.config.group_id,
+            "member_id": self.member_id,
+            "is_renew_ack": self._renew(acks),
+            **session_part,
+        }
+        future: Future[Any] = self._client.send(node, ApiKey.SHARE_ACKNOWLEDGE, body)
+        future.add_callback(self._on_acknowledge_response, node, acks)
+        future.add_errback(self._on_failure, node, acks)
+
+    def _after_response(self, node: int) -> None:
+        """A request to ``node`` completed: send the acknowledgements that waited for it."""
+        with self._lock:
+            close = self._ack_waiting.pop(node, None)
+            send = None if close is None else self._build_acknowledge(node, close)
+        if send is not None:
+            self._send_acknowledge(*send)
 
     def _on_acknowledge_response(
         self, node: int, acks: dict[TopicPartition, Acknowledgements], response: Any
     ) -> None:
         refresh = False
         with self._lock:
+            self._in_flight.discard(node)
             handler = self._sessions.get(node)
             top = int(response.get("error_code", 0))
             if handler is not None:
@@ -407,6 +440,7 @@ class ShareConsumeRequestManager:
                     self._completed_acks.append((tp, partition_acks))
         if refresh:
             self._metadata.request_update()
+        self._after_response(node)
 
     def release_sessions(self) -> None:
         """Forget every share session (the member left the group or was fenced): the brokers
