@@ -405,7 +405,15 @@ class KafkaShareConsumer:
             yield from self.poll(timeout_ms=_POLL_SLICE_MS * 10)  # type: ignore[misc]
 
     def wakeup(self) -> None:
-        """Make a blocking ``poll()``/``commit_sync()`` raise ``WakeupError`` (any thread)."""
+        """Make a blocking ``poll()``/``commit_sync()`` raise ``WakeupError``. Any thread may
+        call it, and so may a signal handler or the commit callback."""
+        if self._owner == threading.get_ident():
+            # On the thread inside the consumer (a signal handler, or the commit callback),
+            # which may hold a lock that waking up takes: another thread wakes it up.
+            threading.Thread(
+                target=self._client.wakeup, name="kafkaconsumer-share-wakeup", daemon=True
+            ).start()
+            return
         self._client.wakeup()
 
     # ------------------------------------------------------------------ close
@@ -418,6 +426,8 @@ class KafkaShareConsumer:
             if self._closed:
                 return
             self._closed = True
+            # Closing is not interruptible: a wakeup() now (or one still pending) is moot.
+            self._client.disable_wakeups()
             timer = self._time.timer(to_timeout_ms(timeout_ms, 30_000))
             try:
                 self._settle_delivered()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kafkaconsumer import KafkaShareConsumer
-from kafkaconsumer.errors import UnsupportedVersionError
+from kafkaconsumer.errors import UnsupportedVersionError, WakeupError
 from kafkaconsumer.protocol import SUPPORTED_VERSIONS, ApiKey
 from tests.support.fake_broker import FakeCluster
 
@@ -69,5 +69,43 @@ def test_a_broker_without_share_groups_is_named_in_the_error(cluster: FakeCluste
     with make(cluster) as c:
         c.subscribe([TOPIC])
         with pytest.raises(UnsupportedVersionError, match="ShareGroupHeartbeat"):
+            for _ in range(100):
+                c.poll(timeout_ms=50)
+
+
+def test_wakeup_from_the_commit_callback_stops_the_next_poll(cluster: FakeCluster) -> None:
+    """wakeup() called on the consumer's own thread (here from the acknowledgement commit
+    callback, as from a signal handler) makes the next poll() raise WakeupError."""
+    from tests.share.test_share_fetch_fake_broker import share_fetch_answer
+
+    tid = cluster.topic_id(TOPIC)
+    cluster.on(
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        lambda _n, _h, body: {
+            "member_epoch": 1 if body["member_epoch"] >= 0 else -1,
+            "heartbeat_interval_ms": 100,
+            "assignment": {"topic_partitions": [{"topic_id": tid, "partitions": [0]}]},
+        },
+    )
+    cluster.on(ApiKey.SHARE_FETCH, share_fetch_answer())
+    with make(cluster) as c:
+        c.subscribe([TOPIC])
+        records: list[Any] = []
+        for _ in range(100):
+            records.extend(c.poll(timeout_ms=50))
+            if records:
+                break
+        assert records
+        woken: list[bool] = []
+
+        def wake_once(_offsets: Any, _error: Any) -> None:
+            if not woken:
+                woken.append(True)
+                c.wakeup()
+
+        c.set_acknowledgement_commit_callback(wake_once)
+        c.commit_sync(timeout_ms=5_000)
+        assert woken
+        with pytest.raises(WakeupError):
             for _ in range(100):
                 c.poll(timeout_ms=50)
