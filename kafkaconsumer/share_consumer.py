@@ -182,7 +182,16 @@ class KafkaShareConsumer:
             self._release()
 
     def _unsubscribe(self) -> None:
+        # Settle before leaving (implicit mode accepts the last poll's records; what was
+        # fetched but never returned goes back), bounded by default.api.timeout.ms.
+        self._settle_delivered()
         self._release_undelivered()
+        handed = self._fetch.send_acknowledgements(self._take_pending())
+        timer = self._time.timer(self._default_api_timeout_ms)
+        while not all(a.completed for a in handed) and timer.not_expired():
+            self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+            timer.update()
+        self._fire_callbacks()
         self._member.unsubscribe()
         self._fetch.set_assignment(())
 

@@ -113,6 +113,22 @@ def test_close_flushes_pending_acknowledgements(env: tuple[str, str, str]) -> No
         assert poll_until(other, 1, limit_s=5) == []
 
 
+def test_unsubscribe_accepts_what_was_returned_and_leaves(env: tuple[str, str, str]) -> None:
+    bootstrap, topic, group = env
+    with consumer(bootstrap, group) as c:
+        c.subscribe([topic])
+        assert len(poll_until(c, 10)) == 10
+        c.unsubscribe()
+        assert c.subscription() == set()
+        with pytest.raises(IllegalStateError, match="not subscribed"):
+            c.poll(timeout_ms=0)
+    with KafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+        assert admin.describe_share_groups([group])[group].members == ()
+    with consumer(bootstrap, group) as other:
+        other.subscribe([topic])
+        assert poll_until(other, 1, limit_s=5) == []
+
+
 def test_members_share_one_partition_without_double_delivery(
     env: tuple[str, str, str], broker: Any
 ) -> None:
