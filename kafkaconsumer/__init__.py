@@ -79,7 +79,10 @@ from .structs import (
 
 if TYPE_CHECKING:
     from .admin import KafkaAdminClient
+    from .internals.fetch.acknowledgements import AcknowledgeType
+    from .internals.fetch.share_completed_fetch import ShareConsumerRecord
     from .producer import KafkaProducer
+    from .share_consumer import KafkaShareConsumer
 
 
 def __getattr__(name: str) -> Any:
@@ -93,12 +96,28 @@ def __getattr__(name: str) -> Any:
         from .producer import KafkaProducer
 
         return KafkaProducer
+    # The share consumer and its types load on first use too.
+    if name == "KafkaShareConsumer":
+        from .share_consumer import KafkaShareConsumer
+
+        return KafkaShareConsumer
+    if name == "AcknowledgeType":
+        from .internals.fetch.acknowledgements import AcknowledgeType
+
+        return AcknowledgeType
+    if name == "ShareConsumerRecord":
+        from .internals.fetch.share_completed_fetch import ShareConsumerRecord
+
+        return ShareConsumerRecord
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "__version__",
     "KafkaConsumer",
+    "KafkaShareConsumer",
+    "AcknowledgeType",
+    "ShareConsumerRecord",
     "ConsumerConfig",
     "ConsumerRecord",
     "ConsumerRecords",

@@ -12,6 +12,9 @@ FindCoordinator), ``delete_records`` and ``list_offsets`` to each partition's le
 ``list_groups`` to every broker, ``describe_configs`` of a broker to that broker and of a topic
 to any broker.
 
+Share groups (KIP-932) are administered by the methods of
+:class:`~kafkaconsumer.admin_share_groups.ShareGroupAdmin`, a mixin of this client.
+
 ``describe_groups`` asks with ConsumerGroupDescribe first where the broker has it (KIP-848
 groups) and with DescribeGroups for classic groups, as the Java client does.
 """
@@ -25,6 +28,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NamedTuple, NoReturn, TypeVar
 
+from kafkaconsumer.admin_share_groups import (
+    ShareGroupAdmin,
+    ShareGroupDescription,
+    ShareMemberDescription,
+    SharePartitionOffsetInfo,
+)
 from kafkaconsumer.config import AdminClientConfig
 from kafkaconsumer.errors import (
     BrokerResponseError,
@@ -59,6 +68,9 @@ __all__ = [
     "PartitionDescription",
     "ConfigResource",
     "ConfigEntry",
+    "ShareGroupDescription",
+    "ShareMemberDescription",
+    "SharePartitionOffsetInfo",
     "EARLIEST",
     "LATEST",
 ]
@@ -232,8 +244,8 @@ def _raise_error(
     raise err
 
 
-class KafkaAdminClient:
-    """Blocking administration of topics, records and consumer groups.
+class KafkaAdminClient(ShareGroupAdmin):
+    """Blocking administration of topics, records, consumer groups and share groups.
 
     ``KafkaAdminClient({"bootstrap.servers": "localhost:9092"})``; every AdminClientConfig key
     is accepted (Java names or snake_case). Use it as a context manager or call :meth:`close`.
@@ -262,6 +274,9 @@ class KafkaAdminClient:
         self._closed = False
 
     # ------------------------------------------------------------------ plumbing --------------
+    #: Raise the broker error for a code (retriable ones wrapped to be retried), for the mixins.
+    _raise = staticmethod(_raise_error)
+
     def _ensure_open(self) -> None:
         if self._closed:
             raise IllegalStateError("the admin client is closed")

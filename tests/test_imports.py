@@ -61,6 +61,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "kafkaconsumer.consumer",
             "kafkaconsumer.consumer_iterator",
             "kafkaconsumer.admin",
+            "kafkaconsumer.admin_share_groups",
+            "kafkaconsumer.share_consumer",
             "kafkaconsumer.producer",
         ],
     ),

@@ -78,7 +78,7 @@ def add_parser(sub: Any) -> None:
         "list",
         help="every group with its type and state",
         description="List every group the cluster knows, with its type "
-        "(classic or consumer), protocol type and state.",
+        "(classic, consumer or share), protocol type and state.",
     )
     add_admin_args(lst)
     lst.set_defaults(run=_list)

@@ -19,7 +19,7 @@ ready ``ssl.SSLContext``), and the ``*.deserializer.encoding`` / ``*.serializer.
 Java's ``StringDeserializer`` / ``StringSerializer`` read.
 
 The modules: ``config_def`` (key definitions and parsing), ``common_client_configs``,
-``consumer_config``, ``producer_config`` and ``admin_client_config`` (each client's key table
+``consumer_config``, ``share_consumer_config``, ``producer_config`` and ``admin_client_config`` (each client's key table
 and class; every default is written there and nowhere else), ``abstract_config``,
 ``jaas_config`` and ``validators`` (checks of single keys). Code handed a plain mapping reads a
 missing key's default with :func:`config_default`, never restating it.
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from kafkaconsumer.config.admin_client_config import AdminClientConfig
     from kafkaconsumer.config.jaas_config import JaasConfig, parse_jaas_config
     from kafkaconsumer.config.producer_config import ProducerConfig
+    from kafkaconsumer.config.share_consumer_config import ShareConsumerConfig
 
 __all__ = [
     "ConfigType",
@@ -58,6 +59,7 @@ __all__ = [
     "ConsumerConfig",
     "ProducerConfig",
     "AdminClientConfig",
+    "ShareConsumerConfig",
     "CONSUMER_MAX_IN_FLIGHT_REQUESTS",
     "CLASSIC_PROTOCOL_ONLY",
     "CONSUMER_PROTOCOL_ONLY",
@@ -72,6 +74,7 @@ __all__ = [
 _LAZY = {
     "ProducerConfig": "kafkaconsumer.config.producer_config",
     "AdminClientConfig": "kafkaconsumer.config.admin_client_config",
+    "ShareConsumerConfig": "kafkaconsumer.config.share_consumer_config",
     "JaasConfig": "kafkaconsumer.config.jaas_config",
     "parse_jaas_config": "kafkaconsumer.config.jaas_config",
 }
@@ -98,6 +101,10 @@ def config_default(key: str) -> Any:
         from kafkaconsumer.config.admin_client_config import AdminClientConfig
 
         definition = AdminClientConfig._DEFINITIONS.get(key)
+    if definition is None:
+        from kafkaconsumer.config.share_consumer_config import ShareConsumerConfig
+
+        definition = ShareConsumerConfig._DEFINITIONS.get(key)
     if definition is None:
         raise KeyError(key)
     return definition.default

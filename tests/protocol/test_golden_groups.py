@@ -1860,6 +1860,118 @@ GOLDENS: list[Golden] = [
             ],
         },
     ),
+    # ---------------------------------------------------------- IncrementalAlterConfigs (44)
+    G(
+        44,
+        0,
+        "request",
+        h(
+            "00000001",  # resources: 1 element
+            "20",  #   resource_type 32 (group)
+            "0001 67",  #   resource_name "g"
+            "00000001",  #   configs: 1 element
+            "0017 73686172652e6175746f2e6f66667365742e7265736574",  # "share.auto.offset.reset"
+            "00",  #     config_operation 0 (set)
+            "0008 6561726c69657374",  #     value "earliest"
+            "00",  # validate_only false
+        ),
+        {
+            "resources": [
+                {
+                    "resource_type": 32,
+                    "resource_name": "g",
+                    "configs": [
+                        {
+                            "name": "share.auto.offset.reset",
+                            "config_operation": 0,
+                            "value": "earliest",
+                        }
+                    ],
+                }
+            ],
+            "validate_only": False,
+        },
+    ),
+    G(
+        44,
+        1,
+        "request",
+        h(
+            "02",  # resources: 1 element
+            "20",  #   resource_type 32 (group)
+            "02 67",  #   resource_name "g"
+            "02",  #   configs: 1 element
+            "18 73686172652e6175746f2e6f66667365742e7265736574",  # "share.auto.offset.reset"
+            "01",  #     config_operation 1 (delete)
+            "00",  #     value null
+            "00",  #     config tags
+            "00",  #   resource tags
+            "01",  # validate_only true
+            "00",  # body tags
+        ),
+        {
+            "resources": [
+                {
+                    "resource_type": 32,
+                    "resource_name": "g",
+                    "configs": [
+                        {"name": "share.auto.offset.reset", "config_operation": 1, "value": None}
+                    ],
+                }
+            ],
+            "validate_only": True,
+        },
+    ),
+    G(
+        44,
+        0,
+        "response",
+        h(
+            "00000000",  # throttle_time_ms 0
+            "00000001",  # responses: 1 element
+            "0028",  #   error_code 40 (INVALID_CONFIG)
+            "0003 626164",  #   error_message "bad"
+            "20",  #   resource_type 32 (group)
+            "0001 67",  #   resource_name "g"
+        ),
+        {
+            "throttle_time_ms": 0,
+            "responses": [
+                {
+                    "error_code": 40,
+                    "error_message": "bad",
+                    "resource_type": 32,
+                    "resource_name": "g",
+                }
+            ],
+        },
+    ),
+    G(
+        44,
+        1,
+        "response",
+        h(
+            "00000000",  # throttle_time_ms 0
+            "02",  # responses: 1 element
+            "0000",  #   error_code 0
+            "00",  #   error_message null
+            "20",  #   resource_type 32 (group)
+            "02 67",  #   resource_name "g"
+            "00",  #   response tags
+            "00",  # body tags
+        ),
+        {
+            "throttle_time_ms": 0,
+            "responses": [
+                {
+                    "error_code": 0,
+                    "error_message": None,
+                    "resource_type": 32,
+                    "resource_name": "g",
+                }
+            ],
+        },
+    ),
     # ---------------------------------------------------------------- OffsetDelete (47)
     G(
         47,

@@ -11,4 +11,8 @@
   (``arrow_decoder``, imported only by ``poll_arrow()``).
 - ``offset_fetcher``: ListOffsets and OffsetForLeaderEpoch (resets, validation, lookups).
 - ``fetch_config``: the fetch-related configuration, read once.
+- Share groups (KIP-932): ``share_consume_request_manager`` (ShareFetch and ShareAcknowledge per
+  broker, Java ``ShareConsumeRequestManager``) over ``share_session_handler`` (share sessions
+  and their epochs), ``share_completed_fetch`` (acquired ranges mapped onto decoded records,
+  delivery counts, gaps) and ``acknowledgements`` (``AcknowledgeType``, acknowledgement batches).
 """

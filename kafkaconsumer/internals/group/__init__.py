@@ -11,6 +11,10 @@ heartbeat thread in ``heartbeat_thread`` and the session and poll-interval timer
 ``consumer_protocol_coordinator``, with its state machine in ``consumer_membership_manager``
 and its heartbeat thread in ``consumer_heartbeat_request_manager``.
 
+The share-group (KIP-932) member is ``share_membership_manager`` over the same base, with its
+heartbeat thread in ``share_heartbeat_request_manager``; it has no revocation step, as the broker
+assigns and members may share partitions.
+
 ``consumer_delegate_creator`` picks a consumer's member class from ``group.protocol``, as Java's
 ``ConsumerDelegateCreator`` picks a consumer delegate.
 """

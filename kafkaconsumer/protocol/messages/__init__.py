@@ -1,12 +1,12 @@
 """The registry of message definitions: every :class:`~kafkaconsumer.protocol.schema.Api` we
-implement, collected from the definition modules (``core``, ``groups``, ``misc``).
+implement, collected from the definition modules (``core``, ``groups``, ``misc``, ``share``).
 
 ``APIS`` maps the api key to its definition; ``ALL_APIS`` lists them in key order.
 """
 
 from __future__ import annotations
 
-from kafkaconsumer.protocol.messages import core, groups, misc
+from kafkaconsumer.protocol.messages import core, groups, misc, share
 from kafkaconsumer.protocol.schema import Api
 
 __all__ = ["APIS", "ALL_APIS"]
@@ -28,6 +28,7 @@ def _register(apis: list[Api]) -> None:
 _register(core.APIS)
 _register(groups.APIS)
 _register(misc.APIS)
+_register(share.APIS)
 
 #: All definitions, ascending by key.
 ALL_APIS: list[Api] = [APIS[k] for k in sorted(APIS)]

@@ -17,6 +17,7 @@ __all__ = [
     "DELETE_RECORDS",
     "INIT_PRODUCER_ID",
     "DESCRIBE_CONFIGS",
+    "INCREMENTAL_ALTER_CONFIGS",
     "OFFSET_DELETE",
 ]
 
@@ -229,6 +230,47 @@ DESCRIBE_CONFIGS = Api(
     ],
 )
 
+#: IncrementalAlterConfigs (key 44): sets, deletes, appends to or subtracts from single config
+#: keys of topics, brokers and groups (a group's share-group settings among them).
+INCREMENTAL_ALTER_CONFIGS = Api(
+    44,
+    "IncrementalAlterConfigs",
+    "0-1",
+    "1+",
+    request=[
+        Field(
+            "resources",
+            [
+                # 2 = topic, 4 = broker, 8 = broker logger, 16 = client metrics, 32 = group.
+                Field("resource_type", "int8"),
+                Field("resource_name", "string"),
+                Field(
+                    "configs",
+                    [
+                        Field("name", "string"),
+                        # 0 set, 1 delete, 2 append, 3 subtract.
+                        Field("config_operation", "int8"),
+                        Field("value", "string", nullable="0+"),
+                    ],
+                ),
+            ],
+        ),
+        Field("validate_only", "bool"),
+    ],
+    response=[
+        Field("throttle_time_ms", "int32"),
+        Field(
+            "responses",
+            [
+                Field("error_code", "int16"),
+                Field("error_message", "string", nullable="0+"),
+                Field("resource_type", "int8"),
+                Field("resource_name", "string"),
+            ],
+        ),
+    ],
+)
+
 #: OffsetDelete (key 47): removes a group's committed offsets for partitions it no longer
 #: consumes (refused for topics the group is subscribed to).
 OFFSET_DELETE = Api(
@@ -272,5 +314,6 @@ APIS: list[Api] = [
     DELETE_RECORDS,
     INIT_PRODUCER_ID,
     DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
     OFFSET_DELETE,
 ]

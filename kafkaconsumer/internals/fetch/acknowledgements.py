@@ -1,0 +1,152 @@
+"""Acknowledgements of share-group records (Java ``AcknowledgeType`` and ``Acknowledgements``).
+
+A share consumer acknowledges each delivered record ACCEPT (processed), RELEASE (give it back
+for another delivery), REJECT (never deliver it again) or RENEW (keep holding it: the broker
+restarts the acquisition lock, KIP-1222). Offsets that were acquired but carried no record a
+user could see (control records, compacted-away offsets) are acknowledged as gaps.
+
+:class:`Acknowledgements` holds one partition's acknowledgements until they are sent, turns them
+into the protocol's acknowledgement batches and, once the broker answered, carries the outcome
+(an error code, or none) to the commit callback and to ``commit_sync()``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+
+from kafkaconsumer import errors as Errors
+
+__all__ = ["AcknowledgeType", "Acknowledgements", "GAP"]
+
+#: The wire value of an acquired offset without a deliverable record.
+GAP = 0
+
+
+class AcknowledgeType(enum.IntEnum):
+    """How a share consumer settles one delivered record (Java ``AcknowledgeType``).
+
+    Thread-safety: immutable enum members; safe to share.
+    """
+
+    #: The record was processed; it is never delivered again.
+    ACCEPT = 1
+    #: The record goes back for another delivery (its delivery count grows).
+    RELEASE = 2
+    #: The record could not be processed; it is archived and never delivered again.
+    REJECT = 3
+    #: Keep holding the record: the broker restarts its acquisition lock (KIP-1222).
+    RENEW = 4
+
+    @classmethod
+    def for_id(cls, value: int) -> AcknowledgeType:
+        """The type with wire value ``value``; ``ValueError`` naming it otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown acknowledge type {value!r}") from None
+
+
+class Acknowledgements:
+    """One partition's acknowledgements: offset -> type (``GAP`` for a gap), then the outcome.
+
+    Thread-safety: not thread-safe; filled on the user's thread, then handed whole to the thread
+    that sends it and back, never shared while in use.
+    """
+
+    __slots__ = ("_types", "error_code", "error_message", "completed")
+
+    def __init__(self) -> None:
+        """An empty set of acknowledgements."""
+        self._types: dict[int, int] = {}
+        #: The broker's answer for this partition (0: accepted); set once completed.
+        self.error_code = 0
+        #: The error text that came with a non-zero code, or why the request failed.
+        self.error_message: str | None = None
+        #: Whether the broker answered (or the request failed for good).
+        self.completed = False
+
+    def add(self, offset: int, ack_type: int) -> None:
+        """Record ``ack_type`` (an :class:`AcknowledgeType` or ``GAP``) for ``offset``; a later
+        call for the same offset replaces the earlier one."""
+        self._types[offset] = int(ack_type)
+
+    def add_gap(self, offset: int) -> None:
+        """Record ``offset`` as a gap (acquired, nothing to deliver)."""
+        self._types[offset] = GAP
+
+    def merge(self, other: Acknowledgements) -> Acknowledgements:
+        """Add ``other``'s acknowledgements to these (``other``'s win for the same offset)."""
+        self._types.update(other._types)
+        return self
+
+    def get(self, offset: int) -> int | None:
+        """The type recorded for ``offset``, or None."""
+        return self._types.get(offset)
+
+    def offsets(self) -> list[int]:
+        """The acknowledged offsets, ascending."""
+        return sorted(self._types)
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        """``(offset, type)`` pairs, ascending by offset."""
+        types = self._types
+        for offset in sorted(types):
+            yield offset, types[offset]
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def __bool__(self) -> bool:
+        return bool(self._types)
+
+    def has_renew(self) -> bool:
+        """Whether any acknowledgement is a RENEW (the request must say so, v2+)."""
+        return any(t == AcknowledgeType.RENEW for t in self._types.values())
+
+    def complete(self, error_code: int, error_message: str | None = None) -> None:
+        """The broker answered ``error_code`` for this partition (0: all applied)."""
+        self.error_code = error_code
+        self.error_message = error_message
+        self.completed = True
+
+    def exception(self) -> Errors.KafkaError | None:
+        """The error the broker's answer stands for, or None when it was applied."""
+        if not self.completed or self.error_code == 0:
+            return None
+        return Errors.for_code(self.error_code)(self.error_message or "")
+
+    def batches(self) -> list[dict[str, object]]:
+        """The protocol's acknowledgement batches: each run of consecutive offsets becomes one
+        batch, with a single type when every offset of the run has the same one, else one type
+        per offset."""
+        out: list[dict[str, object]] = []
+        first = last = -2
+        types: list[int] = []
+        for offset, ack_type in self.items():
+            if offset != last + 1 and types:
+                out.append(_batch(first, last, types))
+                types = []
+            if not types:
+                first = offset
+            types.append(ack_type)
+            last = offset
+        if types:
+            out.append(_batch(first, last, types))
+        return out
+
+    def as_dict(self) -> Mapping[int, int]:
+        """A read-only view: offset -> type."""
+        return dict(self._types)
+
+    def __repr__(self) -> str:
+        return f"Acknowledgements({self._types!r}, error_code={self.error_code})"
+
+
+def _batch(first: int, last: int, types: list[int]) -> dict[str, object]:
+    same = all(t == types[0] for t in types)
+    return {
+        "first_offset": first,
+        "last_offset": last,
+        "acknowledge_types": [types[0]] if same else list(types),
+    }

@@ -1,0 +1,449 @@
+"""ShareFetch and ShareAcknowledge for a share-group member (Java ``ShareConsumeRequestManager``).
+
+The member's assigned partitions are fetched from their leaders, one ShareFetch in flight per
+broker, each in that broker's share session (:mod:`.share_session_handler`). Acknowledgements go
+back to the broker that delivered the records: piggybacked on the next ShareFetch to it, or on
+their own in a ShareAcknowledge (``commit_sync``, ``commit_async``, ``close``). Every
+acknowledgement sent comes back completed, with the broker's error code for its partition or the
+error the request failed with, so that the commit callback and ``commit_sync()`` report it;
+none is dropped silently.
+
+Responses become :class:`~.share_completed_fetch.ShareCompletedFetch` pieces in a buffer that the
+user's thread drains. Partition errors that mean the leader moved or the metadata is stale
+(NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
+KAFKA_STORAGE_ERROR) ask for a metadata update; the next fetch goes to the new leader. Other
+partition errors are handed to the user's thread with the data, as Java does.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaconsumer import errors as Errors
+from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements
+from kafkaconsumer.internals.fetch.share_completed_fetch import ShareCompletedFetch
+from kafkaconsumer.internals.fetch.share_session_handler import ShareSessionHandler
+from kafkaconsumer.network.future import Future
+from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ShareFetchConfig", "ShareConsumeRequestManager", "AcknowledgeResult"]
+
+# Partition errors after which the metadata (leader, topic id) must be refreshed.
+_REFRESH_METADATA = frozenset(
+    {
+        3,  # UNKNOWN_TOPIC_OR_PARTITION
+        6,  # NOT_LEADER_OR_FOLLOWER
+        56,  # KAFKA_STORAGE_ERROR
+        74,  # FENCED_LEADER_EPOCH
+        100,  # UNKNOWN_TOPIC_ID
+    }
+)
+# The code reported for acknowledgements whose request never got an answer.
+_SHARE_SESSION_NOT_FOUND = 122
+_REQUEST_TIMED_OUT = 7
+_NETWORK_EXCEPTION = 13
+_UNKNOWN_SERVER_ERROR = -1
+
+
+@dataclass(frozen=True)
+class ShareFetchConfig:
+    """The share-fetch settings, read once from the share consumer's configuration.
+
+    Thread-safety: immutable.
+    """
+
+    group_id: str
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 52428800
+    max_records: int = 500
+    batch_size: int = 500
+    #: 0 batch_optimized, 1 record_limit (KIP-1206).
+    acquire_mode: int = 0
+    check_crcs: bool = True
+
+
+#: One partition's acknowledgements as the broker settled them.
+AcknowledgeResult = tuple[TopicPartition, Acknowledgements]
+
+
+def _code_for(exc: BaseException) -> int:
+    """The error code standing for a request that failed with ``exc``."""
+    code = getattr(exc, "errno", None)
+    if isinstance(code, int):
+        return code
+    if isinstance(exc, Errors.KafkaTimeoutError):
+        return _REQUEST_TIMED_OUT
+    if isinstance(exc, (Errors.KafkaConnectionError, Errors.NodeNotReadyError)):
+        return _NETWORK_EXCEPTION
+    return _UNKNOWN_SERVER_ERROR
+
+
+class ShareConsumeRequestManager:
+    """Sends a member's ShareFetch and ShareAcknowledge requests and collects their outcome.
+
+    Thread-safety: every method may be called from the user's thread while responses complete
+    on whichever thread polls the network client; ``_lock`` guards the sessions, the in-flight
+    set, the buffer and the completed acknowledgements. No user code runs under it.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        metadata: Any,
+        config: ShareFetchConfig,
+        *,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        """Fetch through ``client`` (a ``ConsumerNetworkClient``) with the leaders and topic ids
+        of ``metadata`` (a ``ConsumerMetadata``)."""
+        self._client = client
+        self._metadata = metadata
+        self.config = config
+        self._time = time
+        self._lock = threading.Lock()
+        self.member_id: str = str(uuid.uuid4())  # written by the member's owner before use
+        self._assignment: frozenset[TopicPartition] = frozenset()  # guarded by _lock
+        self._sessions: dict[int, ShareSessionHandler] = {}  # guarded by _lock
+        self._in_flight: set[int] = set()  # guarded by _lock: nodes with a request out
+        # Nodes whose queued acknowledgements go out when their request in flight completes
+        # (True: and close the session).
+        self._ack_waiting: dict[int, bool] = {}  # guarded by _lock
+        self._buffer: collections.deque[ShareCompletedFetch] = collections.deque()  # _lock
+        self._completed_acks: list[AcknowledgeResult] = []  # guarded by _lock
+        self._acquisition_lock_timeout_ms: int | None = None  # guarded by _lock
+        self._closed = False  # guarded by _lock
+
+    # ------------------------------------------------------------------ state ---------------
+    def set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
+        """The partitions the member now owns (from the share-group heartbeat)."""
+        with self._lock:
+            self._assignment = frozenset(partitions)
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions being fetched."""
+        with self._lock:
+            return self._assignment
+
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """The acquisition lock duration the brokers last reported, or None before any."""
+        with self._lock:
+            return self._acquisition_lock_timeout_ms
+
+    def has_in_flight(self, node: int | None = None) -> bool:
+        """Whether a request is out (to ``node``, or to any broker)."""
+        with self._lock:
+            return bool(self._in_flight) if node is None else node in self._in_flight
+
+    def _session(self, node: int) -> ShareSessionHandler:
+        handler = self._sessions.get(node)
+        if handler is None or handler.member_id != self.member_id:
+            handler = self._sessions[node] = ShareSessionHandler(node, self.member_id)
+        return handler
+
+    # ------------------------------------------------------------------ buffer --------------
+    def take_completed_fetches(self) -> list[ShareCompletedFetch]:
+        """Remove and return the buffered partitions, oldest first."""
+        with self._lock:
+            out = list(self._buffer)
+            self._buffer.clear()
+        return out
+
+    def has_buffered(self) -> bool:
+        """Whether fetched data waits in the buffer."""
+        with self._lock:
+            return bool(self._buffer)
+
+    def take_completed_acknowledgements(self) -> list[AcknowledgeResult]:
+        """Remove and return the acknowledgements the brokers settled (or that failed)."""
+        with self._lock:
+            out = self._completed_acks
+            self._completed_acks = []
+        return out
+
+    # ------------------------------------------------------------------ fetch ---------------
+    def _leader(self, tp: TopicPartition) -> tuple[int, uuid.UUID] | None:
+        cluster = self._metadata.fetch()
+        leader = cluster.leader_for(tp)
+        topic_id = cluster.topic_id(tp.topic)
+        if leader is None or leader < 0 or topic_id is None:
+            return None
+        return leader, topic_id
+
+    def send_fetches(
+        self, acknowledgements: Mapping[int, Mapping[TopicPartition, Acknowledgements]]
+    ) -> int:
+        """Send a ShareFetch to each leader of an assigned partition that has none in flight,
+        carrying ``acknowledgements`` (by the node that delivered the records) for that node.
+        Acknowledgements for a node with a request in flight, or that leads no assigned
+        partition, wait in its session for the next request (see :meth:`send_acknowledgements`).
+        Returns how many requests were sent."""
+        with self._lock:
+            if self._closed:
+                return 0
+            by_node: dict[int, list[tuple[TopicPartition, uuid.UUID]]] = {}
+            need_metadata = False
+            for tp in sorted(self._assignment):
+                found = self._leader(tp)
+                if found is None:
+                    need_metadata = True
+                    continue
+                by_node.setdefault(found[0], []).append((tp, found[1]))
+            for node, node_acks in acknowledgements.items():
+                handler = self._session(node)
+                for tp, acks in node_acks.items():
+                    topic_id = self._metadata.fetch().topic_id(tp.topic)
+                    if topic_id is None:
+                        acks.complete(100, "the topic id is no longer known")
+                        self._completed_acks.append((tp, acks))
+                        continue
+                    handler.add_partition_to_acknowledge(tp, topic_id, acks)
+            sends: list[tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]]] = []
+            for node, partitions in by_node.items():
+                if node in self._in_flight:
+                    continue
+                handler = self._session(node)
+                for tp, topic_id in partitions:
+                    handler.add_partition_to_fetch(tp, topic_id)
+                body, sent_acks = handler.build_share_fetch()
+                self._in_flight.add(node)
+                sends.append((node, body, sent_acks))
+        if need_metadata:
+            self._metadata.request_update()
+        for node, body, sent_acks in sends:
+            self._send_fetch(node, body, sent_acks)
+        return len(sends)
+
+    def _fetch_body(self, session_part: dict[str, Any]) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "group_id": cfg.group_id,
+            "member_id": self.member_id,
+            "max_wait_ms": cfg.max_wait_ms,
+            "min_bytes": cfg.min_bytes,
+            "max_bytes": cfg.max_bytes,
+            "max_records": cfg.max_records,
+            "batch_size": cfg.batch_size,
+            "share_acquire_mode": cfg.acquire_mode,
+            **session_part,
+        }
+
+    def _renew(self, acks: Mapping[TopicPartition, Acknowledgements]) -> bool:
+        return any(a.has_renew() for a in acks.values())
+
+    def _send_fetch(
+        self, node: int, session_part: dict[str, Any], acks: dict[TopicPartition, Acknowledgements]
+    ) -> None:
+        body = self._fetch_body(session_part)
+        body["is_renew_ack"] = self._renew(acks)
+        future: Future[Any] = self._client.send(node, ApiKey.SHARE_FETCH, body)
+        future.add_callback(self._on_fetch_response, node, acks)
+        future.add_errback(self._on_failure, node, acks)
+
+    def _on_fetch_response(
+        self, node: int, acks: dict[TopicPartition, Acknowledgements], response: Any
+    ) -> None:
+        received = self._time.monotonic_ms()
+        refresh = False
+        with self._lock:
+            self._in_flight.discard(node)
+            handler = self._sessions.get(node)
+            top = int(response.get("error_code", 0))
+            usable = handler.handle_response(top) if handler is not None else False
+            timeout = response.get("acquisition_lock_timeout_ms")
+            if timeout:
+                self._acquisition_lock_timeout_ms = int(timeout)
+            settled: set[TopicPartition] = set()
+            if usable:
+                cluster = self._metadata.fetch()
+                for topic in response.get("responses", ()):
+                    name = cluster.topic_name(topic["topic_id"])
+                    for part in topic["partitions"]:
+                        if name is None:
+                            refresh = True
+                            continue
+                        tp = TopicPartition(name, part["partition_index"])
+                        partition_acks = acks.get(tp)
+                        if partition_acks is not None:
+                            partition_acks.complete(
+                                int(part.get("acknowledge_error_code", 0)),
+                                part.get("acknowledge_error_message"),
+                            )
+                            self._completed_acks.append((tp, partition_acks))
+                            settled.add(tp)
+                        code = int(part.get("error_code", 0))
+                        if code in _REFRESH_METADATA:
+                            refresh = True
+                        if code or part.get("acquired_records"):
+                            self._buffer.append(
+                                ShareCompletedFetch(tp, topic["topic_id"], node, part, received)
+                            )
+                if top == 100:
+                    refresh = True
+            # Acknowledgements the response did not answer failed with its top-level error.
+            code = top or _UNKNOWN_SERVER_ERROR
+            for tp, partition_acks in acks.items():
+                if tp not in settled:
+                    partition_acks.complete(code, response.get("error_message"))
+                    self._completed_acks.append((tp, partition_acks))
+        if refresh:
+            self._metadata.request_update()
+        if top and top not in (122, 123):
+            logger.warning("ShareFetch to node %s failed with error %s", node, top)
+        self._after_response(node)
+
+    def _on_failure(
+        self, node: int, acks: dict[TopicPartition, Acknowledgements], exc: BaseException
+    ) -> None:
+        with self._lock:
+            self._in_flight.discard(node)
+            handler = self._sessions.get(node)
+            if handler is not None:
+                handler.handle_error(exc)
+            code = _code_for(exc)
+            for tp, partition_acks in acks.items():
+                partition_acks.complete(code, str(exc))
+                self._completed_acks.append((tp, partition_acks))
+        if getattr(exc, "invalid_metadata", False) or isinstance(
+            exc, (Errors.KafkaConnectionError, Errors.NodeNotReadyError)
+        ):
+            self._metadata.request_update()
+        logger.debug("share request to node %s failed: %r", node, exc)
+        self._after_response(node)
+
+    # ------------------------------------------------------------------ acknowledge ---------
+    def send_acknowledgements(
+        self,
+        acknowledgements: Mapping[int, Mapping[TopicPartition, Acknowledgements]],
+        *,
+        close: bool = False,
+    ) -> list[Acknowledgements]:
+        """Send ``acknowledgements`` (by the node that delivered the records) in ShareAcknowledge
+        requests, plus whatever waits in each session; with ``close``, to every broker with a
+        session, closing it. A broker with a request in flight gets them once it answered (one
+        request per share session at a time, so that the epochs stay in order).
+        Acknowledgements for a broker without an open session cannot be applied (its records
+        were released when the session ended) and complete at once with
+        SHARE_SESSION_NOT_FOUND. Returns the acknowledgements handed in; each completes when
+        settled (see :meth:`take_completed_acknowledgements`)."""
+        sends: list[tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]]] = []
+        handed: list[Acknowledgements] = []
+        with self._lock:
+            nodes = set(acknowledgements)
+            if close:
+                nodes |= set(self._sessions)
+            for node in sorted(nodes):
+                handler = self._session(node)
+                for tp, acks in acknowledgements.get(node, {}).items():
+                    handed.append(acks)
+                    topic_id = self._metadata.fetch().topic_id(tp.topic)
+                    if topic_id is None:
+                        acks.complete(100, "the topic id is no longer known")
+                        self._completed_acks.append((tp, acks))
+                        continue
+                    handler.add_partition_to_acknowledge(tp, topic_id, acks)
+                if node in self._in_flight:
+                    self._ack_waiting[node] = close or self._ack_waiting.get(node, False)
+                    continue
+                send = self._build_acknowledge(node, close)
+                if send is not None:
+                    sends.append(send)
+            if close:
+                self._closed = True
+        for send in sends:
+            self._send_acknowledge(*send)
+        return handed
+
+    def _build_acknowledge(
+        self, node: int, close: bool
+    ) -> tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]] | None:
+        # Under _lock: the ShareAcknowledge for node's queued acknowledgements, or None.
+        handler = self._session(node)
+        if handler.is_new_session:
+            for tp, acks in handler.take_pending_acknowledgements().items():
+                acks.complete(_SHARE_SESSION_NOT_FOUND, "no open share session with the broker")
+                self._completed_acks.append((tp, acks))
+            return None
+        if close:
+            handler.notify_close()
+        built = handler.build_share_acknowledge()
+        if built is None or (not built[1] and not close):
+            return None
+        self._in_flight.add(node)
+        return node, built[0], built[1]
+
+    def _send_acknowledge(
+        self, node: int, session_part: dict[str, Any], acks: dict[TopicPartition, Acknowledgements]
+    ) -> None:
+        body = {
+            "group_id": self.config.group_id,
+            "member_id": self.member_id,
+            "is_renew_ack": self._renew(acks),
+            **session_part,
+        }
+        future: Future[Any] = self._client.send(node, ApiKey.SHARE_ACKNOWLEDGE, body)
+        future.add_callback(self._on_acknowledge_response, node, acks)
+        future.add_errback(self._on_failure, node, acks)
+
+    def _after_response(self, node: int) -> None:
+        """A request to ``node`` completed: send the acknowledgements that waited for it."""
+        with self._lock:
+            close = self._ack_waiting.pop(node, None)
+            send = None if close is None else self._build_acknowledge(node, close)
+        if send is not None:
+            self._send_acknowledge(*send)
+
+    def _on_acknowledge_response(
+        self, node: int, acks: dict[TopicPartition, Acknowledgements], response: Any
+    ) -> None:
+        refresh = False
+        with self._lock:
+            self._in_flight.discard(node)
+            handler = self._sessions.get(node)
+            top = int(response.get("error_code", 0))
+            if handler is not None:
+                handler.handle_response(top)
+            timeout = response.get("acquisition_lock_timeout_ms")
+            if timeout:
+                self._acquisition_lock_timeout_ms = int(timeout)
+            settled: set[TopicPartition] = set()
+            cluster = self._metadata.fetch()
+            for topic in response.get("responses", ()):
+                name = cluster.topic_name(topic["topic_id"])
+                if name is None:
+                    continue
+                for part in topic["partitions"]:
+                    tp = TopicPartition(name, part["partition_index"])
+                    partition_acks = acks.get(tp)
+                    code = int(part.get("error_code", 0))
+                    if code in _REFRESH_METADATA:
+                        refresh = True
+                    if partition_acks is None:
+                        continue
+                    partition_acks.complete(code, part.get("error_message"))
+                    self._completed_acks.append((tp, partition_acks))
+                    settled.add(tp)
+            code = top or _UNKNOWN_SERVER_ERROR
+            for tp, partition_acks in acks.items():
+                if tp not in settled:
+                    partition_acks.complete(code, response.get("error_message"))
+                    self._completed_acks.append((tp, partition_acks))
+        if refresh:
+            self._metadata.request_update()
+        self._after_response(node)
+
+    def release_sessions(self) -> None:
+        """Forget every share session (the member left the group or was fenced): the brokers
+        release what the member held when its sessions end."""
+        with self._lock:
+            self._sessions.clear()

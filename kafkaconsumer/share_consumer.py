@@ -1,0 +1,465 @@
+"""KafkaShareConsumer: a member of a share group (KIP-932; Java ``KafkaShareConsumer``).
+
+In a share group several consumers may read the same partition. The broker hands each record
+to one member at a time under an acquisition lock; the member accepts it (done), releases it
+(deliver it again, possibly to another member) or rejects it (never deliver it again), and the
+broker counts deliveries (``record.delivery_count``).
+
+docs/share-groups.md shows it at work. With ``share.acknowledgement.mode=implicit`` (the default) every record a ``poll()`` returned is
+accepted by the next ``poll()``, ``commit_sync()``, ``commit_async()`` or ``close()``. With
+``explicit`` each record must be acknowledged before the next ``poll()``.
+
+Acknowledgements go to the broker piggybacked on the next ShareFetch, or at once with
+``commit_sync()``/``commit_async()``; the outcome of each (per partition) reaches the
+acknowledgement commit callback on the user's thread, inside ``poll()``, ``commit_sync()``,
+``commit_async()`` or ``close()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from kafkaconsumer import errors as Errors
+from kafkaconsumer.config import ShareConsumerConfig
+from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements, AcknowledgeType
+from kafkaconsumer.internals.fetch.share_completed_fetch import (
+    ShareCompletedFetch,
+    ShareConsumerRecord,
+)
+from kafkaconsumer.internals.fetch.share_consume_request_manager import (
+    ShareConsumeRequestManager,
+    ShareFetchConfig,
+)
+from kafkaconsumer.internals.group.group_member import GroupRebalanceConfig
+from kafkaconsumer.internals.group.share_heartbeat_request_manager import (
+    ShareHeartbeatRequestManager,
+)
+from kafkaconsumer.internals.group.share_membership_manager import ShareMembershipManager
+from kafkaconsumer.metadata import ConsumerMetadata
+from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
+from kafkaconsumer.network.settings import NetworkSettings
+from kafkaconsumer.serialization import resolve_deserializer
+from kafkaconsumer.structs import ConsumerRecords, TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.timer import Timer, to_timeout_ms
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["KafkaShareConsumer", "AcknowledgementCommitCallback"]
+
+#: ``callback(offsets, exception)``: the offsets of one partition's settled acknowledgements
+#: (``{TopicPartition: {offsets}}``) and the error they failed with, or None (Java
+#: ``AcknowledgementCommitCallback.onComplete``).
+AcknowledgementCommitCallback = Callable[
+    [dict[TopicPartition, set[int]], "Errors.KafkaError | None"], None
+]
+
+_POLL_SLICE_MS = 100
+_NO_THREAD = -1
+
+
+class KafkaShareConsumer:
+    """A share-group consumer (Java ``KafkaShareConsumer``), blocking and single-threaded.
+
+    Thread-safety: one thread uses it at a time (``ConcurrentModificationError`` otherwise),
+    except :meth:`wakeup`, which any thread may call. The heartbeat runs on a background thread.
+    """
+
+    def __init__(
+        self,
+        configs: Mapping[str, Any] | None = None,
+        *,
+        _time: Time | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Configure from Java keys in ``configs`` or snake_case ``kwargs`` (see
+        :class:`~kafkaconsumer.config.ShareConsumerConfig`); no connection is made yet."""
+        self._guard = threading.Lock()
+        self._owner = _NO_THREAD  # guarded by _guard
+        self._refcount = 0  # guarded by _guard
+        self._time = _time if _time is not None else SYSTEM_TIME
+        self.config = ShareConsumerConfig(configs, **kwargs)
+        cfg = self.config
+        self._explicit = cfg["share.acknowledgement.mode"] == "explicit"
+        self._max_poll_records = int(cfg["max.poll.records"])
+        self._default_api_timeout_ms = int(cfg["default.api.timeout.ms"])
+        self._key_deserializer = resolve_deserializer(
+            cfg["key.deserializer"], configs=cfg, is_key=True
+        )
+        self._value_deserializer = resolve_deserializer(
+            cfg["value.deserializer"], configs=cfg, is_key=False
+        )
+        self._check_crcs = bool(cfg["check.crcs"])
+        self._metadata = ConsumerMetadata(cfg, time=self._time)
+        self._net = NetworkClient(
+            NetworkSettings.from_config(cfg), time=self._time, metadata=self._metadata
+        )
+        self._client = ConsumerNetworkClient(self._net, self._metadata)
+        self._member = ShareMembershipManager(
+            GroupRebalanceConfig.from_config(cfg),
+            self._client,
+            self._metadata,
+            ShareHeartbeatRequestManager,
+            time=self._time,
+        )
+        self._fetch = ShareConsumeRequestManager(
+            self._client,
+            self._metadata,
+            ShareFetchConfig(
+                group_id=str(cfg["group.id"]),
+                max_wait_ms=int(cfg["fetch.max.wait.ms"]),
+                min_bytes=int(cfg["fetch.min.bytes"]),
+                max_bytes=int(cfg["fetch.max.bytes"]),
+                max_records=self._max_poll_records,
+                batch_size=self._max_poll_records,
+                acquire_mode=1 if cfg["share.acquire.mode"] == "record_limit" else 0,
+                check_crcs=self._check_crcs,
+            ),
+            time=self._time,
+        )
+        self._fetch.member_id = self._member.member_id()
+        self._session_generation = 0  # written by the user's thread only
+        # Records of the last poll not yet acknowledged: (tp, offset) -> (node, record).
+        self._delivered: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord]] = {}
+        # Acknowledgements not yet sent, by the node that delivered the records.
+        self._pending: dict[int, dict[TopicPartition, Acknowledgements]] = {}
+        # Records kept with RENEW: still held, to be acknowledged by a later call.
+        self._renewed: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord]] = {}
+        self._current: list[ShareCompletedFetch] = []  # fetched data not yet handed out
+        self._callback: AcknowledgementCommitCallback | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ the thread guard
+    def _acquire(self) -> None:
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner not in (me, _NO_THREAD):
+                raise Errors.ConcurrentModificationError(
+                    "KafkaShareConsumer is not safe for multi-threaded access"
+                )
+            self._owner = me
+            self._refcount += 1
+
+    def _release(self) -> None:
+        with self._guard:
+            self._refcount -= 1
+            if self._refcount == 0:
+                self._owner = _NO_THREAD
+
+    def _acquire_and_ensure_open(self) -> None:
+        self._acquire()
+        if self._closed:
+            self._release()
+            raise Errors.IllegalStateError("This consumer has already been closed.")
+
+    # ------------------------------------------------------------------ subscription
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Subscribe to ``topics`` (replacing the previous subscription); an empty list
+        unsubscribes."""
+        self._acquire_and_ensure_open()
+        try:
+            names = tuple(sorted({str(t) for t in topics}))
+            if any(not t.strip() for t in names):
+                raise ValueError("topic names must be non-empty")
+            if not names:
+                self._unsubscribe()
+                return
+            self._metadata.set_topics(names)
+            self._member.subscribe(names)
+        finally:
+            self._release()
+
+    def unsubscribe(self) -> None:
+        """Leave the share group and drop the subscription."""
+        self._acquire_and_ensure_open()
+        try:
+            self._unsubscribe()
+        finally:
+            self._release()
+
+    def _unsubscribe(self) -> None:
+        # Settle before leaving (implicit mode accepts the last poll's records; what was
+        # fetched but never returned goes back), bounded by default.api.timeout.ms.
+        self._settle_delivered()
+        self._release_undelivered()
+        handed = self._fetch.send_acknowledgements(self._take_pending())
+        timer = self._time.timer(self._default_api_timeout_ms)
+        while not all(a.completed for a in handed) and timer.not_expired():
+            self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+            timer.update()
+        self._fire_callbacks()
+        self._member.unsubscribe()
+        self._fetch.set_assignment(())
+
+    def subscription(self) -> set[str]:
+        """The subscribed topics."""
+        self._acquire_and_ensure_open()
+        try:
+            return set(self._member.subscription())
+        finally:
+            self._release()
+
+    # ------------------------------------------------------------------ acknowledging
+    def acknowledge(
+        self,
+        record_or_topic: ShareConsumerRecord | str,
+        partition_or_type: int | AcknowledgeType = AcknowledgeType.ACCEPT,
+        offset: int | None = None,
+        ack_type: AcknowledgeType | int | None = None,
+    ) -> None:
+        """Acknowledge a record the last ``poll()`` returned: ``acknowledge(record[, type])``
+        or ``acknowledge(topic, partition, offset, type)``; ``type`` defaults to ACCEPT. Only
+        in ``explicit`` mode; a record may be acknowledged once."""
+        self._acquire_and_ensure_open()
+        try:
+            if isinstance(record_or_topic, str):
+                if offset is None or ack_type is None:
+                    raise TypeError("acknowledge(topic, partition, offset, type) needs all four")
+                tp = TopicPartition(record_or_topic, int(partition_or_type))
+                kind = AcknowledgeType.for_id(int(ack_type))
+            else:
+                tp = TopicPartition(record_or_topic.topic, record_or_topic.partition)
+                offset = record_or_topic.offset
+                kind = AcknowledgeType.for_id(int(partition_or_type))
+            if not self._explicit:
+                raise Errors.IllegalStateError(
+                    "Implicit acknowledgement of delivery is being used: acknowledge() needs "
+                    "share.acknowledgement.mode=explicit."
+                )
+            key = (tp, int(offset))
+            entry = self._delivered.pop(key, None) or self._renewed.pop(key, None)
+            if entry is None:
+                raise Errors.IllegalStateError(
+                    f"The record cannot be acknowledged: {tp} offset {offset} was not delivered "
+                    f"by the last poll() of this consumer, or was acknowledged already."
+                )
+            node, _record = entry
+            if kind is AcknowledgeType.RENEW:
+                self._renewed[key] = entry
+            self._add_pending(node, tp, int(offset), kind)
+        finally:
+            self._release()
+
+    def _add_pending(self, node: int, tp: TopicPartition, offset: int, kind: int) -> None:
+        acks = self._pending.setdefault(node, {}).setdefault(tp, Acknowledgements())
+        acks.add(offset, kind)
+
+    def _merge_pending(self, node: int, tp: TopicPartition, acks: Acknowledgements) -> None:
+        if acks:
+            self._pending.setdefault(node, {}).setdefault(tp, Acknowledgements()).merge(acks)
+
+    def _settle_delivered(self) -> None:
+        """Before a poll or commit: implicit mode accepts what the last poll returned; explicit
+        mode requires it all acknowledged (before a poll)."""
+        if not self._delivered:
+            return
+        if not self._explicit:
+            for (tp, offset), (node, _r) in self._delivered.items():
+                self._add_pending(node, tp, offset, AcknowledgeType.ACCEPT)
+            self._delivered.clear()
+
+    def _take_pending(self) -> dict[int, dict[TopicPartition, Acknowledgements]]:
+        pending, self._pending = self._pending, {}
+        return pending
+
+    def set_acknowledgement_commit_callback(
+        self, callback: AcknowledgementCommitCallback | None
+    ) -> None:
+        """Call ``callback(offsets, exception)`` on this thread for every settled batch of
+        acknowledgements (None removes it)."""
+        self._acquire_and_ensure_open()
+        try:
+            self._callback = callback
+        finally:
+            self._release()
+
+    def _fire_callbacks(self) -> dict[TopicPartition, Errors.KafkaError | None]:
+        results: dict[TopicPartition, Errors.KafkaError | None] = {}
+        settled = self._fetch.take_completed_acknowledgements()
+        for tp, acks in settled:
+            error = acks.exception()
+            if tp not in results or error is not None:
+                results[tp] = error
+            if self._callback is not None:
+                # User code, outside every lock of the consumer.
+                self._callback({tp: set(acks.offsets())}, error)
+            elif error is not None:
+                logger.warning("acknowledgements of %s failed: %s", tp, error)
+        return results
+
+    def commit_sync(
+        self, timeout_ms: float | Any | None = None
+    ) -> dict[TopicPartition, Errors.KafkaError | None]:
+        """Send every pending acknowledgement and wait for the broker: per partition, None
+        when applied, else the error (Java ``commitSync``)."""
+        self._acquire_and_ensure_open()
+        try:
+            self._settle_delivered()
+            timer = self._timer(timeout_ms)
+            handed = self._fetch.send_acknowledgements(self._take_pending())
+            while not all(a.completed for a in handed) and timer.not_expired():
+                self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+                timer.update()
+            return self._fire_callbacks()
+        finally:
+            self._release()
+
+    def commit_async(self) -> None:
+        """Send every pending acknowledgement; the outcome reaches the callback later."""
+        self._acquire_and_ensure_open()
+        try:
+            self._settle_delivered()
+            self._fetch.send_acknowledgements(self._take_pending())
+            self._client.poll(timeout_ms=0)
+            self._fire_callbacks()
+        finally:
+            self._release()
+
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """How long the broker holds a delivered record for this consumer, as last reported
+        (None before the first fetch)."""
+        return self._fetch.acquisition_lock_timeout_ms()
+
+    # ------------------------------------------------------------------ poll
+    def _timer(self, timeout: float | Any | None) -> Timer:
+        return self._time.timer(to_timeout_ms(timeout, self._default_api_timeout_ms))
+
+    def _sync_membership(self) -> None:
+        generation = self._member.session_generation
+        if generation != self._session_generation:
+            self._session_generation = generation
+            self._release_undelivered(send=False)
+            self._fetch.release_sessions()
+        self._fetch.set_assignment(self._member.assignment())
+
+    def _release_undelivered(self, send: bool = True) -> None:
+        """Give back what was fetched but never handed out."""
+        for cf in self._current:
+            left = cf.drain()
+            if send:
+                for offset in left:
+                    self._add_pending(cf.node, cf.tp, offset, AcknowledgeType.RELEASE)
+        self._current = []
+
+    def _collect(self) -> dict[TopicPartition, list[ShareConsumerRecord]]:
+        self._current.extend(self._fetch.take_completed_fetches())
+        out: dict[TopicPartition, list[ShareConsumerRecord]] = {}
+        room = self._max_poll_records
+        keep: list[ShareCompletedFetch] = []
+        error: Errors.KafkaError | None = None
+        for cf in self._current:
+            code = int(cf.partition_data.get("error_code", 0))
+            if code:
+                if code == Errors.TopicAuthorizationFailedError.errno and error is None:
+                    error = Errors.TopicAuthorizationFailedError(
+                        f"not authorized to read {cf.tp.topic}", topic=cf.tp.topic
+                    )
+                continue
+            if room <= 0 or error is not None:
+                keep.append(cf)
+                continue
+            batch = cf.fetch_records(room, self._key_deserializer, self._value_deserializer)
+            self._merge_pending(cf.node, cf.tp, batch.acknowledgements)
+            for record in batch.records:
+                self._delivered[(cf.tp, record.offset)] = (cf.node, record)
+            if batch.records:
+                out.setdefault(cf.tp, []).extend(batch.records)
+                room -= len(batch.records)
+            if not cf.is_consumed:
+                keep.append(cf)
+            if batch.error is not None:
+                error = batch.error
+        self._current = keep
+        if error is not None and not out:
+            raise error
+        return out
+
+    def poll(self, timeout_ms: float | Any = 0) -> ConsumerRecords:
+        """Records acquired for this consumer, each with ``delivery_count``; waits up to
+        ``timeout_ms`` for some. Acknowledgements of the last poll go out with the next fetch
+        (implicit mode accepts them here)."""
+        self._acquire_and_ensure_open()
+        try:
+            if not self._member.subscription():
+                raise Errors.IllegalStateError("Consumer is not subscribed to any topics.")
+            if self._explicit and self._delivered:
+                raise Errors.IllegalStateError(
+                    "All records must be acknowledged in explicit acknowledgement mode."
+                )
+            self._settle_delivered()
+            timer = self._time.timer(to_timeout_ms(timeout_ms, 0))
+            while True:
+                self._member.poll()
+                self._sync_membership()
+                records = self._collect()
+                # Fetch ahead (with the acknowledgements) while the user processes these.
+                self._fetch.send_fetches(self._take_pending())
+                self._fire_callbacks()
+                if records:
+                    return ConsumerRecords(records)
+                timer.update()
+                if timer.is_expired():
+                    return ConsumerRecords()
+                self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+        finally:
+            self._release()
+
+    def __iter__(self) -> Iterator[ShareConsumerRecord]:
+        """Poll forever, one record at a time."""
+        while True:
+            yield from self.poll(timeout_ms=_POLL_SLICE_MS * 10)  # type: ignore[misc]
+
+    def wakeup(self) -> None:
+        """Make a blocking ``poll()``/``commit_sync()`` raise ``WakeupError``. Any thread may
+        call it, and so may a signal handler or the commit callback."""
+        if self._owner == threading.get_ident():
+            # On the thread inside the consumer (a signal handler, or the commit callback),
+            # which may hold a lock that waking up takes: another thread wakes it up.
+            threading.Thread(
+                target=self._client.wakeup, name="kafkaconsumer-share-wakeup", daemon=True
+            ).start()
+            return
+        self._client.wakeup()
+
+    # ------------------------------------------------------------------ close
+    def close(self, timeout_ms: float | Any | None = None) -> None:
+        """Send the pending acknowledgements (implicit mode: accepting what the last poll
+        returned), release what was fetched but never handed out, close the share sessions,
+        leave the group; returns within ``timeout_ms`` (default 30 s)."""
+        self._acquire()
+        try:
+            if self._closed:
+                return
+            self._closed = True
+            # Closing is not interruptible: a wakeup() now (or one still pending) is moot.
+            self._client.disable_wakeups()
+            timer = self._time.timer(to_timeout_ms(timeout_ms, 30_000))
+            try:
+                self._settle_delivered()
+                self._release_undelivered()
+                handed = self._fetch.send_acknowledgements(self._take_pending(), close=True)
+                while timer.not_expired() and (
+                    self._fetch.has_in_flight() or not all(a.completed for a in handed)
+                ):
+                    self._client.poll(
+                        timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS), disable_wakeup=True
+                    )
+                    timer.update()
+                self._fire_callbacks()
+            finally:
+                try:
+                    self._member.close(timer)
+                finally:
+                    self._client.close()
+        finally:
+            self._release()
+
+    def __enter__(self) -> KafkaShareConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
