@@ -1,7 +1,11 @@
-"""Schema-registry records: the Confluent wire format, a registry client, Avro deserializers and
+"""Schema-registry records: the Confluent wire format, a registry client, deserializers and
 their decoding into typed Arrow columns.
 
-Needs the ``[formats]`` extra (fastavro) for Avro and pyarrow for Arrow columns::
+Avro (:mod:`kafkaconsumer.formats.avro`, fastavro), Protobuf
+(:mod:`kafkaconsumer.formats.protobuf`, protobuf and grpcio-tools' protoc) and JSON Schema
+(:mod:`kafkaconsumer.formats.json_schema`, jsonschema) come with the ``[formats]`` extra, as does
+pyarrow for :mod:`kafkaconsumer.formats.arrow`. This package imports the Avro part only; the
+others load when their modules are imported::
 
     from kafkaconsumer import KafkaConsumer
     from kafkaconsumer.formats import AvroDeserializer

@@ -16,6 +16,7 @@ Spark's file sources fill ``_corrupt_record``).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,13 +26,16 @@ import pyarrow as pa
 
 from kafkaconsumer.errors import ConfigError, SerializationError
 from kafkaconsumer.formats.avro import AvroDeserializer
-from kafkaconsumer.serialization import Headers
+from kafkaconsumer.serialization import Deserializer, Headers
 
 __all__ = [
     "ArrowRecordDecoder",
     "DecodedColumn",
     "RecordDecodeError",
+    "arrow_mapping",
     "avro_arrow_type",
+    "json_schema_arrow_type",
+    "protobuf_arrow_type",
     "MODES",
     "CORRUPT_RECORD_COLUMN",
 ]
@@ -261,6 +265,167 @@ def avro_arrow_type(schema: Any) -> pa.DataType:
     return _avro_mapping(schema)[0]
 
 
+_NO_READER = (
+    "typed columns need one reader schema: give the deserializer a subject or a reader schema"
+)
+
+
+def arrow_mapping(deserializer: Deserializer) -> tuple[pa.DataType, _Convert | None]:
+    """The Arrow type of what ``deserializer`` returns, and the conversion its values need
+    before pyarrow takes them (None when none)."""
+    if isinstance(deserializer, AvroDeserializer):
+        if deserializer.reader_schema is None:
+            raise ConfigError(_NO_READER)
+        arrow, _, convert = _avro_mapping(deserializer.reader_schema)
+        return arrow, convert
+    kind = type(deserializer).__name__
+    if kind == "ProtobufDeserializer":
+        descriptor = getattr(deserializer, "reader_descriptor", None)
+        if descriptor is None:
+            raise ConfigError(_NO_READER)
+        return protobuf_arrow_type(descriptor), None
+    if kind == "JsonSchemaDeserializer":
+        schema = getattr(deserializer, "reader_schema", None)
+        if schema is None:
+            raise ConfigError(_NO_READER)
+        arrow, _, convert = _JsonMapper(schema).type(schema)
+        return arrow, convert
+    raise ConfigError(f"no Arrow type is known for the values of {kind}")
+
+
+# Protobuf field types (FieldDescriptor.TYPE_*) and their Arrow types.
+_PROTOBUF_SCALARS: dict[int, pa.DataType] = {
+    1: pa.float64(),  # double
+    2: pa.float32(),  # float
+    3: pa.int64(),  # int64
+    4: pa.uint64(),  # uint64
+    5: pa.int32(),  # int32
+    6: pa.uint64(),  # fixed64
+    7: pa.uint32(),  # fixed32
+    8: pa.bool_(),  # bool
+    9: pa.string(),  # string
+    12: pa.binary(),  # bytes
+    13: pa.uint32(),  # uint32
+    14: pa.string(),  # enum, as its name
+    15: pa.int32(),  # sfixed32
+    16: pa.int64(),  # sfixed64
+    17: pa.int32(),  # sint32
+    18: pa.int64(),  # sint64
+}
+_PROTOBUF_MESSAGE_TYPES = (10, 11)  # group, message
+
+
+def _repeated(field: Any) -> bool:
+    flag = getattr(field, "is_repeated", None)
+    return bool(flag) if flag is not None else field.label == 3  # LABEL_REPEATED
+
+
+def protobuf_arrow_type(descriptor: Any, _open: frozenset[str] = frozenset()) -> pa.DataType:
+    """The Arrow struct type of a Protobuf message descriptor: scalars as their Arrow types
+    (enums as their names), repeated fields as lists, maps as maps, messages as structs."""
+    if descriptor.full_name in _open:
+        raise ConfigError(
+            f"the Protobuf message {descriptor.full_name} is recursive: Arrow has no recursive "
+            "types"
+        )
+    inner = _open | {descriptor.full_name}
+    fields = []
+    for field in descriptor.fields:
+        fields.append(pa.field(field.name, _protobuf_field_type(field, inner)))
+    return pa.struct(fields)
+
+
+def _protobuf_field_type(field: Any, inner: frozenset[str]) -> pa.DataType:
+    message = field.message_type
+    if message is not None and message.GetOptions().map_entry and _repeated(field):
+        key = _protobuf_single_type(message.fields_by_name["key"], inner)
+        value = _protobuf_single_type(message.fields_by_name["value"], inner)
+        return pa.map_(key, value)
+    single = _protobuf_single_type(field, inner)
+    return pa.list_(single) if _repeated(field) else single
+
+
+def _protobuf_single_type(field: Any, inner: frozenset[str]) -> pa.DataType:
+    if field.type in _PROTOBUF_MESSAGE_TYPES:
+        return protobuf_arrow_type(field.message_type, inner)
+    return _PROTOBUF_SCALARS[field.type]
+
+
+_JSON_SCALARS: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "integer": pa.int64(),
+    "number": pa.float64(),
+    "boolean": pa.bool_(),
+}
+
+
+def _json_text(value: Any) -> Any:
+    return None if value is None else json.dumps(value, sort_keys=True)
+
+
+class _JsonMapper:
+    """Builds the Arrow type of a JSON schema: objects with ``properties`` as structs, arrays
+    with ``items`` as lists, the scalar types as theirs; anything else (no single type,
+    ``oneOf``...) as a string column holding the JSON text."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self._root = root
+        self._open: set[str] = set()
+
+    def _resolve(self, schema: Any) -> tuple[Any, str | None]:
+        ref = schema.get("$ref") if isinstance(schema, dict) else None
+        if not isinstance(ref, str):
+            return schema, None
+        if not ref.startswith("#/"):
+            return {}, None  # an external reference: kept as JSON text
+        target: Any = self._root
+        for part in ref[2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~"), {})
+        return target, ref
+
+    def type(self, schema: Any) -> tuple[pa.DataType, bool, _Convert | None]:
+        schema, ref = self._resolve(schema)
+        if ref is not None and ref in self._open:
+            raise ConfigError(f"the JSON schema {ref} is recursive: Arrow has no recursive types")
+        if ref is not None:
+            self._open.add(ref)
+        try:
+            return self._type(schema)
+        finally:
+            if ref is not None:
+                self._open.discard(ref)
+
+    def _type(self, schema: Any) -> tuple[pa.DataType, bool, _Convert | None]:
+        if not isinstance(schema, dict):
+            return pa.string(), True, _json_text
+        kinds = schema.get("type")
+        if isinstance(kinds, list):
+            others = [kind for kind in kinds if kind != "null"]
+            kind = others[0] if len(others) == 1 else None
+        else:
+            kind = kinds
+        if kind == "object" and isinstance(schema.get("properties"), dict):
+            fields = []
+            converts = []
+            for name, sub in schema["properties"].items():
+                arrow, _, convert = self.type(sub)
+                fields.append(pa.field(name, arrow))
+                if convert is not None:
+                    converts.append((name, convert))
+            return pa.struct(fields), True, _record(converts) if converts else None
+        if kind == "array" and isinstance(schema.get("items"), dict):
+            arrow, _, convert = self.type(schema["items"])
+            return pa.list_(arrow), True, _each(convert)
+        if isinstance(kind, str) and kind in _JSON_SCALARS:
+            return _JSON_SCALARS[kind], True, None
+        return pa.string(), True, _json_text
+
+
+def json_schema_arrow_type(schema: dict[str, Any]) -> pa.DataType:
+    """The Arrow type of values of a JSON ``schema`` (see :class:`JsonSchemaDeserializer`)."""
+    return _JsonMapper(schema).type(schema)[0]
+
+
 @dataclass(frozen=True)
 class DecodedColumn:
     """One decoded column of a batch and, in PERMISSIVE mode, why records failed (else None)."""
@@ -272,25 +437,22 @@ class DecodedColumn:
 class ArrowRecordDecoder:
     """Decodes batches of keys or values into one typed Arrow column.
 
-    ``deserializer`` is an :class:`~kafkaconsumer.formats.avro.AvroDeserializer` with a reader
-    schema (the column's type follows it).
+    ``deserializer`` is an :class:`~kafkaconsumer.formats.avro.AvroDeserializer`,
+    :class:`~kafkaconsumer.formats.protobuf.ProtobufDeserializer` or
+    :class:`~kafkaconsumer.formats.json_schema.JsonSchemaDeserializer` with a reader schema (the
+    column's type follows it).
 
     Thread-safety: safe to share once built; each :meth:`decode` call works on its own lists.
     """
 
-    def __init__(self, deserializer: AvroDeserializer, *, mode: str = "FAILFAST") -> None:
+    def __init__(self, deserializer: Deserializer, *, mode: str = "FAILFAST") -> None:
         """See the class docstring; ``mode`` is ``FAILFAST`` or ``PERMISSIVE``."""
         normalized = str(mode).upper()
         if normalized not in MODES:
             raise ConfigError(f"mode={mode!r} is not one of {', '.join(MODES)}")
-        if deserializer.reader_schema is None:
-            raise ConfigError(
-                "typed columns need one reader schema: give the deserializer a subject or a "
-                "reader_schema"
-            )
         self._deserializer = deserializer
         self._mode = normalized
-        self._type, _, convert = _avro_mapping(deserializer.reader_schema)
+        self._type, convert = arrow_mapping(deserializer)
         self._convert = convert or _identity
 
     @property
