@@ -1,7 +1,7 @@
 """The broker a benchmark runs against: ``--broker apache|tansu|HOST:PORT[,...]``.
 
 ``tansu`` starts the embedded Tansu broker (the default, as before); ``apache`` starts Apache
-Kafka through the test harness (``tests/support/apache_kafka.py``: the jars fetched by Maven on
+Kafka through the test harness (``benchmarks/harness/apache_kafka.py``: the jars fetched by Maven on
 first use; ``KAFKACONSUMER_KAFKA_VERSION`` picks the version) with the full JIT, so that the
 broker is not the bottleneck; anything else is taken as the bootstrap servers of a running
 cluster. ``--bootstrap`` is the older spelling of the last form.
@@ -56,7 +56,7 @@ def bench_broker(which: str) -> Iterator[BenchBroker]:
             yield BenchBroker(tansu.bootstrap_servers, "embedded Tansu")
         return
     if which == "apache":
-        from tests.support.apache_kafka import KafkaCluster
+        from benchmarks.harness.apache_kafka import KafkaCluster
 
         # The full JIT: these numbers measure clients, not a broker running on C1 only.
         with KafkaCluster(jvm_options=(), extra_config={"num.io.threads": "4"}) as cluster:

@@ -46,7 +46,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.brokers import add_broker_arguments, bench_broker, choice  # noqa: E402
-from tests.group.members import set_group_config  # noqa: E402
+from benchmarks.harness.cluster_ops import set_group_config  # noqa: E402
 
 CLIENTS = ("kafkaconsumer", "kafka-python", "confluent-kafka")
 PROTOCOLS = ("range", "cooperative-sticky", "consumer")

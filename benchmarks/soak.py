@@ -114,7 +114,7 @@ def _cluster(which: str) -> Iterator[str]:
     if which != "apache3":
         yield which
         return
-    from tests.support.apache_kafka import KafkaCluster
+    from benchmarks.harness.apache_kafka import KafkaCluster
 
     with KafkaCluster(brokers=3) as cluster:
         yield cluster.bootstrap_servers

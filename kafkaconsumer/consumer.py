@@ -50,7 +50,7 @@ from kafkaconsumer.utils.timer import Timer, to_timeout_ms
 if TYPE_CHECKING:
     # Loaded when a consumer with a group.id is made: a consumer that assigns its partitions
     # (a short script, a Spark task) never pays for the group machinery's import.
-    from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+    from kafkaconsumer.internals.group.consumer_group_member import ConsumerGroupMember
 
 #: ``commit_async`` callback: ``callback(offsets, exception)`` (the exception is None on success).
 OffsetCommitCallback = Callable[
@@ -161,11 +161,14 @@ class KafkaConsumer:
             self._offset_fetcher = OffsetFetcher(
                 self._client, self._metadata, self._subscriptions, cfg, time=self._time
             )
-            self._coordinator: ConsumerCoordinator | None = None
+            self._coordinator: ConsumerGroupMember | None = None
             if self._group_id is not None:
-                from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+                from kafkaconsumer.internals.group.consumer_delegate_creator import (
+                    consumer_member_class,
+                )
 
-                self._coordinator = ConsumerCoordinator(
+                # One member per group protocol, chosen once (Java's ConsumerDelegateCreator).
+                self._coordinator = consumer_member_class(cfg)(
                     cfg,
                     self._client,
                     self._subscriptions,
@@ -214,7 +217,7 @@ class KafkaConsumer:
         )
         return Timer(self._time, ms)
 
-    def _require_group(self) -> ConsumerCoordinator:
+    def _require_group(self) -> ConsumerGroupMember:
         if self._coordinator is None:
             raise Errors.InvalidGroupIdError(
                 "To use the group management or offset commit APIs, you must provide a valid "
@@ -238,7 +241,7 @@ class KafkaConsumer:
             self._fetcher.clear_buffered_data_for_unassigned_partitions(tps)
             if self._coordinator is not None:
                 # No rebalance follows a manual change: commit what leaves now.
-                self._coordinator.maybe_auto_commit_offsets_async(self._time.monotonic_ms())
+                self._coordinator.commits.maybe_auto_commit_offsets_async(self._time.monotonic_ms())
             logger.info("assigned to partition(s): %s", ", ".join(sorted(map(str, tps))))
             if self._subscriptions.assign_from_user(tps):
                 self._metadata.set_topics(self._subscriptions.metadata_topics())
@@ -442,7 +445,7 @@ class KafkaConsumer:
             return True
         if (
             self._coordinator is not None
-            and not self._coordinator.refresh_committed_offsets_if_needed(timer)
+            and not self._coordinator.commits.refresh_committed_offsets_if_needed(timer)
         ):
             return False
         self._subscriptions.reset_initializing_positions()
@@ -824,7 +827,7 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
-            if not coordinator.commit_offsets_sync(to_commit, timer):
+            if not coordinator.commits.commit_offsets_sync(to_commit, timer):
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before successfully committing "
                     f"offsets {to_commit}{self._last_error_note()}"
@@ -842,7 +845,7 @@ class KafkaConsumer:
         self._acquire_and_ensure_open()
         try:
             coordinator = self._require_group()
-            coordinator.commit_offsets_async(self._offsets_arg(offsets), callback)
+            coordinator.commits.commit_offsets_async(self._offsets_arg(offsets), callback)
         finally:
             self._release()
 
@@ -855,7 +858,7 @@ class KafkaConsumer:
             coordinator = self._require_group()
             tps = _check_partitions(partitions, "committed")
             timer = self._timer(timeout_ms)
-            result = coordinator.fetch_committed_offsets(set(tps), timer)
+            result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
             if result is None:
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before the last committed offset "

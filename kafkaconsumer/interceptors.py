@@ -45,7 +45,7 @@ class ConsumerInterceptor:
 
 def _instantiate(spec: Any, configs: Mapping[str, Any] | None) -> Any:
     if isinstance(spec, str):
-        from kafkaconsumer.config import resolve_object
+        from kafkaconsumer.utils.loader import resolve_object
 
         spec = resolve_object(spec, key="interceptor.classes")
     if isinstance(spec, type):

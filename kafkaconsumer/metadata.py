@@ -169,10 +169,6 @@ class Cluster:
         """The name of the topic with this id, or None."""
         return self._topic_names.get(topic_id)
 
-    def topic_ids(self) -> dict[str, uuid.UUID]:
-        """Every known topic name -> id."""
-        return dict(self._topic_ids)
-
     def __repr__(self) -> str:
         return (
             f"Cluster(id={self.cluster_id!r}, brokers={len(self._brokers)}, "
@@ -262,7 +258,8 @@ class Metadata:
                 self._request_update_locked()
 
     def need_all_topics(self) -> bool:
-        """True while every topic's metadata is fetched."""
+        """True while every topic's metadata is fetched (kept as API of this class; the client
+        does not call it)."""
         with self._lock:
             return self._need_all_topics
 
@@ -279,7 +276,8 @@ class Metadata:
                 self._request_update_locked()
 
     def touch(self, topic: str) -> None:
-        """Mark a transient topic as used now."""
+        """Mark a transient topic as used now (kept as API of this class; the client does not
+        call it)."""
         with self._lock:
             if topic in self._transient:
                 self._transient[topic] = self._clock.monotonic_ms()
@@ -544,7 +542,9 @@ class Metadata:
             return self._topic_errors.get(topic)
 
     def maybe_throw_exception_for_topic(self, topic: str) -> None:
-        """Raise the last update's error for ``topic``, if it had one."""
+        """Raise the last update's error for ``topic``, if it had one (Java's
+        ``maybeThrowExceptionForTopic``, kept as API of this class; the client reads
+        :meth:`topic_error`)."""
         err = self.topic_error(topic)
         if err is not None:
             raise err

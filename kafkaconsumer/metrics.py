@@ -13,7 +13,7 @@ The consumer's own metric sets live at the bottom: :class:`FetchManagerMetrics`
 (``consumer-coordinator-metrics``) and :class:`KafkaConsumerMetrics` (``consumer-metrics``).
 
 All times come from an injectable :class:`~kafkaconsumer.utils.clock.Time`, so tests drive
-windows with a ``MockTime``.
+windows with a fake clock.
 """
 
 from __future__ import annotations
@@ -475,7 +475,7 @@ class _IdleSensor(Sensor):
 class Metrics:
     """The registry of sensors and metrics of one client.
 
-    ``Metrics(config, time=MockTime())`` in tests. ``reporters`` are told about every metric.
+    ``Metrics(config, time=fake_clock)`` in tests. ``reporters`` are told about every metric.
 
     Thread-safety: all methods may be called from any thread (one lock, ``_lock``, a leaf;
     ``publish_lock`` is taken before it while deferred metrics are published).
@@ -511,10 +511,11 @@ class Metrics:
         reporters: list[Any] = []
         for spec in config.get("metric.reporters") or ():
             if isinstance(spec, str):
-                from kafkaconsumer.config import JMX_REPORTER, resolve_object
+                from kafkaconsumer.config import JMX_REPORTER
 
                 if spec == JMX_REPORTER:
                     continue  # Java's default: no JMX here, so no reporter
+                from kafkaconsumer.utils.loader import resolve_object
 
                 spec = resolve_object(spec, key="metric.reporters")
             reporters.append(spec() if isinstance(spec, type) else spec)
@@ -546,7 +547,8 @@ class Metrics:
             return sensor
 
     def get_sensor(self, name: str) -> Sensor | None:
-        """The sensor called ``name`` if it exists."""
+        """The sensor called ``name`` if it exists (Java's ``getSensor``, kept as API of this
+        class; the client keeps its own sensors)."""
         with self._lock:
             return self._sensors.get(name)
 
@@ -571,14 +573,6 @@ class Metrics:
                 return math.nan
 
         self._register(KafkaMetric(metric_name, safe), sensor=None)
-
-    def remove_metric(self, metric_name: MetricName) -> None:
-        """Remove one metric."""
-        with self._lock:
-            metric = self._metrics.pop(metric_name, None)
-        if metric is not None:
-            for reporter in self._reporters:
-                self._call_reporter(reporter, "metric_removal", metric)
 
     def _register(self, metric: KafkaMetric, sensor: str | None) -> None:
         with self._lock:

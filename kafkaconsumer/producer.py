@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from kafkaconsumer.config import ProducerConfig, resolve_object
+from kafkaconsumer.config import ProducerConfig
 from kafkaconsumer.errors import (
     BrokerResponseError,
     ConfigError,
@@ -54,6 +54,7 @@ from kafkaconsumer.record import encode_batch
 from kafkaconsumer.serialization import resolve_serializer
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from kafkaconsumer.utils.loader import resolve_object
 from kafkaconsumer.utils.timer import to_timeout_ms
 
 logger = logging.getLogger(__name__)

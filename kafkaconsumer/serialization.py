@@ -591,7 +591,7 @@ def _lookup_name(spec: str, table: Mapping[str, Any], identity: set[str], what: 
     if ":" not in key and "." not in key:
         names = sorted({k for k in table if "." not in k} | {"bytes"})
         raise ConfigError(f"unknown {what} {key!r}; known names: {', '.join(names)}")
-    from kafkaconsumer.config import resolve_object
+    from kafkaconsumer.utils.loader import resolve_object
 
     return resolve_object(key, key=what)
 

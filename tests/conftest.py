@@ -4,7 +4,7 @@ Where the ``broker`` fixture's broker comes from, in order:
 
 1. ``KAFKACONSUMER_TEST_BROKER=apache|docker|tansu`` forces one kind (an error if it cannot start).
 2. ``KAFKA_BOOTSTRAP_SERVERS`` is set: that cluster, as it is (taken to be Apache Kafka).
-3. Java and Maven are on PATH: Apache Kafka (``tests/support/apache_kafka.py``), one combined
+3. Java and Maven are on PATH: Apache Kafka (``benchmarks/harness/apache_kafka.py``), one combined
    broker+controller, version ``KAFKACONSUMER_KAFKA_VERSION`` or the newest 4.x.
 4. A Docker engine answers: Apache Kafka in a container, through testcontainers.
 5. Otherwise: the embedded Tansu broker (``kafkaconsumer.embedded.EmbeddedBroker``).
@@ -16,12 +16,12 @@ When the choice falls past Apache Kafka, the session says why once in the termin
 
 ``kafka_cluster`` is a 3-broker Apache Kafka cluster with racks and, on every broker, the
 secured listeners of ``secure_kafka`` (``kafka_cluster.security``; see
-``tests/support/apache_kafka.py``), started once per session when a test first asks for it; after
-each test that used it, every stopped node is started again and the cluster waits until all
-partitions are back in sync. Tests using it get a 300 s timeout (the first one pays the start).
+``benchmarks/harness/apache_kafka.py``), started once per session when a test first asks for it;
+after each test that used it, every stopped node is started again and the cluster waits until
+all partitions are back in sync. Tests using it get a 300 s timeout (the first one pays the start).
 It skips when Java or Maven is missing, or in the Tansu pass (``KAFKACONSUMER_TEST_BROKER=tansu``).
 
-``secure_kafka`` is the :class:`tests.support.apache_kafka.Security` of an Apache Kafka broker
+``secure_kafka`` is the :class:`benchmarks.harness.apache_kafka.Security` of an Apache Kafka broker
 with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) and SSL listeners (server-only, mutual
 and wrong-host-name certificates): the session broker's when that is Apache Kafka started here,
 else a single node started for it once; it skips like ``kafka_cluster``.
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.support import apache_kafka
+from benchmarks.harness import apache_kafka
 
 _KINDS = ("apache", "docker", "tansu")
 

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import signal
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.harness.cluster_ops import unique_name as unique_name
+
 if TYPE_CHECKING:
     from kafkaconsumer.network.settings import NetworkSettings
-
-
-def unique_name(prefix: str = "t") -> str:
-    """A topic or group name no other test (or earlier run on the same cluster) uses."""
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 def wait_for(

@@ -23,8 +23,8 @@ DEFERRED = (
     "cramjam",
     "kafkaconsumer.record.encoder",
     "encodings.idna",
-    "kafkaconsumer.internals.consumer_coordinator",
-    "kafkaconsumer.internals.abstract_coordinator",
+    "kafkaconsumer.internals.group.consumer_coordinator",
+    "kafkaconsumer.internals.group.abstract_coordinator",
     "kafkaconsumer.internals.assignors",
     "dataclasses",
 )
@@ -74,8 +74,8 @@ def test_a_group_consumer_loads_the_group_machinery() -> None:
     )
     loaded = _loaded_after(code)
     for name in (
-        "kafkaconsumer.internals.consumer_coordinator",
-        "kafkaconsumer.internals.abstract_coordinator",
+        "kafkaconsumer.internals.group.consumer_coordinator",
+        "kafkaconsumer.internals.group.abstract_coordinator",
         "kafkaconsumer.internals.assignors",
     ):
         assert name in loaded

@@ -62,7 +62,8 @@ def _consumer_protocol_supported() -> bool:
     import importlib.util
 
     return (
-        importlib.util.find_spec("kafkaconsumer.internals.consumer_membership_manager") is not None
+        importlib.util.find_spec("kafkaconsumer.internals.group.consumer_membership_manager")
+        is not None
     )
 
 

@@ -342,8 +342,7 @@ class SubscriptionState:
     re-entrant lock. The hot-path queries are lock-free: ``subscription_type``,
     ``subscribed_pattern``, ``matches_subscribed_pattern``, ``has_pattern_subscription``,
     ``has_no_subscription_or_user_assignment``, ``has_auto_assigned_partitions``,
-    ``is_user_assigned``, ``rebalance_listener``, ``assignment_id``,
-    ``default_reset_strategy``, ``has_default_offset_reset_policy``,
+    ``rebalance_listener``, ``assignment_id``, ``has_default_offset_reset_policy``,
     ``num_assigned_partitions``, ``is_assigned``, ``assigned_state_or_none``, ``is_fetchable``,
     and the cache updates ``update_high_watermark`` / ``update_log_start_offset`` /
     ``update_last_stable_offset``. That is safe because each one does a single attribute read,
@@ -464,7 +463,10 @@ class SubscriptionState:
         return self._subscribed_pattern
 
     def matches_subscribed_pattern(self, topic: str) -> bool:
-        """True when a pattern subscription exists and matches the whole topic name."""
+        """True when a pattern subscription exists and matches the whole topic name.
+
+        Java's ``matchesSubscribedPattern``, kept as API of this class; the metadata matches
+        :attr:`subscribed_pattern` against the cluster's topics itself."""
         pattern = self._subscribed_pattern
         return pattern is not None and pattern.fullmatch(topic) is not None
 
@@ -478,7 +480,8 @@ class SubscriptionState:
             return self._subscription | self._group_subscription
 
     def needs_metadata(self, topic: str) -> bool:
-        """True when ``topic`` is in the subscription or the group subscription."""
+        """True when ``topic`` is in the subscription or the group subscription (Java's
+        ``needsMetadata``, kept as API of this class; the engine does not call it)."""
         with self._lock:
             return topic in self._subscription or topic in self._group_subscription
 
@@ -496,10 +499,6 @@ class SubscriptionState:
             SubscriptionType.AUTO_TOPICS,
             SubscriptionType.AUTO_PATTERN,
         )
-
-    def is_user_assigned(self) -> bool:
-        """True for USER_ASSIGNED."""
-        return self._subscription_type is SubscriptionType.USER_ASSIGNED
 
     @property
     def rebalance_listener(self) -> ConsumerRebalanceListener | None:
@@ -612,7 +611,9 @@ class SubscriptionState:
     def fetchable_partitions(
         self, is_available: Callable[[TopicPartition], bool] | None = None
     ) -> list[TopicPartition]:
-        """Partitions to fetch now, in fetch order, filtered by ``is_available``."""
+        """Partitions to fetch now, in fetch order, filtered by ``is_available`` (Java's
+        ``fetchablePartitions``, kept as API of this class; the fetcher walks
+        :meth:`fetchable_states`)."""
         with self._lock:
             return [
                 tp
@@ -814,11 +815,6 @@ class SubscriptionState:
             self._assigned_state(tp).complete_validation()
 
     # -- resets --------------------------------------------------------------------------
-    @property
-    def default_reset_strategy(self) -> OffsetResetStrategy:
-        """The configured ``auto.offset.reset``."""
-        return self._default_reset_strategy
-
     def has_default_offset_reset_policy(self) -> bool:
         """True unless ``auto.offset.reset`` is ``none``."""
         return self._default_reset_strategy is not OffsetResetStrategy.NONE
@@ -836,7 +832,8 @@ class SubscriptionState:
                 self._assigned_state(tp).reset(chosen)
 
     def is_offset_reset_needed(self, tp: TopicPartition) -> bool:
-        """True when ``tp`` awaits a reset."""
+        """True when ``tp`` awaits a reset (Java's ``isOffsetResetNeeded``, kept as API of this
+        class; the offset fetcher takes :meth:`partitions_needing_reset`)."""
         with self._lock:
             return self._assigned_state(tp).awaiting_reset
 

@@ -453,7 +453,8 @@ class NetworkClient:
         return st.last_error if st is not None else None
 
     def connection_attempts(self, node_id: int) -> int:
-        """How many connects to the node were started (for tests and metrics)."""
+        """How many connects to the node were started: a diagnostic, read by no part of the
+        client."""
         st = self._nodes.get(node_id)
         return st.attempts if st is not None else 0
 
@@ -944,5 +945,6 @@ class NetworkClient:
         return self._closed
 
     def selector_fd_count(self) -> int:
-        """How many sockets the selector watches (the wake-up socket included)."""
+        """How many sockets the selector watches (the wake-up socket included): a diagnostic
+        for leaks, read by no part of the client."""
         return len(self._selector.get_map())

@@ -114,8 +114,10 @@ class ConsumerNetworkClient:
             tuple[Future[Any], Any, BaseException | None]
         ] = collections.deque()
         self._pending_disconnects: collections.deque[int] = collections.deque()
+        # Guarded by _flag_lock: set by wakeup() from any thread, cleared by the poll it wakes.
         self._wakeup_requested = False
-        self._wakeup_disabled = 0
+        # Guarded by _flag_lock: set once by close(), never cleared.
+        self._wakeups_disabled = False
         self._flag_lock = threading.Lock()
         # Threads about to take or waiting for the network lock, and the one holding it: hints
         # read without a lock (set operations are atomic), see _locked.
@@ -402,7 +404,7 @@ class ConsumerNetworkClient:
 
     def _maybe_trigger_wakeup(self) -> None:
         with self._flag_lock:
-            if self._wakeup_disabled > 0 or not self._wakeup_requested:
+            if self._wakeups_disabled or not self._wakeup_requested:
                 return
             self._wakeup_requested = False
         raise WakeupError("the blocking call was woken up by wakeup()")
@@ -417,19 +419,9 @@ class ConsumerNetworkClient:
         self.client.wakeup()
 
     def disable_wakeups(self) -> None:
-        """Stop :meth:`poll` from raising WakeupError until :meth:`enable_wakeups`."""
+        """Stop :meth:`poll` from raising WakeupError from now on (close, as Java's)."""
         with self._flag_lock:
-            self._wakeup_disabled += 1
-
-    def enable_wakeups(self) -> None:
-        """Undo one :meth:`disable_wakeups`."""
-        with self._flag_lock:
-            self._wakeup_disabled = max(0, self._wakeup_disabled - 1)
-
-    def clear_wakeup(self) -> None:
-        """Drop a pending wake-up request."""
-        with self._flag_lock:
-            self._wakeup_requested = False
+            self._wakeups_disabled = True
 
     # ------------------------------------------------------------------ helpers -------------
     def await_metadata_update(self, timeout_ms: float) -> bool:

@@ -136,7 +136,8 @@ class VersionRange:
     __contains__ = contains
 
     def intersect(self, low: int, high: int) -> list[int]:
-        """The versions of ``low..high`` (inclusive) that this range contains, ascending."""
+        """The versions of ``low..high`` (inclusive) that this range contains, ascending (kept
+        as API of this class; the client does not call it)."""
         return [v for v in range(low, high + 1) if self.contains(v)]
 
     def __repr__(self) -> str:

@@ -31,20 +31,13 @@ from kafkaconsumer.record._pyrecords import BatchInfo, iter_batches
 from kafkaconsumer.record.codecs import set_decompression_limits
 
 if TYPE_CHECKING:
-    from kafkaconsumer.record.encoder import (
-        encode_batch,
-        encode_control_batch,
-        encode_legacy_message_set,
-        encode_varint,
-    )
+    from kafkaconsumer.record.encoder import encode_batch, encode_varint
 
-_ENCODER_NAMES = frozenset(
-    ("encode_batch", "encode_control_batch", "encode_legacy_message_set", "encode_varint")
-)
+_ENCODER_NAMES = frozenset(("encode_batch", "encode_varint"))
 
 
 def __getattr__(name: str) -> Any:
-    # The encoder (the producer's, and the tests') loads on first use: a consumer never
+    # The encoder (the producer's) loads on first use: a consumer never
     # encodes, and it is ~1.5 ms of start-up.
     if name in _ENCODER_NAMES:
         from kafkaconsumer.record import encoder
@@ -116,8 +109,6 @@ __all__ = [
     "DecodeResult",
     "decode_fetched_records",
     "encode_batch",
-    "encode_control_batch",
-    "encode_legacy_message_set",
     "encode_varint",
     "iter_batches",
     "next_offset_after_batches",

@@ -98,16 +98,6 @@ def parse_control_record(key: bytes | None, value: bytes | None) -> ControlRecor
     return ControlRecord(version, ctype, epoch)
 
 
-def control_key(ctype: int, version: int = 0) -> bytes:
-    """The key of a control record of type ``ctype`` (0 ABORT, 1 COMMIT)."""
-    return _CONTROL_KEY.pack(version, ctype)
-
-
-def control_value(coordinator_epoch: int, version: int = 0) -> bytes:
-    """The value of a transaction marker written by coordinator epoch ``coordinator_epoch``."""
-    return _CONTROL_VALUE.pack(version, coordinator_epoch)
-
-
 class DecodeResult:
     """What :func:`decode_fetched_records` returns.
 

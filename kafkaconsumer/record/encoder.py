@@ -1,12 +1,11 @@
-"""Encoders: v2 RecordBatch (every codec, headers, transactional and control batches) for our
-producer and the tests, and legacy v0/v1 message sets for the tests."""
+"""The v2 RecordBatch encoder of our producer (every codec, headers, idempotent and
+transactional batches); the tests build their batches with it too."""
 
 from __future__ import annotations
 
 import logging
 import struct
 import time
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,10 +14,6 @@ from kafkaconsumer.record._common import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
-    CONTROL_ABORT,
-    CONTROL_COMMIT,
-    control_key,
-    control_value,
 )
 from kafkaconsumer.record._crc import crc32c
 
@@ -137,7 +132,6 @@ def encode_batch(
     base_sequence: int = -1,
     transactional: bool = False,
     control: bool = False,
-    magic: int = 2,
     timestamp_type: int = 0,
     partition_leader_epoch: int = -1,
     last_offset_delta: int | None = None,
@@ -145,23 +139,9 @@ def encode_batch(
     """Encode one record batch; each record is ``(key, value, headers, timestamp_ms)``.
 
     A fifth element per record gives an explicit offset delta (default: its index), to leave
-    the gaps of a compacted log. ``magic`` 0 or 1 writes a legacy message set instead (see
-    :func:`encode_legacy_message_set`; producer and transaction fields do not exist there).
-    ``last_offset_delta`` overrides the header field (e.g. an empty batch kept by compaction).
+    the gaps of a compacted log. ``last_offset_delta`` overrides the header field (e.g. an empty batch kept by compaction).
     """
     codec = _codec_id(compression)
-    if magic in (0, 1):
-        if transactional or control or producer_id != -1:
-            raise ValueError("legacy message sets have no producer ids, transactions or control")
-        return encode_legacy_message_set(
-            records,
-            magic=magic,
-            base_offset=base_offset,
-            compression=codec,
-            timestamp_type=timestamp_type,
-        )
-    if magic != 2:
-        raise ValueError(f"magic must be 0, 1 or 2, got {magic}")
     if timestamp_type not in (0, 1):
         raise ValueError(
             f"timestamp_type must be 0 (create) or 1 (log append), got {timestamp_type}"
@@ -205,84 +185,3 @@ def encode_batch(
     crc = crc32c(rest)
     batch_length = 4 + 1 + 4 + len(rest)
     return _V2_HEAD.pack(base_offset, batch_length, partition_leader_epoch, 2, crc) + rest
-
-
-def encode_control_batch(
-    commit: bool,
-    *,
-    producer_id: int,
-    producer_epoch: int = 0,
-    base_offset: int = 0,
-    coordinator_epoch: int = 0,
-    timestamp_ms: int | None = None,
-    partition_leader_epoch: int = -1,
-) -> bytes:
-    """A transaction marker batch: one COMMIT (``commit`` true) or ABORT control record."""
-    ctype = CONTROL_COMMIT if commit else CONTROL_ABORT
-    return encode_batch(
-        [(control_key(ctype), control_value(coordinator_epoch), [], timestamp_ms)],
-        base_offset=base_offset,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        transactional=True,
-        control=True,
-        partition_leader_epoch=partition_leader_epoch,
-    )
-
-
-def _legacy_message(
-    offset: int, magic: int, attrs: int, timestamp: int, key: Any, value: Any
-) -> bytes:
-    parts = [struct.pack(">bb", magic, attrs)]
-    if magic == 1:
-        parts.append(struct.pack(">q", timestamp))
-    for field in (key, value):
-        if field is None:
-            parts.append(struct.pack(">i", -1))
-        else:
-            parts.append(struct.pack(">i", len(field)))
-            parts.append(bytes(field))
-    body = b"".join(parts)
-    crc = zlib.crc32(body)
-    return struct.pack(">qiI", offset, 4 + len(body), crc) + body
-
-
-def encode_legacy_message_set(
-    records: Sequence[RecordInput],
-    *,
-    magic: int = 1,
-    base_offset: int = 0,
-    compression: str | int = "none",
-    timestamp_type: int = 0,
-) -> bytes:
-    """Encode a v0/v1 message set (tests only; brokers still serve such data).
-
-    Uncompressed: one message per record at ``base_offset + offset_delta``. Compressed: one
-    wrapper message whose value holds the inner messages, with relative inner offsets for
-    magic 1 and absolute ones for magic 0; the wrapper carries the last absolute offset and,
-    for magic 1, the largest timestamp (the log-append time when ``timestamp_type`` is 1).
-    Headers are not representable and must be empty.
-    """
-    if magic not in (0, 1):
-        raise ValueError(f"legacy magic must be 0 or 1, got {magic}")
-    codec = _codec_id(compression)
-    split = [_split(r, i) for i, r in enumerate(records)]
-    for rec in split:
-        if rec[2]:
-            raise ValueError("legacy messages cannot carry headers")
-    ts_attr = ATTR_TIMESTAMP_TYPE if (magic == 1 and timestamp_type == 1) else 0
-    if codec == 0:
-        return b"".join(
-            _legacy_message(base_offset + delta, magic, ts_attr, ts, key, value)
-            for key, value, _h, ts, delta in split
-        )
-    if not split:
-        raise ValueError("a compressed legacy wrapper needs at least one record")
-    inner = b"".join(
-        _legacy_message(delta if magic == 1 else base_offset + delta, magic, 0, ts, key, value)
-        for key, value, _h, ts, delta in split
-    )
-    wrapped = codecs.compress(codec, inner, magic=magic)
-    last = base_offset + max(r[4] for r in split)
-    wrapper_ts = max(r[3] for r in split)
-    return _legacy_message(last, magic, codec | ts_attr, wrapper_ts, None, wrapped)

@@ -8,12 +8,28 @@ from __future__ import annotations
 
 import datetime
 import logging
-
-from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
+from typing import Protocol
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Timer", "to_timeout_ms"]
+__all__ = ["Clock", "Timer", "to_timeout_ms"]
+
+
+class Clock(Protocol):
+    """What a :class:`Timer` reads: :class:`~kafkaconsumer.utils.clock.Time` is one.
+
+    The clock module builds timers (``Time.timer``), so this module names only the methods it
+    calls instead of importing the clock back.
+    """
+
+    def monotonic_ms(self) -> int:
+        """Milliseconds from an arbitrary origin that never goes backwards."""
+        ...
+
+    def sleep(self, ms: float) -> None:
+        """Block the calling thread for ``ms`` milliseconds."""
+        ...
+
 
 #: Deadlines saturate here instead of overflowing (Java uses Long.MAX_VALUE).
 _MAX_MS = 2**63 - 1
@@ -57,9 +73,9 @@ class Timer:
 
     __slots__ = ("_time", "_start_ms", "_current_ms", "_deadline_ms", "_timeout_ms")
 
-    def __init__(self, time: Time | None = None, timeout_ms: float = 0) -> None:
-        """Start a timer of ``timeout_ms`` on ``time`` (read once now)."""
-        self._time = time if time is not None else SYSTEM_TIME
+    def __init__(self, time: Clock, timeout_ms: float = 0) -> None:
+        """Start a timer of ``timeout_ms`` on the clock ``time`` (read once now)."""
+        self._time = time
         now = self._time.monotonic_ms()
         self._start_ms = now
         self._current_ms = now
@@ -68,7 +84,7 @@ class Timer:
         self.reset(timeout_ms)
 
     @property
-    def time(self) -> Time:
+    def time(self) -> Clock:
         """The clock this timer reads."""
         return self._time
 
@@ -95,7 +111,8 @@ class Timer:
         self._deadline_ms = min(self._current_ms + self._timeout_ms, _MAX_MS)
 
     def reset_deadline(self, deadline_ms: int) -> None:
-        """Set an absolute deadline (in the clock's monotonic milliseconds)."""
+        """Set an absolute deadline (in the clock's monotonic milliseconds); Java's
+        ``resetDeadline``, kept as API of this class."""
         if deadline_ms < 0:
             raise ValueError(f"deadline_ms must be >= 0, got {deadline_ms}")
         self._timeout_ms = max(0, deadline_ms - self._current_ms)

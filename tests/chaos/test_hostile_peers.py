@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.proxy import FaultProxy
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkaconsumer.network.client import NetworkClient
@@ -28,7 +29,6 @@ from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.protocol import ApiKey
 from tests.chaos.peers import TLS_ALERT, ScriptedPeer
 from tests.helpers import network_settings
-from tests.support.proxy import FaultProxy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -181,7 +181,7 @@ def test_random_bytes_fail_cleanly(seed: int, caplog: pytest.LogCaptureFixture) 
 
 
 def test_real_tls_listener_fails_quickly(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
-    from tests.support.tls_proxy import make_pki, server_context
+    from benchmarks.harness.tls_proxy import make_pki, server_context
 
     pki = make_pki(str(tmp_path))
     ctx = server_context(pki.server_cert, pki.server_key)

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness import apache_kafka
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.structs import TopicPartition
 from tests.consumer.conftest import create_topic, produce, simple_records
 from tests.helpers import unique_name
-from tests.support import apache_kafka
 
 pytestmark = [
     pytest.mark.integration,

@@ -1,9 +1,10 @@
 """Network faults between one group member and the broker, through the fault proxy.
 
-One Apache Kafka node (module-scoped, :class:`~tests.chaos.cluster.ProxiedKafkaCluster`): member
-``a`` reaches it through the proxy, members ``b`` and ``c`` and the producer directly, so the
-fault hits ``a`` alone and the group has to live with it. See ``tests/chaos/scenario.py`` for
-the workload and the invariants.
+One Apache Kafka node (module-scoped,
+:class:`~benchmarks.harness.chaos_cluster.ProxiedKafkaCluster`): member ``a`` reaches it through
+the proxy, members ``b`` and ``c`` and the producer directly, so the fault hits ``a`` alone and
+the group has to live with it. See ``benchmarks/harness/chaos_scenario.py`` for the workload and
+the invariants.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness import apache_kafka
+from benchmarks.harness.chaos_cluster import ProxiedKafkaCluster
+from benchmarks.harness.chaos_faults import reset_repeatedly
+from benchmarks.harness.chaos_scenario import Outcome, member_config, run_scenario
+from benchmarks.harness.chaos_workload import Ledger, Member, Producer, wait_until
 from kafkaconsumer.errors import CommitFailedError
-from tests.chaos.cluster import ProxiedKafkaCluster
-from tests.chaos.scenario import Outcome, member_config, run_scenario
-from tests.chaos.workload import Ledger, Member, Producer, wait_until
 from tests.helpers import unique_name
-from tests.support import apache_kafka
-from tests.support.proxy import FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -79,20 +80,6 @@ def _run(
     )
     print(out.line())
     return out
-
-
-def reset_repeatedly(proxy: FaultProxy, seconds: float, after_bytes: Callable[[], int]) -> int:
-    """Reset connections in the middle of broker replies for ``seconds``: each cut waits for
-    the reconnection it causes before the next. Returns the number of cuts."""
-    cuts = 0
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        before = proxy.accepted
-        proxy.cut_mid_response(after_bytes=after_bytes())
-        cuts += 1
-        proxy.wait_for_accepted(before + 1, timeout=3)
-        time.sleep(0.3)
-    return cuts
 
 
 def _rebalances(members: list[Member]) -> int:

@@ -95,7 +95,7 @@ def test_malformed_jaas_errors_hide_the_value(bad: str) -> None:
 
 
 def test_wrong_key_password_error_hides_it(tmp_path: Any) -> None:
-    from tests.support.tls_proxy import make_pki
+    from benchmarks.harness.tls_proxy import make_pki
 
     pki = make_pki(str(tmp_path))
     with pytest.raises(ConfigError) as info:
@@ -111,7 +111,7 @@ def test_wrong_key_password_error_hides_it(tmp_path: Any) -> None:
 
 
 def test_hostname_verification_is_on_by_default(tmp_path: Any) -> None:
-    from tests.support.tls_proxy import make_pki
+    from benchmarks.harness.tls_proxy import make_pki
 
     pki = make_pki(str(tmp_path))
     cfg = ConsumerConfig({"security.protocol": "SSL", "ssl.truststore.location": pki.ca})

@@ -19,7 +19,8 @@ from kafkaconsumer.config import (
 from kafkaconsumer.errors import ConfigError
 
 # Declared defaults, written from the Java sources (ConsumerConfig.java, CommonClientConfigs.java,
-# SslConfigs.java, SaslConfigs.java of Apache Kafka 3.7/3.8), independently of config.py.
+# SslConfigs.java, SaslConfigs.java of Apache Kafka 3.7/3.8), independently of
+# kafkaconsumer/config/.
 # Lists are written as Java's comma-separated strings; None is Java's null.
 JAVA_CONSUMER_DEFAULTS: dict[str, object] = {
     "bootstrap.servers": "",

@@ -3,7 +3,7 @@ honour: no key is accepted and silently ignored.
 
 "Read" means the key's name is looked up somewhere in the library outside its definition
 (``cfg["fetch.max.bytes"]``, ``config.get("ssl.cipher.suites")``, a validation rule in
-``config.py``), or it is one of the few read under a computed name (checked by behaviour below).
+``config/``), or it is one of the few read under a computed name (checked by behaviour below).
 A key naming a Java mechanism that cannot work here has an ``unsupported`` reason: its default
 loads (so a Java properties file spelling out the defaults still works), and any other value
 raises ``ConfigError`` at construction naming the key, unless it is one of the key's
@@ -27,8 +27,8 @@ from kafkaconsumer.config import (
     ConfigType,
     ConsumerConfig,
     ProducerConfig,
-    _unsupported_when_set,
 )
+from kafkaconsumer.config.validators import _unsupported_when_set
 from kafkaconsumer.errors import ConfigError
 from kafkaconsumer.serialization import resolve_deserializer
 

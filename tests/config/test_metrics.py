@@ -30,7 +30,7 @@ from kafkaconsumer.metrics import (
     WindowedCount,
 )
 from kafkaconsumer.structs import TopicPartition
-from kafkaconsumer.utils.clock import MockTime
+from tests.support.mock_time import MockTime
 
 G = "test-group"
 

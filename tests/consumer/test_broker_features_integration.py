@@ -96,7 +96,7 @@ def test_partitions_added_with_create_partitions_reach_a_subscribed_consumer(
 
 
 def _apache_possible() -> None:
-    from tests.support import apache_kafka
+    from benchmarks.harness import apache_kafka
 
     if os.environ.get("KAFKACONSUMER_TEST_BROKER", "").strip().lower() == "tansu":
         pytest.skip("the Tansu pass checks the embedded broker only")
@@ -122,7 +122,7 @@ def own_broker() -> Iterator[Any]:
     A restart empties the whole cache.
     """
     _apache_possible()
-    from tests.support.apache_kafka import KafkaCluster
+    from benchmarks.harness.apache_kafka import KafkaCluster
 
     with KafkaCluster(
         extra_config={"max.incremental.fetch.session.cache.slots": str(_SESSION_SLOTS)}
@@ -192,7 +192,7 @@ def test_close_ends_the_fetch_session_beside_a_held_fetch(bootstrap: str) -> Non
     """Caught up, the consumer has a fetch out that the broker holds for fetch.max.wait.ms (20 s
     here). close() must still end the fetch session, within its 10 s: the close request goes
     over the broker's second connection instead of queueing behind the held fetch."""
-    from tests.support.apache_kafka import consumer_fetch_session_error
+    from benchmarks.harness.apache_kafka import consumer_fetch_session_error
 
     topic = create_topic(bootstrap, 1, "close-sess")
     produce(bootstrap, topic, [(0, None, b"v%d" % i, [], None) for i in range(5)])
@@ -255,7 +255,7 @@ def test_evicted_fetch_session_is_replaced_by_a_full_fetch(
     only when that one is over two minutes old (a fixed broker constant); a follower's session
     may evict any consumer session at once.
     """
-    from tests.support.apache_kafka import follower_fetch_session
+    from benchmarks.harness.apache_kafka import follower_fetch_session
 
     caplog.set_level(logging.INFO, logger="kafkaconsumer.internals.fetch.fetch_session")
     host, port = "127.0.0.1", own_broker.node(1).ports["PLAINTEXT"]

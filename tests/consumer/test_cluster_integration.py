@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.apache_kafka import ApacheKafkaError
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import LogTruncationError
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from tests.consumer.conftest import poll_until, produce
 from tests.helpers import unique_name, wait_for
-from tests.support.apache_kafka import ApacheKafkaError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -17,11 +17,12 @@ from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.record import encode_batch, encode_control_batch
+from kafkaconsumer.record import encode_batch
 from kafkaconsumer.record.encoder import RecordInput
 from kafkaconsumer.structs import TopicPartition
-from kafkaconsumer.utils.clock import MockTime
 from kafkaconsumer.utils.timer import Timer
+from tests.support.mock_time import MockTime
+from tests.support.record_encoder import encode_control_batch
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -18,8 +18,8 @@ from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
-from kafkaconsumer.utils.clock import MockTime
 from kafkaconsumer.utils.timer import Timer
+from tests.support.mock_time import MockTime
 
 from .test_fetcher_unit import FakeCluster, FakeMetadata
 

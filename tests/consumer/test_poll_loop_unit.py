@@ -8,8 +8,9 @@ import pytest
 
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.internals.fetch.fetcher import Fetch
-from kafkaconsumer.utils.clock import MockTime
 from kafkaconsumer.utils.timer import Timer
+from tests.support.consumers import consumer_with_collaborators
+from tests.support.mock_time import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -47,15 +48,9 @@ class CountingClient:
 
 
 def consumer_with(client: CountingClient, fetcher: CountingFetcher) -> KafkaConsumer:
-    c = KafkaConsumer.__new__(KafkaConsumer)
-    c._time = client.time
-    c._client = client  # type: ignore[assignment]
-    c._metadata = client  # type: ignore[assignment]
-    c._fetcher = fetcher  # type: ignore[assignment]
-    c._coordinator = None
-    c._cached_all_positions = True
-    c._retry_backoff_ms = 100
-    return c
+    return consumer_with_collaborators(
+        time=client.time, client=client, metadata=client, fetcher=fetcher
+    )
 
 
 def test_wait_loop_checks_for_available_fetches_once_per_network_poll() -> None:

@@ -6,8 +6,8 @@ import datetime
 
 import pytest
 
-from kafkaconsumer.utils.clock import MockTime
 from kafkaconsumer.utils.timer import Timer, to_timeout_ms
+from tests.support.mock_time import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 

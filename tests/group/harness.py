@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkaconsumer.config import CLASSIC_PROTOCOL_ONLY
-from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+from kafkaconsumer.internals.group.consumer_delegate_creator import consumer_member_class
 from kafkaconsumer.internals.subscription_state import SubscriptionState
 from kafkaconsumer.listener import ConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.clock import SYSTEM_TIME
 from kafkaconsumer.utils.timer import Timer
 from tests.helpers import network_settings
 
@@ -87,7 +88,8 @@ class Stack:
         self.network = NetworkClient(network_settings(config), metadata=self.metadata)
         self.client = ConsumerNetworkClient(self.network, self.metadata)
         self.subscriptions = SubscriptionState(config.get("auto.offset.reset", "earliest"))
-        self.coordinator = ConsumerCoordinator(
+        # Either protocol's member, as KafkaConsumer picks it; each test knows which it made.
+        self.coordinator: Any = consumer_member_class(config)(
             config, self.client, self.subscriptions, self.metadata
         )
         self.listener = RecordingListener()
@@ -106,7 +108,7 @@ class Stack:
 
     def timer(self, ms: int) -> Timer:
         """A real-clock timer."""
-        return Timer(None, ms)
+        return SYSTEM_TIME.timer(ms)
 
     def poll_until(self, condition: Any, timeout_ms: int = 10000, slice_ms: int = 100) -> None:
         """Call coordinator.poll (and the network) until ``condition()`` or the timeout."""

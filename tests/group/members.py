@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from benchmarks.harness.cluster_ops import set_group_config
 from kafkaconsumer.config import CLASSIC_PROTOCOL_ONLY
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import RebalanceInProgressError
@@ -55,26 +56,6 @@ def create_topic(
     )
     futures[topic].result(timeout=30)
     return topic
-
-
-def set_group_config(bootstrap: str, group: str, settings: dict[str, str]) -> None:
-    """Set broker-side configs of one group (KIP-848 timers such as
-    ``consumer.session.timeout.ms``), through librdkafka's admin client."""
-    from confluent_kafka.admin import (
-        AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    entries = [
-        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()
-    ]
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
 
 
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+from kafkaconsumer.internals.group.consumer_coordinator import ConsumerCoordinator
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.harness import Stack
 from tests.helpers import wait_for
@@ -62,10 +62,10 @@ def test_async_commit_interceptor_runs_on_the_user_thread_without_the_lock(
         s.join()
         c = s.coordinator
         recorder = ThreadRecorder(c)
-        c.interceptors = recorder
-        c.commit_offsets_async({TP0: OffsetAndMetadata(7)}, recorder.callback)
+        c.commits.interceptors = recorder
+        c.commits.commit_offsets_async({TP0: OffsetAndMetadata(7)}, recorder.callback)
         with c._lock:
-            (future,) = list(c._in_flight_async_commits)
+            (future,) = list(c.commits._in_flight_async_commits)
         # This thread does not poll: the heartbeat thread receives the answer (under the lock).
         wait_for(lambda: future.is_done, 10, message="heartbeat thread completes the commit")
         assert future.succeeded()
@@ -86,8 +86,8 @@ def test_sync_commit_interceptor_runs_on_the_user_thread_without_the_lock(
     try:
         s.join()
         recorder = ThreadRecorder(s.coordinator)
-        s.coordinator.interceptors = recorder
-        assert s.coordinator.commit_offsets_sync({TP0: OffsetAndMetadata(3)}, s.timer(5000))
+        s.coordinator.commits.interceptors = recorder
+        assert s.coordinator.commits.commit_offsets_sync({TP0: OffsetAndMetadata(3)}, s.timer(5000))
         assert recorder.calls == [("interceptor", threading.current_thread(), False)]
     finally:
         s.close()
@@ -101,10 +101,10 @@ def test_in_flight_commit_list_is_pruned_in_place(cluster: FakeCluster) -> None:
     try:
         s.join()
         c = s.coordinator
-        listed = c._in_flight_async_commits
-        c.commit_offsets_async({TP0: OffsetAndMetadata(1)})
-        s.poll_until(lambda: not c._pending_async(), 5000)
-        assert c._in_flight_async_commits is listed
+        listed = c.commits._in_flight_async_commits
+        c.commits.commit_offsets_async({TP0: OffsetAndMetadata(1)})
+        s.poll_until(lambda: not c.commits._pending_async(), 5000)
+        assert c.commits._in_flight_async_commits is listed
         assert listed == []
     finally:
         s.close()

@@ -18,7 +18,7 @@ import pytest
 from kafkaconsumer import KafkaConsumer
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.errors import ConfigError
-from kafkaconsumer.internals.consumer_membership_manager import ConsumerMemberState
+from kafkaconsumer.internals.group.consumer_membership_manager import ConsumerMemberState
 from kafkaconsumer.protocol import SUPPORTED_VERSIONS
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.harness import Stack
@@ -129,8 +129,8 @@ def joined(cluster: FakeCluster, coord: ScriptedCoordinator, parts: list[int]) -
 
 
 def state(s: Stack) -> ConsumerMemberState:
-    assert s.coordinator.membership is not None
-    return s.coordinator.membership.state
+    current: ConsumerMemberState = s.coordinator.membership.state
+    return current
 
 
 def test_join_reconcile_acknowledge_then_deltas(cluster: FakeCluster) -> None:
@@ -165,7 +165,9 @@ def test_join_reconcile_acknowledge_then_deltas(cluster: FakeCluster) -> None:
                 }
             ],
         )
-        assert s.coordinator.commit_offsets_sync(s.subscriptions.all_consumed(), s.timer(5000))
+        assert s.coordinator.commits.commit_offsets_sync(
+            s.subscriptions.all_consumed(), s.timer(5000)
+        )
         commit = cluster.requests(8)[-1][1]
         assert commit["generation_id_or_member_epoch"] == coord.epoch
         assert commit["member_id"] == s.coordinator.member_id()
@@ -264,7 +266,9 @@ def test_commit_after_fencing_names_the_expulsion_not_the_poll_interval(
         # No poll: the heartbeat thread alone learns that the member was fenced.
         wait_for(lambda: state(s) is ConsumerMemberState.FENCED, 10, message="member fenced")
         with pytest.raises(Errors.CommitFailedError) as raised:
-            s.coordinator.commit_offsets_sync({tp(0): OffsetAndMetadata(1, "")}, s.timer(5000))
+            s.coordinator.commits.commit_offsets_sync(
+                {tp(0): OffsetAndMetadata(1, "")}, s.timer(5000)
+            )
         message = str(raised.value)
         assert "FENCED_MEMBER_EPOCH in a ConsumerGroupHeartbeat response" in message, message
         assert "max.poll.interval.ms" not in message, message
@@ -415,7 +419,9 @@ def test_stale_member_epoch_on_commit_is_retried_with_the_new_epoch(cluster: Fak
             ],
         )
         s.subscriptions.seek(tp(0), 3)
-        assert s.coordinator.commit_offsets_sync(s.subscriptions.all_consumed(), s.timer(5000))
+        assert s.coordinator.commits.commit_offsets_sync(
+            s.subscriptions.all_consumed(), s.timer(5000)
+        )
         assert len(cluster.requests(8)) == 2
     finally:
         s.close()
@@ -477,7 +483,9 @@ def test_offset_fetch_carries_the_member_epoch_and_retries_a_stale_one(
     coord = ScriptedCoordinator(cluster)
     s = joined(cluster, coord, [0])
     try:
-        assert s.coordinator.fetch_committed_offsets({tp(0)}, s.timer(5000)) == {tp(0): None}
+        assert s.coordinator.commits.fetch_committed_offsets({tp(0)}, s.timer(5000)) == {
+            tp(0): None
+        }
         header, body = cluster.requests(9)[-1]
         assert header.api_version >= 9
         group = body["groups"][0]
@@ -487,7 +495,7 @@ def test_offset_fetch_carries_the_member_epoch_and_retries_a_stale_one(
         )
         before = len(cluster.requests(9))
         cluster.fail(9, Errors.StaleMemberEpochError.errno)
-        offsets = s.coordinator.fetch_committed_offsets({tp(0)}, s.timer(5000))
+        offsets = s.coordinator.commits.fetch_committed_offsets({tp(0)}, s.timer(5000))
         assert offsets == {tp(0): None}
         sent = [b["groups"][0] for _h, b in cluster.requests(9)[before:]]
         assert len(sent) == 2
@@ -503,7 +511,7 @@ def test_offset_fetch_unknown_member_id_is_raised_not_retried(cluster: FakeClust
         before = len(cluster.requests(9))
         cluster.fail(9, Errors.UnknownMemberIdError.errno)
         with pytest.raises(Errors.UnknownMemberIdError, match="OffsetFetch"):
-            s.coordinator.fetch_committed_offsets({tp(0)}, s.timer(5000))
+            s.coordinator.commits.fetch_committed_offsets({tp(0)}, s.timer(5000))
         assert len(cluster.requests(9)) == before + 1
     finally:
         s.close()
@@ -517,7 +525,7 @@ def test_offset_fetch_stale_epoch_out_of_the_group_fails(cluster: FakeCluster) -
     try:
         cluster.fail(9, Errors.StaleMemberEpochError.errno)
         with pytest.raises(Errors.StaleMemberEpochError):
-            s.coordinator.fetch_committed_offsets({tp(0)}, s.timer(5000))
+            s.coordinator.commits.fetch_committed_offsets({tp(0)}, s.timer(5000))
         wait_for(lambda: cluster.requests(9), 5, message="the OffsetFetch recorded")
         body = cluster.requests(9)[-1][1]
         for group in body.get("groups") or [body]:

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.consumer_membership_manager import ConsumerMemberState
+from kafkaconsumer.internals.group.consumer_membership_manager import ConsumerMemberState
+from kafkaconsumer.internals.group.consumer_protocol_coordinator import ConsumerProtocolCoordinator
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.group.members import (
     Ledger,
@@ -62,8 +63,9 @@ def _member_id(m: Member) -> str:
 
 def _state(m: Member) -> ConsumerMemberState | None:
     coordinator = m.consumer._coordinator
-    membership = coordinator.membership if coordinator is not None else None
-    return membership.state if membership is not None else None
+    if not isinstance(coordinator, ConsumerProtocolCoordinator):
+        return None
+    return coordinator.membership.state
 
 
 @pytest.mark.timeout(120)
@@ -186,7 +188,7 @@ def test_offset_fetch_carries_the_member_epoch(bootstrap: str) -> None:
     group = unique_name("g848-fetch")
     m = _member("m", bootstrap, group, [topic], Ledger())
     coordinator = m.consumer._coordinator
-    assert coordinator is not None and coordinator.membership is not None
+    assert isinstance(coordinator, ConsumerProtocolCoordinator)
     membership = coordinator.membership
     sent: list[tuple[Any, dict[str, Any]]] = []
     send = coordinator._send
@@ -353,7 +355,7 @@ def test_online_upgrade_of_a_classic_group_loses_nothing(bootstrap: str) -> None
 def _record_heartbeats(m: Member) -> list[dict[str, Any]]:
     """Every ConsumerGroupHeartbeat body ``m`` builds from now on (joins and deltas)."""
     coordinator = m.consumer._coordinator
-    assert coordinator is not None and coordinator.membership is not None
+    assert isinstance(coordinator, ConsumerProtocolCoordinator)
     membership = coordinator.membership
     sent: list[dict[str, Any]] = []
     build = membership.build_heartbeat

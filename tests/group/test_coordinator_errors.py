@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.abstract_coordinator import NO_GENERATION
+from kafkaconsumer.internals.group.group_member import NO_GENERATION
 from kafkaconsumer.network.client import coordinator_node_id
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
@@ -416,7 +416,7 @@ def test_commit_retriable_errors_are_retried(cluster: FakeCluster, code: int) ->
     s = joined(cluster)
     try:
         cluster.fail(ApiKey.OFFSET_COMMIT, code)
-        assert s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+        assert s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(5000))
         assert count(cluster, ApiKey.OFFSET_COMMIT) == 2
         assert cluster.committed("g")[(TOPIC, 0)][0] == 42
         assert cluster.committed("g")[(TOPIC, 0)][2] == "meta"
@@ -440,7 +440,7 @@ def test_commit_fatal_errors_raise(cluster: FakeCluster, code: int, error: type)
     try:
         cluster.fail(ApiKey.OFFSET_COMMIT, code)
         with pytest.raises(error):
-            s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+            s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(5000))
         assert count(cluster, ApiKey.OFFSET_COMMIT) == 1
     finally:
         s.close()
@@ -452,7 +452,7 @@ def test_commit_rebalance_in_progress_raises_and_requests_rejoin(cluster: FakeCl
         gen = s.coordinator.generation_snapshot()
         cluster.fail(ApiKey.OFFSET_COMMIT, REBALANCE_IN_PROGRESS)
         with pytest.raises(Errors.RebalanceInProgressError, match="poll"):
-            s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+            s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(5000))
         assert s.coordinator.rejoin_needed
         # The generation is kept: the member may still commit after the rebalance.
         assert s.coordinator.generation_snapshot() == gen
@@ -471,7 +471,7 @@ def test_commit_generation_errors_raise_commit_failed(
     try:
         cluster.fail(ApiKey.OFFSET_COMMIT, code)
         with pytest.raises(Errors.CommitFailedError, match=cause) as raised:
-            s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+            s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(5000))
         # Nothing says the poll loop was slow: do not send the user to max.poll.interval.ms.
         assert "max.poll.interval.ms" not in str(raised.value)
         assert s.coordinator.generation_snapshot().generation_id == -1
@@ -486,14 +486,14 @@ def test_commit_async_callbacks_run_in_order_with_retriable_wrapped(cluster: Fak
         seen: list[tuple[int, type | None]] = []
         cluster.fail(ApiKey.OFFSET_COMMIT, COORDINATOR_LOAD_IN_PROGRESS)
         for offset in (1, 2, 3):
-            s.coordinator.commit_offsets_async(
+            s.coordinator.commits.commit_offsets_async(
                 {TP0: OffsetAndMetadata(offset)},
                 lambda offsets, exc: seen.append(
                     (offsets[TP0].offset, type(exc) if exc is not None else None)
                 ),
             )
         # A sync commit returns only after earlier async callbacks ran, in order.
-        assert s.coordinator.commit_offsets_sync({TP0: OffsetAndMetadata(4)}, s.timer(5000))
+        assert s.coordinator.commits.commit_offsets_sync({TP0: OffsetAndMetadata(4)}, s.timer(5000))
         assert seen == [(1, Errors.RetriableCommitFailedError), (2, None), (3, None)]
         assert cluster.committed("g")[(TOPIC, 0)][0] == 4
     finally:
@@ -506,7 +506,7 @@ def test_commit_without_coordinator_async_finds_it_first(cluster: FakeCluster) -
         s.subscriptions.unsubscribe()
         s.subscriptions.assign_from_user([TP0])
         done: list[BaseException | None] = []
-        s.coordinator.commit_offsets_async(OFFSETS, lambda o, e: done.append(e))
+        s.coordinator.commits.commit_offsets_async(OFFSETS, lambda o, e: done.append(e))
         s.poll_until(lambda: done, 5000)
         assert done == [None]
         # Manual assignment commits with generation -1 and no member id.
@@ -540,7 +540,7 @@ def test_offset_fetch_group_level_retriable_errors(cluster: FakeCluster, code: i
     try:
         cluster.set_committed("g", TOPIC, 0, 17, metadata="m")
         cluster.fail(ApiKey.OFFSET_FETCH, code)
-        got = s.coordinator.fetch_committed_offsets({TP0}, s.timer(5000))
+        got = s.coordinator.commits.fetch_committed_offsets({TP0}, s.timer(5000))
         assert got == {TP0: OffsetAndMetadata(17, "m")}
         assert count(cluster, ApiKey.OFFSET_FETCH) == 2
     finally:
@@ -552,7 +552,7 @@ def test_offset_fetch_unstable_offsets_are_retried(cluster: FakeCluster) -> None
     try:
         cluster.set_committed("g", TOPIC, 0, 5)
         cluster.script(ApiKey.OFFSET_FETCH, [_partition_error(UNSTABLE_OFFSET_COMMIT)] * 2)
-        got = s.coordinator.fetch_committed_offsets({TP0}, s.timer(5000))
+        got = s.coordinator.commits.fetch_committed_offsets({TP0}, s.timer(5000))
         assert got == {TP0: OffsetAndMetadata(5)}
         bodies = [body for _h, body in cluster.requests(ApiKey.OFFSET_FETCH)]
         assert len(bodies) == 3
@@ -580,7 +580,7 @@ def test_offset_fetch_fatal_errors(
         else:
             cluster.fail(ApiKey.OFFSET_FETCH, code)
         with pytest.raises(error):
-            s.coordinator.fetch_committed_offsets({TP0}, s.timer(5000))
+            s.coordinator.commits.fetch_committed_offsets({TP0}, s.timer(5000))
     finally:
         s.close()
 
@@ -591,7 +591,7 @@ def test_refresh_committed_offsets_seeks_only_partitions_with_a_commit(
     s = joined(cluster)
     try:
         cluster.set_committed("g", TOPIC, 1, 99)
-        assert s.coordinator.refresh_committed_offsets_if_needed(s.timer(5000))
+        assert s.coordinator.commits.refresh_committed_offsets_if_needed(s.timer(5000))
         pos = s.subscriptions.position(TopicPartition(TOPIC, 1))
         assert pos is not None and pos.offset == 99
         # No commit: left for the reset policy.
@@ -612,7 +612,7 @@ def test_commit_after_expulsion_names_the_session_not_the_poll_interval(
             message="generation reset by the heartbeat answer",
         )
         with pytest.raises(Errors.CommitFailedError) as raised:
-            s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+            s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(5000))
         message = str(raised.value)
         assert "UNKNOWN_MEMBER_ID in a Heartbeat response" in message, message
         assert "session.timeout.ms (1000 ms)" in message, message
@@ -627,9 +627,9 @@ def test_commit_after_poll_timeout_names_max_poll_interval(cluster: FakeCluster)
         # Nobody polls: after max.poll.interval.ms the heartbeat thread leaves the group.
         cluster.wait_for_requests(ApiKey.LEAVE_GROUP, 1, timeout_s=15)
         with pytest.raises(Errors.CommitFailedError, match=r"max.poll.interval.ms \(2000 ms\)"):
-            s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+            s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(5000))
         # The member joins again at its next poll; the old cause no longer applies.
         s.join()
-        s.coordinator.commit_offsets_sync(OFFSETS, s.timer(5000))
+        s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(5000))
     finally:
         s.close()

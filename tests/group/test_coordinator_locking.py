@@ -110,7 +110,7 @@ def test_lookup_retries_back_off_exponentially(cluster: FakeCluster) -> None:
         waits.append(backoff_ms)
         original(timer, backoff_ms)
 
-    s.coordinator.backoff_wait = spy  # type: ignore[method-assign]
+    s.coordinator.backoff_wait = spy
     try:
         assert s.coordinator.ensure_coordinator_ready(s.timer(20000))
         assert len(waits) == 4, waits

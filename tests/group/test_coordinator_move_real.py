@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.harness.apache_kafka import KafkaCluster
 from kafkaconsumer.structs import TopicPartition
 from tests.group.members import Ledger, Member, produce, wait_until
 from tests.helpers import unique_name, wait_for
-from tests.support.apache_kafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration]
 

@@ -31,7 +31,7 @@ def _count_snapshots(s: Stack) -> list[int]:
         calls[0] += 1
         original()
 
-    s.coordinator._update_metadata_snapshot = counting  # type: ignore[method-assign]
+    s.coordinator._update_metadata_snapshot = counting
     return calls
 
 

@@ -39,8 +39,8 @@ def stack() -> Iterator[Stack]:
 
 
 def _expire_auto_commit(stack: Stack, now: int) -> None:
-    stack.coordinator.next_auto_commit_timer.update(now)
-    stack.coordinator.next_auto_commit_timer.reset(0)
+    stack.coordinator.commits.next_auto_commit_timer.update(now)
+    stack.coordinator.commits.next_auto_commit_timer.reset(0)
 
 
 def test_join_in_flight_waits_for_the_rebalance_not_the_auto_commit(stack: Stack) -> None:

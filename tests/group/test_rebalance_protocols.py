@@ -235,7 +235,9 @@ class BusyWorkers:
             if self.fail_commit is not None:
                 self.fail_commit.fail(ApiKey.OFFSET_COMMIT, 27)  # REBALANCE_IN_PROGRESS
             try:
-                c.commit_offsets_sync({tp: OffsetAndMetadata(5) for tp in done}, stack.timer(5000))
+                c.commits.commit_offsets_sync(
+                    {tp: OffsetAndMetadata(5) for tp in done}, stack.timer(5000)
+                )
             except Errors.KafkaError as exc:
                 # The commit of the finished work failed: keep them until it succeeds.
                 self.commit_errors.append(exc)
@@ -261,7 +263,7 @@ def test_kip983_partial_finish_completes_only_the_partitions_not_delayed(group: 
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
     group.wait(lambda: app.delays >= 3, "m1 delaying the revocation")
-    moving = s1.coordinator.revocations.pending()
+    moving = s1.coordinator.listener_invoker.revocations.pending()
     assert len(moving) == 2
     first, second = sorted(moving)
     # The worker of one partition finishes: it is committed and handed over; the other stays.
@@ -289,7 +291,7 @@ def test_kip983_delay_past_the_bound_is_refused_before_the_revocation(group: Gro
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
     group.wait(lambda: app.delays >= 1, "m1 delaying the revocation")
-    moving = s1.coordinator.revocations.pending()
+    moving = s1.coordinator.listener_invoker.revocations.pending()
     # The workers never finish: after the rebalance timeout the delay is refused, and only
     # then does the revocation complete.
     group.wait(lambda: app.kept_promises() and bool(app.refused), "delay refused at the bound")
@@ -308,7 +310,7 @@ def test_kip983_delay_survives_a_failed_commit_and_the_rebalance_it_starts(
     group.wait(lambda: assigned(s1) == ALL, "m1 owns everything")
     s2, _ = group.add(partition_assignment_strategy=["cooperative-sticky"])
     group.wait(lambda: app.delays >= 3, "m1 delaying the revocation")
-    moving = s1.coordinator.revocations.pending()
+    moving = s1.coordinator.listener_invoker.revocations.pending()
     # The workers finish, but committing their work fails with REBALANCE_IN_PROGRESS: the
     # application delays again, and the rebalance the failure starts must not revoke them.
     joins = len(cluster.requests(ApiKey.JOIN_GROUP))
@@ -360,7 +362,7 @@ def test_kip983_lost_partitions_after_generation_reset(group: Group, cluster: Fa
     assert ("lost", sorted(ALL)) in s1.listener.calls
     # A lost partition cannot be delayed.
     assert (
-        s1.coordinator.revocations.delay_revoke(ALL) is False
+        s1.coordinator.listener_invoker.revocations.delay_revoke(ALL) is False
         or not s1.coordinator.lost_partitions()
     )
     group.wait(lambda: assigned(s1) == ALL, "m1 rejoined")
@@ -431,7 +433,7 @@ def test_poll_interval_expiry_leaves_group_then_stale_commit_fails(
     leave = cluster.wait_for_requests(ApiKey.LEAVE_GROUP, 1, timeout_s=10)
     assert "poll timeout" in (leave[0][1]["members"][0]["reason"] or "")
     with pytest.raises(Errors.CommitFailedError, match="max.poll.interval.ms"):
-        s1.coordinator.commit_offsets_sync(
+        s1.coordinator.commits.commit_offsets_sync(
             {TopicPartition(TOPIC, 0): OffsetAndMetadata(3)}, s1.timer(5000)
         )
     s1.listener.calls.clear()
@@ -492,7 +494,8 @@ def test_follow_up_rejoin_waits_for_the_configured_delay(
 def test_heartbeat_rebalance_in_progress_abandons_a_pending_sync_group(
     cluster: FakeCluster,
 ) -> None:
-    from kafkaconsumer.internals.abstract_coordinator import Generation, MemberState
+    from kafkaconsumer.internals.group.abstract_coordinator import MemberState
+    from kafkaconsumer.internals.group.group_member import Generation
     from kafkaconsumer.network.future import Future
 
     s = Stack(cluster.bootstrap_servers, "grp")

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from kafkaconsumer.internals.heartbeat import Heartbeat
-from kafkaconsumer.utils.clock import MockTime
+from kafkaconsumer.internals.group.heartbeat import Heartbeat
+from tests.support.mock_time import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -42,7 +42,6 @@ def test_sent_heartbeat_restarts_interval() -> None:
     t.advance(3_000)
     assert hb.should_heartbeat()
     hb.sent_heartbeat()
-    assert hb.last_heartbeat_send == 3_000
     assert not hb.should_heartbeat()
     assert hb.time_to_next_heartbeat() == 3_000
 
@@ -92,7 +91,6 @@ def test_received_heartbeat_keeps_session_alive() -> None:
         hb.sent_heartbeat()
         hb.received_heartbeat()
         assert not hb.session_timeout_expired()
-    assert hb.last_heartbeat_receive == 30_000
     # Sending alone does not keep the session: only answers do.
     for _ in range(4):
         t.advance(3_000)
@@ -107,10 +105,8 @@ def test_poll_timer() -> None:
     hb.poll()
     t.advance(4_999)
     assert not hb.poll_timeout_expired()
-    assert hb.poll_time_remaining() == 1
     t.advance(1)
     assert hb.poll_timeout_expired()
-    assert hb.last_poll_time == 9_000
 
 
 def test_heartbeats_do_not_reset_poll_timer() -> None:

@@ -1,16 +1,17 @@
 """What the SASL and TLS tests against Apache Kafka share: client settings for each secured
-listener of a :class:`tests.support.apache_kafka.Security`, a producer on the PLAINTEXT listener
-(confluent-kafka, not the client under test), and a group member that reads and commits."""
+listener of a :class:`benchmarks.harness.apache_kafka.Security`, a producer on the PLAINTEXT
+listener (confluent-kafka, not the client under test), and a group member that reads and
+commits."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.apache_kafka import Security
 from kafkaconsumer import KafkaConsumer
 from kafkaconsumer.structs import TopicPartition
 from tests.helpers import unique_name
-from tests.support.apache_kafka import Security
 
 #: Short timeouts: a failure must end quickly, never hang.
 _TIMEOUTS = {"request.timeout.ms": 5000, "default.api.timeout.ms": 10000}

@@ -134,7 +134,7 @@ def test_bad_configuration_is_rejected(config: dict[str, Any], match: str) -> No
 
 
 def test_reconnect_backoff_grows_exponentially_with_jitter() -> None:
-    from kafkaconsumer.utils.clock import MockTime
+    from tests.support.mock_time import MockTime
 
     port = free_port()
     clock = MockTime(start_ms=1_000_000)  # only moves when told: the delays read exactly

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 import kafkaconsumer.network.client as client_module
+from benchmarks.harness.proxy import FaultProxy
+from benchmarks.harness.tls_proxy import TlsProxy, make_pki
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaTimeoutError
 from kafkaconsumer.network.client import resolve_bootstrap_servers
 from kafkaconsumer.protocol import ApiKey
 from tests.helpers import wait_for
 from tests.support.fake_broker import FakeCluster, Reply
-from tests.support.proxy import FaultProxy
-from tests.support.tls_proxy import TlsProxy, make_pki
 
 pytestmark = pytest.mark.timeout(60)
 

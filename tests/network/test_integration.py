@@ -1,7 +1,7 @@
 """The network client against a real broker, directly and through the fault proxy.
 
 Every test here talks only through the standard protocol and passes on Apache Kafka too. The
-fault tests put :class:`~tests.support.proxy.FaultProxy` in front of the session broker's
+fault tests put :class:`~benchmarks.harness.proxy.FaultProxy` in front of the session broker's
 bootstrap address and use the bootstrap (pseudo) node only, so they need no broker set-up.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.proxy import FaultProxy
 from kafkaconsumer.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -31,7 +32,6 @@ from kafkaconsumer.structs import TopicPartition
 from tests.helpers import network_settings, unique_name
 from tests.network.conftest import Factory
 from tests.network.kafka_ops import any_node, create_topic, fetch, produce, request
-from tests.support.proxy import FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

@@ -11,7 +11,7 @@ import pytest
 from kafkaconsumer.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 from kafkaconsumer.metadata import ConsumerMetadata, Metadata
 from kafkaconsumer.structs import TopicPartition
-from kafkaconsumer.utils.clock import MockTime
+from tests.support.mock_time import MockTime
 
 TID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 

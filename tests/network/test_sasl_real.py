@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.harness.apache_kafka import Security
 from kafkaconsumer import KafkaConsumer
 from kafkaconsumer.errors import SaslAuthenticationError
 from tests.helpers import unique_name
 from tests.network.secured_clients import consume_committed, produce, sasl_config
-from tests.support.apache_kafka import Security
 
 pytestmark = [pytest.mark.integration]
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.apache_kafka import KafkaCluster, Security
 from tests.helpers import unique_name
 from tests.network.secured_clients import (
     client_cert,
@@ -19,7 +20,6 @@ from tests.network.secured_clients import (
     sasl_config,
     ssl_config,
 )
-from tests.support.apache_kafka import KafkaCluster, Security
 
 pytestmark = [pytest.mark.integration]
 

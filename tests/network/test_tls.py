@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness.proxy import FaultProxy
+from benchmarks.harness.tls_proxy import Pki, TlsProxy, make_pki
 from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.errors import (
     ConfigError,
@@ -29,8 +31,6 @@ from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from tests.helpers import network_settings, unique_name, wait_for
 from tests.network.kafka_ops import create_topic, fetch, produce
-from tests.support.proxy import FaultProxy
-from tests.support.tls_proxy import Pki, TlsProxy, make_pki
 
 pytestmark = [pytest.mark.timeout(90)]
 

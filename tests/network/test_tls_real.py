@@ -11,11 +11,11 @@ import ssl
 
 import pytest
 
+from benchmarks.harness.apache_kafka import Security
 from kafkaconsumer import KafkaConsumer
 from kafkaconsumer.errors import SslAuthenticationError
 from tests.helpers import unique_name
 from tests.network.secured_clients import client_cert, consume_committed, produce, ssl_config
-from tests.support.apache_kafka import Security
 
 pytestmark = [pytest.mark.integration]
 

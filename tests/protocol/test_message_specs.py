@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness import apache_kafka
 from kafkaconsumer.protocol.messages import ALL_APIS
 from kafkaconsumer.protocol.schema import Api, VersionRange
-from tests.support import apache_kafka
 
 _PRIMITIVES = {
     "int8",

@@ -11,7 +11,8 @@ import pytest
 import zstandard
 
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError, UnsupportedCodecError
-from kafkaconsumer.record import codecs, encode_batch, encode_legacy_message_set, encode_varint
+from kafkaconsumer.record import codecs, encode_batch, encode_varint
+from tests.support.record_encoder import encode_legacy_message_set
 
 TOPIC = "damaged"
 

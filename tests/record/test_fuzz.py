@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError, UnsupportedCodecError
-from kafkaconsumer.record import _pyrecords, encode_batch, encode_legacy_message_set
+from kafkaconsumer.record import _pyrecords, encode_batch
+from tests.support.record_encoder import encode_legacy_message_set
 
 from .conftest import CYTHON
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kafkaconsumer.record import encode_batch, encode_legacy_message_set
+from kafkaconsumer.record import encode_batch
+from tests.support.record_encoder import encode_legacy_message_set
 
 kp_default = pytest.importorskip("kafka.record.default_records")
 kp_legacy = pytest.importorskip("kafka.record.legacy_records")

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaconsumer.record import encode_batch, encode_control_batch, encode_legacy_message_set
+from kafkaconsumer.record import encode_batch
+from tests.support.record_encoder import encode_control_batch, encode_legacy_message_set
 
 from .conftest import CYTHON
 

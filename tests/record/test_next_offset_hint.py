@@ -7,10 +7,9 @@ import pytest
 from kafkaconsumer.record import (
     decode_fetched_records,
     encode_batch,
-    encode_control_batch,
-    encode_legacy_message_set,
     next_offset_after_batches,
 )
+from tests.support.record_encoder import encode_control_batch, encode_legacy_message_set
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,10 +9,10 @@ import pytest
 from kafkaconsumer.record import (
     AbortedTransactions,
     encode_batch,
-    encode_control_batch,
     iter_batches,
     parse_control_record,
 )
+from tests.support.record_encoder import encode_control_batch
 
 P1, P2, P3 = 1001, 2002, 3003
 

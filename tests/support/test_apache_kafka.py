@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness import apache_kafka
 from kafkaconsumer import KafkaConsumer
 from kafkaconsumer.structs import TopicPartition
 from tests.helpers import unique_name, wait_for
-from tests.support import apache_kafka
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +84,7 @@ def test_nodes_die_with_the_process_that_started_them(tmp_path: Path) -> None:
         pytest.skip("the Tansu pass checks the embedded broker only")
     script = (
         "import sys\n"
-        "from tests.support.apache_kafka import KafkaCluster\n"
+        "from benchmarks.harness.apache_kafka import KafkaCluster\n"
         "c = KafkaCluster().start()\n"
         "print(c._tmp.name, c.node(1).pid, flush=True)\n"
         "import os; os._exit(0)\n"  # no atexit: only the death signal can stop the broker

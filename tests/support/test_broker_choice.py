@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import tests.conftest as session
-from tests.support import apache_kafka
+from benchmarks.harness import apache_kafka
 
 
 class _FakeContainer:

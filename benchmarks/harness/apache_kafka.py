@@ -81,6 +81,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from benchmarks.harness.tls_proxy import Pki, make_pki
 from kafkaconsumer._child_process import (
     LiveProcesses,
     api_versions_probe,
@@ -90,7 +91,6 @@ from kafkaconsumer._child_process import (
     recv_exact,
     stop_process,
 )
-from tests.support.tls_proxy import Pki, make_pki
 
 __all__ = [
     "DEFAULT_VERSION",

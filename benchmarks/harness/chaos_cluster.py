@@ -1,8 +1,8 @@
 """An Apache Kafka cluster whose client traffic can pass through a fault proxy per broker.
 
-:class:`ProxiedKafkaCluster` is :class:`tests.support.apache_kafka.KafkaCluster` with one more
+:class:`ProxiedKafkaCluster` is :class:`benchmarks.harness.apache_kafka.KafkaCluster` with one more
 listener on every broker, ``CLIENT``, advertised at the address of a
-:class:`~tests.support.proxy.FaultProxy` that forwards to it. A client that bootstraps from
+:class:`~benchmarks.harness.proxy.FaultProxy` that forwards to it. A client that bootstraps from
 :attr:`ProxiedKafkaCluster.proxied_bootstrap` reaches the ``CLIENT`` listener through the
 proxy, and the metadata it gets back names the proxies, so every connection it opens (fetch,
 coordinator, metadata) crosses one. ``bootstrap_servers`` stays the direct ``PLAINTEXT``
@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.apache_kafka import KafkaCluster
+from benchmarks.harness.proxy import FaultProxy
 from kafkaconsumer.embedded import free_port
-from tests.support.apache_kafka import KafkaCluster
-from tests.support.proxy import FaultProxy
 
 __all__ = ["ProxiedKafkaCluster"]
 

@@ -3,7 +3,7 @@
 The broker runs the assignment; the member only heartbeats (ConsumerGroupHeartbeat, API 68)
 with its subscription and the partitions it owns, and reconciles towards the target assignment
 the broker returns. This module is the member's state machine and heartbeat content, without
-I/O: :class:`~kafkaconsumer.internals.consumer_heartbeat_request_manager.ConsumerHeartbeatRequestManager`
+I/O: :class:`~kafkaconsumer.internals.group.consumer_heartbeat_request_manager.ConsumerHeartbeatRequestManager`
 sends what :meth:`ConsumerMembershipManager.build_heartbeat` returns (on the heartbeat thread)
 and the consumer coordinator reconciles on the user's thread in ``poll()``.
 
@@ -101,7 +101,7 @@ class HeartbeatFields:
 class ConsumerMembershipManager:
     """The member's state, epoch, assignment and heartbeat content (no I/O).
 
-    Thread-safety: not thread-safe by itself; every call is made with the coordinator lock held
+    Thread-safety: not thread-safe by itself; every call is made with its member's group lock held
     (the heartbeat thread builds requests and handles answers, the user's thread reconciles).
     """
 
@@ -120,7 +120,7 @@ class ConsumerMembershipManager:
         self.rack_id = rack_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.server_assignor = server_assignor
-        self.member_id = new_member_id()
+        self.member_id = new_member_id()  # guarded by the member's group lock, as below
         self.member_epoch = JOIN_GROUP_EPOCH
         self.state = ConsumerMemberState.UNSUBSCRIBED
         #: The partitions this member owns (acknowledged or being acknowledged), by topic id.
@@ -194,10 +194,6 @@ class ConsumerMembershipManager:
         self._in_flight_owned = None
 
     # ----------------------------------------------------------------------- heartbeat
-    def should_heartbeat_now(self) -> bool:
-        """States that want a heartbeat at once rather than at the next interval."""
-        return self.state in (ConsumerMemberState.JOINING, ConsumerMemberState.ACKNOWLEDGING)
-
     def sends_heartbeats(self) -> bool:
         """True in the states where the heartbeat thread keeps the membership alive."""
         return self.state in (

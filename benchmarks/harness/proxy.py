@@ -16,7 +16,7 @@
 One background thread runs a selector over every socket; all traffic stays on loopback. With
 ``listeners=n`` the proxy listens on n ports (``proxy.ports``) that all lead to the target, which
 gives a client many distinct "nodes". With ``ssl_context`` (a server-side context) the proxy
-terminates TLS on the client side and forwards plaintext (see ``tests/support/tls_proxy.py``).
+terminates TLS on the client side and forwards plaintext (see ``benchmarks/harness/tls_proxy.py``).
 """
 
 from __future__ import annotations

@@ -22,21 +22,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from kafkaconsumer import errors as Errors
-from kafkaconsumer.internals.consumer_membership_manager import (
+from kafkaconsumer.internals.group.consumer_membership_manager import (
     ConsumerMembershipManager,
     ConsumerMemberState,
 )
+from kafkaconsumer.internals.group.group_member import GroupRebalanceConfig
 from kafkaconsumer.network.future import Future
-
-if TYPE_CHECKING:
-    from kafkaconsumer.internals.consumer_coordinator import ConsumerCoordinator
+from kafkaconsumer.utils.backoff import ExponentialBackoff
+from kafkaconsumer.utils.clock import Time
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ConsumerHeartbeatRequestManager", "CONSUMER_GROUP_HEARTBEAT"]
+__all__ = ["ConsumerHeartbeatRequestManager", "CONSUMER_GROUP_HEARTBEAT", "HeartbeatRequestHost"]
 
 CONSUMER_GROUP_HEARTBEAT = 68
 
@@ -57,6 +58,94 @@ _IDLE_WAIT_MS = 1000
 _CONNECT_WAIT_MS = 10
 
 
+class HeartbeatRequestHost(Protocol):
+    """What the heartbeat thread needs of the member that owns it.
+
+    The member keeps the group lock, the coordinator connection and the subscription; the
+    thread only sends heartbeats through it and reports what the answers mean.
+
+    Thread-safety: every member is called from the heartbeat thread, most with the group lock
+    held; an implementation takes that (re-entrant) lock itself where it needs it.
+    """
+
+    @property
+    def rebalance_config(self) -> GroupRebalanceConfig:
+        """The group's id and timeouts."""
+        ...
+
+    @property
+    def time(self) -> Time:
+        """The member's clock."""
+        ...
+
+    @property
+    def retry_backoff(self) -> ExponentialBackoff:
+        """The exponential backoff (KIP-580) between failed attempts."""
+        ...
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]:
+        """The group lock (entered with ``with``), guarding the membership state."""
+        ...
+
+    @property
+    def condition(self) -> threading.Condition:
+        """A Condition over :attr:`lock`, only for ``wait`` and ``notify_all``."""
+        ...
+
+    def poll_network_no_wakeup(self) -> None:
+        """Process network I/O once without blocking and without honouring ``wakeup()``."""
+        ...
+
+    def coordinator_unknown(self) -> bool:
+        """True while no live coordinator is known."""
+        ...
+
+    def lookup_coordinator(self) -> Future[None]:
+        """Start (or return the running) FindCoordinator request."""
+        ...
+
+    def lookup_backoff_ms(self) -> int:
+        """How long to wait before looking the coordinator up again."""
+        ...
+
+    def check_and_get_coordinator(self) -> int | None:
+        """The coordinator's node id, or None."""
+        ...
+
+    def coordinator_connection_ready(self, node: int) -> bool:
+        """Whether requests can go to ``node`` now (connecting it when not)."""
+        ...
+
+    def mark_coordinator_unknown(self, cause: str, is_disconnected: bool = False) -> None:
+        """Forget the coordinator so that it is looked up again."""
+        ...
+
+    def send_group_request(self, node: int, api_key: int, body: dict[str, Any]) -> Future[Any]:
+        """Send ``body`` as request ``api_key`` to the coordinator ``node``."""
+        ...
+
+    def heartbeat_subscription(self) -> tuple[list[str] | None, str | None]:
+        """What the next heartbeat subscribes to: (topic names, broker regex)."""
+        ...
+
+    def broker_description(self) -> str:
+        """The coordinator broker, for error messages."""
+        ...
+
+    def note_poll_timeout(self) -> None:
+        """The member leaves because ``poll()`` was not called within max.poll.interval.ms."""
+        ...
+
+    def note_expulsion(self, api: str, error_name: str) -> None:
+        """The coordinator said the member is no longer in the group."""
+        ...
+
+    def on_new_target(self) -> None:
+        """A new target assignment or a fencing awaits the user's thread."""
+        ...
+
+
 def protocol_not_supported(broker: str) -> Errors.UnsupportedVersionError:
     """The error for a broker that does not speak the consumer group protocol."""
     return Errors.UnsupportedVersionError(
@@ -70,27 +159,25 @@ def protocol_not_supported(broker: str) -> Errors.UnsupportedVersionError:
 class ConsumerHeartbeatRequestManager(threading.Thread):
     """Background heartbeats of one KIP-848 member.
 
-    Thread-safety: its state is guarded by the coordinator lock (a Condition it waits on);
-    network I/O happens outside that lock. ``poll``, ``request_heartbeat`` and ``close`` are
+    Thread-safety: its state is guarded by the member's group lock (``host.lock``, with
+    ``host.condition`` to wait on); network I/O happens outside that lock. ``poll``, ``request_heartbeat`` and ``close`` are
     called by the user's thread; ``failure`` (fatal errors) and ``error`` (errors the member
     survives) are read and cleared by the user's thread under the lock.
     """
 
-    def __init__(
-        self, coordinator: ConsumerCoordinator, membership: ConsumerMembershipManager
-    ) -> None:
-        """Create the (daemon) thread of ``coordinator``'s ``membership``; call ``start()``."""
-        name = "kafkaconsumer-heartbeat-thread | " + coordinator.rebalance_config.group_id
+    def __init__(self, host: HeartbeatRequestHost, membership: ConsumerMembershipManager) -> None:
+        """Create the (daemon) thread of ``host``'s ``membership``; call ``start()``."""
+        name = "kafkaconsumer-heartbeat-thread | " + host.rebalance_config.group_id
         super().__init__(name=name, daemon=True)
-        self._c = coordinator
+        self._c = host
         self._m = membership
-        self.closed = False
-        self.error: BaseException | None = None
-        self._in_flight = False
-        self._next_at = 0
-        self._attempts = 0
-        self._poll_deadline = (
-            coordinator.time.monotonic_ms() + coordinator.rebalance_config.rebalance_timeout_ms
+        self.closed = False  # guarded by host.lock
+        self.error: BaseException | None = None  # guarded by host.lock
+        self._in_flight = False  # guarded by host.lock
+        self._next_at = 0  # guarded by host.lock
+        self._attempts = 0  # guarded by host.lock
+        self._poll_deadline = (  # guarded by host.lock
+            host.time.monotonic_ms() + host.rebalance_config.rebalance_timeout_ms
         )
 
     # ------------------------------------------------------------------- user's thread
@@ -101,7 +188,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
     def request_heartbeat(self) -> None:
         """Send the next heartbeat as soon as possible (lock held)."""
         self._next_at = 0
-        self._c._cond.notify_all()
+        self._c.condition.notify_all()
 
     def time_to_next_heartbeat(self, now_ms: int) -> int:
         """Milliseconds until the next heartbeat is due (lock held)."""
@@ -109,9 +196,9 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
 
     def close(self) -> None:
         """Ask the thread to end at its next wake-up."""
-        with self._c._lock:
+        with self._c.lock:
             self.closed = True
-            self._c._cond.notify_all()
+            self._c.condition.notify_all()
 
     # ---------------------------------------------------------------------- the loop
     def run(self) -> None:
@@ -119,14 +206,14 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
         c = self._c
         try:
             while True:
-                with c._lock:
+                with c.lock:
                     if self.closed:
                         return
                     if not self._m.sends_heartbeats():
-                        c._cond.wait(_IDLE_WAIT_MS / 1000.0)
+                        c.condition.wait(_IDLE_WAIT_MS / 1000.0)
                         continue
-                c._client_poll_no_wakeup()
-                with c._lock:
+                c.poll_network_no_wakeup()
+                with c.lock:
                     if self.closed or not self._m.sends_heartbeats():
                         continue
                     self._step(c.time.monotonic_ms())
@@ -136,10 +223,10 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
             if not isinstance(exc, Errors.KafkaError):
                 failure = Errors.KafkaError(f"unexpected error in heartbeat thread: {exc!r}")
                 failure.__cause__ = exc
-            with c._lock:
+            with c.lock:
                 self._m.transition_to_fatal(failure)
         finally:
-            with c._lock:
+            with c.lock:
                 self.closed = True
 
     def _step(self, now: int) -> None:
@@ -161,26 +248,25 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
             self._send_leave(epoch)
             m.transition_to_stale()
             self._in_flight = False
-            c._cond.notify_all()
+            c.condition.notify_all()
             return
         if c.coordinator_unknown():
-            if c.find_coordinator_future is None:
-                c.lookup_coordinator()
-            c._cond.wait(c.lookup_backoff_ms() / 1000.0)
+            c.lookup_coordinator()
+            c.condition.wait(c.lookup_backoff_ms() / 1000.0)
             return
         if self._in_flight:
-            c._cond.wait(min(cfg.retry_backoff_ms, _IDLE_WAIT_MS) / 1000.0)
+            c.condition.wait(min(cfg.retry_backoff_ms, _IDLE_WAIT_MS) / 1000.0)
             return
         if now < self._next_at:
-            c._cond.wait(min(self._next_at - now, _IDLE_WAIT_MS) / 1000.0)
+            c.condition.wait(min(self._next_at - now, _IDLE_WAIT_MS) / 1000.0)
             return
         node = c.check_and_get_coordinator()
         if node is None:
             return
-        if not c.client.ready(node):
+        if not c.coordinator_connection_ready(node):
             # What the heartbeat carries depends on the versions the coordinator speaks (the
             # broker-side regex needs v1): build it once the connection is up.
-            c._cond.wait(_CONNECT_WAIT_MS / 1000.0)
+            c.condition.wait(_CONNECT_WAIT_MS / 1000.0)
             return
         body = m.build_heartbeat(*c.heartbeat_subscription())
         epoch = int(body["member_epoch"])
@@ -188,7 +274,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
         self._in_flight = True
         # Until the answer: a full interval, so a lost answer does not stop heartbeats.
         self._next_at = now + max(m.heartbeat_interval_ms, cfg.retry_backoff_ms)
-        request = c._send(node, CONSUMER_GROUP_HEARTBEAT, body)
+        request = c.send_group_request(node, CONSUMER_GROUP_HEARTBEAT, body)
         request.add_callback(self._on_response, epoch)
         request.add_errback(self._on_failure)
 
@@ -204,7 +290,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
             self._m.member_id,
             epoch,
         )
-        return c._send(node, CONSUMER_GROUP_HEARTBEAT, body)
+        return c.send_group_request(node, CONSUMER_GROUP_HEARTBEAT, body)
 
     def _backoff(self, now: int) -> None:
         self._next_at = now + self._c.retry_backoff.backoff(self._attempts)
@@ -212,7 +298,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
 
     def _on_failure(self, exc: BaseException) -> None:
         c = self._c
-        with c._lock:
+        with c.lock:
             self._in_flight = False
             self._m.on_heartbeat_failure()
             now = c.time.monotonic_ms()
@@ -229,7 +315,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
             else:
                 logger.error("heartbeat failed with an unexpected error: %s", exc)
                 self._m.transition_to_fatal(exc)
-            c._cond.notify_all()
+            c.condition.notify_all()
 
     def _on_response(self, sent_epoch: int, response: dict[str, Any]) -> None:
         c = self._c
@@ -237,7 +323,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
         group = c.rebalance_config.group_id
         code = int(response.get("error_code", 0) or 0)
         message = response.get("error_message")
-        with c._lock:
+        with c.lock:
             self._in_flight = False
             now = c.time.monotonic_ms()
             if code == 0:
@@ -251,7 +337,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                     self._next_at = 0
                 if reconcile:
                     c.on_new_target()
-                c._cond.notify_all()
+                c.condition.notify_all()
                 return
             m.on_heartbeat_failure()
             name = Errors.for_code(code).name
@@ -330,4 +416,4 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                         message,
                     )
                     m.transition_to_fatal(err3)
-            c._cond.notify_all()
+            c.condition.notify_all()

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.support.proxy import FaultProxy
+from benchmarks.harness.proxy import FaultProxy
 
 __all__ = ["Pki", "make_pki", "TlsProxy", "server_context"]
 

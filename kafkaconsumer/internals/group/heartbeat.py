@@ -85,8 +85,6 @@ class Heartbeat:
         self._heartbeat_timer = Timer(self._time, heartbeat_interval_ms)
         self._session_timer = Timer(self._time, session_timeout_ms)
         self._poll_timer = Timer(self._time, max_poll_interval_ms)
-        self._last_heartbeat_send = 0
-        self._last_heartbeat_receive = 0
 
     @property
     def time(self) -> Time:
@@ -110,7 +108,7 @@ class Heartbeat:
     def sent_heartbeat(self, now: int | None = None) -> None:
         """A Heartbeat request went out: the next one is due one interval from now."""
         with self._lock:
-            self._last_heartbeat_send = self._update(now)
+            self._update(now)
             self._heartbeat_timer.reset(self.heartbeat_interval_ms)
 
     def fail_heartbeat(self, now: int | None = None) -> None:
@@ -123,7 +121,7 @@ class Heartbeat:
     def received_heartbeat(self, now: int | None = None) -> None:
         """The coordinator answered a heartbeat: the session is alive, restart its countdown."""
         with self._lock:
-            self._last_heartbeat_receive = self._update(now)
+            self._update(now)
             self._session_timer.reset(self.session_timeout_ms)
             self._failed_attempts = 0
 
@@ -164,30 +162,6 @@ class Heartbeat:
         with self._lock:
             self._update(now)
             self._session_timer.reset(self.session_timeout_ms)
-
-    def poll_time_remaining(self, now: int | None = None) -> int:
-        """Milliseconds left before the poll interval expires (0 once it has)."""
-        with self._lock:
-            self._update(now)
-            return self._poll_timer.remaining_ms
-
-    @property
-    def last_heartbeat_send(self) -> int:
-        """Monotonic ms of the last :meth:`sent_heartbeat` (0 before the first)."""
-        with self._lock:
-            return self._last_heartbeat_send
-
-    @property
-    def last_heartbeat_receive(self) -> int:
-        """Monotonic ms of the last :meth:`received_heartbeat` (0 before the first)."""
-        with self._lock:
-            return self._last_heartbeat_receive
-
-    @property
-    def last_poll_time(self) -> int:
-        """Monotonic ms the timers last saw (Java ``lastPollTime``: the poll timer's now)."""
-        with self._lock:
-            return self._poll_timer.current_time_ms
 
     def __repr__(self) -> str:
         return (

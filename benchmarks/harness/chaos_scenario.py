@@ -1,14 +1,15 @@
 """One chaos scenario: a producer, a group of three members, one fault, the invariants.
 
-:func:`run_scenario` starts the :class:`~tests.chaos.workload.Producer` and three
-:class:`~tests.chaos.workload.Member` threads, waits until the group consumes, applies the
-fault (a callable that injects it, waits, heals it and returns the moment it healed), then
-measures the recovery time: from the heal until every record acknowledged before the heal has
-been consumed. It goes on for ``observe_s`` after the heal, and until ``settled(members)`` when
-given (a condition the test waits for rather than a fixed time), and counts the assignments the
-members received so far (a rebalance adds one per member). It stops the producer, waits until
-every acknowledged record is consumed, stops the members and checks that none crashed. It returns a :class:`Outcome` for the test's own
-checks (duplicates, rebalances, CPU while cut off) and prints one line for the report.
+:func:`run_scenario` starts the :class:`~benchmarks.harness.chaos_workload.Producer` and three
+:class:`~benchmarks.harness.chaos_workload.Member` threads, waits until the group consumes, applies
+the fault (a callable that injects it, waits, heals it and returns the moment it healed), then
+measures the recovery time: from the heal until every record acknowledged before the heal has been
+consumed. It goes on for ``observe_s`` after the heal, and until ``settled(members)`` when given (a
+condition the test waits for rather than a fixed time), and counts the assignments the members
+received so far (a rebalance adds one per member). It stops the producer, waits until every
+acknowledged record is consumed, stops the members and checks that none crashed. It returns a
+:class:`Outcome` for the test's own checks (duplicates, rebalances, CPU while cut off) and prints
+one line for the report.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.chaos.workload import Ledger, Member, Producer, wait_until
+from benchmarks.harness.chaos_workload import Ledger, Member, Producer, wait_until
 
 __all__ = ["Outcome", "run_scenario", "member_config", "RESULTS"]
 
