@@ -39,6 +39,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+# One cache directory for everything the test harnesses fetch.
+from benchmarks.harness.apache_kafka import _cache_root
 from kafkaconsumer._child_process import (
     LiveProcesses,
     die_with_parent,
@@ -46,9 +48,6 @@ from kafkaconsumer._child_process import (
     free_port,
     stop_process,
 )
-
-# One cache directory for everything the test harnesses fetch.
-from tests.support.apache_kafka import _cache_root
 
 logger = logging.getLogger(__name__)
 
