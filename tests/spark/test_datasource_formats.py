@@ -1,5 +1,6 @@
-"""Typed key/value columns through ``format("kafkaconsumer")``: schema-registry Avro on a real
-registry, broker and Spark, checked against Spark's own ``from_avro``; plain Avro; bad input."""
+"""Typed key/value columns through ``format("kafkaconsumer")`` on a real registry, broker and
+Spark: schema-registry Avro checked against Spark's own ``from_avro``, plain Avro, Protobuf, JSON
+Schema, a streaming read, and bad input."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ import fastavro
 import pytest
 
 from kafkaconsumer.formats.wire import frame
-from tests.formats.conftest import registry  # noqa: F401  (the session's registry fixture)
+from tests.formats import conftest as formats_fixtures
 from tests.helpers import unique_name
 from tests.support.apicurio_registry import ApicurioRegistry
 
 from .conftest import create_topic, produce
+
+# The session's Apicurio Registry, shared with tests/formats.
+registry = formats_fixtures.registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -125,7 +129,7 @@ def _evolved_topic(
 def test_evolved_avro_topic_equals_spark_from_avro(
     spark: Any,
     broker: Any,
-    registry: ApicurioRegistry,  # noqa: F811
+    registry: ApicurioRegistry,
 ) -> None:
     topic, framed = _evolved_topic(broker, registry)
     df = _reader(
@@ -196,7 +200,7 @@ def test_plain_avro_with_an_inline_schema(spark: Any, broker: Any) -> None:
 def test_bad_records_failfast_and_permissive(
     spark: Any,
     broker: Any,
-    registry: ApicurioRegistry,  # noqa: F811
+    registry: ApicurioRegistry,
 ) -> None:
     topic, framed = _evolved_topic(broker, registry)
     produce(
@@ -243,3 +247,93 @@ def test_bad_options(spark: Any, broker: Any) -> None:
             valueFormat="avro",
             **{"schema.registry.url": url, "schema.registry.request.timeout.ms": "2000"},
         )
+
+
+PROTO = """syntax = "proto3";
+package shop;
+message Order { int64 id = 1; repeated string tags = 2; Status status = 3;
+  enum Status { NEW = 0; PAID = 1; } }
+"""
+
+
+def test_protobuf_and_json_schema_topics(
+    spark: Any,
+    broker: Any,
+    registry: ApicurioRegistry,
+) -> None:
+    from google.protobuf import message_factory
+
+    from kafkaconsumer.formats.protobuf import compile_proto
+    from kafkaconsumer.formats.wire import write_message_indexes
+
+    bs = broker.bootstrap_servers
+    url = {"schema.registry.url": registry.url}
+    proto_topic = unique_name("sp-proto")
+    create_topic(bs, proto_topic, 1)
+    proto_id = registry.register(f"{proto_topic}-value", PROTO, "PROTOBUF")
+    order = message_factory.GetMessageClass(
+        compile_proto({"schema.proto": PROTO}).pool.FindMessageTypeByName("shop.Order")
+    )
+    values = []
+    for i in range(3):
+        message = order(id=i, tags=["t"] * i, status=i % 2)
+        values.append(frame(proto_id, write_message_indexes([0]) + message.SerializeToString()))
+    produce(bs, proto_topic, [(0, None, value, []) for value in values])
+    df = _reader(spark, bs, subscribe=proto_topic, valueFormat="protobuf", **url)
+    assert df.schema["value"].dataType.simpleString() == (
+        "struct<id:bigint,tags:array<string>,status:string>"
+    )
+    rows = [r.asDict(recursive=True) for r in df.orderBy("offset").select("value.*").collect()]
+    assert rows == [
+        {"id": 0, "tags": [], "status": "NEW"},
+        {"id": 1, "tags": ["t"], "status": "PAID"},
+        {"id": 2, "tags": ["t", "t"], "status": "NEW"},
+    ]
+
+    json_topic = unique_name("sp-json")
+    create_topic(bs, json_topic, 1)
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+        "required": ["id"],
+    }
+    json_id = registry.register(f"{json_topic}-value", schema, "JSON")
+    docs = [{"id": 1, "name": "a"}, {"name": "no id"}, {"id": 3}]
+    produce(bs, json_topic, [(0, None, frame(json_id, json.dumps(d).encode()), []) for d in docs])
+    df = _reader(spark, bs, subscribe=json_topic, valueFormat="json", mode="PERMISSIVE", **url)
+    rows = df.orderBy("offset").select("value.id", "value.name", "_corrupt_record").collect()
+    assert [(r["id"], r["name"]) for r in rows] == [(1, "a"), (None, None), (3, None)]
+    assert "'id' is a required property" in rows[1]["_corrupt_record"]
+
+
+def test_streaming_read_decodes_avro(
+    spark: Any,
+    broker: Any,
+    registry: ApicurioRegistry,
+    tmp_path: Path,
+) -> None:
+    topic, _ = _evolved_topic(broker, registry)
+    stream = (
+        spark.readStream.format("kafkaconsumer")
+        .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("valueFormat", "avro")
+        .option("schema.registry.url", registry.url)
+        .load()
+    )
+    query = (
+        stream.select("offset", "value.id", "value.kind")
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    rows = spark.read.parquet(str(tmp_path / "out")).orderBy("offset").collect()
+    assert [(r["offset"], r["id"], r["kind"]) for r in rows] == [
+        (0, 1, "A"),
+        (1, 2, "B"),
+        (2, 3, "A"),
+    ]
