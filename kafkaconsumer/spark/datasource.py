@@ -34,6 +34,13 @@ from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaError
 from kafkaconsumer.record.arrow import HEADER_TYPE
 from kafkaconsumer.spark.columns import null_empty_headers
+from kafkaconsumer.spark.formats import (
+    FormatOptions,
+    decode_batches,
+    pin,
+    spark_schema,
+    split_format_options,
+)
 from kafkaconsumer.spark.offset_ranges import iter_offset_ranges
 from kafkaconsumer.spark.offsets import (
     LiveBounds,
@@ -131,7 +138,12 @@ def _read(
     r: OffsetRange,
     live: LiveBounds = _FIXED,
     limits: tuple[int | None, int | None] = (None, None),
+    formats: FormatOptions | None = None,
 ) -> Iterator[pa.RecordBatch]:
+    if formats is not None and formats.typed:
+        yield from decode_batches(formats, _read(opts, r, live, limits))
+        return
+
     def bounds(consumer: KafkaConsumer) -> dict[TopicPartition, tuple[int, int]]:
         now = within(resolve_live(consumer, opts, r, live), limits) if any(live) else r
         return {now.tp: (now.start, now.end)}
@@ -157,18 +169,33 @@ class KafkaDataSource(DataSource):
         """The format name: ``spark.read.format("kafkaconsumer")``."""
         return "kafkaconsumer"
 
-    def schema(self) -> str:
-        """Spark's Kafka source schema (``headers`` with ``includeHeaders``)."""
+    def schema(self) -> str | StructType:
+        """Spark's Kafka source schema (``headers`` with ``includeHeaders``; typed ``key`` and
+        ``value`` with ``keyFormat``/``valueFormat``: see :mod:`kafkaconsumer.spark.formats`)."""
         include = str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
-        return SCHEMA_WITH_HEADERS_DDL if include else SCHEMA_DDL
+        rest, formats = split_format_options(self.options)
+        ddl = SCHEMA_WITH_HEADERS_DDL if include else SCHEMA_DDL
+        if not formats.typed:
+            return ddl
+        return spark_schema(self._pinned(formats, rest), include)
+
+    @staticmethod
+    def _pinned(formats: FormatOptions, rest: dict[str, Any]) -> FormatOptions:
+        topics: list[str] = []
+        for name, value in rest.items():
+            if str(name).lower() == "subscribe":
+                topics = [t.strip() for t in str(value).split(",") if t.strip()]
+        return pin(formats, topics) if formats.typed else formats
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader (offsets fixed when the read is planned; no filter pushdown)."""
-        return KafkaBatchReader(parse_options(self.options))
+        rest, formats = split_format_options(self.options)
+        return KafkaBatchReader(parse_options(rest), self._pinned(formats, rest))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """The micro-batch reader."""
-        return KafkaStreamReader(parse_options(self.options, streaming=True))
+        rest, formats = split_format_options(self.options)
+        return KafkaStreamReader(parse_options(rest, streaming=True), self._pinned(formats, rest))
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaWriter:
         """The batch writer (append only: a topic cannot be overwritten)."""
@@ -191,7 +218,8 @@ class KafkaPushdownDataSource(KafkaDataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader with filter pushdown."""
-        return KafkaPushdownReader(parse_options(self.options))
+        rest, formats = split_format_options(self.options)
+        return KafkaPushdownReader(parse_options(rest), self._pinned(formats, rest))
 
 
 class KafkaBatchReader(DataSourceReader):
@@ -200,10 +228,11 @@ class KafkaBatchReader(DataSourceReader):
     Thread-safety: one instance per query; Spark calls it from one thread.
     """
 
-    def __init__(self, opts: KafkaOptions) -> None:
-        """Read with ``opts``."""
+    def __init__(self, opts: KafkaOptions, formats: FormatOptions | None = None) -> None:
+        """Read with ``opts``, decoding keys and values as ``formats`` says."""
         self.opts = opts
         self.pushdown: Pushdown | None = None
+        self.formats = formats
 
     def partitions(self) -> list[KafkaInputPartition]:
         """One input partition per (split) offset range.
@@ -223,7 +252,7 @@ class KafkaBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the range (runs on an executor)."""
         assert isinstance(partition, KafkaInputPartition)
-        yield from _read(self.opts, partition.range, partition.live, partition.limits)
+        yield from _read(self.opts, partition.range, partition.live, partition.limits, self.formats)
 
 
 class KafkaPushdownReader(KafkaBatchReader):
@@ -257,9 +286,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     Thread-safety: one instance per query; Spark calls it from one thread.
     """
 
-    def __init__(self, opts: KafkaOptions) -> None:
-        """Read with ``opts``."""
+    def __init__(self, opts: KafkaOptions, formats: FormatOptions | None = None) -> None:
+        """Read with ``opts``, decoding keys and values as ``formats`` says."""
         self.opts = opts
+        self.formats = formats
         self._last_trigger = time.monotonic()
         # Trigger.AvailableNow: the latest offsets when the query started (None otherwise).
         self._target: dict[TopicPartition, int] | None = None
@@ -424,7 +454,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the range (runs on an executor)."""
         assert isinstance(partition, KafkaInputPartition)
-        yield from _read(self.opts, partition.range)
+        yield from _read(self.opts, partition.range, formats=self.formats)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Progress lives in Spark's checkpoint, as with Spark's source; with

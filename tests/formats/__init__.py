@@ -1,0 +1,1 @@
+"""Tests of schema-registry records: framing, registry client, deserializers, Arrow columns."""
