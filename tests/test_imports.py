@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "kafkaconsumer.config",
             "kafkaconsumer.serialization",
             "kafkaconsumer.interceptors",
+            "kafkaconsumer.tracing",
             # Plugins are named by configuration, and a bad name is a ConfigError.
             "kafkaconsumer.utils.loader",
         ],
