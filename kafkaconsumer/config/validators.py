@@ -152,7 +152,8 @@ def _serializer_spec(name: str, value: Any) -> Any:
 
 
 #: Java's login callback handler that fetches OAUTHBEARER tokens from an identity provider
-#: (and its pre-3.1 internal name); network/oauth_token_retriever.py implements it.
+#: (and the name it had in the ``secured`` package of Kafka 3.1 to 3.9);
+#: network/oauth_token_retriever.py implements it.
 OAUTH_LOGIN_CALLBACK_HANDLERS = (
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
