@@ -250,7 +250,10 @@ class Keycloak:
         started = time.monotonic()
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkaconsumer-keycloak-")
         root = Path(self._tmp.name) / "keycloak"
-        shutil.copytree(dist, root, symlinks=True)
+        with open(dist.parent / ".lock", "w") as lock:
+            # Shared: copies run side by side, but not while _keep_build swaps the build in.
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            shutil.copytree(dist, root, symlinks=True)
         (root / "data" / "import").mkdir(parents=True, exist_ok=True)
         (root / "data" / "import" / "realm.json").write_text(json.dumps(realm_json()))
         self.port = free_port()
