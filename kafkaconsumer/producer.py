@@ -278,6 +278,12 @@ class KafkaProducer:
         self._max_request_size = int(cfg["max.request.size"])
         self._buffer_memory = int(cfg["buffer.memory"])
         self._max_block_ms = int(cfg["max.block.ms"])
+        self._inject_trace: Any = None
+        if cfg["tracing.inject.context"]:
+            from kafkaconsumer.tracing import inject_trace_context
+
+            self._inject_trace = inject_trace_context
+            inject_trace_context([])  # raises now when opentelemetry-api is missing
         self._delivery_timeout_ms = int(cfg["delivery.timeout.ms"])
         self._request_timeout_ms = int(cfg["request.timeout.ms"])
         self._retries = int(cfg["retries"])
@@ -345,6 +351,8 @@ class KafkaProducer:
                 if hv is not None and not isinstance(hv, (bytes, bytearray, memoryview)):
                     raise TypeError(f"header {name!r}: value must be bytes or None")
                 hdrs.append((name, None if hv is None else bytes(hv)))
+        if self._inject_trace is not None:
+            self._inject_trace(hdrs)
         with self._lock:
             self._ensure_open()
         # The serializers and the partitioner are user code: they run without the lock.

@@ -48,6 +48,9 @@ LAYERS: list[tuple[str, list[str]]] = [
             "kafkaconsumer.config",
             "kafkaconsumer.serialization",
             "kafkaconsumer.interceptors",
+            # Schema-registry deserializers, given as value.deserializer / key.deserializer.
+            "kafkaconsumer.formats",
+            "kafkaconsumer.tracing",
             # Plugins are named by configuration, and a bad name is a ConfigError.
             "kafkaconsumer.utils.loader",
         ],

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kafkaconsumer.config.config_def import ConfigKey, ConfigType, Password, _index, _parse
-from kafkaconsumer.config.validators import parse_bootstrap_servers
+from kafkaconsumer.config.validators import OAUTH_LOGIN_CALLBACK_HANDLERS, parse_bootstrap_servers
 from kafkaconsumer.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -291,11 +291,27 @@ class AbstractConfig(Mapping[str, Any]):
                     f"sasl.mechanism={mechanism} needs credentials: set sasl.username and "
                     "sasl.password, or sasl.jaas.config with username and password options"
                 )
-        elif mechanism == "OAUTHBEARER" and v["sasl.oauthbearer.token.provider"] is None:
-            raise ConfigError(
-                "sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider "
-                "(a callable returning the access token)"
-            )
+        elif mechanism == "OAUTHBEARER":
+            handler = v["sasl.login.callback.handler.class"] in OAUTH_LOGIN_CALLBACK_HANDLERS
+            provider_set = v["sasl.oauthbearer.token.provider"] is not None
+            if handler and provider_set:
+                raise ConfigError(
+                    "set sasl.oauthbearer.token.provider or sasl.login.callback.handler.class "
+                    "(tokens fetched by the client), not both"
+                )
+            if handler and not v["sasl.oauthbearer.token.endpoint.url"]:
+                raise ConfigError(
+                    "sasl.login.callback.handler.class=OAuthBearerLoginCallbackHandler needs "
+                    "sasl.oauthbearer.token.endpoint.url"
+                )
+            if not handler and not provider_set:
+                raise ConfigError(
+                    "sasl.mechanism=OAUTHBEARER needs sasl.oauthbearer.token.provider "
+                    "(a callable returning the access token) or "
+                    "sasl.login.callback.handler.class=org.apache.kafka.common.security."
+                    "oauthbearer.OAuthBearerLoginCallbackHandler with "
+                    "sasl.oauthbearer.token.endpoint.url"
+                )
 
 
 def _same(a: Any, b: Any) -> bool:

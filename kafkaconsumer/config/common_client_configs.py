@@ -10,7 +10,13 @@ from __future__ import annotations
 from kafkaconsumer.config.config_def import ConfigKey, H, L, M, T, _k, _ListOf, _OneOf, _Range
 from kafkaconsumer.config.validators import (
     JMX_REPORTER,
+    OAUTH_DEFAULT_JWT_RETRIEVER,
+    OAUTH_DEFAULT_JWT_VALIDATOR,
+    OAUTH_JWT_RETRIEVERS,
+    OAUTH_JWT_VALIDATORS,
+    OAUTH_LOGIN_CALLBACK_HANDLERS,
     _bootstrap,
+    _JavaClassIn,
     _metric_reporter,
     _ssl_context,
     _str_mapping,
@@ -34,18 +40,9 @@ _NO_GSSAPI = (
     "GSSAPI (Kerberos) is not supported by this client; use sasl.mechanism PLAIN, "
     "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
 )
-_NO_TOKEN_HTTP = (
-    "this client does not fetch tokens over HTTP (Java's "
-    "sasl.oauthbearer.token.endpoint.url); the token comes from "
-    "sasl.oauthbearer.token.provider, which sets its own timeouts"
-)
-_NO_TOKEN_CLAIMS = (
-    "a claim Java's login module reads from a token it fetched; here "
-    "sasl.oauthbearer.token.provider returns the token and its lifetime as they are"
-)
 _NO_TOKEN_VALIDATION = (
-    "a setting for validating tokens, which this client does not do: it sends the "
-    "token sasl.oauthbearer.token.provider returns and the broker validates it"
+    "a setting of the broker's token validation; the client sends its token and the broker "
+    "validates it"
 )
 
 
@@ -592,11 +589,16 @@ def common_keys(client: str) -> list[ConfigKey]:
             "sasl.login.callback.handler.class",
             T.CLASS,
             None,
-            "Java SASL login callback handler.",
+            "OAUTHBEARER: Java's "
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler makes "
+            "the client fetch its tokens from sasl.oauthbearer.token.endpoint.url "
+            "(docs/network.md, OAuth).",
             M,
-            unsupported=(
-                "Java login callback handlers cannot run in Python; set "
-                "sasl.oauthbearer.token.provider to a callable that returns the token"
+            _JavaClassIn(
+                OAUTH_LOGIN_CALLBACK_HANDLERS,
+                "only Java's OAuthBearerLoginCallbackHandler is built in; for any other "
+                "source of tokens set sasl.oauthbearer.token.provider to a callable that "
+                "returns the token",
             ),
         ),
         _k(
@@ -691,17 +693,19 @@ def common_keys(client: str) -> list[ConfigKey]:
             "sasl.login.connect.timeout.ms",
             T.INT,
             None,
-            "Connect timeout of Java's HTTP token retrieval (OAUTHBEARER).",
+            "OAUTHBEARER: connect timeout of each token request to "
+            "sasl.oauthbearer.token.endpoint.url; unset, request.timeout.ms bounds it.",
             L,
-            unsupported=_NO_TOKEN_HTTP,
+            _Range(0),
         ),
         _k(
             "sasl.login.read.timeout.ms",
             T.INT,
             None,
-            "Read timeout of Java's HTTP token retrieval (OAUTHBEARER).",
+            "OAUTHBEARER: read timeout of each token request to "
+            "sasl.oauthbearer.token.endpoint.url; unset, request.timeout.ms bounds it.",
             L,
-            unsupported=_NO_TOKEN_HTTP,
+            _Range(0),
         ),
         _k(
             "sasl.login.retry.backoff.max.ms",
@@ -723,28 +727,165 @@ def common_keys(client: str) -> list[ConfigKey]:
             "sasl.oauthbearer.scope.claim.name",
             T.STRING,
             "scope",
-            "JWT claim holding the scope (Java's OAUTHBEARER login).",
+            "OAUTHBEARER: the claim of a fetched token holding its scope; when present it "
+            "must be a string or a list of strings.",
             L,
-            unsupported=_NO_TOKEN_CLAIMS,
         ),
         _k(
             "sasl.oauthbearer.sub.claim.name",
             T.STRING,
             "sub",
-            "JWT claim holding the subject (Java's OAUTHBEARER login).",
+            "OAUTHBEARER: the claim of a fetched token naming its principal; a token "
+            "without it is refused before it is sent.",
             L,
-            unsupported=_NO_TOKEN_CLAIMS,
         ),
         _k(
             "sasl.oauthbearer.token.endpoint.url",
             T.STRING,
             None,
-            "OAuth token endpoint Java's login handler fetches tokens from.",
+            "OAUTHBEARER with the OAuthBearerLoginCallbackHandler: the identity provider's "
+            "token endpoint (http or https), or a file: URL of a file holding the token. The "
+            "URL must be listed in the environment variable "
+            "KAFKACONSUMER_SASL_OAUTHBEARER_ALLOWED_URLS.",
             M,
-            unsupported=(
-                "this client does not fetch tokens over HTTP; set sasl.oauthbearer.token.provider "
-                "to a callable that fetches one and returns it"
+        ),
+        _k(
+            "sasl.oauthbearer.client.credentials.client.id",
+            T.STRING,
+            None,
+            "OAUTHBEARER client_credentials grant: the client id (else the JAAS option clientId).",
+            M,
+        ),
+        _k(
+            "sasl.oauthbearer.client.credentials.client.secret",
+            T.PASSWORD,
+            None,
+            "OAUTHBEARER client_credentials grant: the client secret (else the JAAS option "
+            "clientSecret).",
+            M,
+        ),
+        _k(
+            "sasl.oauthbearer.scope",
+            T.STRING,
+            None,
+            "OAUTHBEARER: the scope asked for in token requests (else the JAAS option scope).",
+            M,
+        ),
+        _k(
+            "sasl.oauthbearer.header.urlencode",
+            T.BOOLEAN,
+            False,
+            "OAUTHBEARER client_credentials grant: URL-encode the client id, secret and scope "
+            "before they are sent (RFC 6749 2.3.1).",
+            L,
+        ),
+        _k(
+            "sasl.oauthbearer.jwt.retriever.class",
+            T.CLASS,
+            OAUTH_DEFAULT_JWT_RETRIEVER,
+            "OAUTHBEARER: how tokens are fetched: Java's DefaultJwtRetriever (a file: URL is "
+            "read, else the client_credentials grant), ClientCredentialsJwtRetriever, "
+            "FileJwtRetriever or JwtBearerJwtRetriever (the jwt-bearer grant, KIP-1139).",
+            M,
+            _JavaClassIn(
+                (OAUTH_DEFAULT_JWT_RETRIEVER, *OAUTH_JWT_RETRIEVERS),
+                "only Java's own retrievers are built in; for any other source of tokens set "
+                "sasl.oauthbearer.token.provider",
             ),
+        ),
+        _k(
+            "sasl.oauthbearer.jwt.validator.class",
+            T.CLASS,
+            OAUTH_DEFAULT_JWT_VALIDATOR,
+            "OAUTHBEARER: the check a fetched token passes before it is sent (Java's "
+            "DefaultJwtValidator: a JWT with exp and the subject claim).",
+            L,
+            unsupported="only Java's default client-side check is built in",
+            honoured=OAUTH_JWT_VALIDATORS,
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.algorithm",
+            T.STRING,
+            "RS256",
+            "OAUTHBEARER jwt-bearer grant: the algorithm the assertion is signed with.",
+            L,
+            _OneOf("RS256", "ES256"),
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.claim.aud",
+            T.STRING,
+            None,
+            "OAUTHBEARER jwt-bearer grant: the aud claim of a signed assertion.",
+            L,
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.claim.exp.seconds",
+            T.INT,
+            300,
+            "OAUTHBEARER jwt-bearer grant: a signed assertion expires this long after it was made.",
+            L,
+            _Range(0, 86400),
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.claim.iss",
+            T.STRING,
+            None,
+            "OAUTHBEARER jwt-bearer grant: the iss claim of a signed assertion.",
+            L,
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.claim.jti.include",
+            T.BOOLEAN,
+            False,
+            "OAUTHBEARER jwt-bearer grant: give each signed assertion a random jti claim.",
+            L,
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.claim.nbf.seconds",
+            T.INT,
+            60,
+            "OAUTHBEARER jwt-bearer grant: a signed assertion is valid from this long before "
+            "it was made.",
+            L,
+            _Range(0, 3600),
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.claim.sub",
+            T.STRING,
+            None,
+            "OAUTHBEARER jwt-bearer grant: the sub claim of a signed assertion.",
+            L,
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.file",
+            T.STRING,
+            None,
+            "OAUTHBEARER jwt-bearer grant: a file holding a ready assertion, read for every "
+            "request (instead of signing one).",
+            L,
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.private.key.file",
+            T.STRING,
+            None,
+            "OAUTHBEARER jwt-bearer grant: the PEM private key that signs the assertion "
+            "(needs the oauth extra).",
+            L,
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.private.key.passphrase",
+            T.PASSWORD,
+            None,
+            "OAUTHBEARER jwt-bearer grant: the passphrase of an encrypted private key.",
+            L,
+        ),
+        _k(
+            "sasl.oauthbearer.assertion.template.file",
+            T.STRING,
+            None,
+            "OAUTHBEARER jwt-bearer grant: a JSON file with 'header' and 'payload' objects "
+            "merged into every signed assertion (the claim keys win).",
+            L,
         ),
         _k(
             "sasl.oauthbearer.jwks.endpoint.url",
@@ -799,6 +940,22 @@ def common_keys(client: str) -> list[ConfigKey]:
             T.STRING,
             None,
             "Issuer a validated token must name.",
+            L,
+            unsupported=_NO_TOKEN_VALIDATION,
+        ),
+        _k(
+            "sasl.oauthbearer.allow.unverified.audience",
+            T.BOOLEAN,
+            False,
+            "Accept a validated token whose audience was not checked.",
+            L,
+            unsupported=_NO_TOKEN_VALIDATION,
+        ),
+        _k(
+            "sasl.oauthbearer.allow.unverified.issuer",
+            T.BOOLEAN,
+            False,
+            "Accept a validated token whose issuer was not checked.",
             L,
             unsupported=_NO_TOKEN_VALIDATION,
         ),

@@ -220,6 +220,16 @@ def producer_keys() -> list[ConfigKey]:
             python_only=True,
         ),
         _k(
+            "tracing.inject.context",
+            T.BOOLEAN,
+            False,
+            "Add the current OpenTelemetry trace context to every record's headers with the "
+            "configured propagator (W3C traceparent by default), for consumers that trace "
+            "(kafkaconsumer.tracing); needs the otel extra.",
+            L,
+            python_only=True,
+        ),
+        _k(
             "interceptor.classes",
             T.LIST,
             (),

@@ -151,6 +151,43 @@ def _serializer_spec(name: str, value: Any) -> Any:
     return value
 
 
+#: Java's login callback handler that fetches OAUTHBEARER tokens from an identity provider
+#: (and the name it had in the ``secured`` package of Kafka 3.1 to 3.9);
+#: network/oauth_token_retriever.py implements it.
+OAUTH_LOGIN_CALLBACK_HANDLERS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+)
+OAUTH_DEFAULT_JWT_RETRIEVER = "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever"
+#: The ``sasl.oauthbearer.jwt.retriever.class`` values other than the default that are built in.
+OAUTH_JWT_RETRIEVERS = (
+    "org.apache.kafka.common.security.oauthbearer.ClientCredentialsJwtRetriever",
+    "org.apache.kafka.common.security.oauthbearer.FileJwtRetriever",
+    "org.apache.kafka.common.security.oauthbearer.JwtBearerJwtRetriever",
+)
+OAUTH_DEFAULT_JWT_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator"
+OAUTH_JWT_VALIDATORS = ("org.apache.kafka.common.security.oauthbearer.ClientJwtValidator",)
+
+
+class _JavaClassIn:
+    """Validator of a key naming one of a few Java classes this client implements itself.
+
+    Thread-safety: immutable.
+    """
+
+    def __init__(self, classes: tuple[str, ...], reason: str) -> None:
+        self.classes = classes
+        self.reason = reason
+
+    def __call__(self, name: str, value: Any) -> Any:
+        if value is None or value in self.classes:
+            return value
+        raise ConfigError(f"{name}={value!r} cannot work in this client: {self.reason}")
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(c.rsplit(".", 1)[1] for c in self.classes)
+
+
 #: Assignor names the coordinator understands without an import (Java class names and short
 #: names; the assignors package maps them to implementations).
 KNOWN_ASSIGNORS = (

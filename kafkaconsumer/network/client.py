@@ -268,12 +268,24 @@ class NetworkClient:
 
             self._ssl_context = build_ssl_context(security)
         self._token_cache: OAuthTokenCache | None = None
+        # Set once here; close() cuts a retry backoff of the refresher thread short.
+        self._token_retriever: Any = None
         if protocol.startswith("SASL"):
             mech = settings.sasl_mechanism
             if mech == "OAUTHBEARER":
                 cb = security.get("sasl.oauthbearer.token.callback") or security.get(
                     "sasl.oauthbearer.token.provider"
                 )
+                if cb is None and security.get("sasl.oauthbearer.token.endpoint.url"):
+                    # Java's OAuthBearerLoginCallbackHandler: the client fetches the tokens.
+                    # Imported here: http.client and json are not needed otherwise.
+                    from kafkaconsumer.network.oauth_token_retriever import (
+                        create_token_retriever,
+                        uses_login_callback_handler,
+                    )
+
+                    if uses_login_callback_handler(security):
+                        cb = self._token_retriever = create_token_retriever(security)
                 if cb is None:
                     raise ConfigError(
                         "sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.token.callback"
@@ -935,6 +947,8 @@ class NetworkClient:
             conn.close(KafkaConnectionError("the network client was closed"))
             self._unregister(node_id)
         self._conns.clear()
+        if self._token_retriever is not None and hasattr(self._token_retriever, "close"):
+            self._token_retriever.close()
         if self._token_cache is not None:
             self._token_cache.close()
         with self._wake_lock:

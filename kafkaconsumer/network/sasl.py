@@ -662,6 +662,16 @@ def credentials(config: Mapping[str, Any]) -> tuple[str, Secret]:
     return str(username), secret
 
 
+def oauth_extensions(config: Mapping[str, Any]) -> dict[str, str]:
+    """The SASL extensions sent with an OAUTHBEARER token: the JAAS options named
+    ``extension_<name>`` (as Java's login callback handlers read them), overridden by the
+    ``sasl.oauthbearer.extensions`` mapping."""
+    jaas = parse_jaas_options(secret_text(config.get("sasl.jaas.config")) or "")
+    found = {k[len("extension_") :]: v for k, v in jaas.items() if k.startswith("extension_")}
+    found.update(config.get("sasl.oauthbearer.extensions") or {})
+    return found
+
+
 def create_mechanism(
     config: Mapping[str, Any], token_cache: OAuthTokenCache | None = None
 ) -> SaslMechanism:
@@ -678,9 +688,7 @@ def create_mechanism(
             raise ConfigError(
                 "OAUTHBEARER needs sasl.oauthbearer.token.callback (a callable returning a token)"
             )
-        return OAuthBearerMechanism(
-            token_cache.token(), config.get("sasl.oauthbearer.extensions") or None
-        )
+        return OAuthBearerMechanism(token_cache.token(), oauth_extensions(config))
     raise ConfigError(
         f"sasl.mechanism {mechanism!r} is not supported; use one of "
         f"{', '.join(SUPPORTED_MECHANISMS)}"

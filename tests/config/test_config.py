@@ -122,6 +122,29 @@ JAVA_CONSUMER_DEFAULTS: dict[str, object] = {
     "sasl.oauthbearer.clock.skew.seconds": 30,
     "sasl.oauthbearer.expected.audience": None,
     "sasl.oauthbearer.expected.issuer": None,
+    "sasl.oauthbearer.allow.unverified.audience": False,
+    "sasl.oauthbearer.allow.unverified.issuer": False,
+    "sasl.oauthbearer.client.credentials.client.id": None,
+    "sasl.oauthbearer.client.credentials.client.secret": None,
+    "sasl.oauthbearer.scope": None,
+    "sasl.oauthbearer.header.urlencode": False,
+    "sasl.oauthbearer.jwt.retriever.class": (
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever"
+    ),
+    "sasl.oauthbearer.jwt.validator.class": (
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator"
+    ),
+    "sasl.oauthbearer.assertion.algorithm": "RS256",
+    "sasl.oauthbearer.assertion.claim.aud": None,
+    "sasl.oauthbearer.assertion.claim.exp.seconds": 300,
+    "sasl.oauthbearer.assertion.claim.iss": None,
+    "sasl.oauthbearer.assertion.claim.jti.include": False,
+    "sasl.oauthbearer.assertion.claim.nbf.seconds": 60,
+    "sasl.oauthbearer.assertion.claim.sub": None,
+    "sasl.oauthbearer.assertion.file": None,
+    "sasl.oauthbearer.assertion.private.key.file": None,
+    "sasl.oauthbearer.assertion.private.key.passphrase": None,
+    "sasl.oauthbearer.assertion.template.file": None,
 }
 
 # Java has no default for the deserializers (they are required); ours is raw bytes. The other
