@@ -47,6 +47,7 @@ from kafkaconsumer.network.future import Future
 from kafkaconsumer.network.sasl import OAuthTokenCache
 from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.protocol import ApiKey
+from kafkaconsumer.protocol.message_types import MetadataResponse
 from kafkaconsumer.utils.clock import SYSTEM_TIME
 
 logger = logging.getLogger(__name__)
@@ -893,7 +894,7 @@ class NetworkClient:
             return max(1, self._reconnect_backoff_ms)
         return max(1, self.connection_delay(node, now_ms))
 
-    def _on_metadata_response(self, body: dict[str, Any]) -> None:
+    def _on_metadata_response(self, body: MetadataResponse) -> None:
         assert self.metadata is not None
         was_bootstrap = self._using_bootstrap()
         self.metadata.update(body, now_ms=self.now_ms())
