@@ -27,7 +27,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaconsumer.config import config_value
 from kafkaconsumer.errors import (
@@ -37,15 +37,17 @@ from kafkaconsumer.errors import (
     KafkaError,
     for_code,
 )
-from kafkaconsumer.protocol.message_types import (
-    MetadataRequest,
-    MetadataRequestTopic,
-    MetadataResponse,
-    MetadataResponseTopicPartition,
-)
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        MetadataRequest,
+        MetadataRequestTopic,
+        MetadataResponse,
+        MetadataResponseTopicPartition,
+    )
 
 logger = logging.getLogger(__name__)
 

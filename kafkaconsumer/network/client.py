@@ -47,13 +47,14 @@ from kafkaconsumer.network.future import Future
 from kafkaconsumer.network.sasl import OAuthTokenCache
 from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.protocol.message_types import MetadataResponse
 from kafkaconsumer.utils.clock import SYSTEM_TIME
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import ssl
+
+    from kafkaconsumer.protocol.message_types import MetadataResponse
 
 
 __all__ = [

@@ -72,3 +72,26 @@ def test_nested_type_names_follow_the_field_path() -> None:
         typing.get_type_hints(mt.MetadataResponseTopic)["partitions"]
         == list[mt.MetadataResponseTopicPartition]
     )
+
+
+def test_the_library_never_imports_the_types_at_run_time() -> None:
+    """The types are for the type checker only: no module of the package loads them (creating
+    the classes would cost start-up time for nothing)."""
+    probe = (
+        "import importlib, pkgutil, sys\n"
+        "import kafkaconsumer\n"
+        "for m in pkgutil.walk_packages(kafkaconsumer.__path__, 'kafkaconsumer.'):\n"
+        "    if m.name.endswith(('__main__', '.message_types')):\n"
+        "        continue\n"
+        "    try:\n"
+        "        importlib.import_module(m.name)\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "print('kafkaconsumer.protocol.message_types' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer.errors import RecordDeserializationError
-from kafkaconsumer.protocol.message_types import FetchResponseResponsePartition
 from kafkaconsumer.record import next_offset_after_batches
 from kafkaconsumer.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import FetchResponseResponsePartition
 
 logger = logging.getLogger(__name__)
 

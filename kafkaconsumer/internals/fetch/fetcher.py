@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.fetch.completed_fetch import CompletedFetch, FetchMetricsAggregator
@@ -55,17 +55,19 @@ from kafkaconsumer.internals.subscription_state import (
 )
 from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.protocol.message_types import (
-    FetchRequest,
-    FetchRequestForgottenTopicsData,
-    FetchRequestTopic,
-    FetchRequestTopicPartition,
-    FetchResponse,
-    FetchResponseResponsePartition,
-)
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        FetchRequest,
+        FetchRequestForgottenTopicsData,
+        FetchRequestTopic,
+        FetchRequestTopicPartition,
+        FetchResponse,
+        FetchResponseResponsePartition,
+    )
 
 logger = logging.getLogger(__name__)
 

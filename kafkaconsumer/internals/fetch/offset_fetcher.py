@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_value
@@ -37,18 +37,20 @@ from kafkaconsumer.internals.subscription_state import (
 )
 from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.protocol.message_types import (
-    ListOffsetsRequest,
-    ListOffsetsRequestTopicPartition,
-    ListOffsetsResponse,
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochRequestTopicPartition,
-    OffsetForLeaderEpochResponse,
-)
 from kafkaconsumer.structs import OffsetAndTimestamp, TopicPartition
 from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        ListOffsetsRequest,
+        ListOffsetsRequestTopicPartition,
+        ListOffsetsResponse,
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochRequestTopicPartition,
+        OffsetForLeaderEpochResponse,
+    )
 
 logger = logging.getLogger(__name__)
 
