@@ -63,6 +63,13 @@ logger = logging.getLogger(__name__)
 if TYPE_CHECKING:
     import ssl
 
+    from kafkaconsumer.protocol.message_types import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        SaslAuthenticateResponse,
+        SaslHandshakeResponse,
+    )
+
 
 class _NoTls(Exception):
     """Stands for the ``ssl`` module's exception and socket classes until a TLS connection is
@@ -542,7 +549,7 @@ class BrokerConnection:
         self.state = ConnectionState.API_VERSIONS
         if version is None:
             version = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
-        body = {
+        body: ApiVersionsRequest = {
             "client_software_name": CLIENT_SOFTWARE_NAME,
             "client_software_version": CLIENT_SOFTWARE_VERSION,
         }
@@ -551,7 +558,7 @@ class BrokerConnection:
         fut.add_errback(self._on_setup_failure)
         self._enqueue(ApiKey.API_VERSIONS, version, body, fut, self._request_timeout_ms, True)
 
-    def _on_api_versions(self, version: int, body: dict[str, Any]) -> None:
+    def _on_api_versions(self, version: int, body: ApiVersionsResponse) -> None:
         if self.state is not ConnectionState.API_VERSIONS:
             return
         code = body.get("error_code", 0)
@@ -619,7 +626,7 @@ class BrokerConnection:
             True,
         )
 
-    def _on_sasl_handshake(self, body: dict[str, Any]) -> None:
+    def _on_sasl_handshake(self, body: SaslHandshakeResponse) -> None:
         assert self._sasl is not None
         code = body.get("error_code", 0)
         if code:
@@ -651,7 +658,7 @@ class BrokerConnection:
             True,
         )
 
-    def _on_sasl_authenticate(self, body: dict[str, Any]) -> None:
+    def _on_sasl_authenticate(self, body: SaslAuthenticateResponse) -> None:
         assert self._sasl is not None
         code = body.get("error_code", 0)
         if code:
