@@ -95,3 +95,34 @@ def test_the_library_never_imports_the_types_at_run_time() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_mypy_rejects_a_misspelt_key_in_get(tmp_path: Path) -> None:
+    """With the project's mypy configuration, ``.get()`` of a key the message type does not name
+    is an error, as ``[]`` of one is."""
+    api = pytest.importorskip("mypy.api")
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "tools" / "mypy_typeddict_get.py").exists():
+        pytest.skip("not a source checkout (the tests run against an installed package)")
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from kafkaconsumer.protocol.message_types import FetchResponseResponsePartition\n"
+        "\n"
+        "\n"
+        "def read(part: FetchResponseResponsePartition) -> object:\n"
+        '    return (part.get("high_watermark", -1), part.get("high_water_mark", -1))\n',
+        encoding="utf-8",
+    )
+    out, err, status = api.run(
+        [
+            "--config-file",
+            str(root / "pyproject.toml"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(probe),
+        ]
+    )
+    assert status == 1, out + err
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 1, out
+    assert 'has no key "high_water_mark"' in errors[0]
