@@ -45,8 +45,18 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 """
 
 
-def connector_jars(version: str, cache: Path) -> list[str]:
-    """The connector and the dependencies PySpark does not ship, fetched once into ``cache``."""
+#: Where the connector jars are cached unless told otherwise (outside the repository).
+DEFAULT_JAR_CACHE = Path.home() / ".cache" / "kafkaconsumer-bench"
+
+
+class ConnectorUnavailable(RuntimeError):
+    """Spark's Kafka connector could not be fetched (no ``mvn``, or the version not served)."""
+
+
+def connector_jars(version: str, cache: Path = DEFAULT_JAR_CACHE) -> list[str]:
+    """The connector and the dependencies PySpark does not ship, fetched once into ``cache``
+    (the benchmark and the tests comparing with Spark's own source use it). Raises
+    :class:`ConnectorUnavailable` saying why when they cannot be fetched."""
     import pyspark
 
     out = cache / f"spark-sql-kafka-{version}"
@@ -54,22 +64,25 @@ def connector_jars(version: str, cache: Path) -> list[str]:
     if not jars_dir.exists() or not any(jars_dir.glob("spark-sql-kafka*.jar")):
         out.mkdir(parents=True, exist_ok=True)
         (out / "pom.xml").write_text(_POM.format(version=version))
-        proc = subprocess.run(
-            [
-                "mvn",
-                "-q",
-                "-B",
-                f"-Dmaven.repo.local={cache / 'm2'}",
-                "dependency:copy-dependencies",
-                f"-DoutputDirectory={jars_dir}",
-                "-DincludeScope=runtime",
-            ],
-            cwd=out,
-            capture_output=True,
-            text=True,
-        )
+        try:
+            proc = subprocess.run(
+                [
+                    "mvn",
+                    "-q",
+                    "-B",
+                    f"-Dmaven.repo.local={cache / 'm2'}",
+                    "dependency:copy-dependencies",
+                    f"-DoutputDirectory={jars_dir}",
+                    "-DincludeScope=runtime",
+                ],
+                cwd=out,
+                capture_output=True,
+                text=True,
+            )
+        except FileNotFoundError:
+            raise ConnectorUnavailable("mvn is not installed") from None
         if proc.returncode != 0:
-            sys.exit(
+            raise ConnectorUnavailable(
                 f"cannot fetch spark-sql-kafka-0-10_2.13:{version} with mvn (is this "
                 "version served? pin PySpark to one whose connector is):\n"
                 + proc.stdout[-2000:]
@@ -239,13 +252,14 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (best reported)")
-    ap.add_argument(
-        "--jar-cache", type=Path, default=Path.home() / ".cache" / "kafkaconsumer-bench"
-    )
+    ap.add_argument("--jar-cache", type=Path, default=DEFAULT_JAR_CACHE)
     args = ap.parse_args()
     import pyspark
 
-    jars = connector_jars(pyspark.__version__, args.jar_cache)
+    try:
+        jars = connector_jars(pyspark.__version__, args.jar_cache)
+    except ConnectorUnavailable as exc:
+        sys.exit(str(exc))
     topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
     print(
         f"producing {args.records:,} x {args.size} B into {topic} ({args.partitions} "

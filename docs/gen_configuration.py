@@ -42,8 +42,9 @@ consumer.close()
 Values are parsed the way Java parses them: `"true"`/`"false"` strings are booleans, numeric
 strings are numbers, lists may be comma-separated strings. An unknown key, or a value of the
 wrong type or outside its range, raises `ConfigError` when the client is built, naming the key
-(and, for a misspelt key, the closest known one). Giving the same key twice (dict and keyword)
-with different values is an error. Password values are never shown by `repr()`, `str()` or
+(and, for a misspelt key, the closest known one; for a setting of kafka-python or librdkafka
+that is not a key here, what to use instead, as the porting guides list). Giving the same key
+twice (dict and keyword) with different values is an error. Password values are never shown by `repr()`, `str()` or
 error messages.
 
 Defaults are those of the Java client (Apache Kafka 3.7/3.8) except where a row says otherwise.

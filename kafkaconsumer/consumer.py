@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import ConsumerConfig
+from kafkaconsumer.consumer_iterator import IteratedBatch
 from kafkaconsumer.interceptors import ConsumerInterceptors
 from kafkaconsumer.internals.fetch.decoders import RecordDecoder
 from kafkaconsumer.internals.fetch.fetcher import Fetch, FetchConfig, Fetcher
@@ -107,13 +108,24 @@ class KafkaConsumer:
     """
 
     def __init__(
-        self, configs: Mapping[str, Any] | None = None, *, _time: Time | None = None, **kwargs: Any
+        self,
+        configs: Mapping[str, Any] | None = None,
+        *topics: str,
+        _time: Time | None = None,
+        **kwargs: Any,
     ) -> None:
         """Configure from Java keys in ``configs`` or snake_case ``kwargs`` and build the client
         (``_time`` replaces the clock in tests).
 
-        Raises :class:`~kafkaconsumer.errors.ConfigError` for invalid configuration.
+        Raises :class:`~kafkaconsumer.errors.ConfigError` for invalid configuration, and for
+        topics passed as arguments (kafka-python's ``KafkaConsumer("orders", ...)``): call
+        :meth:`subscribe` instead.
         """
+        if isinstance(configs, str) or topics:
+            from kafkaconsumer.config.porting import positional_topics_message
+
+            given = ((configs,) if isinstance(configs, str) else ()) + topics
+            raise Errors.ConfigError(positional_topics_message(given))
         self._closed = True  # until construction succeeds, close() has nothing to do
         self._closing = False
         self._owner = _NO_THREAD
@@ -139,7 +151,7 @@ class KafkaConsumer:
             cfg["value.deserializer"], configs=cfg, is_key=False
         )
         self._interceptors = ConsumerInterceptors.from_config(cfg)
-        self._subscriptions = SubscriptionState(OffsetResetStrategy.parse(cfg["auto.offset.reset"]))
+        self._subscriptions = SubscriptionState(str(cfg["auto.offset.reset"]))
         self._metadata = ConsumerMetadata(cfg, time=self._time)
         self._metrics = Metrics.from_config(cfg, time=self._time)
         self._fetch_metrics = FetchManagerMetrics(self._metrics, self._client_id)
@@ -182,6 +194,8 @@ class KafkaConsumer:
             self._client.close()
             raise
         self._cached_all_positions = False
+        # The poll being handed out by ``for record in consumer:`` (user thread only).
+        self._iterating: IteratedBatch | None = None
         self._wakeup_requested = threading.Event()
         self._closed = False
         logger.debug("kafka consumer %s created", self._client_id)
@@ -800,7 +814,13 @@ class KafkaConsumer:
         self, offsets: Mapping[TopicPartition, Any] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         if offsets is None:
-            return self._subscriptions.all_consumed()
+            consumed = self._subscriptions.all_consumed()
+            if self._iterating is not None:
+                # Mid-iteration, the records not handed out yet are not consumed.
+                for tp, om in self._not_handed_out(self._iterating).items():
+                    if tp in consumed:
+                        consumed[tp] = om
+            return consumed
         out: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, om in offsets.items():
             tp = _check_partitions([tp], "commit")[0]
@@ -934,7 +954,21 @@ class KafkaConsumer:
         return self._metrics.metrics()
 
     def wakeup(self) -> None:
-        """Make the blocked (or next) :meth:`poll` raise :class:`WakeupError`; thread-safe."""
+        """Make the blocked (or next) :meth:`poll` raise :class:`WakeupError`.
+
+        Thread-safe, and safe in a signal handler: ``signal.signal(signal.SIGINT, lambda *_:
+        consumer.wakeup())`` stops a poll loop at its next ``poll()``, as Java's shutdown hook
+        does, so that the records being processed are finished (and committed) first.
+        """
+        if self._owner == threading.get_ident():
+            # Called on the thread that is inside the consumer: a signal handler interrupting
+            # it (or a callback it runs), maybe while it holds a lock that waking up takes.
+            # Another thread wakes it up, once that lock is free.
+            threading.Thread(target=self._wake_up, name="kafkaconsumer-wakeup", daemon=True).start()
+            return
+        self._wake_up()
+
+    def _wake_up(self) -> None:
         self._wakeup_requested.set()
         self._client.wakeup()
 
@@ -951,6 +985,11 @@ class KafkaConsumer:
             # As in Java, the consumer counts as open until close() finishes, so a rebalance
             # listener may still commit in on_partitions_revoked while the group is left.
             self._closing = True
+            batch = self._iterating
+            if batch is not None:
+                # Before the auto-commit below: it must not cover what was never handed out.
+                self._iterating = None
+                self._move_back(batch)
             timer = Timer(self._time, ms)
             self._close_quietly(
                 "coordinator",
@@ -990,10 +1029,77 @@ class KafkaConsumer:
         self.close()
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
-        """Poll forever, yielding records one at a time; stops when the consumer is closed."""
+        """Poll forever, yielding records one at a time; stops when the consumer is closed.
+
+        Only what was handed out counts as consumed: when the loop is left part-way through a
+        poll's records (``break``, an exception, the generator closed), their partitions move
+        back to the first record not handed out, and a commit made in the loop body (or the
+        auto-commit of :meth:`close`) covers the records handed out so far.
+        """
         while not self._closed:
             records = self.poll(timeout_ms=1000)
-            yield from records
+            if not records:
+                continue
+            batch = IteratedBatch(records, self._positions_of(records.partitions()))
+            self._iterating = batch
+            try:
+                for record in records:
+                    batch.last = record
+                    yield record
+                batch.done = True
+            finally:
+                if self._iterating is batch:
+                    self._iterating = None
+                    if not batch.done:
+                        self._move_back(batch)
+
+    def _positions_of(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            position = self._subscriptions.position(tp)
+            if position is not None:
+                out[tp] = position.offset
+        return out
+
+    def _not_handed_out(self, batch: IteratedBatch) -> dict[TopicPartition, OffsetAndMetadata]:
+        """``batch``'s first records not handed out, for the partitions still where its poll
+        left them (a seek or a reassignment since is the application's placement)."""
+        subs = self._subscriptions
+        out: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, om in batch.not_handed_out().items():
+            if not subs.is_assigned(tp):
+                continue
+            position = subs.position(tp)
+            if position is not None and position.offset == batch.polled.get(tp):
+                out[tp] = om
+        return out
+
+    def _move_back(self, batch: IteratedBatch) -> None:
+        """Move the partitions of ``batch`` back to their first record not handed out."""
+        if self._closed:
+            return
+        try:
+            self._acquire()
+        except Errors.ConcurrentModificationError:
+            # The generator was collected on another thread while the owner uses the consumer.
+            logger.warning(
+                "records of an abandoned iteration were not returned to the consumer: another "
+                "thread is using it"
+            )
+            return
+        try:
+            for tp, om in self._not_handed_out(batch).items():
+                logger.debug(
+                    "iteration left early: %s resumes at offset %d, its first record not "
+                    "handed out",
+                    tp,
+                    om.offset,
+                )
+                self._subscriptions.seek_validated(
+                    tp, FetchPosition(om.offset, om.leader_epoch, self._current_leader(tp))
+                )
+        finally:
+            self._release()
 
     def __repr__(self) -> str:
         return (

@@ -109,6 +109,7 @@ class Cluster:
         topics_without_partitions: Iterable[str] = (),
     ) -> None:
         """Build the snapshot from already-parsed parts (see :meth:`Metadata.update`)."""
+        # Every field is set here, by the thread building the snapshot, and never changed.
         self._brokers = {b.node_id: b for b in brokers}
         self._partitions: dict[TopicPartition, PartitionInfo] = {}
         self._by_topic: dict[str, list[PartitionInfo]] = {t: [] for t in topics_without_partitions}
@@ -197,6 +198,8 @@ class Metadata:
         ``monotonic_ms()`` (the system clock when None).
         """
         cfg = config or {}
+        # Settings, set once here and only read after: _clock, the max ages, retry_backoff_ms,
+        # _refresh_backoff, allow_auto_topic_creation. Every other field is guarded by _lock.
         self._clock = time or SYSTEM_TIME
         self.metadata_max_age_ms = int(config_value(cfg, "metadata.max.age.ms"))
         self.retry_backoff_ms = int(config_value(cfg, "retry.backoff.ms"))
@@ -205,27 +208,27 @@ class Metadata:
         )
         # Refreshes in a row that failed or left something to retry; the wait before the next
         # one, drawn once per attempt (jitter included).
-        self._attempts = 0
-        self._backoff_ms = self.retry_backoff_ms
+        self._attempts = 0  # guarded by _lock
+        self._backoff_ms = self.retry_backoff_ms  # guarded by _lock
         # The error last logged per topic, so that a lasting condition is logged once.
-        self._logged_topic_errors: dict[str, str] = {}
+        self._logged_topic_errors: dict[str, str] = {}  # guarded by _lock
         self.metadata_max_idle_ms = int(config_value(cfg, "metadata.max.idle.ms"))
         self.allow_auto_topic_creation = bool(config_value(cfg, "allow.auto.create.topics"))
-        self._lock = threading.RLock()
-        self._cluster = Cluster.empty()
-        self._update_version = 0
-        self._request_version = 0
-        self._sent_request_version = 0
+        self._lock = threading.RLock()  # the metadata lock
+        self._cluster = Cluster.empty()  # guarded by _lock
+        self._update_version = 0  # guarded by _lock
+        self._request_version = 0  # guarded by _lock
+        self._sent_request_version = 0  # guarded by _lock
         self._need_full_update = True  # the first fetch happens at once
         self._last_refresh_ms = 0  # any attempt, success or failure
-        self._last_success_ms = 0
-        self._topics: set[str] = set()
-        self._need_all_topics = False
+        self._last_success_ms = 0  # guarded by _lock
+        self._topics: set[str] = set()  # guarded by _lock
+        self._need_all_topics = False  # guarded by _lock
         self._transient: dict[str, int] = {}  # topic -> last use (ms)
-        self._last_seen_epochs: dict[TopicPartition, int] = {}
-        self._fatal: KafkaError | None = None
-        self._topic_errors: dict[str, BrokerResponseError] = {}
-        self._last_error: BaseException | None = None
+        self._last_seen_epochs: dict[TopicPartition, int] = {}  # guarded by _lock
+        self._fatal: KafkaError | None = None  # guarded by _lock
+        self._topic_errors: dict[str, BrokerResponseError] = {}  # guarded by _lock
+        self._last_error: BaseException | None = None  # guarded by _lock
 
     # ------------------------------------------------------------------ views ---------------
     @property
@@ -575,6 +578,7 @@ class ConsumerMetadata(Metadata):
         """As :class:`Metadata`, honouring the consumer's metadata keys in ``config``."""
         super().__init__(config, time=time)
         cfg = config or {}
+        # Set once here and only read after.
         self.exclude_internal_topics = bool(config_value(cfg, "exclude.internal.topics"))
 
     def matching_topics(self, pattern: Any) -> set[str]:

@@ -57,7 +57,12 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("engine", ["kafkaconsumer.internals"]),
     (
         "clients",
-        ["kafkaconsumer.consumer", "kafkaconsumer.admin", "kafkaconsumer.producer"],
+        [
+            "kafkaconsumer.consumer",
+            "kafkaconsumer.consumer_iterator",
+            "kafkaconsumer.admin",
+            "kafkaconsumer.producer",
+        ],
     ),
     (
         "applications",

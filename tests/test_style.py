@@ -5,8 +5,9 @@
   with ``_`` and neither does the name of an enclosing class; ``__init__`` of a public class
   counts as public, other dunder methods do not). Private modules (``record/_pyrecords.py``)
   are checked too: their public names are re-exported as the package's API;
-- every class in ``kafkaconsumer/internals/``, ``kafkaconsumer/network/`` and
-  ``kafkaconsumer/metadata.py`` has a line starting with ``Thread-safety:`` in its docstring;
+- every class in ``kafkaconsumer/internals/``, ``kafkaconsumer/network/``,
+  ``kafkaconsumer/metrics/`` and ``kafkaconsumer/metadata.py`` has a line starting with
+  ``Thread-safety:`` in its docstring;
 - no ``print(`` call in the library, except in the ``kafkaconsumer/cli/`` package (the command);
 - ``kafkaconsumer/py.typed`` exists (PEP 561).
 
@@ -32,6 +33,7 @@ THREAD_SAFETY_PLACES = (
     "kafkaconsumer/internals/",
     "kafkaconsumer/network/",
     "kafkaconsumer/metadata.py",
+    "kafkaconsumer/metrics/",
 )
 # The only library modules that may print (the command-line program).
 PRINT_ALLOWED_PREFIX = "kafkaconsumer/cli/"

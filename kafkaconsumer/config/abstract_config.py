@@ -198,6 +198,11 @@ class AbstractConfig(Mapping[str, Any]):
         name = cls._SNAKE.get(raw_key)
         if name is not None:
             return name
+        from kafkaconsumer.config.porting import porting_hint
+
+        advice = porting_hint(raw_key, cls.__name__)
+        if advice is not None:
+            raise ConfigError(f"unknown {cls.__name__} key {raw_key!r}, {advice}")
         import difflib  # only on this error path: it costs a few ms at import
 
         candidates = list(cls._DEFINITIONS) + list(cls._SNAKE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from kafkaconsumer.config.abstract_config import AbstractConfig, _finish
+from kafkaconsumer.config.auto_offset_reset import AutoOffsetResetValidator
 from kafkaconsumer.config.common_client_configs import _NON_NEGATIVE, common_keys
 from kafkaconsumer.config.config_def import ConfigKey, H, L, M, T, _k, _ListOf, _OneOf, _Range
 from kafkaconsumer.config.validators import (
@@ -126,9 +127,11 @@ def consumer_keys() -> list[ConfigKey]:
             T.STRING,
             "latest",
             "Where to start when there is no valid "
-            "committed offset: earliest, latest, or none (raise NoOffsetForPartitionError).",
+            "committed offset: earliest, latest, none (raise NoOffsetForPartitionError), or "
+            "by_duration: and an ISO-8601 duration, e.g. by_duration:PT1H (KIP-1106: the first "
+            "record of that last stretch of time; the log end when none is that recent).",
             M,
-            _OneOf("latest", "earliest", "none"),
+            AutoOffsetResetValidator(),
         ),
         _k(
             "fetch.min.bytes",

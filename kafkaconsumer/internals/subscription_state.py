@@ -9,19 +9,30 @@ are fetched.
 
 from __future__ import annotations
 
-import enum
-import itertools
 import logging
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING
 
+from kafkaconsumer.config.auto_offset_reset import reset_duration_ns
 from kafkaconsumer.errors import IllegalStateError, NoOffsetForPartitionError
+from kafkaconsumer.internals.topic_partition_state import (
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    EpochEndOffset,
+    FetchPosition,
+    FetchStates,
+    LeaderAndEpoch,
+    LogTruncation,
+    OffsetResetStrategy,
+    SubscriptionType,
+    TopicPartitionState,
+    current_leader,
+)
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
-    from kafkaconsumer.internals.interfaces import ClusterView
     from kafkaconsumer.listener import ConsumerRebalanceListener
 
 logger = logging.getLogger(__name__)
@@ -41,297 +52,7 @@ __all__ = [
     "current_leader",
 ]
 
-#: Sentinels used by OffsetForLeaderEpoch responses when the broker knows no such epoch.
-UNDEFINED_EPOCH = -1
-UNDEFINED_EPOCH_OFFSET = -1
-
-# Every fetch-state transition stores a fresh number from this counter (next() is atomic under
-# the GIL) in TopicPartitionState.last_transition: a number seen before a transition is never
-# seen again after it, so "same number, same assignment dict" means "no partition changed
-# state", and poll() can skip its per-partition walks (flat cost from 8 to 1000 partitions).
-_TRANSITIONS = itertools.count(1)
-
 _MUTUALLY_EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
-
-
-class SubscriptionType(enum.Enum):
-    """How partitions reach this consumer: not at all, by topic list, by pattern, or by hand.
-
-    Thread-safety: an immutable enum.
-    """
-
-    NONE = "NONE"
-    AUTO_TOPICS = "AUTO_TOPICS"
-    AUTO_PATTERN = "AUTO_PATTERN"
-    USER_ASSIGNED = "USER_ASSIGNED"
-
-
-class OffsetResetStrategy(enum.Enum):
-    """``auto.offset.reset``: where to start when there is no valid position.
-
-    Thread-safety: an immutable enum.
-    """
-
-    EARLIEST = "earliest"
-    LATEST = "latest"
-    NONE = "none"
-
-    @classmethod
-    def parse(cls, value: str | OffsetResetStrategy) -> OffsetResetStrategy:
-        """Accept the config string (any case) or a member; raise ``ValueError`` otherwise."""
-        if isinstance(value, OffsetResetStrategy):
-            return value
-        if isinstance(value, str):
-            try:
-                return cls(value.strip().lower())
-            except ValueError:
-                pass
-        raise ValueError(f"auto.offset.reset must be one of earliest, latest, none; got {value!r}")
-
-
-class FetchStates(enum.Enum):
-    """The per-partition fetch state machine.
-
-    Thread-safety: an immutable enum.
-    """
-
-    INITIALIZING = "INITIALIZING"
-    FETCHING = "FETCHING"
-    AWAIT_RESET = "AWAIT_RESET"
-    AWAIT_VALIDATION = "AWAIT_VALIDATION"
-
-    @property
-    def requires_position(self) -> bool:
-        """States that must carry a position."""
-        return self in (FetchStates.FETCHING, FetchStates.AWAIT_VALIDATION)
-
-
-_VALID_TRANSITIONS: dict[FetchStates, frozenset[FetchStates]] = {
-    FetchStates.INITIALIZING: frozenset(
-        {FetchStates.FETCHING, FetchStates.AWAIT_RESET, FetchStates.AWAIT_VALIDATION}
-    ),
-    FetchStates.FETCHING: frozenset(
-        {FetchStates.FETCHING, FetchStates.AWAIT_RESET, FetchStates.AWAIT_VALIDATION}
-    ),
-    FetchStates.AWAIT_RESET: frozenset({FetchStates.FETCHING, FetchStates.AWAIT_RESET}),
-    FetchStates.AWAIT_VALIDATION: frozenset(
-        {FetchStates.FETCHING, FetchStates.AWAIT_RESET, FetchStates.AWAIT_VALIDATION}
-    ),
-}
-
-
-class LeaderAndEpoch(NamedTuple):
-    """The leader node id and leader epoch of a partition as metadata last reported them.
-
-    Thread-safety: immutable (a NamedTuple).
-    """
-
-    leader: int | None = None
-    epoch: int | None = None
-
-
-_NO_LEADER = LeaderAndEpoch(None, None)
-
-
-def current_leader(cluster: ClusterView, tp: TopicPartition) -> LeaderAndEpoch:
-    """The leader of ``tp`` and its epoch in the metadata snapshot ``cluster`` (None for
-    either when unknown or negative).
-    """
-    leader = cluster.leader_for(tp)
-    if leader is not None and leader < 0:
-        leader = None
-    epoch = cluster.leader_epoch(tp)
-    if epoch is not None and epoch < 0:
-        epoch = None
-    return LeaderAndEpoch(leader, epoch)
-
-
-class FetchPosition(NamedTuple):
-    """The next offset to fetch, the epoch of the record before it, and the leader to ask.
-
-    Thread-safety: immutable (a NamedTuple).
-    """
-
-    offset: int
-    offset_epoch: int | None = None
-    current_leader: LeaderAndEpoch = _NO_LEADER
-
-
-class EpochEndOffset(NamedTuple):
-    """One partition of an OffsetForLeaderEpoch answer.
-
-    Thread-safety: immutable (a NamedTuple).
-    """
-
-    leader_epoch: int
-    end_offset: int
-
-
-class LogTruncation(NamedTuple):
-    """A truncation detected while validating a position and not resolved by a reset policy.
-
-    Thread-safety: immutable (a NamedTuple).
-    """
-
-    topic_partition: TopicPartition
-    fetch_position: FetchPosition
-    divergent_offset: OffsetAndMetadata | None
-
-
-class TopicPartitionState:
-    """State of one assigned partition: fetch state, position, paused flag and broker offsets.
-
-    Thread-safety: guarded by the owning :class:`SubscriptionState` lock; never shared alone.
-    """
-
-    __slots__ = (
-        "fetch_state",
-        "position",
-        "high_watermark",
-        "log_start_offset",
-        "last_stable_offset",
-        "paused",
-        "pending_revocation",
-        "reset_strategy",
-        "next_retry_time_ms",
-        "preferred_read_replica",
-        "preferred_read_replica_expire_ms",
-        "end_offset_requested",
-        "transitioned_at",
-    )
-
-    #: The number of the latest transition of any partition's fetch state (see _TRANSITIONS).
-    last_transition: ClassVar[int] = 0
-
-    def __init__(self) -> None:
-        """Start in the INITIALIZING state with no position."""
-        self.fetch_state = FetchStates.INITIALIZING
-        self.position: FetchPosition | None = None
-        self.high_watermark: int | None = None
-        self.log_start_offset: int | None = None
-        self.last_stable_offset: int | None = None
-        self.paused = False
-        self.pending_revocation = False
-        self.reset_strategy: OffsetResetStrategy | None = None
-        self.next_retry_time_ms: int | None = None
-        self.preferred_read_replica: int | None = None
-        self.preferred_read_replica_expire_ms: int | None = None
-        self.end_offset_requested = False
-        #: The number (see _TRANSITIONS) of this partition's latest fetch-state transition.
-        self.transitioned_at = 0
-
-    def _transition(
-        self,
-        new_state: FetchStates,
-        position: FetchPosition | None = None,
-        on_transition: Callable[[], None] | None = None,
-    ) -> bool:
-        # Invalid transitions are ignored (as Java does), e.g. AWAIT_RESET -> AWAIT_VALIDATION
-        # when a metadata update races a pending reset.
-        if new_state not in _VALID_TRANSITIONS[self.fetch_state]:
-            return False
-        self.fetch_state = new_state
-        TopicPartitionState.last_transition = self.transitioned_at = next(_TRANSITIONS)
-        if position is not None:
-            self.position = position
-        if on_transition is not None:
-            on_transition()
-        if new_state.requires_position:
-            if self.position is None:
-                raise IllegalStateError(f"transitioned to {new_state.value} without a position")
-        else:
-            self.position = None
-        return True
-
-    # -- queries -------------------------------------------------------------------------
-    @property
-    def has_valid_position(self) -> bool:
-        """True in FETCHING."""
-        return self.fetch_state is FetchStates.FETCHING
-
-    @property
-    def awaiting_reset(self) -> bool:
-        """True in AWAIT_RESET."""
-        return self.fetch_state is FetchStates.AWAIT_RESET
-
-    @property
-    def awaiting_validation(self) -> bool:
-        """True in AWAIT_VALIDATION."""
-        return self.fetch_state is FetchStates.AWAIT_VALIDATION
-
-    def awaiting_retry_backoff(self, now_ms: int) -> bool:
-        """True while a failed reset or validation must not be retried yet."""
-        return self.next_retry_time_ms is not None and now_ms < self.next_retry_time_ms
-
-    @property
-    def is_fetchable(self) -> bool:
-        """Fetch only positioned, unpaused partitions that are not about to be revoked."""
-        return (
-            not self.paused
-            and not self.pending_revocation
-            and self.fetch_state is FetchStates.FETCHING
-        )
-
-    # -- transitions ---------------------------------------------------------------------
-    def reset(self, strategy: OffsetResetStrategy) -> None:
-        """Enter AWAIT_RESET with ``strategy``."""
-
-        def apply() -> None:
-            self.reset_strategy = strategy
-            self.next_retry_time_ms = None
-
-        self._transition(FetchStates.AWAIT_RESET, on_transition=apply)
-
-    def seek_validated(self, position: FetchPosition) -> None:
-        """Take ``position`` as valid and start fetching from it."""
-
-        def apply() -> None:
-            self.reset_strategy = None
-            self.next_retry_time_ms = None
-
-        self._transition(FetchStates.FETCHING, position, apply)
-
-    def seek_unvalidated(self, position: FetchPosition) -> None:
-        """Take ``position`` and validate it against the leader epoch when it has one."""
-        self.seek_validated(position)
-        self._validate_position(position)
-
-    def _validate_position(self, position: FetchPosition) -> None:
-        if position.offset_epoch is not None and position.current_leader.epoch is not None:
-
-            def clear_retry() -> None:
-                self.next_retry_time_ms = None
-
-            self._transition(FetchStates.AWAIT_VALIDATION, position, clear_retry)
-        else:
-            # Without an epoch there is nothing to validate against.
-            self._transition(FetchStates.FETCHING, position)
-
-    def maybe_validate_position(self, current: LeaderAndEpoch) -> bool:
-        """Re-point the position at a new leader; True when validation is now needed."""
-        if self.fetch_state is FetchStates.AWAIT_RESET or current.leader is None:
-            return False
-        if self.position is not None and self.position.current_leader != current:
-            self._validate_position(self.position._replace(current_leader=current))
-            self.preferred_read_replica = None
-            self.preferred_read_replica_expire_ms = None
-        return self.fetch_state is FetchStates.AWAIT_VALIDATION
-
-    def update_position_leader_no_validation(self, current: LeaderAndEpoch) -> None:
-        """Re-point the position at a new leader that cannot validate (old broker)."""
-        if self.position is not None:
-            self._transition(FetchStates.FETCHING, self.position._replace(current_leader=current))
-
-    def complete_validation(self) -> None:
-        """AWAIT_VALIDATION -> FETCHING."""
-        if self.fetch_state is FetchStates.AWAIT_VALIDATION:
-            self._transition(FetchStates.FETCHING)
-
-    def set_position(self, position: FetchPosition) -> None:
-        """Advance the position of a FETCHING partition (after records were returned)."""
-        if not self.has_valid_position:
-            raise IllegalStateError("cannot set a new position without a valid current position")
-        self.position = position
 
 
 class SubscriptionState:
@@ -359,22 +80,31 @@ class SubscriptionState:
     def __init__(
         self, default_reset_strategy: OffsetResetStrategy | str = OffsetResetStrategy.LATEST
     ) -> None:
-        """Start unsubscribed; ``default_reset_strategy`` applies to partitions without a position."""
+        """Start unsubscribed; ``default_reset_strategy`` (a member, or the ``auto.offset.reset``
+        value, ``by_duration:<duration>`` included) applies to partitions without a position."""
+        # Every field below is written under _lock (the subscriptions lock); the lock-free
+        # queries of the class docstring read some of them without it.
         self._lock = threading.RLock()
-        self._subscription_type = SubscriptionType.NONE
-        self._subscription: frozenset[str] = frozenset()
-        self._group_subscription: frozenset[str] = frozenset()
-        self._subscribed_pattern: re.Pattern[str] | None = None
+        self._subscription_type = SubscriptionType.NONE  # guarded by _lock
+        self._subscription: frozenset[str] = frozenset()  # guarded by _lock
+        self._group_subscription: frozenset[str] = frozenset()  # guarded by _lock
+        self._subscribed_pattern: re.Pattern[str] | None = None  # guarded by _lock
         # dict keeps insertion order: the fetch order, rotated by move_partition_to_end.
-        self._assignment: dict[TopicPartition, TopicPartitionState] = {}
-        self._default_reset_strategy = OffsetResetStrategy.parse(default_reset_strategy)
-        self._rebalance_listener: ConsumerRebalanceListener | None = None
-        self._assignment_id = 0
+        self._assignment: dict[TopicPartition, TopicPartitionState] = {}  # guarded by _lock
+        self._default_reset_strategy = OffsetResetStrategy.parse(default_reset_strategy)  # set once
+        #: The duration of ``by_duration:<duration>`` in ns (None for the other strategies).
+        self.reset_duration_ns: int | None = (  # set once
+            reset_duration_ns(default_reset_strategy)
+            if isinstance(default_reset_strategy, str)
+            else None
+        )
+        self._rebalance_listener: ConsumerRebalanceListener | None = None  # guarded by _lock
+        self._assignment_id = 0  # guarded by _lock
         # Counts pause(), resume() and mark_pending_revocation(): with the transition number
         # and the assignment id it tells when any partition's fetchability may have changed.
-        self._flag_changes = 0
+        self._flag_changes = 0  # guarded by _lock
         # (transition number, assignment dict) when every partition was FETCHING / when none
-        # awaited validation; see _TRANSITIONS.
+        # awaited validation; see topic_partition_state._TRANSITIONS.
         self._all_fetching_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = None
         self._none_validating_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = (
             None
@@ -815,6 +545,11 @@ class SubscriptionState:
             self._assigned_state(tp).complete_validation()
 
     # -- resets --------------------------------------------------------------------------
+    @property
+    def default_reset_strategy(self) -> OffsetResetStrategy:
+        """The configured ``auto.offset.reset`` (as Java's ``defaultResetStrategy()``)."""
+        return self._default_reset_strategy
+
     def has_default_offset_reset_policy(self) -> bool:
         """True unless ``auto.offset.reset`` is ``none``."""
         return self._default_reset_strategy is not OffsetResetStrategy.NONE

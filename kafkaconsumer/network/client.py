@@ -212,6 +212,7 @@ class _NodeState:
     )
 
     def __init__(self) -> None:
+        # Every field: the client thread's (see NetworkClient: the network lock).
         self.failures = 0
         self.backoff_until_ms = 0
         self.last_error: KafkaError | None = None
@@ -243,6 +244,7 @@ class NetworkClient:
         is made yet. ``time`` has ``monotonic_ms()``; ``metadata``, when given, is kept fresh
         by :meth:`poll`.
         """
+        # The settings below, up to ``metadata``, are set once here and only read after.
         self.settings = settings
         self._clock: Clock = time or SYSTEM_TIME
         protocol = settings.security_protocol
@@ -311,25 +313,31 @@ class NetworkClient:
         if self._request_timeout_ms <= 0:
             raise ConfigError("request.timeout.ms must be > 0")
 
-        self.metadata: Metadata | None = metadata
-        self._metadata_fetch: Future[Any] | None = None
-        self._close_bootstrap_pending = False
+        self.metadata: Metadata | None = metadata  # guards itself (Metadata._lock)
+        # The fields below belong to the client thread: the one thread driving this client at
+        # a time, which behind a ConsumerNetworkClient holds the network lock
+        # (ConsumerNetworkClient._lock) meanwhile. The ones wakeup() touches say so.
+        self._metadata_fetch: Future[Any] | None = None  # network lock
+        self._close_bootstrap_pending = False  # network lock
         #: The error that ended the most recent failed connection (any node), for messages.
-        self.last_connection_error: KafkaError | None = None
-        self._selector = selectors.DefaultSelector()
-        self._conns: dict[int, BrokerConnection] = {}
+        self.last_connection_error: KafkaError | None = None  # network lock
+        self._selector = selectors.DefaultSelector()  # network lock
+        self._conns: dict[int, BrokerConnection] = {}  # network lock
         self._registered: dict[int, int] = {}  # node id -> registered event mask
-        self._registered_sock: dict[int, socket.socket] = {}
-        self._nodes: dict[int, _NodeState] = {}
-        self._cid = itertools.count(1)
+        self._registered_sock: dict[int, socket.socket] = {}  # network lock
+        self._nodes: dict[int, _NodeState] = {}  # network lock
+        self._cid = itertools.count(1)  # network lock
+        # Set once; wakeup() writes to _wake_w from any thread (under _wake_lock).
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._wake_lock = threading.Lock()
-        self._wake_pending = False
+        self._wake_lock = threading.Lock()  # a leaf: the two fields below
+        self._wake_pending = False  # guarded by _wake_lock
+        # Written under _wake_lock by close() (the client thread), read by wakeup() under it and
+        # by the client thread without it.
         self._closed = False
-        self._random = random.Random()
+        self._random = random.Random()  # the client thread's
         if self._token_cache is not None:
             # Log in now, as Java's client does when it is built, so the first connection finds
             # a token (a failure is kept and reported by that connection); later refreshes run

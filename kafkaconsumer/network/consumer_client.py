@@ -66,6 +66,8 @@ class _Unsent:
         timeout_ms: int,
         expect_response: bool,
     ) -> None:
+        # Set once here; the request then sits in ConsumerNetworkClient._unsent (guarded by
+        # _unsent_lock) until the thread holding the network lock sends or fails it.
         self.node_id = node_id
         self.api_key = api_key
         self.body = body
@@ -95,10 +97,12 @@ class ConsumerNetworkClient:
         """Wrap ``client`` (and its ``metadata``); the timeouts default to the client's
         ``request.timeout.ms`` and ``retry.backoff.ms``.
         """
+        # The NetworkClient is not thread-safe: every call on it is made under _lock (the
+        # network lock).
         self.client = client
         if metadata is not None and client.metadata is not metadata:
             client.metadata = metadata
-        self.metadata: Metadata | None = client.metadata
+        self.metadata: Metadata | None = client.metadata  # set once; guards itself (_lock)
         self.request_timeout_ms = int(
             request_timeout_ms
             if request_timeout_ms is not None
@@ -107,9 +111,14 @@ class ConsumerNetworkClient:
         self.retry_backoff_ms = int(
             retry_backoff_ms if retry_backoff_ms is not None else client.settings.retry_backoff_ms
         )
+        #: The network lock: guards ``client`` and _closed; held while the client polls.
         self._lock = threading.RLock()
+        #: A leaf guarding _unsent, so that send() never waits for a poll in progress.
         self._unsent_lock = threading.Lock()
-        self._unsent: dict[int, collections.deque[_Unsent]] = {}
+        self._unsent: dict[int, collections.deque[_Unsent]] = {}  # guarded by _unsent_lock
+        # Completions to run once the network lock is let go, and disconnects asked for by
+        # disconnect_async: lock-free deques (append and popleft are atomic), appended by any
+        # thread, drained by the thread that polls.
         self._pending_completion: collections.deque[
             tuple[Future[Any], Any, BaseException | None]
         ] = collections.deque()
@@ -121,9 +130,9 @@ class ConsumerNetworkClient:
         self._flag_lock = threading.Lock()
         # Threads about to take or waiting for the network lock, and the one holding it: hints
         # read without a lock (set operations are atomic), see _locked.
-        self._waiting: set[int] = set()
-        self._holder = 0
-        self._closed = False
+        self._waiting: set[int] = set()  # lock-free hint (see above)
+        self._holder = 0  # written by the thread taking or letting go of _lock; a hint
+        self._closed = False  # guarded by _lock (the network lock)
 
     # ------------------------------------------------------------------ locking -------------
     @contextlib.contextmanager

@@ -37,11 +37,13 @@ class Future(Generic[T]):
     def __init__(self) -> None:
         """Start pending, with no callbacks."""
         self._lock = threading.Lock()
-        self._event: threading.Event | None = None
+        self._event: threading.Event | None = None  # guarded by _lock
+        # Written once, under _lock, by the completing thread; read without it (is_done,
+        # value): a single attribute read, and never changed again once set.
         self._value: Any = _PENDING
-        self._exception: BaseException | None = None
-        self._callbacks: list[Callable[[T], Any]] = []
-        self._errbacks: list[Callable[[BaseException], Any]] = []
+        self._exception: BaseException | None = None  # as _value
+        self._callbacks: list[Callable[[T], Any]] = []  # guarded by _lock
+        self._errbacks: list[Callable[[BaseException], Any]] = []  # guarded by _lock
 
     # -- state -------------------------------------------------------------------------------
     @property

@@ -3,8 +3,9 @@
 - :func:`read_kafka`: a bounded read on the driver into a DataFrame (``spark.createDataFrame``
   on an Arrow table; no UDF, no Python on the executors).
 - :class:`KafkaDataSource`: a Python Data Source (``format("kafkaconsumer")``) with Spark's
-  Kafka source options, for parallel batch and streaming reads and for writes.
-
+  Kafka source options, for parallel batch and streaming reads and for writes. Spark finds it
+  by its short name once the package is installed (the top-level ``pyspark_kafkaconsumer``
+  module); :func:`register` also turns on filter pushdown.
 - :mod:`kafkaconsumer.spark.offset_ranges`: the bounded reads under both, into Arrow record
   batches (needs only ``pyarrow``).
 
@@ -19,14 +20,20 @@ if TYPE_CHECKING:
     from kafkaconsumer.spark.datasource import KafkaDataSource
     from kafkaconsumer.spark.driver import read_kafka
 
-__all__ = ["KafkaDataSource", "read_kafka", "register"]
+__all__ = ["PUSHDOWN_CONF", "KafkaDataSource", "read_kafka", "register"]
+
+#: The Spark SQL setting without which Spark 4.2 pushes no filter into a Python data source.
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 def register(spark: Any) -> None:
-    """Register :class:`KafkaDataSource` (format ``kafkaconsumer``) with ``spark``."""
-    from kafkaconsumer.spark.datasource import KafkaDataSource
+    """Turn on ``spark.sql.python.filterPushdown.enabled`` in ``spark`` and register the
+    Data Source (format ``kafkaconsumer``) with filter pushdown: filters on ``topic``,
+    ``partition``, ``offset`` and ``timestamp`` narrow the offset ranges read."""
+    from kafkaconsumer.spark.datasource import KafkaPushdownDataSource
 
-    spark.dataSource.register(KafkaDataSource)
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(KafkaPushdownDataSource)
 
 
 def __getattr__(name: str) -> Any:

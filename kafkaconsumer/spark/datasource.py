@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -23,35 +23,46 @@ from pyspark.sql.datasource import (
     DataSourceReader,
     DataSourceStreamArrowWriter,
     DataSourceStreamReader,
+    Filter,
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaError
 from kafkaconsumer.record.arrow import HEADER_TYPE
+from kafkaconsumer.spark.columns import null_empty_headers
 from kafkaconsumer.spark.offset_ranges import iter_offset_ranges
 from kafkaconsumer.spark.offsets import (
     LiveBounds,
     OffsetRange,
     from_json,
     live_bounds,
-    plan_ranges,
-    planning_consumer,
+    plan,
     resolve,
     resolve_live,
     split_ranges,
     to_json,
     topic_partitions,
+    with_retries,
+    within,
 )
 from kafkaconsumer.spark.options import KafkaOptions, OffsetSpec, parse_options
+from kafkaconsumer.spark.pushdown import Pushdown
 from kafkaconsumer.spark.writer import write_batches
-from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KafkaDataSource", "SCHEMA_DDL", "SCHEMA_WITH_HEADERS_DDL"]
+__all__ = [
+    "KafkaDataSource",
+    "KafkaPushdownDataSource",
+    "SCHEMA_DDL",
+    "SCHEMA_WITH_HEADERS_DDL",
+    "null_empty_headers",
+]
 
 #: Spark's Kafka source schema as DDL.
 SCHEMA_DDL = (
@@ -65,15 +76,21 @@ _FIXED = LiveBounds(start=False, floor=False, end=False)
 
 
 class KafkaInputPartition(InputPartition):
-    """One task's offset range (pickled to the executor), and which of its bounds the task
-    resolves again when it runs (batch reads: see :class:`LiveBounds`).
+    """One task's offset range (pickled to the executor), which of its bounds the task
+    resolves again when it runs (batch reads: see :class:`LiveBounds`), and the offsets
+    pushed filters allow it (``limits``, ``[low, high)``; None: unbounded).
 
     Thread-safety: immutable once built.
     """
 
-    def __init__(self, value: OffsetRange, live: LiveBounds = _FIXED) -> None:
-        """Carry ``value`` and ``live``."""
-        super().__init__((tuple(value), tuple(live)))
+    def __init__(
+        self,
+        value: OffsetRange,
+        live: LiveBounds = _FIXED,
+        limits: tuple[int | None, int | None] = (None, None),
+    ) -> None:
+        """Carry ``value``, ``live`` and ``limits``."""
+        super().__init__((tuple(value), tuple(live), tuple(limits)))
 
     @property
     def range(self) -> OffsetRange:
@@ -85,6 +102,12 @@ class KafkaInputPartition(InputPartition):
         """The bounds resolved when the task runs."""
         return LiveBounds(*self.value[1])
 
+    @property
+    def limits(self) -> tuple[int | None, int | None]:
+        """The offsets pushed filters allow."""
+        low, high = self.value[2]
+        return low, high
+
 
 # Spark's Arrow form of its Kafka schema: microsecond timestamps, list children "element".
 _SPARK_TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -94,24 +117,27 @@ _SPARK_HEADERS = pa.list_(pa.field("element", HEADER_TYPE.value_type))
 def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
     """``batch`` (``kafkaconsumer.record.arrow`` schema) in the Arrow types Spark expects of a
     Python data source: the timestamp column in microseconds, the headers' list child named
-    ``element``."""
+    ``element``, and a record without headers has null ``headers`` (as Spark's source)."""
     arrays = list(batch.columns)
     names = batch.schema.names
     arrays[5] = arrays[5].cast(_SPARK_TIMESTAMP)
     if len(arrays) > 7:
-        arrays[7] = arrays[7].cast(_SPARK_HEADERS)
+        arrays[7] = null_empty_headers(arrays[7]).cast(_SPARK_HEADERS)
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 def _read(
-    opts: KafkaOptions, r: OffsetRange, live: LiveBounds = _FIXED
+    opts: KafkaOptions,
+    r: OffsetRange,
+    live: LiveBounds = _FIXED,
+    limits: tuple[int | None, int | None] = (None, None),
 ) -> Iterator[pa.RecordBatch]:
     def bounds(consumer: KafkaConsumer) -> dict[TopicPartition, tuple[int, int]]:
-        now = resolve_live(consumer, opts, r, live) if any(live) else r
+        now = within(resolve_live(consumer, opts, r, live), limits) if any(live) else r
         return {now.tp: (now.start, now.end)}
 
     for batch in iter_offset_ranges(
-        opts.kafka,
+        opts.consumer_config("executor"),
         bounds,
         include_headers=opts.include_headers,
         fail_on_data_loss=opts.fail_on_data_loss,
@@ -137,7 +163,7 @@ class KafkaDataSource(DataSource):
         return SCHEMA_WITH_HEADERS_DDL if include else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        """The batch reader (offsets fixed when the read is planned)."""
+        """The batch reader (offsets fixed when the read is planned; no filter pushdown)."""
         return KafkaBatchReader(parse_options(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -155,6 +181,19 @@ class KafkaDataSource(DataSource):
         return KafkaStreamWriter(parse_options(self.options, write=True), schema)
 
 
+class KafkaPushdownDataSource(KafkaDataSource):
+    """:class:`KafkaDataSource` whose batch reads take the filters Spark pushes down (Spark
+    must run with ``spark.sql.python.filterPushdown.enabled=true``, which
+    :func:`kafkaconsumer.spark.register` sets).
+
+    Thread-safety: as :class:`KafkaDataSource`.
+    """
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader with filter pushdown."""
+        return KafkaPushdownReader(parse_options(self.options))
+
+
 class KafkaBatchReader(DataSourceReader):
     """Plans offset ranges on the driver; reads one per task.
 
@@ -164,6 +203,7 @@ class KafkaBatchReader(DataSourceReader):
     def __init__(self, opts: KafkaOptions) -> None:
         """Read with ``opts``."""
         self.opts = opts
+        self.pushdown: Pushdown | None = None
 
     def partitions(self) -> list[KafkaInputPartition]:
         """One input partition per (split) offset range.
@@ -174,25 +214,45 @@ class KafkaBatchReader(DataSourceReader):
         when it runs, and every action sees the records produced up to then. Partitions empty
         now keep a task, which may find records later.
         """
-        ranges = plan_ranges(self.opts, keep_empty=True)
+        ranges, limits = plan(self.opts, keep_empty=True, pushdown=self.pushdown)
         return [
-            KafkaInputPartition(r, live)
+            KafkaInputPartition(r, live, limits.get(r.tp, (None, None)))
             for r, live in zip(ranges, live_bounds(self.opts, ranges), strict=True)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the range (runs on an executor)."""
         assert isinstance(partition, KafkaInputPartition)
-        yield from _read(self.opts, partition.range, partition.live)
+        yield from _read(self.opts, partition.range, partition.live, partition.limits)
 
 
-class KafkaStreamReader(DataSourceStreamReader):
+class KafkaPushdownReader(KafkaBatchReader):
+    """:class:`KafkaBatchReader` that narrows its offset ranges by the filters Spark pushes
+    (``topic``, ``partition``, ``offset``, ``timestamp``: see
+    :mod:`kafkaconsumer.spark.pushdown`). Spark 4.2 pushes filters only with
+    ``spark.sql.python.filterPushdown.enabled=true`` and refuses a reader that takes them
+    without it, so this reader belongs to the source that :func:`kafkaconsumer.spark.register`
+    registers after setting that.
+
+    Thread-safety: one instance per query; Spark calls it from one thread.
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802
+        """Keep the filters that narrow the ranges exactly; hand back the others."""
+        self.pushdown, back = (self.pushdown or Pushdown()).push(filters)
+        return back
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over offsets in Spark's checkpoint JSON (``{"topic": {"0": 42}}``).
 
     ``maxOffsetsPerTrigger`` caps a micro-batch (spread over partitions by their backlog, as
     Spark does); ``minOffsetsPerTrigger`` holds a trigger back until that many records wait or
     ``maxTriggerDelay`` has passed. Partitions that appear later start at their earliest
-    offset.
+    offset. ``Trigger.AvailableNow`` ends at the latest offsets of when the query started.
+    Each micro-batch logs the backlog it leaves (records behind the latest offsets, min, avg
+    and max over partitions); ``commitOffsetsToGroup`` commits each committed micro-batch's end
+    offsets to a consumer group.
 
     Thread-safety: one instance per query; Spark calls it from one thread.
     """
@@ -201,19 +261,42 @@ class KafkaStreamReader(DataSourceStreamReader):
         """Read with ``opts``."""
         self.opts = opts
         self._last_trigger = time.monotonic()
+        # Trigger.AvailableNow: the latest offsets when the query started (None otherwise).
+        self._target: dict[TopicPartition, int] | None = None
+        # The latest offsets the last latestOffset() saw, for reportLatestOffset().
+        self._latest: dict[TopicPartition, int] | None = None
+        # What commitOffsetsToGroup last committed.
+        self._group_committed: dict[TopicPartition, int] | None = None
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        """``Trigger.AvailableNow``: no micro-batch goes past the latest offsets of now."""
+
+        def lookup(consumer: KafkaConsumer) -> dict[TopicPartition, int]:
+            tps = topic_partitions(consumer, self.opts)
+            return resolve(consumer, tps, OffsetSpec("latest"), starting=False)
+
+        self._target = with_retries(self.opts, lookup)
+        logger.info("Trigger.AvailableNow: reading up to %s", to_json(self._target))
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
+        """The latest offsets seen when the last micro-batch was planned (Spark shows them in
+        the query's progress as ``latestOffset``)."""
+        return None if self._latest is None else to_json(self._latest)
 
     def initialOffset(self) -> dict[str, Any]:
         """The starting offsets (``startingOffsets``, default latest), resolved now."""
-        with planning_consumer(self.opts) as consumer:
+
+        def lookup(consumer: KafkaConsumer) -> dict[TopicPartition, int]:
             tps = topic_partitions(consumer, self.opts)
-            start = resolve(
+            return resolve(
                 consumer,
                 tps,
                 self.opts.starting,
                 starting=True,
                 strategy=self.opts.timestamp_strategy,
             )
-        return to_json(start)
+
+        return to_json(with_retries(self.opts, lookup))
 
     def getDefaultReadLimit(self) -> Any:
         """``maxOffsetsPerTrigger`` as ReadMaxRows, else ``minOffsetsPerTrigger`` as
@@ -227,38 +310,84 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
-        """The end of the next micro-batch within ``limit``."""
-        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+        """The end of the next micro-batch within ``limit``.
 
+        Spark asks once the micro-batch ending at ``start`` is in the checkpoint's commit log
+        (a restarted query first runs its planned micro-batch again), so ``start`` is what
+        ``commitOffsetsToGroup`` commits: Spark calls :meth:`commit` for a micro-batch only
+        when it plans the next one that has records, so never for the last one of
+        ``Trigger.AvailableNow``.
+        """
         begin = from_json(start)
-        with planning_consumer(self.opts) as consumer:
+        self._commit_to_group(dict(begin))
+
+        def lookup(consumer: KafkaConsumer) -> dict[TopicPartition, int]:
             tps = topic_partitions(consumer, self.opts)
             new = [tp for tp in tps if tp not in begin]
             if new:
                 logger.info("new partitions %s start at their earliest offset", new)
                 begin.update(resolve(consumer, new, OffsetSpec("earliest"), starting=True))
-            latest = resolve(consumer, tps, OffsetSpec("latest"), starting=False)
+            return resolve(consumer, tps, OffsetSpec("latest"), starting=False)
+
+        latest = with_retries(self.opts, lookup)
         for tp in list(begin):
             if tp not in latest:
                 # A partition that went away keeps its offset (its topic was deleted).
                 latest[tp] = begin[tp]
+        self._latest = dict(latest)
+        if self._target is not None:
+            # Trigger.AvailableNow: nothing past the target (a partition that appeared since
+            # stays where it starts).
+            latest = {
+                tp: max(begin[tp], min(end, self._target.get(tp, begin[tp])))
+                for tp, end in latest.items()
+            }
+        end = self._end(begin, latest, limit)
+        self._log_backlog(begin, end)
+        return to_json(end)
+
+    def _end(
+        self, begin: dict[TopicPartition, int], latest: dict[TopicPartition, int], limit: Any
+    ) -> dict[TopicPartition, int]:
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
         available = {tp: max(0, latest[tp] - begin[tp]) for tp in latest}
         total = sum(available.values())
         if isinstance(limit, ReadAllAvailable):
             self._last_trigger = time.monotonic()
-            return to_json(latest)
+            return latest
         min_rows = self.opts.min_offsets_per_trigger
-        if min_rows and total < min_rows:
+        # Under Trigger.AvailableNow nothing more arrives: waiting for more would never end.
+        if min_rows and total < min_rows and self._target is None:
             waited_ms = (time.monotonic() - self._last_trigger) * 1000
             if waited_ms < self.opts.max_trigger_delay_ms:
-                return to_json(begin)
+                return begin
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         if max_rows is None and self.opts.max_offsets_per_trigger and min_rows:
             max_rows = self.opts.max_offsets_per_trigger
         self._last_trigger = time.monotonic()
         if max_rows is None or total <= max_rows:
-            return to_json(latest)
-        return to_json(_rate_limit(begin, latest, available, total, max_rows))
+            return latest
+        return _rate_limit(begin, latest, available, total, max_rows)
+
+    def _log_backlog(
+        self, begin: dict[TopicPartition, int], end: dict[TopicPartition, int]
+    ) -> None:
+        # As Spark's source reports minOffsetsBehindLatest/avg/max: the records between the
+        # micro-batch's end and the latest offsets, over partitions.
+        if not self._latest:
+            return
+        behind = [max(0, n - end.get(tp, begin.get(tp, n))) for tp, n in self._latest.items()]
+        logger.info(
+            "micro-batch to %s: %d records read, backlog behind the latest offsets over %d "
+            "partitions: min %d, avg %.1f, max %d",
+            to_json(end),
+            sum(max(0, end[tp] - begin.get(tp, end[tp])) for tp in end),
+            len(behind),
+            min(behind),
+            sum(behind) / len(behind),
+            max(behind),
+        )
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[KafkaInputPartition]:
         """The offset ranges between two checkpointed offsets."""
@@ -266,8 +395,12 @@ class KafkaStreamReader(DataSourceStreamReader):
         new = [tp for tp in stop if tp not in begin]
         if new:
             # Appeared after the start offsets were written: read from their earliest offset.
-            with planning_consumer(self.opts) as consumer:
-                begin.update(resolve(consumer, new, OffsetSpec("earliest"), starting=True))
+            begin.update(
+                with_retries(
+                    self.opts,
+                    lambda consumer: resolve(consumer, new, OffsetSpec("earliest"), starting=True),
+                )
+            )
         ranges = []
         for tp, e in sorted(stop.items()):
             s = begin[tp]
@@ -294,7 +427,26 @@ class KafkaStreamReader(DataSourceStreamReader):
         yield from _read(self.opts, partition.range)
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: progress lives in Spark's checkpoint, as with Spark's source."""
+        """Progress lives in Spark's checkpoint, as with Spark's source; with
+        ``commitOffsetsToGroup``, ``end`` (committed by Spark) also goes to that group."""
+        self._commit_to_group(from_json(end))
+
+    def _commit_to_group(self, offsets: dict[TopicPartition, int]) -> None:
+        # For Kafka's group tools and lag monitors; a failure is logged, as the checkpoint
+        # stays the source of truth.
+        group = self.opts.commit_group
+        if group is None or offsets == self._group_committed:
+            return
+        cfg = dict(self.opts.kafka)
+        cfg["group.id"] = group
+        cfg["enable.auto.commit"] = False
+        try:
+            with KafkaConsumer(cfg) as consumer:
+                consumer.commit_sync({tp: OffsetAndMetadata(o, "") for tp, o in offsets.items()})
+        except KafkaError as exc:
+            logger.warning("could not commit %s to group %s: %s", to_json(offsets), group, exc)
+            return
+        self._group_committed = dict(offsets)
 
 
 def _rate_limit(

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafkaconsumer.spark.columns import spark_headers_table
 from kafkaconsumer.spark.offset_ranges import Progress, read_offset_ranges
 from kafkaconsumer.spark.offsets import plan_ranges
 from kafkaconsumer.spark.options import parse_options
@@ -39,14 +40,15 @@ def read_kafka_table(
     total = sum(e - s for s, e in bounds.values())
     show = sys.stderr.isatty() if progress is None else progress
     with _progress_bar(total, show, console) as tick:
-        return read_offset_ranges(
-            opts.kafka,
+        table = read_offset_ranges(
+            opts.consumer_config("driver"),
             bounds,
             include_headers=opts.include_headers,
             fail_on_data_loss=opts.fail_on_data_loss,
             poll_timeout_ms=opts.poll_timeout_ms,
             progress=tick,
         )
+    return spark_headers_table(table)
 
 
 def read_kafka(
@@ -60,7 +62,17 @@ def read_kafka(
     # spark.sql.execution.arrow.maxRecordsPerBatch rows (10,000 by default): 200 tasks for 2 M
     # rows, each costing more to schedule than to run. The rows are on the driver either way;
     # as many partitions as Spark's default parallelism keep every core busy.
-    return df.coalesce(max(1, int(spark.sparkContext.defaultParallelism)))
+    parallelism = _default_parallelism(spark)
+    return df if parallelism is None else df.coalesce(parallelism)
+
+
+def _default_parallelism(spark: Any) -> int | None:
+    # A Spark Connect session has no SparkContext (and says so with an error); its server
+    # may run on other machines than this one anyway.
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        conf = spark.conf.get("spark.default.parallelism", None)
+        return max(1, int(conf)) if conf else None
+    return max(1, int(spark.sparkContext.defaultParallelism))
 
 
 @contextmanager

@@ -10,13 +10,15 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaError
 from kafkaconsumer.spark.options import EARLIEST, LATEST, KafkaOptions, OffsetSpec
+from kafkaconsumer.spark.pushdown import Limits, Pushdown
 from kafkaconsumer.structs import TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -27,12 +29,15 @@ __all__ = [
     "from_json",
     "live_bounds",
     "partition_spec",
+    "plan",
     "plan_ranges",
     "resolve",
     "resolve_live",
     "split_ranges",
     "to_json",
     "topic_partitions",
+    "with_retries",
+    "within",
 ]
 
 
@@ -54,10 +59,39 @@ class OffsetRange(NamedTuple):
 
 
 def planning_consumer(opts: KafkaOptions) -> KafkaConsumer:
-    """A consumer for metadata and offset lookups (no group, nothing committed)."""
-    cfg = dict(opts.kafka)
+    """A consumer for metadata and offset lookups (no group joined, nothing committed)."""
+    cfg = opts.consumer_config("driver")
     cfg["enable.auto.commit"] = False
     return KafkaConsumer(cfg)
+
+
+T = TypeVar("T")
+
+
+def with_retries(opts: KafkaOptions, lookup: Callable[[KafkaConsumer], T]) -> T:
+    """``lookup`` run with a fresh planning consumer, tried ``fetchOffset.numRetries`` times
+    ``fetchOffset.retryIntervalMs`` apart when it fails with a Kafka error (as Spark's
+    ``KafkaOffsetReader`` retries its offset fetches); a configuration error is not retried."""
+    attempt = 1
+    while True:
+        try:
+            with planning_consumer(opts) as consumer:
+                return lookup(consumer)
+        except ConfigError:
+            raise
+        except KafkaError as exc:
+            if attempt >= opts.fetch_offset_retries:
+                raise
+            logger.warning(
+                "offset lookup failed (attempt %d of %d, fetchOffset.numRetries), retrying "
+                "in %d ms: %s",
+                attempt,
+                opts.fetch_offset_retries,
+                opts.fetch_offset_retry_interval_ms,
+                exc,
+            )
+            time.sleep(opts.fetch_offset_retry_interval_ms / 1000)
+            attempt += 1
 
 
 def topic_partitions(consumer: KafkaConsumer, opts: KafkaOptions) -> list[TopicPartition]:
@@ -168,12 +202,30 @@ def plan_ranges(opts: KafkaOptions, *, keep_empty: bool = False) -> list[OffsetR
     """The offset ranges of a batch read, resolved now, split for ``minPartitions`` and
     ``maxRecordsPerPartition``; ``keep_empty`` keeps one (empty) range of each partition that
     has no records now (a task that re-resolves its bounds may find some)."""
-    with planning_consumer(opts) as consumer:
+    return plan(opts, keep_empty=keep_empty)[0]
+
+
+def plan(
+    opts: KafkaOptions, *, keep_empty: bool = False, pushdown: Pushdown | None = None
+) -> tuple[list[OffsetRange], Limits]:
+    """:func:`plan_ranges` narrowed by ``pushdown``: the partitions it rules out are left
+    out, each range lies within the offsets it allows, and those are returned too (a task
+    that resolves its bounds again stays within them)."""
+
+    def lookup(
+        consumer: KafkaConsumer,
+    ) -> tuple[list[TopicPartition], dict[TopicPartition, int], dict[TopicPartition, int], Limits]:
         tps = topic_partitions(consumer, opts)
+        if pushdown is not None:
+            tps = [tp for tp in tps if pushdown.keeps(tp)]
         start = resolve(
             consumer, tps, opts.starting, starting=True, strategy=opts.timestamp_strategy
         )
         end = resolve(consumer, tps, opts.ending, starting=False)
+        limits = pushdown.limits(consumer, opts.kafka, tps) if pushdown is not None else {}
+        return tps, start, end, limits
+
+    tps, start, end, limits = with_retries(opts, lookup)
     ranges = []
     for tp in tps:
         if start[tp] > end[tp]:
@@ -181,12 +233,27 @@ def plan_ranges(opts: KafkaOptions, *, keep_empty: bool = False) -> list[OffsetR
                 f"{tp.topic}-{tp.partition}: the starting offset {start[tp]} is "
                 f"after the ending offset {end[tp]}"
             )
-        ranges.append(OffsetRange(tp.topic, tp.partition, start[tp], end[tp]))
+        r = OffsetRange(tp.topic, tp.partition, start[tp], end[tp])
+        ranges.append(within(r, limits.get(tp, (None, None))))
+    if limits:
+        logger.info(
+            "pushed filters narrowed the read to %d of %d records",
+            sum(r.end - r.start for r in ranges),
+            sum(end[tp] - start[tp] for tp in tps),
+        )
     out = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
     if keep_empty:
         covered = {r.tp for r in out}
         out.extend(r for r in ranges if r.tp not in covered)
-    return out
+    return out, limits
+
+
+def within(r: OffsetRange, limits: tuple[int | None, int | None]) -> OffsetRange:
+    """``r`` cut to the offsets ``limits`` allow (possibly empty)."""
+    low, high = limits
+    start = r.start if low is None else max(r.start, low)
+    end = r.end if high is None else min(r.end, high)
+    return OffsetRange(r.topic, r.partition, start, max(start, end))
 
 
 class LiveBounds(NamedTuple):

@@ -8,8 +8,11 @@ is accepted and ignored.
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,21 +21,35 @@ from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.errors import ConfigError
 from kafkaconsumer.structs import TopicPartition
 
+logger = logging.getLogger(__name__)
+
 __all__ = ["EARLIEST", "LATEST", "KafkaOptions", "OffsetSpec", "parse_options"]
 
 #: Offsets in Spark's JSON: -2 is the earliest offset, -1 the latest.
 EARLIEST = -2
 LATEST = -1
 
-# Spark's Kafka source refuses these kafka.* keys: the source manages them itself.
+# Spark's Kafka source refuses these kafka.* keys: the source manages them itself. Each
+# reason says what to do instead, on the error's first line.
 _FORBIDDEN_KAFKA = {
-    "auto.offset.reset": "use startingOffsets",
-    "key.deserializer": "keys are always binary; cast them in a DataFrame operation",
-    "value.deserializer": "values are always binary; cast them in a DataFrame operation",
-    "enable.auto.commit": "the source commits nothing to Kafka; offsets live in the checkpoint",
-    "interceptor.classes": "records are not Java objects here",
-    "key.serializer": "keys are written as given (binary or string columns)",
-    "value.serializer": "values are written as given (binary or string columns)",
+    "auto.offset.reset": (
+        "set the source option startingOffsets to earliest or latest instead (it applies when "
+        "a query starts; a restarted query continues from its checkpoint)"
+    ),
+    "key.deserializer": (
+        "keys are always binary: remove it and deserialize the key column with DataFrame "
+        "operations (CAST(key AS STRING), from_json, ...)"
+    ),
+    "value.deserializer": (
+        "values are always binary: remove it and deserialize the value column with DataFrame "
+        "operations (CAST(value AS STRING), from_json, ...)"
+    ),
+    "enable.auto.commit": (
+        "remove it: the source commits nothing to Kafka, offsets live in the checkpoint"
+    ),
+    "interceptor.classes": "remove it: the source runs no consumer interceptors",
+    "key.serializer": "remove it: keys are written as given (a binary or string column)",
+    "value.serializer": "remove it: values are written as given (a binary or string column)",
 }
 _READ_OPTIONS = {
     "subscribe",
@@ -53,6 +70,22 @@ _READ_OPTIONS = {
     "minoffsetspertrigger",
     "maxtriggerdelay",
     "kafkaconsumer.polltimeoutms",
+    "groupidprefix",
+    "fetchoffset.numretries",
+    "fetchoffset.retryintervalms",
+    "commitoffsetstogroup",
+}
+# The spelling of each option in messages.
+_SPELLING = {
+    k.lower(): k
+    for k in (
+        "subscribe subscribePattern assign startingOffsets endingOffsets "
+        "startingOffsetsByTimestamp endingOffsetsByTimestamp startingTimestamp endingTimestamp "
+        "startingOffsetsByTimestampStrategy failOnDataLoss minPartitions maxRecordsPerPartition "
+        "includeHeaders maxOffsetsPerTrigger minOffsetsPerTrigger maxTriggerDelay "
+        "kafkaConsumer.pollTimeoutMs groupIdPrefix fetchOffset.numRetries "
+        "fetchOffset.retryIntervalMs commitOffsetsToGroup topic checkpointLocation"
+    ).split()
 }
 # A streaming query hands its own options to the sink too: checkpointLocation is Spark's.
 _WRITE_OPTIONS = {"topic", "includeheaders", "checkpointlocation"}
@@ -106,6 +139,28 @@ class KafkaOptions:
     max_trigger_delay_ms: int = 15 * 60 * 1000
     poll_timeout_ms: int = 120000
     topic: str | None = None
+    #: The consumers' group.id: kafka.group.id, else groupIdPrefix (default, as Spark's:
+    #: spark-kafka-relation for batch reads, spark-kafka-source for streaming) and a random
+    #: suffix; the planning consumers add -driver, the tasks -executor, as Spark's do. No
+    #: consumer joins the group: reads assign their partitions and seek.
+    group_id: str | None = None
+    #: kafka.group.id was given: used as is by every consumer.
+    group_id_fixed: bool = False
+    #: Offset lookups on the driver are tried this many times ...
+    fetch_offset_retries: int = 3
+    #: ... this long apart.
+    fetch_offset_retry_interval_ms: int = 10
+    #: Streaming: the consumer group each committed micro-batch's end offsets are committed
+    #: to (so that Kafka's group tools and lag monitors see the query's progress).
+    commit_group: str | None = None
+
+    def consumer_config(self, role: str) -> dict[str, Any]:
+        """The configuration of a consumer of this read: ``kafka.*`` and the group id, with
+        ``-driver`` or ``-executor`` (``role``) added to a generated one."""
+        cfg = dict(self.kafka)
+        if self.group_id is not None:
+            cfg["group.id"] = self.group_id if self.group_id_fixed else f"{self.group_id}-{role}"
+        return cfg
 
 
 def _bool(name: str, value: str) -> bool:
@@ -181,9 +236,12 @@ def _refuse_latest_start(starting: OffsetSpec) -> None:
 def _kafka_config(kafka: dict[str, Any], for_write: bool) -> None:
     for key, why in _FORBIDDEN_KAFKA.items():
         if key in kafka:
-            raise ConfigError(f"option kafka.{key} is not supported: {why}")
+            raise ConfigError(f"Kafka option 'kafka.{key}' is not supported: {why}")
     if "bootstrap.servers" not in kafka:
-        raise ConfigError("option kafka.bootstrap.servers must be set")
+        raise ConfigError(
+            "option kafka.bootstrap.servers must be set: "
+            '.option("kafka.bootstrap.servers", "host1:9092,host2:9092")'
+        )
     if not for_write:
         # Unknown or malformed consumer keys fail here, on the driver, naming the key.
         ConsumerConfig(kafka)
@@ -200,10 +258,7 @@ def parse_options(
     allowed = _WRITE_OPTIONS if write else _READ_OPTIONS
     for key in opts:
         if not key.startswith("kafka.") and key not in allowed:
-            raise ConfigError(
-                f"option {original[key]} is not supported by the kafkaconsumer "
-                f"{'sink' if write else 'source'}"
-            )
+            raise ConfigError(_unknown_option(original[key], allowed, write))
     _kafka_config(kafka, write)
     if write:
         return KafkaOptions(
@@ -285,8 +340,31 @@ def parse_options(
     ]
     if trigger_keys and not streaming:
         raise ConfigError(f"option {original[trigger_keys[0]]} is for streaming reads only")
+    commit_group = opts.get("commitoffsetstogroup")
+    if commit_group is not None:
+        if not streaming:
+            raise ConfigError(
+                "option commitOffsetsToGroup is for streaming reads only: a batch read has no "
+                "progress to commit"
+            )
+        if not commit_group.strip():
+            raise ConfigError("option commitOffsetsToGroup must name a consumer group")
+    group_id, fixed = _group_id(kafka, opts.get("groupidprefix"), streaming)
     return KafkaOptions(
         kafka=kafka,
+        group_id=group_id,
+        group_id_fixed=fixed,
+        fetch_offset_retries=(
+            _positive("fetchOffset.numRetries", opts["fetchoffset.numretries"])
+            if "fetchoffset.numretries" in opts
+            else 3
+        ),
+        fetch_offset_retry_interval_ms=(
+            _positive_or_zero("fetchOffset.retryIntervalMs", opts["fetchoffset.retryintervalms"])
+            if "fetchoffset.retryintervalms" in opts
+            else 10
+        ),
+        commit_group=commit_group,
         subscribe=subscribe,
         subscribe_pattern=pattern,
         assign=assign,
@@ -324,6 +402,36 @@ def parse_options(
             else 120000
         ),
     )
+
+
+def _unknown_option(name: str, allowed: set[str], write: bool) -> str:
+    what = "sink" if write else "source"
+    close = difflib.get_close_matches(name.lower(), sorted(allowed), n=1, cutoff=0.75)
+    if close:
+        fix = f"did you mean {_SPELLING.get(close[0], close[0])}?"
+    else:
+        fix = (
+            "remove it, or prefix a Kafka client key with kafka. "
+            "(the options are listed in docs/spark.md)"
+        )
+    return f"option {name} is not supported by the kafkaconsumer {what}: {fix}"
+
+
+def _group_id(kafka: dict[str, Any], prefix: str | None, streaming: bool) -> tuple[str, bool]:
+    # As Spark's source: kafka.group.id wins (with a warning: queries sharing a group id
+    # interfere in Spark); else a unique id per query under groupIdPrefix.
+    if "group.id" in kafka:
+        logger.warning(
+            "kafka.group.id is set: every consumer of this query uses group %s; queries "
+            "sharing a group id share its quotas and ACLs",
+            kafka["group.id"],
+        )
+        if prefix is not None:
+            logger.warning("option groupIdPrefix is ignored as kafka.group.id is set")
+        return str(kafka.pop("group.id")), True
+    if prefix is None:
+        prefix = "spark-kafka-source" if streaming else "spark-kafka-relation"
+    return f"{prefix}-{uuid.uuid4()}", False
 
 
 def _positive_or_zero(name: str, value: str) -> int:

@@ -52,3 +52,8 @@ class ExponentialBackoff:
         if self._jitter > 0 and term > 0:
             term *= self._random.uniform(1 - self._jitter, 1 + self._jitter)
         return int(min(term, self._max * (1 + self._jitter)))
+
+    @property
+    def max_ms(self) -> int:
+        """The cap before jitter."""
+        return self._max

@@ -341,7 +341,9 @@ def test_string_enums_normalise_and_reject() -> None:
     assert config["isolation.level"] == "read_committed"
     assert config["security.protocol"] == "PLAINTEXT"
     assert config["group.protocol"] == "classic"
-    with pytest.raises(ConfigError, match=r"auto\.offset\.reset: invalid value 'smallest'"):
+    with pytest.raises(
+        ConfigError, match=r"Invalid value `smallest` for configuration auto\.offset\.reset\."
+    ):
         ConsumerConfig(auto_offset_reset="smallest")
     with pytest.raises(ConfigError, match="isolation.level"):
         ConsumerConfig(isolation_level="committed")

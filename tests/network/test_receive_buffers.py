@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kafkaconsumer.network import connection
-from kafkaconsumer.network.connection import BrokerConnection
+from kafkaconsumer.network import network_receive
+from kafkaconsumer.network.connection import BrokerConnection, ConnectionState
 from tests.helpers import network_settings
 
 pytestmark = pytest.mark.timeout(30)
 
-BIG = connection._POOL_MIN
+BIG = network_receive._POOL_MIN
 
 
 def _conn() -> BrokerConnection:
@@ -52,7 +52,7 @@ def test_small_responses_are_not_pooled() -> None:
     assert c._pool == []
 
 
-@pytest.mark.skipif(connection._SO_RCVLOWAT is None, reason="no SO_RCVLOWAT on this platform")
+@pytest.mark.skipif(network_receive._SO_RCVLOWAT is None, reason="no SO_RCVLOWAT on this platform")
 def test_a_large_response_sets_the_receive_low_water_mark_never_above_what_is_left() -> None:
     """While a large response is partly in, the selector is asked to report the socket only
     once a large piece of the rest has arrived (SO_RCVLOWAT), never more than the rest (it
@@ -69,24 +69,24 @@ def test_a_large_response_sets_the_receive_low_water_mark_never_above_what_is_le
     old_sock = c.sock
     c.sock = reader
     c._lowat = 1  # as for every new socket the connection makes
-    c.state = connection.ConnectionState.READY
+    c.state = ConnectionState.READY
     frames: list[bytes] = []
     c._on_frame = lambda frame: frames.append(bytes(frame))  # type: ignore[method-assign]
 
     def lowat() -> int:
-        return reader.getsockopt(socket.SOL_SOCKET, connection._SO_RCVLOWAT)  # type: ignore[arg-type]
+        return reader.getsockopt(socket.SOL_SOCKET, network_receive._SO_RCVLOWAT)  # type: ignore[arg-type]
 
     size = 6 << 20
     body = bytes(range(256)) * (size // 256)
     head = 50_000
     try:
         assert lowat() == 1
-        writer.sendall(connection._SIZE.pack(size) + body[:head])
+        writer.sendall(network_receive._SIZE.pack(size) + body[:head])
         while c._frame is None or c._frame_pos < head:
             c._read()
         # Up to 2 MiB of the ~6 MiB still to come (the kernel may cap it lower).
-        assert 1 < lowat() <= connection._LOWAT_MAX
-        assert c._lowat == connection._LOWAT_MAX
+        assert 1 < lowat() <= network_receive._LOWAT_MAX
+        assert c._lowat == network_receive._LOWAT_MAX
         rest = threading.Thread(target=writer.sendall, args=(body[head:],))
         rest.start()
         seen = []
@@ -108,14 +108,14 @@ def test_a_large_response_sets_the_receive_low_water_mark_never_above_what_is_le
 def test_the_low_water_mark_is_used_only_where_the_kernel_makes_it_safe() -> None:
     # Before Linux 5.7 a socket whose receive buffer fills below the mark is never reported
     # readable: the response would wait for request.timeout.ms.
-    assert connection._kernel_at_least("6.18.44-fc-v657", (5, 7))
-    assert connection._kernel_at_least("5.7.0", (5, 7))
-    assert not connection._kernel_at_least("5.4.0-150-generic", (5, 7))
-    assert not connection._kernel_at_least("4.19.0", (5, 7))
-    assert not connection._kernel_at_least("unknown", (5, 7))
+    assert network_receive._kernel_at_least("6.18.44-fc-v657", (5, 7))
+    assert network_receive._kernel_at_least("5.7.0", (5, 7))
+    assert not network_receive._kernel_at_least("5.4.0-150-generic", (5, 7))
+    assert not network_receive._kernel_at_least("4.19.0", (5, 7))
+    assert not network_receive._kernel_at_least("unknown", (5, 7))
 
 
-@pytest.mark.skipif(connection._SO_RCVLOWAT is None, reason="no SO_RCVLOWAT on this platform")
+@pytest.mark.skipif(network_receive._SO_RCVLOWAT is None, reason="no SO_RCVLOWAT on this platform")
 def test_a_fixed_receive_buffer_caps_the_low_water_mark() -> None:
     settings = network_settings(
         {"bootstrap.servers": "127.0.0.1:9", "receive.buffer.bytes": 400_000}
@@ -146,11 +146,11 @@ def test_each_new_socket_starts_at_the_default_low_water_mark() -> None:
         )
         c.connect(5000)
         assert c.sock is not None
-        assert c._lowat == (1 if connection._SO_RCVLOWAT is not None else None)
-        c._lowat = connection._LOWAT_MAX if c._lowat is not None else None  # mid-response
+        assert c._lowat == (1 if network_receive._SO_RCVLOWAT is not None else None)
+        c._lowat = network_receive._LOWAT_MAX if c._lowat is not None else None  # mid-response
         c.close()
         c.connect(5000)
-        assert c._lowat == (1 if connection._SO_RCVLOWAT is not None else None)
+        assert c._lowat == (1 if network_receive._SO_RCVLOWAT is not None else None)
         c.close()
     finally:
         listener.close()

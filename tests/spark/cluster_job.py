@@ -44,9 +44,21 @@ def main(bootstrap: str, topic: str) -> None:
         # The parent of a Python worker is its executor's pyspark daemon: one per executor.
         daemons = df.rdd.mapPartitions(lambda _: [__import__("os").getppid()]).collect()
         executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+        # Pushed filters narrow the ranges the executors read; headers are null when absent.
+        pushed = (
+            spark.read.format("kafkaconsumer")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("includeHeaders", "true")
+            .load()
+            .where("partition IN (0, 2) AND offset >= 10 AND offset < 60")
+            .selectExpr("partition", "offset", "headers IS NULL AS no_headers")
+            .collect()
+        )
         print(
             json.dumps(
                 {
+                    "pushed": [[r["partition"], r["offset"], r["no_headers"]] for r in pushed],
                     "rows": [[r["partition"], r["offset"], r["key"], r["value"]] for r in rows],
                     "daemons": sorted(set(daemons)),
                     "executors": executors,

@@ -17,6 +17,30 @@ import pytest
 from kafkaconsumer.admin import KafkaAdminClient
 from kafkaconsumer.producer import KafkaProducer
 
+#: Why Spark's own Kafka connector is not on the session's classpath (None: it is).
+CONNECTOR_MISSING: str | None = None
+
+
+def _connector_jars() -> list[str]:
+    # Spark's own source (format("kafka")) is the oracle of the parity tests: its connector
+    # and dependencies come from Maven Central as the benchmark fetches them.
+    global CONNECTOR_MISSING
+    import pyspark
+
+    from benchmarks.spark_read import ConnectorUnavailable, connector_jars
+
+    try:
+        return connector_jars(pyspark.__version__)
+    except ConnectorUnavailable as exc:
+        CONNECTOR_MISSING = str(exc)
+        return []
+
+
+def require_spark_connector() -> None:
+    """Fail, saying why, when Spark's own Kafka connector could not be put on the classpath."""
+    if CONNECTOR_MISSING is not None:
+        pytest.fail(f"Spark's Kafka connector is needed as the oracle: {CONNECTOR_MISSING}")
+
 
 def _java_missing() -> str | None:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -26,7 +50,8 @@ def _java_missing() -> str | None:
 
 @pytest.fixture(scope="session")
 def spark(broker: Any) -> Iterator[Any]:
-    """A ``local[2]`` SparkSession with ``KafkaDataSource`` registered."""
+    """A ``local[2]`` SparkSession with ``KafkaDataSource`` registered and Spark's own Kafka
+    connector on its classpath (``format("kafka")``, the parity oracle)."""
     if broker.is_tansu:
         pytest.skip(
             "the Spark tests run once per CI run, on Apache Kafka (their time budget); "
@@ -41,8 +66,10 @@ def spark(broker: Any) -> Iterator[Any]:
 
     from kafkaconsumer.spark import register
 
+    jars = _connector_jars()
     session = (
         SparkSession.builder.master("local[2]")
+        .config("spark.jars", ",".join(jars))
         .appName("kafkaconsumer-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

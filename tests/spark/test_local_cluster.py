@@ -49,7 +49,11 @@ def test_local_cluster_reads_the_same_rows(broker: Any, tmp_path: Path) -> None:
     bs = broker.bootstrap_servers
     topic = unique_name("sp-cluster")
     create_topic(bs, topic, 3)
-    produce(bs, topic, [(i % 3, b"k%d" % i, b"v%d" % i, []) for i in range(300)])
+    produce(
+        bs,
+        topic,
+        [(i % 3, b"k%d" % i, b"v%d" % i, [("h", b"x")] if i % 2 else []) for i in range(300)],
+    )
     root = Path(__file__).resolve().parents[2]
     env = dict(
         os.environ,
@@ -76,6 +80,15 @@ def test_local_cluster_reads_the_same_rows(broker: Any, tmp_path: Path) -> None:
         for r in table.to_pylist()
     )
     assert sorted(result["rows"]) == expected and len(expected) == 300
+    assert sorted(result["pushed"]) == sorted(
+        [r["partition"], r["offset"], not r["headers"]]
+        for r in read_kafka_table(
+            {"kafka.bootstrap.servers": bs, "subscribe": topic, "includeHeaders": "true"},
+            progress=False,
+        ).to_pylist()
+        if r["partition"] in (0, 2) and 10 <= r["offset"] < 60
+    )
+    assert len(result["pushed"]) == 100
     # Two executor JVMs ran the tasks, in Python workers of two different daemons.
     assert result["executors"] == 2
     assert len(result["daemons"]) == 2

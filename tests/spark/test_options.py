@@ -56,7 +56,9 @@ def test_spark_names_and_formats() -> None:
         ({"subscribe": "a", "kafka.value.deserializer": "x"}, "kafka.value.deserializer"),
         ({"subscribe": "a", "kafka.no.such.key": "1"}, "no.such.key"),
         ({"subscribe": "a", "startingOffsetz": "earliest"}, "option startingOffsetz is not"),
-        ({"subscribe": "a", "fetchOffset.numRetries": "3"}, "fetchOffset.numRetries"),
+        ({"subscribe": "a", "fetchOffset.numRetries": "0"}, "fetchOffset.numRetries"),
+        ({"subscribe": "a", "commitOffsetsToGroup": "g"}, "commitOffsetsToGroup is for streaming"),
+        ({"subscribe": "a", "fetchOffset.retryIntervalMs": "x"}, "fetchOffset.retryIntervalMs"),
         ({"subscribe": "a", "startingOffsets": "{nope"}, "startingOffsets"),
         ({"subscribe": "a", "endingOffsets": "earliest"}, "endingOffsets"),
         ({"subscribe": "a", "minPartitions": "0"}, "minPartitions"),
@@ -68,6 +70,106 @@ def test_spark_names_and_formats() -> None:
 def test_bad_options_name_the_option(options: dict[str, str], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         parse_options({**BS, **options})
+
+
+@pytest.mark.parametrize(
+    "options, first_line",
+    [
+        (
+            {"subscribe": "a", "startingOffsetz": "earliest"},
+            "option startingOffsetz is not supported by the kafkaconsumer source: "
+            "did you mean startingOffsets?",
+        ),
+        (
+            {"subscribe": "a", "auto.offset.reset": "earliest"},
+            "option auto.offset.reset is not supported by the kafkaconsumer source: remove it, "
+            "or prefix a Kafka client key with kafka. (the options are listed in docs/spark.md)",
+        ),
+        (
+            {"subscribe": "a", "kafka.auto.offset.reset": "earliest"},
+            "Kafka option 'kafka.auto.offset.reset' is not supported: set the source option "
+            "startingOffsets to earliest or latest instead",
+        ),
+        (
+            {"subscribe": "a", "kafka.value.deserializer": "x"},
+            "Kafka option 'kafka.value.deserializer' is not supported: values are always "
+            "binary: remove it and deserialize the value column",
+        ),
+    ],
+)
+def test_an_option_error_names_the_option_and_the_fix(
+    options: dict[str, str], first_line: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_options({**BS, **options})
+    assert str(info.value).splitlines()[0].startswith(first_line)
+
+
+def test_spark_group_id_options() -> None:
+    batch = parse_options({**BS, "subscribe": "a"})
+    stream = parse_options({**BS, "subscribe": "a"}, streaming=True)
+    assert batch.group_id is not None and batch.group_id.startswith("spark-kafka-relation-")
+    assert stream.group_id is not None and stream.group_id.startswith("spark-kafka-source-")
+    # Each query has its own group; the driver and the executors add their role, as Spark's.
+    assert parse_options({**BS, "subscribe": "a"}).group_id != batch.group_id
+    assert batch.consumer_config("driver")["group.id"] == batch.group_id + "-driver"
+    assert batch.consumer_config("executor")["group.id"] == batch.group_id + "-executor"
+    prefixed = parse_options({**BS, "subscribe": "a", "groupIdPrefix": "etl"})
+    assert prefixed.consumer_config("executor")["group.id"].startswith("etl-")
+    fixed = parse_options(
+        {**BS, "subscribe": "a", "groupIdPrefix": "etl", "kafka.group.id": "orders"}
+    )
+    assert fixed.consumer_config("driver")["group.id"] == "orders"
+    assert fixed.consumer_config("executor")["group.id"] == "orders"
+    retries = parse_options(
+        {**BS, "subscribe": "a", "fetchOffset.numRetries": "5", "FETCHOFFSET.RETRYINTERVALMS": "0"}
+    )
+    assert (retries.fetch_offset_retries, retries.fetch_offset_retry_interval_ms) == (5, 0)
+    assert (batch.fetch_offset_retries, batch.fetch_offset_retry_interval_ms) == (3, 10)
+
+
+def test_commit_offsets_to_group_is_a_streaming_option() -> None:
+    stream = parse_options({**BS, "subscribe": "a", "commitOffsetsToGroup": "lag"}, streaming=True)
+    assert stream.commit_group == "lag"
+    assert parse_options({**BS, "subscribe": "a"}, streaming=True).commit_group is None
+    with pytest.raises(ConfigError, match="must name a consumer group"):
+        parse_options({**BS, "subscribe": "a", "commitOffsetsToGroup": " "}, streaming=True)
+
+
+def test_offset_lookups_retry_as_fetch_offset_options_say() -> None:
+    from kafkaconsumer.errors import KafkaError
+    from kafkaconsumer.spark.offsets import with_retries
+
+    opts = parse_options(
+        {**BS, "subscribe": "a", "fetchOffset.numRetries": "3", "fetchOffset.retryIntervalMs": "1"}
+    )
+    calls = []
+
+    def flaky(consumer: object) -> int:
+        calls.append(consumer)
+        if len(calls) < 3:
+            raise KafkaError("leader not available")
+        return 42
+
+    assert with_retries(opts, flaky) == 42 and len(calls) == 3
+    calls.clear()
+
+    def broken(consumer: object) -> int:
+        calls.append(consumer)
+        raise KafkaError("still down")
+
+    with pytest.raises(KafkaError, match="still down"):
+        with_retries(opts, broken)
+    assert len(calls) == 3
+    calls.clear()
+
+    def misconfigured(consumer: object) -> int:
+        calls.append(consumer)
+        raise ConfigError("bad")
+
+    with pytest.raises(ConfigError):
+        with_retries(opts, misconfigured)
+    assert len(calls) == 1
 
 
 def test_missing_bootstrap_and_write_options() -> None:
@@ -108,3 +210,20 @@ def test_batch_reads_refuse_to_start_at_latest_as_spark_does() -> None:
         "latest"
     )
     assert parse_options({**base, "startingOffsets": '{"t":{"0":-2}}'}).starting.kind == "offsets"
+
+
+def test_each_micro_batch_logs_its_backlog(caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("pyspark")
+    from kafkaconsumer.spark.datasource import KafkaStreamReader
+
+    reader = KafkaStreamReader(parse_options({**BS, "subscribe": "a"}, streaming=True))
+    assert reader.reportLatestOffset() is None
+    a0, a1, a2 = (TopicPartition("a", p) for p in range(3))
+    reader._latest = {a0: 100, a1: 50, a2: 10}
+    with caplog.at_level("INFO", logger="kafkaconsumer.spark.datasource"):
+        reader._log_backlog({a0: 0, a1: 0, a2: 10}, {a0: 40, a1: 50, a2: 10})
+    assert (
+        "90 records read, backlog behind the latest offsets over 3 partitions: "
+        "min 0, avg 20.0, max 60" in caplog.text
+    )
+    assert reader.reportLatestOffset() == {"a": {"0": 100, "1": 50, "2": 10}}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from kafkaconsumer.config.porting import kafka_python_assignor
 from kafkaconsumer.internals.assignors.abstract import (
     AbstractPartitionAssignor,
     ConsumerPartitionAssignor,
@@ -78,6 +79,9 @@ def get_assignor_class(name: str) -> type[ConsumerPartitionAssignor]:
     try:
         return ASSIGNORS[key]
     except KeyError:
+        ported = kafka_python_assignor(key)
+        if ported is not None:
+            raise ValueError(ported) from None
         known = sorted(ASSIGNORS) + sorted(k for k in _ALIASES if k.startswith(_JAVA_PACKAGE))
         raise ValueError(
             f"unknown partition assignor {name!r}; known: {', '.join(known)}"
@@ -105,7 +109,10 @@ def resolve_assignors(
             out.append(item)
         elif isinstance(item, type):
             if not issubclass(item, ConsumerPartitionAssignor):
-                raise TypeError(f"{item.__name__} is not a ConsumerPartitionAssignor")
+                raise TypeError(
+                    kafka_python_assignor(item)
+                    or f"{item.__name__} is not a ConsumerPartitionAssignor"
+                )
             out.append(item())
         elif isinstance(item, str):
             out.extend(resolve_assignors(item) if "," in item else [get_assignor_class(item)()])

@@ -78,7 +78,8 @@ _RETRIABLE_LIST_OFFSETS = frozenset(
 
 
 def _strategy_timestamp(strategy: OffsetResetStrategy) -> int:
-    """The ListOffsets timestamp of EARLIEST or LATEST (callers skip NONE)."""
+    """The ListOffsets timestamp of EARLIEST or LATEST (callers skip NONE; BY_DURATION's is
+    :meth:`OffsetFetcher._reset_timestamp`)."""
     return EARLIEST_TIMESTAMP if strategy is OffsetResetStrategy.EARLIEST else LATEST_TIMESTAMP
 
 
@@ -466,7 +467,7 @@ class OffsetFetcher:
             strategy = self._subscriptions.reset_strategy(tp)
             if strategy is None or strategy is OffsetResetStrategy.NONE:
                 continue
-            timestamps[tp] = _strategy_timestamp(strategy)
+            timestamps[tp] = self._reset_timestamp(strategy)
             strategies[tp] = strategy
         if not timestamps:
             return
@@ -487,6 +488,16 @@ class OffsetFetcher:
             fut.add_callback(self._reset_success(parts, strategies))
             fut.add_errback(self._reset_failure(parts))
 
+    def _reset_timestamp(self, strategy: OffsetResetStrategy) -> int:
+        """The ListOffsets timestamp of a reset: EARLIEST and LATEST's codes, or for
+        BY_DURATION the wall-clock time that long ago (Java's ``Instant.now().minus``)."""
+        if strategy is not OffsetResetStrategy.BY_DURATION:
+            return _strategy_timestamp(strategy)
+        duration_ns = self._subscriptions.reset_duration_ns
+        if duration_ns is None:
+            raise Errors.IllegalStateError("by_duration reset strategy without a duration")
+        return (self._time.wall_ms() * 1_000_000 - duration_ns) // 1_000_000
+
     def _reset_success(
         self,
         parts: dict[TopicPartition, tuple[int, int]],
@@ -505,6 +516,10 @@ class OffsetFetcher:
                 self._retry_later(result.to_retry, now)
                 self._metadata.request_update()
             for tp, (offset, _ts, epoch) in result.fetched.items():
+                if offset < 0 and strategies[tp] is OffsetResetStrategy.BY_DURATION:
+                    # No record that recent: the next one written is the first in the window.
+                    self._reset_to_end_if_still_awaiting(tp)
+                    continue
                 if offset < 0:
                     # No answer for this partition; back off and ask again.
                     self._retry_later([tp], now)
@@ -517,6 +532,16 @@ class OffsetFetcher:
                 self._succeeded(tp)
 
         return on_success
+
+    def _reset_to_end_if_still_awaiting(self, tp: TopicPartition) -> None:
+        subs = self._subscriptions
+        if subs.is_assigned(tp) and subs.reset_strategy(tp) is OffsetResetStrategy.BY_DURATION:
+            logger.info(
+                "no record of %s is as recent as auto.offset.reset's by_duration asks; "
+                "resetting it to the log end",
+                tp,
+            )
+            subs.request_offset_reset([tp], OffsetResetStrategy.LATEST)
 
     def _reset_failure(self, parts: dict[TopicPartition, tuple[int, int]]) -> Any:
         def on_failure(exc: BaseException) -> None:

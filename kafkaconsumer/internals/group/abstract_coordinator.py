@@ -249,6 +249,8 @@ class AbstractCoordinator(GroupMember):
         a rebalance listener's exception, ...).
         """
         while self.rejoin_needed_or_pending():
+            if (fatal := self.group_error_backoff.wait(timer, self.backoff_wait)) is not None:
+                raise fatal
             if not self.ensure_coordinator_ready(timer):
                 return False
             with self._lock:
@@ -268,6 +270,7 @@ class AbstractCoordinator(GroupMember):
                     gen = self.generation
                     state = self.state
                     self._join_attempts = 0
+                self.group_error_backoff.succeeded()
                 if not self._has_generation_reset(gen) and state is MemberState.STABLE:
                     self._record_rebalance()
                     self.on_join_complete(
@@ -305,6 +308,7 @@ class AbstractCoordinator(GroupMember):
                 ):
                     continue
                 if not getattr(exc, "retriable", False):
+                    self.group_error_backoff.failed("joining the group", exc)
                     raise exc
                 if timer.is_expired():
                     return False
@@ -466,7 +470,7 @@ class AbstractCoordinator(GroupMember):
         if code == 0:
             ptype = response.get("protocol_type")
             if ptype is not None and ptype != "" and ptype != self.protocol_type():
-                logger.error(
+                logger.debug(
                     "JoinGroup failed: inconsistent protocol type %r, expected %r",
                     ptype,
                     self.protocol_type(),
@@ -522,7 +526,7 @@ class AbstractCoordinator(GroupMember):
             )
             future.failure(_error_for(code))
         elif code == Errors.FencedInstanceIdError.errno:
-            logger.error(
+            logger.debug(
                 "JoinGroup failed: group.instance.id %r was fenced by another instance",
                 self.rebalance_config.group_instance_id,
             )
@@ -539,7 +543,7 @@ class AbstractCoordinator(GroupMember):
             Errors.GroupAuthorizationFailedError.errno,
             Errors.GroupMaxSizeReachedError.errno,
         ):
-            logger.error("JoinGroup failed with fatal error %s", Errors.for_code(code).name)
+            logger.debug("JoinGroup failed with fatal error %s", Errors.for_code(code).name)
             if code == Errors.GroupMaxSizeReachedError.errno:
                 future.failure(
                     Errors.GroupMaxSizeReachedError(
@@ -556,11 +560,12 @@ class AbstractCoordinator(GroupMember):
             else:
                 future.failure(_error_for(code))
         elif code == Errors.UnsupportedVersionError.errno:
-            logger.error(
-                "JoinGroup failed with UNSUPPORTED_VERSION; unset group.instance.id "
-                "and retry to see if that resolves it"
+            future.failure(
+                Errors.UnsupportedVersionError(
+                    "JoinGroup failed with UNSUPPORTED_VERSION; unset group.instance.id and retry "
+                    "to see if that resolves it"
+                )
             )
-            future.failure(Errors.UnsupportedVersionError())
         elif code == Errors.MemberIdRequiredError.errno:
             member_id = str(response.get("member_id") or "")
             logger.debug(
@@ -574,7 +579,7 @@ class AbstractCoordinator(GroupMember):
             logger.info("JoinGroup failed with REBALANCE_IN_PROGRESS; will retry")
             future.failure(Errors.RebalanceInProgressError())
         else:
-            logger.error("JoinGroup failed with unexpected error %s", Errors.for_code(code).name)
+            logger.debug("JoinGroup failed with unexpected error %s", Errors.for_code(code).name)
             future.failure(
                 Errors.KafkaError(
                     f"unexpected error in JoinGroup response: {Errors.for_code(code).name}"
@@ -682,7 +687,7 @@ class AbstractCoordinator(GroupMember):
             logger.info("SyncGroup failed: the group began another rebalance; sent %s", sent)
             future.failure(Errors.RebalanceInProgressError())
         elif code == Errors.FencedInstanceIdError.errno:
-            logger.error(
+            logger.debug(
                 "SyncGroup failed: group.instance.id %r was fenced",
                 self.rebalance_config.group_instance_id,
             )

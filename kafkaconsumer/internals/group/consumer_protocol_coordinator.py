@@ -291,7 +291,7 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
                 error, manager.error = manager.error, None
             fatal = m.fatal_error if m.state is ConsumerMemberState.FATAL else None
         if fatal is not None:
-            raise fatal
+            raise self.group_error_backoff.throttle(fatal, timer, self.backoff_wait)
         if error is not None:
             raise error
         if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_default, config_value
+from kafkaconsumer.internals.group.group_error_backoff import GroupErrorBackoff
 from kafkaconsumer.internals.interfaces import CoordinatorClient
 from kafkaconsumer.metrics import ConsumerCoordinatorMetrics
 from kafkaconsumer.network.client import coordinator_node_id
@@ -212,6 +213,11 @@ class GroupMember:
         )
         # Consecutive failed coordinator lookups.
         self._lookup_attempts = 0  # guarded by _lock
+        # After a fatal join or heartbeat error: when to try again, what was logged (the
+        # user's thread only).
+        self.group_error_backoff = GroupErrorBackoff(
+            rebalance_config.group_id, self.retry_backoff, self.time
+        )
         #: The ``consumer-coordinator-metrics`` sensors (set by the subclass that reports them).
         self.sensors: ConsumerCoordinatorMetrics | None = None  # set once at construction
         # When a heartbeat last went out (the gauge's reference).

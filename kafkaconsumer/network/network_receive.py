@@ -1,0 +1,481 @@
+"""The receive path of a broker connection: size-prefixed frames read from the socket, bounded
+before anything is allocated for them (Java ``NetworkReceive``).
+
+Partial reads accumulate until a whole frame is there. A frame size is checked before anything
+is allocated for it: before READY it must fit an ApiVersions/SASL answer (1 MiB), after READY
+twice the largest fetch we ask for (at least 64 MiB), as Java's ``NetworkReceive`` bounds its
+receives. A peer whose first bytes are a TLS record or an HTTP (or other text protocol) reply is
+named in the error. Responses arrive in request order on a Kafka connection, so every
+response's correlation id must match the oldest in-flight request; a mismatch or undecodable
+bytes close the connection. While a large response is partly in, the socket's ``SO_RCVLOWAT``
+(Linux 5.7+, see ``_LOWAT_MIN``) makes the selector report it only once a large piece of the
+rest has arrived.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections
+import logging
+import mmap
+import os
+import re
+import socket
+import struct
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from kafkaconsumer.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaProtocolError,
+    SslAuthenticationError,
+    UnsupportedVersionError,
+)
+from kafkaconsumer.network import ssl_transport_layer as tls
+from kafkaconsumer.network.channel_state import ConnectionState
+from kafkaconsumer.network.in_flight_request import InFlightRequest, api_name
+from kafkaconsumer.protocol import ApiKey, decode_response
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["NetworkReceive", "describe_foreign_peer"]
+
+_SIZE = struct.Struct(">i")
+_CHUNK = 65536
+# Response buffers of at least this size are kept (up to _POOL_SIZE per connection) and reused
+# once nothing refers to them: a fresh one costs a page fault per 4 KiB (and, as a bytearray,
+# a zero fill too: see _large_buffer), more than receiving into it (a third of the consumer's
+# CPU with 50 MB responses).
+_POOL_MIN = 1 << 20
+_POOL_SIZE = 2
+# While a response of at least _LOWAT_MIN bytes is partly received, the socket's SO_RCVLOWAT
+# asks the selector to report it readable only once up to _LOWAT_MAX more bytes of it are in
+# (never more than the rest): a multi-MiB response then takes a few large reads instead of one
+# network-loop round per few hundred KiB, and the thread sleeps meanwhile (the broker shares
+# the machine's cores). Linux also grows an autotuned receive buffer to hold the mark (alone it
+# stays under 1 MiB on loopback, leaving the broker little room to send ahead).
+#
+# Only on Linux 5.7 or later: since 4.18 the kernel caps the mark at half a fixed receive
+# buffer and grows an autotuned one to hold it, and since 5.7 it reports the socket readable
+# below the mark when the receive window closes or memory runs short. An older kernel would
+# let a small receive buffer fill below the mark and never report the socket: the response
+# would wait for request.timeout.ms. A receive buffer set by receive.buffer.bytes also caps
+# the mark at a quarter of it.
+_LOWAT_MIN = 256 * 1024
+_LOWAT_MAX = 2 << 20
+
+
+def _kernel_at_least(release: str, wanted: tuple[int, int]) -> bool:
+    """Whether a Linux release string (``os.uname().release``) is ``wanted`` or later."""
+    found = re.match(r"(\d+)\.(\d+)", release)
+    return found is not None and (int(found[1]), int(found[2])) >= wanted
+
+
+def _rcvlowat_option() -> int | None:
+    """SO_RCVLOWAT where the low-water mark is safe to use (see _LOWAT_MIN), else None."""
+    option = getattr(socket, "SO_RCVLOWAT", None)
+    if option is None or not sys.platform.startswith("linux"):
+        return None
+    return int(option) if _kernel_at_least(os.uname().release, (5, 7)) else None
+
+
+_SO_RCVLOWAT: int | None = _rcvlowat_option()
+
+
+def _large_buffer(size: int) -> mmap.mmap:
+    # Anonymous memory, not bytearray(size): a bytearray is zero-filled, a pass over the whole
+    # buffer before the socket writes it (7.5 ms for a 50 MiB response); the kernel hands out
+    # zeroed pages only as they are first written. Freed (unmapped) with the last reference.
+    return mmap.mmap(-1, size)
+
+
+# The receive limit of a ready connection (Java: NetworkReceive's maxSize). A size above it is
+# taken for garbage, never allocated. The largest response we expect is a fetch: about
+# fetch.max.bytes, but the broker may exceed that by one oversized first batch, hence twice it;
+# and never below this floor, which covers metadata of large clusters.
+_MIN_RECEIVE_LIMIT = 64 * 1024 * 1024
+# Before READY only ApiVersions and SASL answers arrive: a few KiB. A bigger first "size" is a
+# peer that is not a Kafka listener (a TLS alert read as a size claims 336 MiB).
+_SETUP_RECEIVE_LIMIT = 1024 * 1024
+
+
+def describe_foreign_peer(head: bytes) -> str | None:
+    """Name the protocol a peer speaks from the first bytes it sent, when they are not Kafka.
+
+    Returns None when the bytes do not look like any protocol we know (they may still be
+    garbage; the caller decides from the size).
+    """
+    if len(head) >= 3 and head[0] in _TLS_CONTENT_TYPES and head[1] == 3 and head[2] <= 4:
+        kind = _TLS_CONTENT_TYPES[head[0]]
+        detail = ""
+        if head[0] == 0x15 and len(head) >= 7:
+            detail = f" ({_TLS_ALERTS.get(head[6], f'alert {head[6]}')})"
+        return (
+            f"it answered with a TLS {kind} record{detail}, so it expects TLS "
+            "(security.protocol SSL or SASL_SSL)"
+        )
+    for prefix, name in (
+        (b"HTTP/", "an HTTP server"),
+        (b"SSH-", "an SSH server"),
+        (b"220 ", "an SMTP or FTP server"),
+        (b"+OK", "a POP3 server"),
+        (b"-ERR", "a Redis server"),
+    ):
+        if head.startswith(prefix):
+            line = head.split(b"\r", 1)[0].split(b"\n", 1)[0][:60]
+            text = line.decode("ascii", "replace")
+            return f"{name} answered ({text!r})"
+    return None
+
+
+_TLS_CONTENT_TYPES = {
+    0x14: "change_cipher_spec",
+    0x15: "alert",
+    0x16: "handshake",
+    0x17: "application_data",
+}
+_TLS_ALERTS = {
+    10: "unexpected_message",
+    40: "handshake_failure",
+    42: "bad_certificate",
+    47: "illegal_parameter",
+    50: "decode_error",
+    70: "protocol_version",
+    80: "internal_error",
+    112: "unrecognized_name",
+}
+
+_UNSUPPORTED_VERSION = UnsupportedVersionError.errno
+
+
+class NetworkReceive(abc.ABC):
+    """The receive half of :class:`~kafkaconsumer.network.connection.BrokerConnection`: reading
+    frames off the socket, bounding and buffering them, matching each to its request.
+
+    The fields below are declared here for the type checker; ``BrokerConnection.__init__``
+    sets them, and its comments say who writes them.
+
+    Thread-safety: as ``BrokerConnection``: only the thread that owns the NetworkClient, under
+    the network lock.
+    """
+
+    state: ConnectionState
+    sock: socket.socket | None
+    node_id: int
+    host: str
+    port: int
+    in_flight: collections.deque[InFlightRequest]
+    served: bool
+    ever_served: bool
+    last_activity_ms: int
+    throttle_until_ms: int
+    _now_ms: Callable[[], int]
+    _use_ssl: bool
+    _use_sasl: bool
+    _rcvbuf: int
+    _max_frame: int
+    _hdr: bytes
+    _frame: bytearray | mmap.mmap | None
+    _frame_pos: int
+    _frame_size: int
+    _pool: list[mmap.mmap]
+    _lowat: int | None
+    _want_write_for_read: bool
+
+    @abc.abstractmethod
+    def close(self, error: KafkaError | None = None) -> None:
+        """Close the connection and fail what is in flight with ``error``."""
+
+    def _read(self) -> None:
+        self._want_write_for_read = False
+        while self.state is not ConnectionState.DISCONNECTED:
+            sock = self.sock
+            assert sock is not None
+            try:
+                if self._frame is not None:
+                    view = memoryview(self._frame)[self._frame_pos : self._frame_size]
+                    want = len(view)
+                    n = sock.recv_into(view)
+                    view.release()
+                    if n == 0:
+                        self._peer_closed()
+                        return
+                    self.last_activity_ms = self._now_ms()
+                    self._frame_pos += n
+                    if self._frame_pos == self._frame_size:
+                        frame = self._frame
+                        self._frame = None
+                        if self._lowat is not None and self._lowat > 1:
+                            self._set_lowat(sock, 1)
+                        self._on_frame(memoryview(frame)[: self._frame_size])
+                        del frame
+                    elif self._lowat is not None and self._lowat > want - n:
+                        # Never above what is left: the selector would wait for bytes that
+                        # are not coming.
+                        self._set_lowat(sock, want - n)
+                    got_all = n >= want
+                else:
+                    want = _CHUNK
+                    chunk = sock.recv(want)
+                    if not chunk:
+                        self._peer_closed()
+                        return
+                    self.last_activity_ms = self._now_ms()
+                    n = len(chunk)
+                    self._on_chunk(chunk)
+                    got_all = n >= want
+            except (BlockingIOError, InterruptedError, tls.SSLWantReadError):
+                return
+            except tls.SSLWantWriteError:
+                self._want_write_for_read = True
+                return
+            except tls.SSLError as exc:
+                if self.state is not ConnectionState.READY:
+                    # With TLS 1.3 the server rejects a client certificate only after the
+                    # handshake, with an alert: before READY that is an authentication failure.
+                    self.close(
+                        SslAuthenticationError(
+                            f"TLS with node {self.node_id} ({self.host}:{self.port}) failed: "
+                            f"{exc.reason or exc}"
+                        )
+                    )
+                else:
+                    self.close(
+                        KafkaConnectionError(
+                            f"TLS error on the connection to node {self.node_id}: "
+                            f"{exc.reason or exc}"
+                        )
+                    )
+                return
+            except ConnectionResetError as exc:
+                self._peer_closed(exc)
+                return
+            except OSError as exc:
+                self.close(
+                    KafkaConnectionError(
+                        f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
+                        f"receiving: {exc}"
+                    )
+                )
+                return
+            if not got_all and not (isinstance(sock, tls.SSLSocket) and sock.pending()):
+                # A short read means the kernel buffer is drained (TLS may still hold decrypted
+                # bytes, hence the pending() check); the selector reports the next data.
+                return
+
+    def _on_chunk(self, chunk: bytes) -> None:
+        data = memoryview(chunk)
+        if self._hdr:
+            need = 4 - len(self._hdr)
+            self._hdr += bytes(data[:need])
+            data = data[need:]
+            if len(self._hdr) < 4:
+                return
+            size = _SIZE.unpack(self._hdr)[0]
+            self._hdr = b""
+            if not self._start_frame(size, data):
+                return
+            data = data[min(size, len(data)) :]
+        pos = 0
+        end = len(data)
+        while self.state is not ConnectionState.DISCONNECTED and pos < end:
+            if end - pos < 4:
+                self._hdr = bytes(data[pos:end])
+                return
+            size = _SIZE.unpack_from(data, pos)[0]
+            pos += 4
+            if not self._start_frame(size, data[pos:]):
+                return
+            pos += size
+
+    def _start_frame(self, size: int, data: memoryview) -> bool:
+        """Take a frame of ``size`` starting at ``data``; False when it is incomplete/fatal."""
+        limit = self._max_frame if self.state is ConnectionState.READY else _SETUP_RECEIVE_LIMIT
+        if size < 0 or size > limit:
+            self._reject_size(size, data, limit)
+            return False
+        if len(data) >= size:
+            self._on_frame(data[:size])
+            return True
+        frame = self._frame_buffer(size)
+        frame[: len(data)] = data
+        self._frame = frame
+        self._frame_pos = len(data)
+        self._frame_size = size
+        rest = size - len(data)
+        # Not under TLS: the library may hold part of a record already taken off the socket,
+        # so fewer bytes than the rest of the response may ever reach the kernel's queue.
+        if (
+            rest >= _LOWAT_MIN
+            and self._lowat is not None
+            and not self._use_ssl
+            and self.sock is not None
+        ):
+            self._set_lowat(self.sock, rest)
+        return False
+
+    def _set_lowat(self, sock: socket.socket, rest: int) -> None:
+        """Set SO_RCVLOWAT for a response with ``rest`` bytes still to come (1: back to the
+        default); see _LOWAT_MIN."""
+        try:
+            if rest > 1:
+                rest = min(rest, _LOWAT_MAX)
+                if self._rcvbuf > 0:
+                    rest = max(1, min(rest, self._rcvbuf // 4))
+            if rest != self._lowat:
+                sock.setsockopt(socket.SOL_SOCKET, _SO_RCVLOWAT, rest)  # type: ignore[arg-type]
+                self._lowat = rest
+        except OSError:
+            # Not every platform takes it (Windows): read as data comes, as before.
+            self._lowat = None
+
+    def _frame_buffer(self, size: int) -> bytearray | mmap.mmap:
+        """A buffer of at least ``size`` bytes for one response: a pooled one no view refers
+        to any more (its responses are decoded and dropped), else a new one."""
+        if size < _POOL_MIN:
+            return bytearray(size)
+        pool = self._pool
+        for i in range(len(pool)):
+            buf = pool[i]
+            # Held by the pool, this variable and getrefcount's argument only: no memoryview
+            # of it (data still to decode) is alive, so it may be overwritten.
+            if sys.getrefcount(buf) <= 3:
+                if len(buf) >= size:
+                    return buf
+                del buf
+                pool[i] = fresh = _large_buffer(size)  # an idle buffer too small: replace it
+                return fresh
+        fresh = _large_buffer(size)
+        if len(pool) < _POOL_SIZE:
+            pool.append(fresh)
+        return fresh
+
+    def _reject_size(self, size: int, data: memoryview, limit: int) -> None:
+        """Close on a size no Kafka response of this connection can have, naming what the
+        peer looks like when its first bytes tell."""
+        head = _SIZE.pack(size) + bytes(data[:60])
+        where = f"node {self.node_id} ({self.host}:{self.port})"
+        peer = describe_foreign_peer(head) if self.state is not ConnectionState.READY else None
+        if peer is not None:
+            message = (
+                f"{where} is not a Kafka {self._protocol_name()} listener: {peer}; "
+                "closing the connection"
+            )
+        elif self.state is ConnectionState.READY:
+            message = (
+                f"{where} sent a response of {size} bytes, above the receive limit of "
+                f"{limit} bytes (twice fetch.max.bytes, at least "
+                f"{_MIN_RECEIVE_LIMIT}); closing the connection"
+            )
+        else:
+            message = (
+                f"{where} answered with bytes that are not a Kafka response (first "
+                f"bytes {head[:16].hex(' ')}); closing the connection"
+            )
+        # A misconfigured address or security.protocol: the network client logs it at
+        # WARNING (rate-limited per node), as every failed connection.
+        self.close(KafkaConnectionError(message))
+
+    def _protocol_name(self) -> str:
+        if self._use_ssl:
+            return "SASL_SSL" if self._use_sasl else "SSL"
+        return "SASL_PLAINTEXT" if self._use_sasl else "PLAINTEXT"
+
+    def _on_frame(self, frame: memoryview) -> None:
+        if self.state is ConnectionState.DISCONNECTED:
+            return
+        if len(frame) < 4:
+            self.close(KafkaConnectionError(f"node {self.node_id} sent a truncated response"))
+            return
+        cid = _SIZE.unpack_from(frame, 0)[0]
+        if not self.in_flight:
+            self.close(
+                KafkaConnectionError(
+                    f"node {self.node_id} sent a response (correlation id {cid}) with no request "
+                    "in flight"
+                )
+            )
+            return
+        req = self.in_flight[0]
+        if cid != req.correlation_id:
+            self.close(
+                KafkaConnectionError(
+                    f"correlation id mismatch from node {self.node_id}: expected "
+                    f"{req.correlation_id}, got {cid}; closing the connection"
+                )
+            )
+            return
+        body: dict[str, Any] | None
+        try:
+            _, body = decode_response(req.api_key, req.api_version, frame)
+        except KafkaProtocolError as exc:
+            body = self._api_versions_v0(req, frame)
+            if body is None:
+                err = KafkaConnectionError(
+                    f"malformed {api_name(req.api_key)} v{req.api_version} response from node "
+                    f"{self.node_id}: {exc}; closing the connection"
+                )
+                err.__cause__ = exc
+                self.close(err)
+                return
+        if body.get("error_code") == _UNSUPPORTED_VERSION:
+            # The broker answered ApiVersions in v0 format whatever we asked; read it as such.
+            body = self._api_versions_v0(req, frame) or body
+        self.in_flight.popleft()
+        if self.state is ConnectionState.READY:
+            self.served = self.ever_served = True
+        throttle = body.get("throttle_time_ms")
+        if throttle:
+            self.throttle_until_ms = max(self.throttle_until_ms, self._now_ms() + int(throttle))
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("node %s: <- %s cid=%d", self.node_id, api_name(req.api_key), cid)
+        req.future.success(body)
+
+    @staticmethod
+    def _api_versions_v0(req: InFlightRequest, frame: memoryview) -> dict[str, Any] | None:
+        """An ApiVersions answer read as v0, when it is an UNSUPPORTED_VERSION one."""
+        if req.api_key != ApiKey.API_VERSIONS or req.api_version == 0:
+            return None
+        try:
+            _, body = decode_response(req.api_key, 0, frame)
+        except KafkaProtocolError:
+            return None
+        return body if body.get("error_code") == _UNSUPPORTED_VERSION else None
+
+    def _peer_closed(self, reset: OSError | None = None) -> None:
+        """The peer closed (``reset``: reset) the connection; name the likely cause."""
+        how = f" ({reset})" if reset is not None else ""
+        if self.state is ConnectionState.HANDSHAKE:
+            self.close(
+                SslAuthenticationError(
+                    f"node {self.node_id} ({self.host}:{self.port}) closed the connection during the "
+                    f"TLS handshake{how}"
+                )
+            )
+        elif (
+            not self.ever_served
+            and not self._use_ssl
+            and not self._use_sasl
+            and self._frame is None
+            and not self._hdr
+        ):
+            # An SSL listener drops a plaintext ApiVersions; a SASL listener answers it and
+            # then drops the first request that is not SASL. Both close with nothing of the
+            # pending answer sent. Part of a frame received means a Kafka listener cut off
+            # mid-response (a proxy, a dying broker); a broker that served this address
+            # before is more likely going down: neither gets the hint.
+            self.close(
+                KafkaConnectionError(
+                    f"node {self.node_id} ({self.host}:{self.port}): the broker closed the "
+                    f"connection during the handshake{how}: is this an SSL/SASL listener? "
+                    "security.protocol is PLAINTEXT"
+                )
+            )
+        else:
+            self.close(
+                KafkaConnectionError(
+                    f"node {self.node_id} ({self.host}:{self.port}) closed the connection{how}"
+                )
+            )
