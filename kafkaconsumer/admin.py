@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, NamedTuple, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 from kafkaconsumer.admin_share_groups import (
     ShareGroupAdmin,
@@ -53,6 +53,26 @@ from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import to_timeout_ms
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        ConsumerGroupDescribeResponse,
+        CreatePartitionsResponse,
+        CreateTopicsResponse,
+        DeleteGroupsResponse,
+        DeleteRecordsResponse,
+        DeleteTopicsResponse,
+        DescribeConfigsResponse,
+        DescribeGroupsResponse,
+        FindCoordinatorResponse,
+        FindCoordinatorResponseCoordinator,
+        ListGroupsResponse,
+        ListOffsetsResponse,
+        MetadataResponse,
+        OffsetCommitResponse,
+        OffsetDeleteResponse,
+        OffsetFetchResponse,
+    )
 
 #: The result type of one admin call.
 _R = TypeVar("_R")
@@ -318,7 +338,7 @@ class KafkaAdminClient(ShareGroupAdmin):
         api_key: int,
         body: Mapping[str, Any] | Callable[[int], Mapping[str, Any]],
         deadline: _Deadline,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """One request/response; connection problems become :class:`_Retry`.
 
         ``body`` may be a function of the negotiated version, for requests whose fields differ
@@ -351,8 +371,8 @@ class KafkaAdminClient(ShareGroupAdmin):
             ) or getattr(exc, "retriable", False):
                 raise _Retry(exc)
             raise exc
-        value: dict[str, Any] = fut.value
-        return value
+        # The decoded body of ``api_key``'s response: callers read it into its typed form.
+        return fut.value
 
     def _with_retries(self, what: str, deadline: _Deadline, attempt: Callable[[], _R]) -> _R:
         """Run ``attempt`` until it stops raising :class:`_Retry` or time is up."""
@@ -400,8 +420,9 @@ class KafkaAdminClient(ShareGroupAdmin):
                 return {"key_type": 0, "coordinator_keys": [group_id]}
             return {"key": group_id, "key_type": 0}
 
-        resp = self._request(node, ApiKey.FIND_COORDINATOR, body, deadline)
+        resp: FindCoordinatorResponse = self._request(node, ApiKey.FIND_COORDINATOR, body, deadline)
         coords = resp.get("coordinators") or []
+        entry: FindCoordinatorResponseCoordinator | FindCoordinatorResponse
         if coords:
             entry = coords[0]
         else:
@@ -473,7 +494,9 @@ class KafkaAdminClient(ShareGroupAdmin):
                 "timeout_ms": deadline.request_timeout(),
                 "validate_only": validate_only,
             }
-            resp = self._request(self._controller(deadline), ApiKey.CREATE_TOPICS, body, deadline)
+            resp: CreateTopicsResponse = self._request(
+                self._controller(deadline), ApiKey.CREATE_TOPICS, body, deadline
+            )
             retry: _Retry | None = None
             for result in resp.get("topics") or []:
                 name = result["name"]
@@ -505,7 +528,9 @@ class KafkaAdminClient(ShareGroupAdmin):
                     }
                 return {"topic_names": list(pending), "timeout_ms": deadline.request_timeout()}
 
-            resp = self._request(self._controller(deadline), ApiKey.DELETE_TOPICS, body, deadline)
+            resp: DeleteTopicsResponse = self._request(
+                self._controller(deadline), ApiKey.DELETE_TOPICS, body, deadline
+            )
             retry: _Retry | None = None
             for result in resp.get("responses") or []:
                 name = result.get("name")
@@ -550,7 +575,7 @@ class KafkaAdminClient(ShareGroupAdmin):
                 "timeout_ms": deadline.request_timeout(),
                 "validate_only": validate_only,
             }
-            resp = self._request(
+            resp: CreatePartitionsResponse = self._request(
                 self._controller(deadline), ApiKey.CREATE_PARTITIONS, body, deadline
             )
             for result in resp.get("results") or []:
@@ -573,14 +598,17 @@ class KafkaAdminClient(ShareGroupAdmin):
                 "include_cluster_authorized_operations": False,
                 "include_topic_authorized_operations": False,
             }
-            resp = self._request(self._any_node(deadline), ApiKey.METADATA, body, deadline)
+            resp: MetadataResponse = self._request(
+                self._any_node(deadline), ApiKey.METADATA, body, deadline
+            )
             out: dict[str, int] = {}
             for t in resp.get("topics") or []:
-                if int(t.get("error_code", 0)) or t.get("name") is None:
+                name = t.get("name")
+                if int(t.get("error_code", 0)) or name is None:
                     continue
                 if t.get("is_internal") and not include_internal:
                     continue
-                out[t["name"]] = len(t.get("partitions") or [])
+                out[name] = len(t.get("partitions") or [])
             return out
 
         return self._call("list_topics", timeout_ms, attempt)
@@ -603,7 +631,9 @@ class KafkaAdminClient(ShareGroupAdmin):
                 "include_cluster_authorized_operations": False,
                 "include_topic_authorized_operations": False,
             }
-            resp = self._request(self._any_node(deadline), ApiKey.METADATA, body, deadline)
+            resp: MetadataResponse = self._request(
+                self._any_node(deadline), ApiKey.METADATA, body, deadline
+            )
             out: dict[str, TopicDescription] = {}
             for t in resp.get("topics") or []:
                 name = t.get("name")
@@ -677,7 +707,9 @@ class KafkaAdminClient(ShareGroupAdmin):
                     "include_synonyms": False,
                     "include_documentation": False,
                 }
-                resp = self._request(target, ApiKey.DESCRIBE_CONFIGS, body, deadline)
+                resp: DescribeConfigsResponse = self._request(
+                    target, ApiKey.DESCRIBE_CONFIGS, body, deadline
+                )
                 types = {v: k for k, v in _RESOURCE_TYPES.items()}
                 for result in resp.get("results") or []:
                     resource = ConfigResource(
@@ -764,7 +796,9 @@ class KafkaAdminClient(ShareGroupAdmin):
             for tp in tps:
                 topics.setdefault(tp.topic, []).append(partition_entry(tp))
             body = make_body([{"name": t, "partitions": p} for t, p in topics.items()])
-            resp = self._request(leader, api_key, body, deadline)
+            resp: ListOffsetsResponse | DeleteRecordsResponse = self._request(
+                leader, api_key, body, deadline
+            )
             for t in resp.get("topics") or []:
                 for p in t.get("partitions") or []:
                     tp = TopicPartition(t["name"], int(p["partition_index"]))
@@ -860,7 +894,7 @@ class KafkaAdminClient(ShareGroupAdmin):
             brokers = [b.node_id for b in self._metadata.cluster.brokers()]
             found: dict[str, GroupListing] = {}
             for node in brokers:
-                resp = self._request(
+                resp: ListGroupsResponse = self._request(
                     node, ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []}, deadline
                 )
                 code = int(resp.get("error_code", 0))
@@ -897,7 +931,7 @@ class KafkaAdminClient(ShareGroupAdmin):
                 if described is not None:
                     done[group] = described
                     continue
-                resp = self._request(
+                resp: DescribeGroupsResponse = self._request(
                     node,
                     ApiKey.DESCRIBE_GROUPS,
                     {"groups": [group], "include_authorized_operations": False},
@@ -921,7 +955,7 @@ class KafkaAdminClient(ShareGroupAdmin):
             raise _Retry(NodeNotReadyError(f"node {node} is not ready"))
         if self._client.api_version(node, ApiKey.CONSUMER_GROUP_DESCRIBE) is None:
             return None
-        resp = self._request(
+        resp: ConsumerGroupDescribeResponse = self._request(
             node,
             ApiKey.CONSUMER_GROUP_DESCRIBE,
             {"group_ids": [group], "include_authorized_operations": False},
@@ -1035,7 +1069,7 @@ class KafkaAdminClient(ShareGroupAdmin):
                     )
                 return {"group_id": group_id, "topics": topics, "require_stable": require_stable}
 
-            resp = self._request(node, ApiKey.OFFSET_FETCH, body, deadline)
+            resp: OffsetFetchResponse = self._request(node, ApiKey.OFFSET_FETCH, body, deadline)
             groups = resp.get("groups") or []
             if groups:
                 entry = groups[0]
@@ -1100,7 +1134,7 @@ class KafkaAdminClient(ShareGroupAdmin):
                 "group_instance_id": None,
                 "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
             }
-            resp = self._request(node, ApiKey.OFFSET_COMMIT, body, deadline)
+            resp: OffsetCommitResponse = self._request(node, ApiKey.OFFSET_COMMIT, body, deadline)
             for t in resp.get("topics") or []:
                 for p in t.get("partitions") or []:
                     code = int(p.get("error_code", 0))
@@ -1125,7 +1159,7 @@ class KafkaAdminClient(ShareGroupAdmin):
         def attempt(deadline: _Deadline) -> None:
             for group in list(pending):
                 node = self._coordinator(group, deadline)
-                resp = self._request(
+                resp: DeleteGroupsResponse = self._request(
                     node, ApiKey.DELETE_GROUPS, {"groups_names": [group]}, deadline
                 )
                 for r in resp.get("results") or []:
@@ -1152,7 +1186,7 @@ class KafkaAdminClient(ShareGroupAdmin):
 
         def attempt(deadline: _Deadline) -> None:
             node = self._coordinator(group_id, deadline)
-            resp = self._request(
+            resp: OffsetDeleteResponse = self._request(
                 node,
                 ApiKey.OFFSET_DELETE,
                 {

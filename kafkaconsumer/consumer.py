@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     # Loaded when a consumer with a group.id is made: a consumer that assigns its partitions
     # (a short script, a Spark task) never pays for the group machinery's import.
     from kafkaconsumer.internals.group.consumer_group_member import ConsumerGroupMember
+    from kafkaconsumer.protocol.message_types import MetadataRequest, MetadataResponse
 
 #: ``commit_async`` callback: ``callback(offsets, exception)`` (the exception is None on success).
 OffsetCommitCallback = Callable[
@@ -739,7 +740,7 @@ class KafkaConsumer:
             if node is None:
                 self._client.poll(timeout_ms=min(timer.remaining_ms, self._retry_backoff_ms))
             else:
-                body = {
+                body: MetadataRequest = {
                     "topics": None
                     if topics is None
                     else [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
@@ -752,13 +753,15 @@ class KafkaConsumer:
                     self._client.poll(timeout_ms=timer.remaining_ms, future=fut)
                     timer.update()
                 if fut.succeeded():
-                    resp = fut.value
+                    resp: MetadataResponse = fut.value
                     out: dict[str, list[PartitionInfo]] = {}
                     retry = False
                     for t in resp.get("topics", ()):
                         code = t.get("error_code", 0)
                         name = t.get("name")
-                        if code == Errors.UnknownTopicOrPartitionError.errno:
+                        if name is None or code == Errors.UnknownTopicOrPartitionError.errno:
+                            # Null names only come back for topics asked for by id (v12+),
+                            # which this request never does.
                             continue
                         if code == Errors.TopicAuthorizationFailedError.errno:
                             raise Errors.TopicAuthorizationFailedError(

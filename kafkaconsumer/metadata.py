@@ -27,7 +27,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaconsumer.config import config_value
 from kafkaconsumer.errors import (
@@ -40,6 +40,14 @@ from kafkaconsumer.errors import (
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        MetadataRequest,
+        MetadataRequestTopic,
+        MetadataResponse,
+        MetadataResponseTopicPartition,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -334,12 +342,12 @@ class Metadata:
             )
             return max(expire, backoff)
 
-    def build_request(self, version: int) -> dict[str, Any]:
+    def build_request(self, version: int) -> MetadataRequest:
         """The Metadata request body for the topics in use (all topics when needed)."""
         with self._lock:
             self._expire_transient(self._clock.monotonic_ms())
             if self._need_all_topics:
-                topics: list[dict[str, Any]] | None = None
+                topics: list[MetadataRequestTopic] | None = None
             else:
                 names = sorted(self._topics | set(self._transient))
                 # With no topic this is an empty list: brokers only, except in Metadata v0,
@@ -392,7 +400,7 @@ class Metadata:
                 logger.info("metadata: topic %r is available now", name)
 
     # ------------------------------------------------------------------ update --------------
-    def update(self, response: Mapping[str, Any], now_ms: int | None = None) -> None:
+    def update(self, response: MetadataResponse, now_ms: int | None = None) -> None:
         """Install a new snapshot from a decoded Metadata response body."""
         with self._lock:
             now = self._clock.monotonic_ms() if now_ms is None else now_ms
@@ -482,7 +490,7 @@ class Metadata:
         logger.debug("metadata updated: %r", cluster)
 
     def _partition_info(
-        self, topic: str, p: Mapping[str, Any], old: Cluster
+        self, topic: str, p: MetadataResponseTopicPartition, old: Cluster
     ) -> PartitionInfo | None:
         index = int(p["partition_index"])
         tp = TopicPartition(topic, index)

@@ -29,7 +29,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaconsumer.config import ProducerConfig
 from kafkaconsumer.errors import (
@@ -56,6 +56,13 @@ from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.loader import resolve_object
 from kafkaconsumer.utils.timer import to_timeout_ms
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        InitProducerIdResponse,
+        ProduceResponse,
+        ProduceResponseResponsePartitionResponse,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -694,13 +701,15 @@ class KafkaProducer:
         fut.add_callback(self._on_produce_response, chosen, now_ms)
         fut.add_errback(self._on_produce_failure, chosen)
 
-    def _on_produce_response(self, batches: list[_Batch], sent_ms: int, body: Any) -> None:
+    def _on_produce_response(
+        self, batches: list[_Batch], sent_ms: int, body: ProduceResponse | None
+    ) -> None:
         with self._lock:
-            results: dict[TopicPartition, dict[str, Any]] = {}
+            results: dict[TopicPartition, ProduceResponseResponsePartitionResponse] = {}
             if isinstance(body, Mapping):
                 for topic in body.get("responses") or []:
-                    for p in topic.get("partition_responses") or []:
-                        results[TopicPartition(topic["name"], int(p["index"]))] = p
+                    for part in topic.get("partition_responses") or []:
+                        results[TopicPartition(topic["name"], int(part["index"]))] = part
             now = self._time.monotonic_ms()
             for batch in batches:
                 self._in_flight.discard(batch.tp)
@@ -850,7 +859,7 @@ class KafkaProducer:
             logger.debug("InitProducerId failed: %s", exc)
             self._pid_retry_at_ms = now + self._retry_backoff_ms
             return False
-        body = fut.value
+        body: InitProducerIdResponse = fut.value
         code = int(body.get("error_code", 0))
         if code:
             err = for_code(code)("InitProducerId")

@@ -54,6 +54,8 @@ logger = logging.getLogger(__name__)
 if TYPE_CHECKING:
     import ssl
 
+    from kafkaconsumer.protocol.message_types import MetadataResponse
+
 
 __all__ = [
     "NetworkClient",
@@ -913,7 +915,7 @@ class NetworkClient:
             return max(1, self._reconnect_backoff_ms)
         return max(1, self.connection_delay(node, now_ms))
 
-    def _on_metadata_response(self, body: dict[str, Any]) -> None:
+    def _on_metadata_response(self, body: MetadataResponse) -> None:
         assert self.metadata is not None
         was_bootstrap = self._using_bootstrap()
         self.metadata.update(body, now_ms=self.now_ms())

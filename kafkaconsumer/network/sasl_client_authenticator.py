@@ -8,7 +8,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer._version import __version__
 from kafkaconsumer.errors import (
@@ -27,6 +27,14 @@ from kafkaconsumer.protocol import (
     ApiKey,
     negotiate_version,
 )
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        SaslAuthenticateResponse,
+        SaslHandshakeResponse,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +92,7 @@ class SaslClientAuthenticator(abc.ABC):
         self.state = ConnectionState.API_VERSIONS
         if version is None:
             version = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
-        body = {
+        body: ApiVersionsRequest = {
             "client_software_name": CLIENT_SOFTWARE_NAME,
             "client_software_version": CLIENT_SOFTWARE_VERSION,
         }
@@ -93,7 +101,7 @@ class SaslClientAuthenticator(abc.ABC):
         fut.add_errback(self._on_setup_failure)
         self._enqueue(ApiKey.API_VERSIONS, version, body, fut, self._request_timeout_ms, True)
 
-    def _on_api_versions(self, version: int, body: dict[str, Any]) -> None:
+    def _on_api_versions(self, version: int, body: ApiVersionsResponse) -> None:
         if self.state is not ConnectionState.API_VERSIONS:
             return
         code = body.get("error_code", 0)
@@ -161,7 +169,7 @@ class SaslClientAuthenticator(abc.ABC):
             True,
         )
 
-    def _on_sasl_handshake(self, body: dict[str, Any]) -> None:
+    def _on_sasl_handshake(self, body: SaslHandshakeResponse) -> None:
         assert self._sasl is not None
         code = body.get("error_code", 0)
         if code:
@@ -193,7 +201,7 @@ class SaslClientAuthenticator(abc.ABC):
             True,
         )
 
-    def _on_sasl_authenticate(self, body: dict[str, Any]) -> None:
+    def _on_sasl_authenticate(self, body: SaslAuthenticateResponse) -> None:
         assert self._sasl is not None
         code = body.get("error_code", 0)
         if code:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -190,10 +191,10 @@ def test_offset_fetch_carries_the_member_epoch(bootstrap: str) -> None:
     coordinator = m.consumer._coordinator
     assert isinstance(coordinator, ConsumerProtocolCoordinator)
     membership = coordinator.membership
-    sent: list[tuple[Any, dict[str, Any]]] = []
+    sent: list[tuple[Any, Mapping[str, Any]]] = []
     send = coordinator._send
 
-    def recording(node: int, api_key: int, body: dict[str, Any], **kw: Any) -> Any:
+    def recording(node: int, api_key: int, body: Mapping[str, Any], **kw: Any) -> Any:
         if api_key == 9:
             sent.append((kw.get("version"), copy.deepcopy(body)))
         return send(node, api_key, body, **kw)

@@ -9,7 +9,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -32,6 +32,7 @@ from kafkaconsumer.network.connection import ConnectionState
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, decode_request, encode_response
+from kafkaconsumer.protocol.message_types import MetadataResponse
 from tests.helpers import network_settings
 from tests.network.conftest import Factory
 from tests.support.fake_broker import FakeCluster
@@ -540,16 +541,20 @@ def test_many_threads_send_while_one_polls(make_client: Factory) -> None:
 
 def test_coordinator_node_id_maps_to_its_brokers_address() -> None:
     md = ConsumerMetadata({"bootstrap.servers": "127.0.0.1:9"})
+    # Only the fields the test needs; the decoder would fill the others with their defaults.
     md.update(
-        {
-            "brokers": [
-                {"node_id": 0, "host": "h0", "port": 1000},
-                {"node_id": 7, "host": "h7", "port": 1007},
-            ],
-            "topics": [],
-            "controller_id": 0,
-            "cluster_id": "c",
-        }
+        cast(
+            MetadataResponse,
+            {
+                "brokers": [
+                    {"node_id": 0, "host": "h0", "port": 1000},
+                    {"node_id": 7, "host": "h7", "port": 1007},
+                ],
+                "topics": [],
+                "controller_id": 0,
+                "cluster_id": "c",
+            },
+        )
     )
     client = NetworkClient(network_settings({"bootstrap.servers": "127.0.0.1:9"}), metadata=md)
     try:
@@ -609,7 +614,8 @@ def test_node_without_address_is_a_failed_connect_attempt() -> None:
         metadata=md,
     )
     try:
-        md.update({"brokers": [{"node_id": 0, "host": "127.0.0.1", "port": 9}], "topics": []})
+        brokers = [{"node_id": 0, "host": "127.0.0.1", "port": 9}]
+        md.update(cast(MetadataResponse, {"brokers": brokers, "topics": []}))
         version = md.update_version
         node = coordinator_node_id(42)
         assert not md.update_requested()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from kafkaconsumer.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 from kafkaconsumer.metadata import ConsumerMetadata, Metadata
+from kafkaconsumer.protocol.message_types import MetadataResponse
 from kafkaconsumer.structs import TopicPartition
 from tests.support.mock_time import MockTime
 
@@ -24,7 +25,8 @@ def response(
     error: int = 0,
     topic_id: uuid.UUID = TID,
     extra_topics: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+) -> MetadataResponse:
+    # Only the fields the tests vary; the decoder would fill the others with their defaults.
     parts = [
         {
             "error_code": 0,
@@ -37,7 +39,7 @@ def response(
         }
         for i in range(partitions)
     ]
-    return {
+    body = {
         "throttle_time_ms": 0,
         "brokers": [
             {"node_id": 1, "host": "h1", "port": 9092, "rack": "r1"},
@@ -56,6 +58,7 @@ def response(
         ]
         + (extra_topics or []),
     }
+    return cast(MetadataResponse, body)
 
 
 def test_snapshot_views() -> None:
@@ -163,6 +166,7 @@ def test_request_body_topics() -> None:
     md = ConsumerMetadata({"allow.auto.create.topics": False})
     md.set_topics(["b", "a"])
     body = md.build_request(12)
+    assert body["topics"] is not None
     assert [t["name"] for t in body["topics"]] == ["a", "b"]
     assert body["allow_auto_topic_creation"] is False
     md.set_topics(None)  # pattern subscription: everything
@@ -170,18 +174,25 @@ def test_request_body_topics() -> None:
     assert md.need_all_topics()
 
 
+def requested(md: Metadata) -> set[str | None]:
+    """The topic names of the next Metadata request (asking for some topics, not all)."""
+    topics = md.build_request(12)["topics"]
+    assert topics is not None
+    return {t["name"] for t in topics}
+
+
 def test_transient_topics_expire_after_idle() -> None:
     clock = MockTime(start_ms=0)
     md = Metadata({"metadata.max.idle.ms": 1000}, time=clock)
     md.set_topics(["kept"])
     md.add_transient_topics(["lookup"])
-    assert {t["name"] for t in md.build_request(12)["topics"]} == {"kept", "lookup"}
+    assert requested(md) == {"kept", "lookup"}
     clock.advance(600)
     md.touch("lookup")
     clock.advance(600)
-    assert {t["name"] for t in md.build_request(12)["topics"]} == {"kept", "lookup"}
+    assert requested(md) == {"kept", "lookup"}
     clock.advance(1001)
-    assert {t["name"] for t in md.build_request(12)["topics"]} == {"kept"}
+    assert requested(md) == {"kept"}
 
 
 def test_pattern_matching_excludes_internal() -> None:

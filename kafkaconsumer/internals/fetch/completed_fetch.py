@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer.errors import RecordDeserializationError
 from kafkaconsumer.record import next_offset_after_batches
 from kafkaconsumer.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import FetchResponseResponsePartition
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +89,11 @@ class CompletedFetch:
     )
 
     def __init__(
-        self, tp: TopicPartition, partition_data: dict[str, Any], fetch_offset: int, node: int
+        self,
+        tp: TopicPartition,
+        partition_data: FetchResponseResponsePartition,
+        fetch_offset: int,
+        node: int,
     ) -> None:
         """Wrap ``partition_data`` of ``tp`` from a fetch sent at ``fetch_offset`` to broker
         ``node``; nothing is decoded yet.

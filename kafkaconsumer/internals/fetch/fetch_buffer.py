@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
+from typing import Literal
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.fetch.completed_fetch import CompletedFetch
@@ -49,7 +50,9 @@ class FetchBuffer:
         self.undecoded_bytes = 0  # guarded by lock
         self._lagging: dict[CompletedFetch, None] = {}  # guarded by lock
         # Where a partition's records end for this consumer: prefetch stops short of it.
-        self._limit_key = "last_stable_offset" if read_committed else "high_watermark"
+        self._limit_key: Literal["last_stable_offset", "high_watermark"] = (
+            "last_stable_offset" if read_committed else "high_watermark"
+        )
         # A failure of the response handler, raised by the next collect. Guarded by lock.
         self._error: Errors.KafkaError | None = None
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.fetch.completed_fetch import CompletedFetch, FetchMetricsAggregator
@@ -58,6 +58,16 @@ from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        FetchRequest,
+        FetchRequestForgottenTopicsData,
+        FetchRequestTopic,
+        FetchRequestTopicPartition,
+        FetchResponse,
+        FetchResponseResponsePartition,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -432,11 +442,11 @@ class Fetcher:
             return _TOPIC_ID_MIN_VERSION - 1
         return int(version)
 
-    def _build_body(self, target: _FetchTarget) -> dict[str, Any]:
+    def _build_body(self, target: _FetchTarget) -> FetchRequest:
         cfg = self._config
         data = target.data
-        topics: list[dict[str, Any]] = []
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        topics: list[FetchRequestTopic] = []
+        by_topic: dict[str, list[FetchRequestTopicPartition]] = {}
         for tp, pd in data.to_send.items():
             parts = by_topic.get(tp.topic)
             if parts is None:
@@ -452,7 +462,7 @@ class Fetcher:
                     "partition_max_bytes": pd.max_bytes,
                 }
             )
-        forgotten: list[dict[str, Any]] = []
+        forgotten: list[FetchRequestForgottenTopicsData] = []
         if data.to_forget or data.to_replace:
             # Forgotten under the id the session had (a recreated topic: the old id).
             f_by_topic: dict[tuple[str, uuid.UUID], list[int]] = {}
@@ -519,8 +529,10 @@ class Fetcher:
                 )
             return sent
 
-    def _make_success_handler(self, target: _FetchTarget, start_ms: int) -> Callable[[Any], None]:
-        def on_success(response: Any) -> None:
+    def _make_success_handler(
+        self, target: _FetchTarget, start_ms: int
+    ) -> Callable[[FetchResponse], None]:
+        def on_success(response: FetchResponse) -> None:
             try:
                 self._handle_fetch_response(target, response, start_ms)
             except Exception as exc:  # noqa: BLE001 - a callback must not break the network poll
@@ -561,11 +573,11 @@ class Fetcher:
         return on_failure
 
     def _handle_fetch_response(
-        self, target: _FetchTarget, response: Mapping[str, Any], start_ms: int
+        self, target: _FetchTarget, response: FetchResponse, start_ms: int
     ) -> None:
         data = target.data
         session_parts = data.session_partitions
-        resolved: list[tuple[TopicPartition, dict[str, Any]]] = []
+        resolved: list[tuple[TopicPartition, FetchResponseResponsePartition]] = []
         with self._lock:
             if self._closed:
                 return

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_value
@@ -41,6 +41,16 @@ from kafkaconsumer.structs import OffsetAndTimestamp, TopicPartition
 from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        ListOffsetsRequest,
+        ListOffsetsRequestTopicPartition,
+        ListOffsetsResponse,
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochRequestTopicPartition,
+        OffsetForLeaderEpochResponse,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -217,8 +227,8 @@ class OffsetFetcher:
 
     def _list_offsets_body(
         self, partitions: Mapping[TopicPartition, tuple[int, int]]
-    ) -> dict[str, Any]:
-        topics: dict[str, list[dict[str, Any]]] = {}
+    ) -> ListOffsetsRequest:
+        topics: dict[str, list[ListOffsetsRequestTopicPartition]] = {}
         for tp, (ts, epoch) in partitions.items():
             topics.setdefault(tp.topic, []).append(
                 {
@@ -236,7 +246,7 @@ class OffsetFetcher:
 
     def _parse_list_offsets(
         self,
-        response: Mapping[str, Any],
+        response: ListOffsetsResponse,
         asked: Iterable[TopicPartition],
         result: _ListOffsetResult,
     ) -> None:
@@ -419,7 +429,9 @@ class OffsetFetcher:
                 logger.debug("could not send end-offset lookup to node %s: %s", node, exc)
                 continue
 
-            def on_success(response: Any, parts: Any = parts) -> None:
+            def on_success(
+                response: ListOffsetsResponse, parts: dict[TopicPartition, tuple[int, int]] = parts
+            ) -> None:
                 result = _ListOffsetResult()
                 try:
                     self._parse_list_offsets(response, parts, result)
@@ -490,8 +502,8 @@ class OffsetFetcher:
         self,
         parts: dict[TopicPartition, tuple[int, int]],
         strategies: dict[TopicPartition, OffsetResetStrategy],
-    ) -> Any:
-        def on_success(response: Any) -> None:
+    ) -> Callable[[ListOffsetsResponse], None]:
+        def on_success(response: ListOffsetsResponse) -> None:
             result = _ListOffsetResult()
             try:
                 self._parse_list_offsets(response, parts, result)
@@ -574,7 +586,7 @@ class OffsetFetcher:
             by_node.setdefault(position.current_leader.leader, {})[tp] = position
         for node, positions in by_node.items():
             subs.set_next_allowed_retry(positions, now + self._request_timeout_ms)
-            topics: dict[str, list[dict[str, Any]]] = {}
+            topics: dict[str, list[OffsetForLeaderEpochRequestTopicPartition]] = {}
             for tp, pos in positions.items():
                 topics.setdefault(tp.topic, []).append(
                     {
@@ -582,10 +594,11 @@ class OffsetFetcher:
                         "current_leader_epoch": (
                             -1 if pos.current_leader.epoch is None else pos.current_leader.epoch
                         ),
-                        "leader_epoch": pos.offset_epoch,
+                        # Only positions with an epoch await validation: -1 is never sent.
+                        "leader_epoch": -1 if pos.offset_epoch is None else pos.offset_epoch,
                     }
                 )
-            body = {
+            body: OffsetForLeaderEpochRequest = {
                 "replica_id": -1,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
             }
@@ -618,8 +631,10 @@ class OffsetFetcher:
             except Errors.IllegalStateError:
                 continue  # unassigned meanwhile
 
-    def _validation_success(self, positions: dict[TopicPartition, FetchPosition]) -> Any:
-        def on_success(response: Any) -> None:
+    def _validation_success(
+        self, positions: dict[TopicPartition, FetchPosition]
+    ) -> Callable[[OffsetForLeaderEpochResponse], None]:
+        def on_success(response: OffsetForLeaderEpochResponse) -> None:
             subs = self._subscriptions
             now = self._time.monotonic_ms()
             truncations: list[LogTruncation] = []

@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.group.group_member import (
@@ -37,6 +37,17 @@ from kafkaconsumer.internals.interfaces import CoordinatorClient
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.utils.clock import Time
 from kafkaconsumer.utils.timer import Timer
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        HeartbeatResponse,
+        JoinGroupResponse,
+        JoinGroupResponseMember,
+        LeaveGroupRequest,
+        LeaveGroupRequestMember,
+        LeaveGroupResponse,
+        SyncGroupResponse,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +140,7 @@ class AbstractCoordinator(GroupMember):
         self._join_attempts = 0  # guarded by _lock
         # Set by the JoinGroup handler when this member was elected leader; the user's thread
         # then runs the assignment (outside response processing, bounded by its timer).
-        self._leader_step: Future[dict[str, Any]] | None = None  # guarded by _lock
+        self._leader_step: Future[JoinGroupResponse] | None = None  # guarded by _lock
         self._leader_deadline_ms: int | None = None  # guarded by _lock
         # When the current rebalance began (None between rebalances; a failed round does not
         # restart it, as in Java).
@@ -149,7 +160,11 @@ class AbstractCoordinator(GroupMember):
         raise NotImplementedError
 
     def on_leader_elected(
-        self, leader_id: str, protocol: str, members: list[dict[str, Any]], skip_assignment: bool
+        self,
+        leader_id: str,
+        protocol: str,
+        members: list[JoinGroupResponseMember],
+        skip_assignment: bool,
     ) -> dict[str, bytes]:
         """As leader: compute every member's assignment bytes from the members' metadata."""
         raise NotImplementedError
@@ -331,7 +346,7 @@ class AbstractCoordinator(GroupMember):
                 return False
 
     def _run_leader_step(
-        self, leader_step: Future[dict[str, Any]], future: Future[bytes], timer: Timer
+        self, leader_step: Future[JoinGroupResponse], future: Future[bytes], timer: Timer
     ) -> bool:
         """As leader: compute the assignment and send SyncGroup; False to come back later."""
         response = leader_step.value
@@ -369,7 +384,7 @@ class AbstractCoordinator(GroupMember):
         return True
 
     def prepare_leader_assignment(
-        self, response: dict[str, Any], timer: Timer, deadline_ms: int
+        self, response: JoinGroupResponse, timer: Timer, deadline_ms: int
     ) -> bool:
         """Hook for the leader before it assigns (metadata of the members' topics).
 
@@ -448,7 +463,7 @@ class AbstractCoordinator(GroupMember):
         return self._compose(request, gen, self._handle_join_group_response)
 
     def _handle_join_group_response(
-        self, response: dict[str, Any], sent: Generation, future: Future[bytes]
+        self, response: JoinGroupResponse, sent: Generation, future: Future[bytes]
     ) -> None:
         code = int(response.get("error_code", 0) or 0)
         group = self.rebalance_config.group_id
@@ -571,7 +586,7 @@ class AbstractCoordinator(GroupMember):
                 )
             )
 
-    def _on_leader_elected_sync(self, response: dict[str, Any]) -> Future[bytes]:
+    def _on_leader_elected_sync(self, response: JoinGroupResponse) -> Future[bytes]:
         try:
             assignments = self.on_leader_elected(
                 str(response.get("leader")),
@@ -611,7 +626,7 @@ class AbstractCoordinator(GroupMember):
         return gen.generation_id == NO_GENERATION.generation_id and gen.protocol_name is None
 
     def _handle_sync_group_response(
-        self, response: dict[str, Any], sent: Generation, future: Future[bytes]
+        self, response: SyncGroupResponse, sent: Generation, future: Future[bytes]
     ) -> None:
         code = int(response.get("error_code", 0) or 0)
         if code == 0:
@@ -806,7 +821,7 @@ class AbstractCoordinator(GroupMember):
         )
 
     def _handle_heartbeat_response(
-        self, response: dict[str, Any], sent: Generation, future: Future[None]
+        self, response: HeartbeatResponse, sent: Generation, future: Future[None]
     ) -> None:
         code = int(response.get("error_code", 0) or 0)
         if code == 0:
@@ -944,13 +959,13 @@ class AbstractCoordinator(GroupMember):
                     node,
                     reason,
                 )
-                member = {
+                member: LeaveGroupRequestMember = {
                     "member_id": gen.member_id,
                     "group_instance_id": self.rebalance_config.group_instance_id,
                     "reason": _truncate_reason(reason),
                 }
                 version = self.client.api_version(node, _LEAVE_GROUP)
-                body: dict[str, Any] = {"group_id": self.rebalance_config.group_id}
+                body: LeaveGroupRequest = {"group_id": self.rebalance_config.group_id}
                 if version is not None and version < 3:
                     body["member_id"] = gen.member_id
                 else:
@@ -969,7 +984,7 @@ class AbstractCoordinator(GroupMember):
         return future
 
     def _handle_leave_group_response(
-        self, response: dict[str, Any], sent: Generation, future: Future[None]
+        self, response: LeaveGroupResponse, sent: Generation, future: Future[None]
     ) -> None:
         code = int(response.get("error_code", 0) or 0)
         if code == 0:

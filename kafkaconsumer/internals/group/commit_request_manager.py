@@ -20,7 +20,7 @@ import collections
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_value
@@ -42,6 +42,15 @@ from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import Time
 from kafkaconsumer.utils.timer import Timer
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        OffsetCommitResponse,
+        OffsetFetchRequest,
+        OffsetFetchRequestGroup,
+        OffsetFetchRequestTopic,
+        OffsetFetchResponse,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +124,7 @@ class CommitRequestHost(Protocol):
         ...
 
     def send_group_request(
-        self, node: int, api_key: int, body: dict[str, Any], *, version: int | None = None
+        self, node: int, api_key: int, body: Mapping[str, Any], *, version: int | None = None
     ) -> Future[Any]:
         """Send ``body`` as request ``api_key`` to the coordinator ``node``."""
         ...
@@ -124,7 +133,7 @@ class CommitRequestHost(Protocol):
         self,
         request: Future[Any],
         gen: Generation,
-        handler: Callable[[dict[str, Any], Generation, Future[Any]], None],
+        handler: Callable[[Any, Generation, Future[Any]], None],
     ) -> Future[Any]:
         """Adapt a response future through ``handler``; disconnects forget the coordinator."""
         ...
@@ -463,7 +472,7 @@ class CommitRequestManager:
         return self._member.compose(request, gen, self._handle_offset_commit_response)
 
     def _handle_offset_commit_response(
-        self, response: dict[str, Any], sent: Generation, future: Future[Any]
+        self, response: OffsetCommitResponse, sent: Generation, future: Future[Any]
     ) -> None:
         unauthorized: set[str] = set()
         for topic in response.get("topics") or []:
@@ -709,15 +718,17 @@ class CommitRequestManager:
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        topics: list[OffsetFetchRequestTopic] = [
+            {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()
+        ]
         version = self._member.client.api_version(node, _OFFSET_FETCH)
         if version is None:
             # Unknown until connected: v7 carries require_stable and the single-group layout.
             version = 7
-        body: dict[str, Any] = {"require_stable": self.require_stable}
+        body: OffsetFetchRequest = {"require_stable": self.require_stable}
         member = self._member.offset_fetch_member()
         if version >= 8:
-            group: dict[str, Any] = {
+            group: OffsetFetchRequestGroup = {
                 "group_id": self._member.rebalance_config.group_id,
                 "topics": topics,
             }
@@ -750,7 +761,7 @@ class CommitRequestManager:
         )
 
     def _handle_offset_fetch_response(
-        self, response: dict[str, Any], sent: Generation, future: Future[Any]
+        self, response: OffsetFetchResponse, sent: Generation, future: Future[Any]
     ) -> None:
         groups = response.get("groups") or []
         if groups:

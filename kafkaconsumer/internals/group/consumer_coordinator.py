@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_value
@@ -52,6 +52,9 @@ from kafkaconsumer.network.future import Future
 from kafkaconsumer.structs import ConsumerGroupMetadata, TopicPartition
 from kafkaconsumer.utils.clock import Time
 from kafkaconsumer.utils.timer import Timer
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import JoinGroupResponse, JoinGroupResponseMember
 
 logger = logging.getLogger(__name__)
 
@@ -437,7 +440,11 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
         return racks or None
 
     def on_leader_elected(
-        self, leader_id: str, protocol: str, members: list[dict[str, Any]], skip_assignment: bool
+        self,
+        leader_id: str,
+        protocol: str,
+        members: list[JoinGroupResponseMember],
+        skip_assignment: bool,
     ) -> dict[str, bytes]:
         """Run the negotiated assignor over all members' subscriptions."""
         assignor = self.lookup_assignor(protocol)
@@ -500,7 +507,7 @@ class ConsumerCoordinator(ConsumerGroupMember, AbstractCoordinator):
         return {m: encode_assignment(a) for m, a in assignments.items()}
 
     def prepare_leader_assignment(
-        self, response: dict[str, Any], timer: Timer, deadline_ms: int
+        self, response: JoinGroupResponse, timer: Timer, deadline_ms: int
     ) -> bool:
         """Wait (bounded by ``timer``) for one metadata refresh when the leader lacks topics.
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.group.consumer_membership_manager import (
@@ -34,6 +34,9 @@ from kafkaconsumer.internals.group.group_member import GroupRebalanceConfig
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import Time
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import ConsumerGroupHeartbeatResponse
 
 logger = logging.getLogger(__name__)
 
@@ -317,7 +320,7 @@ class ConsumerHeartbeatRequestManager(threading.Thread):
                 self._m.transition_to_fatal(exc)
             c.condition.notify_all()
 
-    def _on_response(self, sent_epoch: int, response: dict[str, Any]) -> None:
+    def _on_response(self, sent_epoch: int, response: ConsumerGroupHeartbeatResponse) -> None:
         c = self._c
         m = self._m
         group = c.rebalance_config.group_id

@@ -29,9 +29,12 @@ import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import ConsumerGroupHeartbeatResponse
 
 logger = logging.getLogger(__name__)
 
@@ -273,7 +276,7 @@ class ConsumerMembershipManager:
             "instance_id": self.group_instance_id,
         }
 
-    def on_heartbeat_success(self, response: Mapping[str, Any]) -> bool:
+    def on_heartbeat_success(self, response: ConsumerGroupHeartbeatResponse) -> bool:
         """Apply an answer; True when a new target assignment needs reconciling."""
         if self.state not in (
             ConsumerMemberState.JOINING,

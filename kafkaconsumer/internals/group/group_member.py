@@ -25,7 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_default, config_value
@@ -37,6 +37,13 @@ from kafkaconsumer.network.future import Future
 from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import Timer
+
+if TYPE_CHECKING:
+    from kafkaconsumer.protocol.message_types import (
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        FindCoordinatorResponseCoordinator,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -318,7 +325,7 @@ class GroupMember:
             # Not connected yet, so the version is unknown: v3 (single key) works on every
             # broker since Kafka 2.4 and carries the same answer.
             version = 3
-        body: dict[str, Any] = {"key_type": 0}
+        body: FindCoordinatorRequest = {"key_type": 0}
         if version >= 4:
             body["coordinator_keys"] = [group_id]
         else:
@@ -327,7 +334,7 @@ class GroupMember:
         result: Future[None] = Future()
         request = self._send(node, _FIND_COORDINATOR, body, version=version)
 
-        def on_success(response: dict[str, Any]) -> None:
+        def on_success(response: FindCoordinatorResponse) -> None:
             try:
                 self._handle_find_coordinator_response(response, result)
             except Exception as exc:  # a malformed answer must still complete the future
@@ -352,9 +359,10 @@ class GroupMember:
             self._lookup_attempts = self._lookup_attempts + 1 if failed else 0
 
     def _handle_find_coordinator_response(
-        self, response: dict[str, Any], result: Future[None]
+        self, response: FindCoordinatorResponse, result: Future[None]
     ) -> None:
         coordinators = response.get("coordinators") or []
+        entry: FindCoordinatorResponseCoordinator | FindCoordinatorResponse
         if coordinators:
             entry = coordinators[0]
         else:
@@ -495,7 +503,7 @@ class GroupMember:
         self,
         node: int,
         api_key: int,
-        body: dict[str, Any],
+        body: Mapping[str, Any],
         *,
         timeout_ms: int | None = None,
         version: int | None = None,
@@ -520,12 +528,12 @@ class GroupMember:
         self,
         request: Future[Any],
         gen: Generation,
-        handler: Callable[[dict[str, Any], Generation, Future[Any]], None],
+        handler: Callable[[Any, Generation, Future[Any]], None],
     ) -> Future[Any]:
         """Adapt a raw response future through ``handler`` (Java ``CoordinatorResponseHandler``)."""
         result: Future[Any] = Future()
 
-        def on_success(response: dict[str, Any]) -> None:
+        def on_success(response: Any) -> None:
             try:
                 handler(response, gen, result)
             except Exception as exc:
@@ -578,7 +586,7 @@ class GroupMember:
         return self.client.ready(node)
 
     def send_group_request(
-        self, node: int, api_key: int, body: dict[str, Any], *, version: int | None = None
+        self, node: int, api_key: int, body: Mapping[str, Any], *, version: int | None = None
     ) -> Future[Any]:
         """Send ``body`` as request ``api_key`` to the coordinator ``node``."""
         return self._send(node, api_key, body, version=version)
@@ -587,7 +595,7 @@ class GroupMember:
         self,
         request: Future[Any],
         gen: Generation,
-        handler: Callable[[dict[str, Any], Generation, Future[Any]], None],
+        handler: Callable[[Any, Generation, Future[Any]], None],
     ) -> Future[Any]:
         """Adapt a response future through ``handler``; disconnects forget the coordinator."""
         return self._compose(request, gen, handler)
