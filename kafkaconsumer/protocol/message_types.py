@@ -15,6 +15,12 @@ import uuid
 from typing import TypedDict
 
 __all__ = [
+    "AlterShareGroupOffsetsRequest",
+    "AlterShareGroupOffsetsRequestTopic",
+    "AlterShareGroupOffsetsRequestTopicPartition",
+    "AlterShareGroupOffsetsResponse",
+    "AlterShareGroupOffsetsResponseResponse",
+    "AlterShareGroupOffsetsResponseResponsePartition",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "ApiVersionsResponseApiKey",
@@ -54,6 +60,10 @@ __all__ = [
     "DeleteRecordsResponse",
     "DeleteRecordsResponseTopic",
     "DeleteRecordsResponseTopicPartition",
+    "DeleteShareGroupOffsetsRequest",
+    "DeleteShareGroupOffsetsRequestTopic",
+    "DeleteShareGroupOffsetsResponse",
+    "DeleteShareGroupOffsetsResponseResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsRequestTopic",
     "DeleteTopicsResponse",
@@ -68,6 +78,13 @@ __all__ = [
     "DescribeGroupsResponse",
     "DescribeGroupsResponseGroup",
     "DescribeGroupsResponseGroupMember",
+    "DescribeShareGroupOffsetsRequest",
+    "DescribeShareGroupOffsetsRequestGroup",
+    "DescribeShareGroupOffsetsRequestGroupTopic",
+    "DescribeShareGroupOffsetsResponse",
+    "DescribeShareGroupOffsetsResponseGroup",
+    "DescribeShareGroupOffsetsResponseGroupTopic",
+    "DescribeShareGroupOffsetsResponseGroupTopicPartition",
     "FetchRequest",
     "FetchRequestForgottenTopicsData",
     "FetchRequestReplicaState",
@@ -86,6 +103,11 @@ __all__ = [
     "FindCoordinatorResponseCoordinator",
     "HeartbeatRequest",
     "HeartbeatResponse",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsRequestResource",
+    "IncrementalAlterConfigsRequestResourceConfig",
+    "IncrementalAlterConfigsResponse",
+    "IncrementalAlterConfigsResponseResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
     "JoinGroupRequest",
@@ -152,6 +174,36 @@ __all__ = [
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
     "SaslHandshakeResponse",
+    "ShareAcknowledgeRequest",
+    "ShareAcknowledgeRequestTopic",
+    "ShareAcknowledgeRequestTopicPartition",
+    "ShareAcknowledgeRequestTopicPartitionAcknowledgementBatche",
+    "ShareAcknowledgeResponse",
+    "ShareAcknowledgeResponseNodeEndpoint",
+    "ShareAcknowledgeResponseResponse",
+    "ShareAcknowledgeResponseResponsePartition",
+    "ShareAcknowledgeResponseResponsePartitionCurrentLeader",
+    "ShareFetchRequest",
+    "ShareFetchRequestForgottenTopicsData",
+    "ShareFetchRequestTopic",
+    "ShareFetchRequestTopicPartition",
+    "ShareFetchRequestTopicPartitionAcknowledgementBatche",
+    "ShareFetchResponse",
+    "ShareFetchResponseNodeEndpoint",
+    "ShareFetchResponseResponse",
+    "ShareFetchResponseResponsePartition",
+    "ShareFetchResponseResponsePartitionAcquiredRecord",
+    "ShareFetchResponseResponsePartitionCurrentLeader",
+    "ShareGroupDescribeRequest",
+    "ShareGroupDescribeResponse",
+    "ShareGroupDescribeResponseGroup",
+    "ShareGroupDescribeResponseGroupMember",
+    "ShareGroupDescribeResponseGroupMemberAssignment",
+    "ShareGroupDescribeResponseGroupMemberAssignmentTopicPartition",
+    "ShareGroupHeartbeatRequest",
+    "ShareGroupHeartbeatResponse",
+    "ShareGroupHeartbeatResponseAssignment",
+    "ShareGroupHeartbeatResponseAssignmentTopicPartition",
     "SyncGroupRequest",
     "SyncGroupRequestAssignment",
     "SyncGroupResponse",
@@ -1188,6 +1240,45 @@ class DeleteGroupsResponse(TypedDict):
     results: list[DeleteGroupsResponseResult]
 
 
+class IncrementalAlterConfigsRequestResourceConfig(TypedDict, total=False):
+    """An element of ``IncrementalAlterConfigsRequestResource.configs``."""
+
+    name: str
+    config_operation: int
+    value: str | None  # nullable v0+
+
+
+class IncrementalAlterConfigsRequestResource(TypedDict, total=False):
+    """An element of ``IncrementalAlterConfigsRequest.resources``."""
+
+    resource_type: int
+    resource_name: str
+    configs: list[IncrementalAlterConfigsRequestResourceConfig]
+
+
+class IncrementalAlterConfigsRequest(TypedDict, total=False):
+    """IncrementalAlterConfigs (key 44) request body, v0-1."""
+
+    resources: list[IncrementalAlterConfigsRequestResource]
+    validate_only: bool
+
+
+class IncrementalAlterConfigsResponseResponse(TypedDict):
+    """An element of ``IncrementalAlterConfigsResponse.responses``."""
+
+    error_code: int
+    error_message: str | None  # nullable v0+
+    resource_type: int
+    resource_name: str
+
+
+class IncrementalAlterConfigsResponse(TypedDict):
+    """IncrementalAlterConfigs (key 44) response body, v0-1."""
+
+    throttle_time_ms: int
+    responses: list[IncrementalAlterConfigsResponseResponse]
+
+
 class OffsetDeleteRequestTopicPartition(TypedDict, total=False):
     """An element of ``OffsetDeleteRequestTopic.partitions``."""
 
@@ -1347,3 +1438,400 @@ class ConsumerGroupDescribeResponse(TypedDict):
 
     throttle_time_ms: int
     groups: list[ConsumerGroupDescribeResponseGroup]
+
+
+class ShareGroupHeartbeatRequest(TypedDict, total=False):
+    """ShareGroupHeartbeat (key 76) request body, v1-1."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None  # nullable v0+
+    subscribed_topic_names: list[str] | None  # nullable v0+
+
+
+class ShareGroupHeartbeatResponseAssignmentTopicPartition(TypedDict):
+    """An element of ``ShareGroupHeartbeatResponseAssignment.topic_partitions``."""
+
+    topic_id: uuid.UUID
+    partitions: list[int]
+
+
+class ShareGroupHeartbeatResponseAssignment(TypedDict):
+    """The ``ShareGroupHeartbeatResponse.assignment`` struct."""
+
+    topic_partitions: list[ShareGroupHeartbeatResponseAssignmentTopicPartition]
+
+
+class ShareGroupHeartbeatResponse(TypedDict):
+    """ShareGroupHeartbeat (key 76) response body, v1-1."""
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None  # nullable v0+
+    member_id: str | None  # nullable v0+
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ShareGroupHeartbeatResponseAssignment | None  # nullable v0+
+
+
+class ShareGroupDescribeRequest(TypedDict, total=False):
+    """ShareGroupDescribe (key 77) request body, v1-1."""
+
+    group_ids: list[str]
+    include_authorized_operations: bool
+
+
+class ShareGroupDescribeResponseGroupMemberAssignmentTopicPartition(TypedDict):
+    """An element of ``ShareGroupDescribeResponseGroupMemberAssignment.topic_partitions``."""
+
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: list[int]
+
+
+class ShareGroupDescribeResponseGroupMemberAssignment(TypedDict):
+    """The ``ShareGroupDescribeResponseGroupMember.assignment`` struct."""
+
+    topic_partitions: list[ShareGroupDescribeResponseGroupMemberAssignmentTopicPartition]
+
+
+class ShareGroupDescribeResponseGroupMember(TypedDict):
+    """An element of ``ShareGroupDescribeResponseGroup.members``."""
+
+    member_id: str
+    rack_id: str | None  # nullable v0+
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    assignment: ShareGroupDescribeResponseGroupMemberAssignment
+
+
+class ShareGroupDescribeResponseGroup(TypedDict):
+    """An element of ``ShareGroupDescribeResponse.groups``."""
+
+    error_code: int
+    error_message: str | None  # nullable v0+
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: list[ShareGroupDescribeResponseGroupMember]
+    authorized_operations: int
+
+
+class ShareGroupDescribeResponse(TypedDict):
+    """ShareGroupDescribe (key 77) response body, v1-1."""
+
+    throttle_time_ms: int
+    groups: list[ShareGroupDescribeResponseGroup]
+
+
+class ShareFetchRequestTopicPartitionAcknowledgementBatche(TypedDict, total=False):
+    """An element of ``ShareFetchRequestTopicPartition.acknowledgement_batches``."""
+
+    first_offset: int
+    last_offset: int
+    acknowledge_types: list[int]
+
+
+class ShareFetchRequestTopicPartition(TypedDict, total=False):
+    """An element of ``ShareFetchRequestTopic.partitions``."""
+
+    partition_index: int
+    acknowledgement_batches: list[ShareFetchRequestTopicPartitionAcknowledgementBatche]
+
+
+class ShareFetchRequestTopic(TypedDict, total=False):
+    """An element of ``ShareFetchRequest.topics``."""
+
+    topic_id: uuid.UUID
+    partitions: list[ShareFetchRequestTopicPartition]
+
+
+class ShareFetchRequestForgottenTopicsData(TypedDict, total=False):
+    """An element of ``ShareFetchRequest.forgotten_topics_data``."""
+
+    topic_id: uuid.UUID
+    partitions: list[int]
+
+
+class ShareFetchRequest(TypedDict, total=False):
+    """ShareFetch (key 78) request body, v1-2."""
+
+    group_id: str | None  # nullable v0+
+    member_id: str | None  # nullable v0+
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    share_acquire_mode: int  # v2+
+    is_renew_ack: bool  # v2+
+    topics: list[ShareFetchRequestTopic]
+    forgotten_topics_data: list[ShareFetchRequestForgottenTopicsData]
+
+
+class ShareFetchResponseResponsePartitionCurrentLeader(TypedDict):
+    """The ``ShareFetchResponseResponsePartition.current_leader`` struct."""
+
+    leader_id: int
+    leader_epoch: int
+
+
+class ShareFetchResponseResponsePartitionAcquiredRecord(TypedDict):
+    """An element of ``ShareFetchResponseResponsePartition.acquired_records``."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+class ShareFetchResponseResponsePartition(TypedDict):
+    """An element of ``ShareFetchResponseResponse.partitions``."""
+
+    partition_index: int
+    error_code: int
+    error_message: str | None  # nullable v0+
+    acknowledge_error_code: int
+    acknowledge_error_message: str | None  # nullable v0+
+    current_leader: ShareFetchResponseResponsePartitionCurrentLeader
+    records: memoryview
+    acquired_records: list[ShareFetchResponseResponsePartitionAcquiredRecord]
+
+
+class ShareFetchResponseResponse(TypedDict):
+    """An element of ``ShareFetchResponse.responses``."""
+
+    topic_id: uuid.UUID
+    partitions: list[ShareFetchResponseResponsePartition]
+
+
+class ShareFetchResponseNodeEndpoint(TypedDict):
+    """An element of ``ShareFetchResponse.node_endpoints``."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None  # nullable v0+
+
+
+class ShareFetchResponse(TypedDict):
+    """ShareFetch (key 78) response body, v1-2."""
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None  # nullable v0+
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareFetchResponseResponse]
+    node_endpoints: list[ShareFetchResponseNodeEndpoint]
+
+
+class ShareAcknowledgeRequestTopicPartitionAcknowledgementBatche(TypedDict, total=False):
+    """An element of ``ShareAcknowledgeRequestTopicPartition.acknowledgement_batches``."""
+
+    first_offset: int
+    last_offset: int
+    acknowledge_types: list[int]
+
+
+class ShareAcknowledgeRequestTopicPartition(TypedDict, total=False):
+    """An element of ``ShareAcknowledgeRequestTopic.partitions``."""
+
+    partition_index: int
+    acknowledgement_batches: list[ShareAcknowledgeRequestTopicPartitionAcknowledgementBatche]
+
+
+class ShareAcknowledgeRequestTopic(TypedDict, total=False):
+    """An element of ``ShareAcknowledgeRequest.topics``."""
+
+    topic_id: uuid.UUID
+    partitions: list[ShareAcknowledgeRequestTopicPartition]
+
+
+class ShareAcknowledgeRequest(TypedDict, total=False):
+    """ShareAcknowledge (key 79) request body, v1-2."""
+
+    group_id: str | None  # nullable v0+
+    member_id: str | None  # nullable v0+
+    share_session_epoch: int
+    is_renew_ack: bool  # v2+
+    topics: list[ShareAcknowledgeRequestTopic]
+
+
+class ShareAcknowledgeResponseResponsePartitionCurrentLeader(TypedDict):
+    """The ``ShareAcknowledgeResponseResponsePartition.current_leader`` struct."""
+
+    leader_id: int
+    leader_epoch: int
+
+
+class ShareAcknowledgeResponseResponsePartition(TypedDict):
+    """An element of ``ShareAcknowledgeResponseResponse.partitions``."""
+
+    partition_index: int
+    error_code: int
+    error_message: str | None  # nullable v0+
+    current_leader: ShareAcknowledgeResponseResponsePartitionCurrentLeader
+
+
+class ShareAcknowledgeResponseResponse(TypedDict):
+    """An element of ``ShareAcknowledgeResponse.responses``."""
+
+    topic_id: uuid.UUID
+    partitions: list[ShareAcknowledgeResponseResponsePartition]
+
+
+class ShareAcknowledgeResponseNodeEndpoint(TypedDict):
+    """An element of ``ShareAcknowledgeResponse.node_endpoints``."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None  # nullable v0+
+
+
+class ShareAcknowledgeResponse(TypedDict):
+    """ShareAcknowledge (key 79) response body, v1-2."""
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None  # nullable v0+
+    acquisition_lock_timeout_ms: int  # v2+
+    responses: list[ShareAcknowledgeResponseResponse]
+    node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint]
+
+
+class DescribeShareGroupOffsetsRequestGroupTopic(TypedDict, total=False):
+    """An element of ``DescribeShareGroupOffsetsRequestGroup.topics``."""
+
+    topic_name: str
+    partitions: list[int]
+
+
+class DescribeShareGroupOffsetsRequestGroup(TypedDict, total=False):
+    """An element of ``DescribeShareGroupOffsetsRequest.groups``."""
+
+    group_id: str
+    topics: list[DescribeShareGroupOffsetsRequestGroupTopic] | None  # nullable v0+
+
+
+class DescribeShareGroupOffsetsRequest(TypedDict, total=False):
+    """DescribeShareGroupOffsets (key 90) request body, v0-1."""
+
+    groups: list[DescribeShareGroupOffsetsRequestGroup]
+
+
+class DescribeShareGroupOffsetsResponseGroupTopicPartition(TypedDict):
+    """An element of ``DescribeShareGroupOffsetsResponseGroupTopic.partitions``."""
+
+    partition_index: int
+    start_offset: int
+    leader_epoch: int
+    lag: int  # v1+
+    error_code: int
+    error_message: str | None  # nullable v0+
+
+
+class DescribeShareGroupOffsetsResponseGroupTopic(TypedDict):
+    """An element of ``DescribeShareGroupOffsetsResponseGroup.topics``."""
+
+    topic_name: str
+    topic_id: uuid.UUID
+    partitions: list[DescribeShareGroupOffsetsResponseGroupTopicPartition]
+
+
+class DescribeShareGroupOffsetsResponseGroup(TypedDict):
+    """An element of ``DescribeShareGroupOffsetsResponse.groups``."""
+
+    group_id: str
+    topics: list[DescribeShareGroupOffsetsResponseGroupTopic]
+    error_code: int
+    error_message: str | None  # nullable v0+
+
+
+class DescribeShareGroupOffsetsResponse(TypedDict):
+    """DescribeShareGroupOffsets (key 90) response body, v0-1."""
+
+    throttle_time_ms: int
+    groups: list[DescribeShareGroupOffsetsResponseGroup]
+
+
+class AlterShareGroupOffsetsRequestTopicPartition(TypedDict, total=False):
+    """An element of ``AlterShareGroupOffsetsRequestTopic.partitions``."""
+
+    partition_index: int
+    start_offset: int
+
+
+class AlterShareGroupOffsetsRequestTopic(TypedDict, total=False):
+    """An element of ``AlterShareGroupOffsetsRequest.topics``."""
+
+    topic_name: str
+    partitions: list[AlterShareGroupOffsetsRequestTopicPartition]
+
+
+class AlterShareGroupOffsetsRequest(TypedDict, total=False):
+    """AlterShareGroupOffsets (key 91) request body, v0-0."""
+
+    group_id: str
+    topics: list[AlterShareGroupOffsetsRequestTopic]
+
+
+class AlterShareGroupOffsetsResponseResponsePartition(TypedDict):
+    """An element of ``AlterShareGroupOffsetsResponseResponse.partitions``."""
+
+    partition_index: int
+    error_code: int
+    error_message: str | None  # nullable v0+
+
+
+class AlterShareGroupOffsetsResponseResponse(TypedDict):
+    """An element of ``AlterShareGroupOffsetsResponse.responses``."""
+
+    topic_name: str
+    topic_id: uuid.UUID
+    partitions: list[AlterShareGroupOffsetsResponseResponsePartition]
+
+
+class AlterShareGroupOffsetsResponse(TypedDict):
+    """AlterShareGroupOffsets (key 91) response body, v0-0."""
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None  # nullable v0+
+    responses: list[AlterShareGroupOffsetsResponseResponse]
+
+
+class DeleteShareGroupOffsetsRequestTopic(TypedDict, total=False):
+    """An element of ``DeleteShareGroupOffsetsRequest.topics``."""
+
+    topic_name: str
+
+
+class DeleteShareGroupOffsetsRequest(TypedDict, total=False):
+    """DeleteShareGroupOffsets (key 92) request body, v0-0."""
+
+    group_id: str
+    topics: list[DeleteShareGroupOffsetsRequestTopic]
+
+
+class DeleteShareGroupOffsetsResponseResponse(TypedDict):
+    """An element of ``DeleteShareGroupOffsetsResponse.responses``."""
+
+    topic_name: str
+    topic_id: uuid.UUID
+    error_code: int
+    error_message: str | None  # nullable v0+
+
+
+class DeleteShareGroupOffsetsResponse(TypedDict):
+    """DeleteShareGroupOffsets (key 92) response body, v0-0."""
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None  # nullable v0+
+    responses: list[DeleteShareGroupOffsetsResponseResponse]
