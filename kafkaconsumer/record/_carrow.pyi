@@ -68,3 +68,16 @@ def decode_columns(
 
 def repeat_string_buffers(data: bytes, rows: int) -> tuple[Grow, Grow]:
     """``(offsets, data)`` buffers of a column holding ``data`` in each of ``rows`` rows."""
+
+def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """CRC-32C of a bytes-like object, continuing from ``crc``: what the decoders check."""
+
+def crc32c_hardware(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """:func:`crc32c` with the SSE 4.2 instruction (for tests; ValueError where the processor
+    lacks it)."""
+
+def crc32c_table(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """:func:`crc32c` with the table method (for tests)."""
+
+def crc32c_hardware_available() -> bool:
+    """Whether :func:`crc32c` uses the processor's CRC-32C instruction."""

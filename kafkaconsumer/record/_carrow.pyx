@@ -4,10 +4,13 @@
 No Python object is made per record: keys, values and header fields are copied from the fetch
 buffer (or the decompressed payload) into growable C buffers, offsets and timestamps into C
 arrays, null keys and values into validity bitmaps. ``record.arrow`` wraps the buffers,
-zero copy, in ``pyarrow`` arrays. Per batch (never per record) it goes back to Python for the
-CRC32C check, decompression and the read_committed bookkeeping, exactly as the object decoder
-(``_crecords``) does, through the same shared parsing code (``_wire.pxd``); legacy v0/v1
-message sets are decoded here too, straight into the same buffers.
+zero copy, in ``pyarrow`` arrays. The CRC32C check (in C, ``_crc32c.h``) and the record loop
+of a batch run without the GIL, so that several threads can decode different partitions at
+once; per batch (never per record) it goes back to Python, with the GIL, for decompression (the
+codec libraries release the GIL themselves while they work) and the read_committed bookkeeping,
+exactly as the object decoder (``_crecords``) does, through the same shared parsing code
+(``_wire.pxd``); legacy v0/v1 message sets are decoded here too, straight into the same
+buffers.
 
 The result is ``(n, columns, next_offset, partial)``; ``columns`` is a
 ``record._columns.ArrowColumns``, as the pure-Python twin in that module builds.
@@ -15,17 +18,23 @@ The result is ``(n, columns, next_offset, partial)``; ``columns`` is a
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport INT32_MAX, int32_t, int64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 from kafkaconsumer.record._wire cimport (
     ATTR_TIMESTAMP_TYPE,
     BatchHeader,
+    NOGIL_MIN_BYTES,
     HeaderSpan,
     LegacyRow,
     RecordSpan,
     check_record_end,
+    kc_crc32c,
+    kc_crc32c_hw,
+    kc_crc32c_hw_available,
+    kc_crc32c_init,
+    kc_crc32c_sw,
     legacy_rows,
     next_batch,
     read_header,
@@ -36,11 +45,11 @@ from kafkaconsumer.record._wire cimport (
 
 import zlib
 
-from kafkaconsumer.record._crc import crc32c as _crc32c
-
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError
 from kafkaconsumer.record._columns import ArrowColumns, HeaderColumns
 from kafkaconsumer.record._common import AbortedTransactions, decompress_payload
+
+kc_crc32c_init()
 
 # Arrow's binary and string arrays use int32 offsets.
 cdef int64_t _MAX_COLUMN_BYTES = INT32_MAX
@@ -348,20 +357,95 @@ cdef inline int _reserve_bits(Grow g, Py_ssize_t rows) except -1:
     return 0
 
 
+cdef struct _Run:
+    # One batch's record loop: where it reads and, through raw pointers into columns sized for
+    # the whole batch beforehand, where it writes. Plain C, so the loop can run without the GIL.
+    const unsigned char* buf
+    Py_ssize_t pos
+    Py_ssize_t end
+    int64_t base_offset
+    int64_t min_offset
+    int64_t base_ts
+    int64_t max_ts
+    bint log_append
+    int32_t ts_type
+    int32_t epoch
+    int32_t* koffs
+    int32_t* voffs
+    char* kdata
+    char* vdata
+    char* kvalid
+    char* vvalid
+    int64_t* offs
+    int64_t* tss
+    int32_t* tst
+    int32_t* eps
+    int32_t* hoffs  # NULL when headers are not kept
+    Py_ssize_t kn
+    Py_ssize_t vn
+    Py_ssize_t knulls
+    Py_ssize_t vnulls
+    Py_ssize_t row
+
+
+cdef inline void _write_row(_Run* s, RecordSpan* r, int64_t offset,
+                            int32_t hdr_rows) noexcept nogil:
+    cdef Py_ssize_t row = s.row
+    if r.klen >= 0:
+        memcpy(s.kdata + s.kn, s.buf + r.kpos, r.klen)
+        s.kn += r.klen
+        s.kvalid[row >> 3] |= <char>(1 << (row & 7))
+    else:
+        s.knulls += 1
+    s.koffs[row + 1] = <int32_t>s.kn
+    if r.vlen >= 0:
+        memcpy(s.vdata + s.vn, s.buf + r.vpos, r.vlen)
+        s.vn += r.vlen
+        s.vvalid[row >> 3] |= <char>(1 << (row & 7))
+    else:
+        s.vnulls += 1
+    s.voffs[row + 1] = <int32_t>s.vn
+    s.offs[row] = offset
+    s.tss[row] = s.max_ts if s.log_append else s.base_ts + r.ts_delta
+    s.tst[row] = s.ts_type
+    s.eps[row] = s.epoch
+    s.row = row + 1
+    if s.hoffs != NULL:
+        s.hoffs[row + 1] = hdr_rows
+
+
+cdef Py_ssize_t _plain_run(_Run* s, Py_ssize_t i, Py_ssize_t count,
+                           int32_t hdr_rows) noexcept nogil:
+    # Records i.. while they take the fast path (no headers, short varints); the index of the
+    # first one that does not (the caller reads it with the GIL), or count.
+    cdef RecordSpan r
+    cdef int64_t offset
+    while i < count:
+        if not scan_plain_record(s.buf, s.pos, s.end, &r):
+            return i
+        s.pos = r.end
+        offset = s.base_offset + r.offset_delta
+        if offset >= s.min_offset:
+            _write_row(s, &r, offset, hdr_rows)
+        i += 1
+    return i
+
+
 cdef int _parse_records(_Columns c, const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
-                        BatchHeader* b, int64_t min_offset) except -1:
+                        BatchHeader* b, int64_t min_offset, bint release_gil) except -1:
     # The batch's records (those at or after ``min_offset``) into ``c``. Every column is sized
     # for the whole batch first (its record count, and its payload size for keys and values),
-    # so that the loop writes through raw pointers with no capacity check per record.
-    cdef int32_t i
+    # so that the loop writes through raw pointers with no capacity check per record. Runs of
+    # plain records are parsed and written without the GIL (when ``release_gil`` and the
+    # batch is large enough); a record with headers or long varints, and every error, is
+    # handled with it.
+    cdef Py_ssize_t i = 0
     cdef int64_t h, offset
     cdef Py_ssize_t hpos
     cdef RecordSpan r
     cdef HeaderSpan hs
+    cdef _Run s
     cdef bint want_headers = c.headers
-    cdef bint log_append = (b.attrs & ATTR_TIMESTAMP_TYPE) != 0
-    cdef int32_t ts_type = 1 if log_append else 0
-    cdef int32_t epoch = b.leader_epoch if b.leader_epoch >= 0 else -1
     cdef Py_ssize_t count = b.count, row = c.rows, payload = end - pos
     _reserve(c.key_offsets, count * 4)
     _reserve(c.value_offsets, count * 4)
@@ -375,72 +459,66 @@ cdef int _parse_records(_Columns c, const unsigned char* buf, Py_ssize_t pos, Py
     _reserve_bits(c.value_valid, row + count)
     if want_headers:
         _reserve(c.hdr_offsets, count * 4)
-    cdef int32_t* koffs = <int32_t*>c.key_offsets.p
-    cdef int32_t* voffs = <int32_t*>c.value_offsets.p
-    cdef char* kdata = c.key_data.p
-    cdef char* vdata = c.value_data.p
-    cdef char* kvalid = c.key_valid.p
-    cdef char* vvalid = c.value_valid.p
-    cdef int64_t* offs = <int64_t*>c.offsets.p
-    cdef int64_t* tss = <int64_t*>c.timestamps.p
-    cdef int32_t* tst = <int32_t*>c.ts_types.p
-    cdef int32_t* eps = <int32_t*>c.epochs.p
-    cdef Py_ssize_t kn = c.key_data.n, vn = c.value_data.n
-    cdef Py_ssize_t knulls = 0, vnulls = 0
+    s.buf, s.pos, s.end = buf, pos, end
+    s.base_offset, s.min_offset = b.base_offset, min_offset
+    s.base_ts, s.max_ts = b.base_ts, b.max_ts
+    s.log_append = (b.attrs & ATTR_TIMESTAMP_TYPE) != 0
+    s.ts_type = 1 if s.log_append else 0
+    s.epoch = b.leader_epoch if b.leader_epoch >= 0 else -1
+    s.koffs = <int32_t*>c.key_offsets.p
+    s.voffs = <int32_t*>c.value_offsets.p
+    s.kdata, s.vdata = c.key_data.p, c.value_data.p
+    s.kvalid, s.vvalid = c.key_valid.p, c.value_valid.p
+    s.offs = <int64_t*>c.offsets.p
+    s.tss = <int64_t*>c.timestamps.p
+    s.tst = <int32_t*>c.ts_types.p
+    s.eps = <int32_t*>c.epochs.p
+    # (_add_header grows other columns only, so this pointer stays valid in the loop.)
+    s.hoffs = <int32_t*>c.hdr_offsets.p if want_headers else NULL
+    s.kn, s.vn = c.key_data.n, c.value_data.n
+    s.knulls = s.vnulls = 0
+    s.row = row
+    release_gil = release_gil and payload >= NOGIL_MIN_BYTES
     r.kpos = r.vpos = 0  # (always set before use; this keeps the C compiler sure of it)
     r.klen = r.vlen = -1
     try:
-        for i in range(count):
-            hpos = -1
-            if not scan_plain_record(buf, pos, end, &r):
-                hpos = scan_record(buf, pos, end, &r, b.base_offset,
-                                   min_offset, _Corrupt)
-            pos = r.end
+        while i < count:
+            if release_gil:
+                with nogil:
+                    i = _plain_run(&s, i, count, <int32_t>c.hdr_rows)
+            else:
+                i = _plain_run(&s, i, count, <int32_t>c.hdr_rows)
+            if i >= count:
+                break
+            # A record off the fast path: every form, the precise errors, its headers.
+            hpos = scan_record(buf, s.pos, end, &r, b.base_offset, min_offset, _Corrupt)
+            s.pos = r.end
+            i += 1
             offset = b.base_offset + r.offset_delta
             if offset < min_offset:
                 continue
-            if hpos >= 0:
-                for h in range(r.hcount):
-                    hpos = read_header(buf, hpos, r.end, &hs, _Corrupt)
-                    if want_headers:
-                        _add_header(c, buf + hs.kpos, hs.klen, buf + hs.vpos, hs.vlen)
-                check_record_end(hpos, &r, offset, _Corrupt)
-            if r.klen >= 0:
-                memcpy(kdata + kn, buf + r.kpos, r.klen)
-                kn += r.klen
-                kvalid[row >> 3] |= <char>(1 << (row & 7))
-            else:
-                knulls += 1
-            koffs[row + 1] = <int32_t>kn
-            if r.vlen >= 0:
-                memcpy(vdata + vn, buf + r.vpos, r.vlen)
-                vn += r.vlen
-                vvalid[row >> 3] |= <char>(1 << (row & 7))
-            else:
-                vnulls += 1
-            voffs[row + 1] = <int32_t>vn
-            offs[row] = offset
-            tss[row] = b.max_ts if log_append else b.base_ts + r.ts_delta
-            tst[row] = ts_type
-            eps[row] = epoch
-            row += 1
-            if want_headers:
-                (<int32_t*>c.hdr_offsets.p)[row] = <int32_t>c.hdr_rows
+            for h in range(r.hcount):
+                hpos = read_header(buf, hpos, r.end, &hs, _Corrupt)
+                if want_headers:
+                    _add_header(c, buf + hs.kpos, hs.klen, buf + hs.vpos, hs.vlen)
+            check_record_end(hpos, &r, offset, _Corrupt)
+            _write_row(&s, &r, offset, <int32_t>c.hdr_rows)
     finally:
         # What was written stays consistent on error: the rows so far are complete.
-        c.key_data.n, c.value_data.n = kn, vn
-        c.key_nulls += knulls
-        c.value_nulls += vnulls
+        row = s.row
+        c.key_data.n, c.value_data.n = s.kn, s.vn
+        c.key_nulls += s.knulls
+        c.value_nulls += s.vnulls
         c.key_offsets.n = c.value_offsets.n = (row + 1) * 4
         c.ts_types.n = c.epochs.n = row * 4
         c.offsets.n = c.timestamps.n = row * 8
         if want_headers:
             c.hdr_offsets.n = (row + 1) * 4
         c.rows = row
-    if kn > _MAX_COLUMN_BYTES or vn > _MAX_COLUMN_BYTES:
+    if s.kn > _MAX_COLUMN_BYTES or s.vn > _MAX_COLUMN_BYTES:
         raise OverflowError("a binary column of one fetch exceeds 2 GiB")
-    if pos != end:
-        raise _Corrupt(f"{end - pos} bytes left after the batch's {count} records")
+    if s.pos != end:
+        raise _Corrupt(f"{end - s.pos} bytes left after the batch's {count} records")
     return 0
 
 
@@ -452,12 +530,12 @@ cdef int64_t _decode_v2(_Columns c, const unsigned char* buf, object mv, Py_ssiz
     cdef const unsigned char* pbuf
     cdef Py_ssize_t ppos, pend
     # payload (the decompressed records, if any) stays referenced while they are parsed.
-    payload = v2_batch(buf, mv, pos, size, fetch_offset, check_crcs, txns, _crc32c,
+    payload = v2_batch(buf, mv, pos, size, fetch_offset, check_crcs, txns, True,
                        decompress_payload, CorruptRecordError, _Corrupt, topic, partition, &b,
                        &wanted, &pbuf, &ppos, &pend)
     if wanted:
         try:
-            _parse_records(c, pbuf, ppos, pend, &b, fetch_offset)
+            _parse_records(c, pbuf, ppos, pend, &b, fetch_offset, True)
         except _Corrupt as exc:
             raise CorruptRecordError(str(exc), topic=topic, partition=partition,
                                      offset=b.base_offset) from None
@@ -551,6 +629,11 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
     ``decode_fetched_records`` (docs/internals.md, record/). With ``into`` (a builder from
     :func:`new_builder`) the rows are appended there, with their topic and partition, and
     ``columns`` is None. After an error a builder holds part of the partition: drop it.
+
+    Thread-safety: several threads may call this at once, on the same or different ``data``
+    (which must not change meanwhile); each call writes only its own columns, and each
+    batch's CRC check and record loop run without the GIL. A builder (``into``) serves one
+    thread at a time.
     """
     cdef Py_buffer view
     cdef const unsigned char* buf
@@ -620,3 +703,48 @@ def repeat_string_buffers(bytes data, Py_ssize_t rows):
     offs.n = (rows + 1) * 4
     out.n = n * rows
     return offs, out
+
+
+# The CRC-32C the decoders use, exposed for tests and benchmarks: crc32c picks the hardware
+# instruction when the processor has it; crc32c_hardware and crc32c_table force one method.
+
+
+def _crc_of(data, uint32_t crc, int method):
+    cdef Py_buffer view
+    cdef uint32_t out
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            if method == 1:
+                out = kc_crc32c_hw(crc, <const unsigned char*>view.buf, <size_t>view.len)
+            elif method == 2:
+                out = kc_crc32c_sw(crc, <const unsigned char*>view.buf, <size_t>view.len)
+            else:
+                out = kc_crc32c(crc, <const unsigned char*>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return out
+
+
+def crc32c(data, uint32_t crc=0):
+    """CRC-32C of a bytes-like object, continuing from ``crc``: what the decoders check."""
+    return _crc_of(data, crc, 0)
+
+
+def crc32c_hardware(data, uint32_t crc=0):
+    """:func:`crc32c` with the SSE 4.2 instruction (for tests; only where
+    :func:`crc32c_hardware_available`, else ValueError)."""
+    if not kc_crc32c_hw_available():
+        raise ValueError("this processor has no CRC-32C instruction")
+    return _crc_of(data, crc, 1)
+
+
+def crc32c_table(data, uint32_t crc=0):
+    """:func:`crc32c` with the table method (for tests: the path of processors without the
+    instruction)."""
+    return _crc_of(data, crc, 2)
+
+
+def crc32c_hardware_available():
+    """Whether :func:`crc32c` uses the processor's CRC-32C instruction."""
+    return bool(kc_crc32c_hw_available())
