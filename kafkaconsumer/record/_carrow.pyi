@@ -13,6 +13,15 @@ from kafkaconsumer.record._columns import ArrowColumns
 def pooled_bytes() -> int:
     """Bytes of freed column memory kept for reuse."""
 
+def column_bytes() -> tuple[int, int]:
+    """``(now, peak)`` bytes of column memory in use (kept blocks not counted)."""
+
+def reset_column_peak() -> None:
+    """Start a new peak for :func:`column_bytes` from what is in use now."""
+
+def release_pooled() -> int:
+    """Free the column memory kept for reuse; returns the bytes freed."""
+
 class Grow:
     """A growable byte buffer (buffer protocol) that backs one Arrow buffer."""
 

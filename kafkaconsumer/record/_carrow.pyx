@@ -70,6 +70,32 @@ cdef int _pool_n = 0
 cdef Py_ssize_t _pool_bytes = 0
 
 
+# Bytes of column memory in use (allocated, not freed nor kept for reuse), and the most in use
+# at once since reset_column_peak(): what the Arrow path holds beyond Python's allocator, for
+# tests and benchmarks. Only changed with the GIL held, as the pool.
+cdef Py_ssize_t _column_bytes = 0
+cdef Py_ssize_t _column_peak = 0
+
+
+cdef inline void _count(Py_ssize_t delta) noexcept:
+    global _column_bytes, _column_peak
+    _column_bytes += delta
+    if _column_bytes > _column_peak:
+        _column_peak = _column_bytes
+
+
+def column_bytes():
+    """``(now, peak)``: bytes of column memory in use (blocks kept for reuse are counted by
+    :func:`pooled_bytes`), and the most in use at once since :func:`reset_column_peak`."""
+    return _column_bytes, _column_peak
+
+
+def reset_column_peak():
+    """Start a new peak for :func:`column_bytes` from what is in use now."""
+    global _column_peak
+    _column_peak = _column_bytes
+
+
 cdef char* _pool_take(Py_ssize_t want, Py_ssize_t* cap) noexcept:
     """The smallest kept block of at least ``want`` bytes (and not over 8x that), or NULL."""
     global _pool_n, _pool_bytes
@@ -84,33 +110,34 @@ cdef char* _pool_take(Py_ssize_t want, Py_ssize_t* cap) noexcept:
         return NULL
     p = _pool_p[best]
     cap[0] = _pool_cap[best]
-    _pool_bytes -= _pool_cap[best]
-    _pool_n -= 1
-    _pool_p[best] = _pool_p[_pool_n]
-    _pool_cap[best] = _pool_cap[_pool_n]
+    _count(cap[0])
+    _pool_remove(best)
     return p
 
 
-cdef void _pool_give(char* p, Py_ssize_t cap) noexcept:
-    """Keep ``p`` for reuse, or free it (small, too large, or no room left)."""
+cdef void _pool_remove(int i) noexcept:
+    # Slot i out of the pool, the others keeping their order (oldest first).
     global _pool_n, _pool_bytes
-    cdef int i, smallest
+    _pool_bytes -= _pool_cap[i]
+    _pool_n -= 1
+    while i < _pool_n:
+        _pool_p[i] = _pool_p[i + 1]
+        _pool_cap[i] = _pool_cap[i + 1]
+        i += 1
+
+
+cdef void _pool_give(char* p, Py_ssize_t cap) noexcept:
+    """Keep ``p`` for reuse, or free it (small or too large); when there is no room, the
+    oldest kept blocks go first: the newest are of the sizes the decoding in progress uses
+    (value columns are sized by estimate, so sizes vary with the data)."""
+    global _pool_n, _pool_bytes
+    _count(-cap)
     if cap < _POOL_MIN or cap > _POOL_LIMIT:
         free(p)
         return
     while _pool_n > 0 and (_pool_n == _POOL_SLOTS or _pool_bytes + cap > _POOL_LIMIT):
-        smallest = 0
-        for i in range(1, _pool_n):
-            if _pool_cap[i] < _pool_cap[smallest]:
-                smallest = i
-        if _pool_cap[smallest] >= cap:
-            free(p)  # what is kept is larger: keep that
-            return
-        free(_pool_p[smallest])
-        _pool_bytes -= _pool_cap[smallest]
-        _pool_n -= 1
-        _pool_p[smallest] = _pool_p[_pool_n]
-        _pool_cap[smallest] = _pool_cap[_pool_n]
+        free(_pool_p[0])
+        _pool_remove(0)
     _pool_p[_pool_n] = p
     _pool_cap[_pool_n] = cap
     _pool_n += 1
@@ -120,6 +147,18 @@ cdef void _pool_give(char* p, Py_ssize_t cap) noexcept:
 def pooled_bytes():
     """Bytes of freed column memory kept for reuse (see _POOL_LIMIT)."""
     return _pool_bytes
+
+
+def release_pooled():
+    """Free the column memory kept for reuse (after a large read, or to measure from a clean
+    start); returns the bytes freed."""
+    global _pool_n, _pool_bytes
+    cdef Py_ssize_t freed = _pool_bytes
+    while _pool_n > 0:
+        _pool_n -= 1
+        free(_pool_p[_pool_n])
+    _pool_bytes = 0
+    return freed
 
 
 cdef class Grow:
@@ -141,8 +180,9 @@ cdef class Grow:
             cap = got
         else:
             self.p = <char*>malloc(cap)
-        if self.p == NULL:
-            raise MemoryError()
+            if self.p == NULL:
+                raise MemoryError()
+            _count(cap)
         self.n = 0
         self.cap = cap
 
@@ -160,27 +200,40 @@ cdef class Grow:
         pass
 
 
-cdef int _reserve(Grow g, Py_ssize_t extra) except -1:
-    cdef Py_ssize_t want = g.n + extra
-    cdef Py_ssize_t cap = g.cap, got = 0
-    cdef char* p
-    if want <= cap:
-        return 0
-    while cap < want:
-        cap *= 2
-    p = _pool_take(want, &got)
+cdef int _resize(Grow g, Py_ssize_t cap) except -1:
+    # realloc: the allocator moves a large block by remapping its pages (no copy, and
+    # capacity never written never becomes resident).
+    cdef char* p = <char*>realloc(g.p, cap)
+    if p == NULL:
+        raise MemoryError()
+    _count(cap - g.cap)
+    g.p = p
+    g.cap = cap
+    return 0
+
+
+cdef int _grow(Grow g, Py_ssize_t want, Py_ssize_t cap) except -1:
+    # A kept block of at least ``want`` bytes when there is one (its pages are already mapped:
+    # a fresh block of tens of MB faults in page by page), else realloc to ``cap``.
+    cdef Py_ssize_t got = 0
+    cdef char* p = _pool_take(want, &got)
     if p != NULL:
         memcpy(p, g.p, g.n)
         _pool_give(g.p, g.cap)
         g.p = p
         g.cap = got
         return 0
-    p = <char*>realloc(g.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    g.p = p
-    g.cap = cap
-    return 0
+    return _resize(g, cap)
+
+
+cdef int _reserve(Grow g, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t want = g.n + extra
+    cdef Py_ssize_t cap = g.cap
+    if want <= cap:
+        return 0
+    while cap < want:
+        cap *= 2
+    return _grow(g, want, cap)
 
 
 cdef inline int _put_i32(Grow g, int32_t v) except -1:
@@ -333,18 +386,30 @@ class _Corrupt(Exception):
 
 
 cdef int _reserve_values(_Columns c, Py_ssize_t payload) except -1:
-    """Room for a batch's values; for a compressed batch, also for the rest of the fetch at
-    the same ratio (capped), so that the column grows once instead of doubling (each doubling
-    copies what is there)."""
-    cdef Py_ssize_t extra = payload, ratio
-    if c.value_data.n + payload > c.value_data.cap and 0 < c.wire < payload:
-        ratio = payload // c.wire
-        if ratio > 64:
-            ratio = 64
-        extra = payload + ratio * c.remaining
-        if c.value_data.n + extra > _MAX_COLUMN_BYTES:
-            extra = payload
-    return _reserve(c.value_data, extra)
+    """Room for a batch's values; for a compressed batch, also for the rest of the partition's
+    data at this batch's ratio (capped at 64) and an eighth more. The column grows by that
+    estimate, or by a quarter when that is more, not by doubling: doubling left up to half of
+    it reserved and unused (on 1 KiB lz4 values the columns of a poll took 1.6-1.9x the memory
+    of the record objects)."""
+    cdef Py_ssize_t need = c.value_data.n + payload, rest
+    if need <= c.value_data.cap:
+        return 0
+    if 0 < c.wire < payload:
+        rest = <Py_ssize_t>((<double>payload / c.wire) * c.remaining) if \
+            payload < 64 * c.wire else 64 * c.remaining
+        need += rest + (payload + rest) // 8
+        if need > _MAX_COLUMN_BYTES:
+            need = c.value_data.n + payload
+    return _grow_values(c, need)
+
+
+cdef int _grow_values(_Columns c, Py_ssize_t need) except -1:
+    # Room for ``need`` bytes of values in all, growing by a quarter at least (fewer moves; a
+    # large block is moved by remapping its pages, not by copying them).
+    cdef Py_ssize_t cap = c.value_data.cap
+    if need <= cap:
+        return 0
+    return _grow(c.value_data, need, need if need > cap + cap // 4 else cap + cap // 4)
 
 
 cdef inline int _reserve_bits(Grow g, Py_ssize_t rows) except -1:
@@ -414,20 +479,76 @@ cdef inline void _write_row(_Run* s, RecordSpan* r, int64_t offset,
         s.hoffs[row + 1] = hdr_rows
 
 
+cdef extern from *:
+    """
+    /* The C library's memcpy, called: inlined into _plain_run the compiler chose `rep movsq`,
+     * which costs more than the call on the short keys and values of records. */
+    #if defined(__GNUC__) || defined(__clang__)
+    __attribute__((noinline))
+    #endif
+    static void kc_copy(char *dst, const unsigned char *src, size_t n) { memcpy(dst, src, n); }
+    """
+    void kc_copy(char* dst, const unsigned char* src, size_t n) nogil
+
+
 cdef Py_ssize_t _plain_run(_Run* s, Py_ssize_t i, Py_ssize_t count,
                            int32_t hdr_rows) noexcept nogil:
     # Records i.. while they take the fast path (no headers, short varints); the index of the
-    # first one that does not (the caller reads it with the GIL), or count.
+    # first one that does not (the caller reads it with the GIL), or count. The cursors are
+    # kept in locals (the compiler cannot keep them in registers through *s: the column
+    # writes might alias it) and stored back at the end.
     cdef RecordSpan r
     cdef int64_t offset
+    cdef const unsigned char* buf = s.buf
+    cdef Py_ssize_t pos = s.pos, end = s.end, row = s.row, kn = s.kn, vn = s.vn
+    cdef Py_ssize_t knulls = 0, vnulls = 0
+    cdef int64_t base_offset = s.base_offset, min_offset = s.min_offset
+    cdef int32_t* koffs = s.koffs
+    cdef int32_t* voffs = s.voffs
+    cdef char* kdata = s.kdata
+    cdef char* vdata = s.vdata
+    cdef char* kvalid = s.kvalid
+    cdef char* vvalid = s.vvalid
+    cdef int64_t* offs = s.offs
+    cdef int64_t* tss = s.tss
+    cdef int32_t* tst = s.tst
+    cdef int32_t* eps = s.eps
+    cdef int32_t* hoffs = s.hoffs
+    cdef bint log_append = s.log_append
+    cdef int64_t base_ts = s.base_ts, max_ts = s.max_ts
+    cdef int32_t ts_type = s.ts_type, epoch = s.epoch
     while i < count:
-        if not scan_plain_record(s.buf, s.pos, s.end, &r):
-            return i
-        s.pos = r.end
-        offset = s.base_offset + r.offset_delta
-        if offset >= s.min_offset:
-            _write_row(s, &r, offset, hdr_rows)
+        if not scan_plain_record(buf, pos, end, &r):
+            break
+        pos = r.end
         i += 1
+        offset = base_offset + r.offset_delta
+        if offset < min_offset:
+            continue
+        if r.klen >= 0:
+            kc_copy(kdata + kn, buf + r.kpos, <size_t>r.klen)
+            kn += r.klen
+            kvalid[row >> 3] |= <char>(1 << (row & 7))
+        else:
+            knulls += 1
+        koffs[row + 1] = <int32_t>kn
+        if r.vlen >= 0:
+            kc_copy(vdata + vn, buf + r.vpos, <size_t>r.vlen)
+            vn += r.vlen
+            vvalid[row >> 3] |= <char>(1 << (row & 7))
+        else:
+            vnulls += 1
+        voffs[row + 1] = <int32_t>vn
+        offs[row] = offset
+        tss[row] = max_ts if log_append else base_ts + r.ts_delta
+        tst[row] = ts_type
+        eps[row] = epoch
+        if hoffs != NULL:
+            hoffs[row + 1] = hdr_rows
+        row += 1
+    s.pos, s.row, s.kn, s.vn = pos, row, kn, vn
+    s.knulls += knulls
+    s.vnulls += vnulls
     return i
 
 

@@ -27,6 +27,12 @@
 #endif
 
 static uint32_t kc_crc32c_table[8][256];
+/* The hardware path runs three independent streams over three consecutive KC_CRC32C_LANE-byte
+ * blocks (the instruction's latency is three times its issue rate, so one stream leaves two
+ * thirds of it idle) and joins them with kc_crc32c_shift: the register after LANE more zero
+ * bytes, a linear map applied a byte of the register at a time. */
+#define KC_CRC32C_LANE 512
+static uint32_t kc_crc32c_shift[4][256];
 static int kc_crc32c_hw_ok = 0;
 static int kc_crc32c_ready = 0;
 
@@ -47,6 +53,23 @@ KC_UNUSED static void kc_crc32c_init(void) {
             c = kc_crc32c_table[0][c & 0xFF] ^ (c >> 8);
             kc_crc32c_table[j][i] = c;
         }
+    }
+    {
+        uint32_t image[32], k;
+        for (j = 0; j < 32; j++) {
+            c = 1u << j;
+            for (k = 0; k < KC_CRC32C_LANE; k++)
+                c = kc_crc32c_table[0][c & 0xFF] ^ (c >> 8);
+            image[j] = c;
+        }
+        for (k = 0; k < 4; k++)
+            for (i = 0; i < 256; i++) {
+                c = 0;
+                for (j = 0; j < 8; j++)
+                    if (i & (1u << j))
+                        c ^= image[8 * k + j];
+                kc_crc32c_shift[k][i] = c;
+            }
     }
 #ifdef KC_CRC32C_X86
     __builtin_cpu_init();
@@ -85,7 +108,30 @@ KC_UNUSED __attribute__((target("sse4.2"))) static uint32_t kc_crc32c_hw(uint32_
                                                               const unsigned char *p,
                                                               size_t n) {
 #if defined(__x86_64__)
-    uint64_t c = ~crc, w;
+    uint64_t c = ~crc, c1, c2, w;
+    uint32_t r;
+    size_t i;
+    while (n >= 3 * KC_CRC32C_LANE) {
+        c1 = c2 = 0;
+        for (i = 0; i < KC_CRC32C_LANE; i += 8) {
+            memcpy(&w, p + i, 8);
+            c = _mm_crc32_u64(c, w);
+            memcpy(&w, p + KC_CRC32C_LANE + i, 8);
+            c1 = _mm_crc32_u64(c1, w);
+            memcpy(&w, p + 2 * KC_CRC32C_LANE + i, 8);
+            c2 = _mm_crc32_u64(c2, w);
+        }
+        /* The register over block one then two is block one's shifted past block two, xor
+         * block two's from zero; the same again for block three. */
+        r = (uint32_t)c;
+        r = kc_crc32c_shift[0][r & 0xFF] ^ kc_crc32c_shift[1][(r >> 8) & 0xFF] ^
+            kc_crc32c_shift[2][(r >> 16) & 0xFF] ^ kc_crc32c_shift[3][r >> 24] ^ (uint32_t)c1;
+        r = kc_crc32c_shift[0][r & 0xFF] ^ kc_crc32c_shift[1][(r >> 8) & 0xFF] ^
+            kc_crc32c_shift[2][(r >> 16) & 0xFF] ^ kc_crc32c_shift[3][r >> 24] ^ (uint32_t)c2;
+        c = r;
+        p += 3 * KC_CRC32C_LANE;
+        n -= 3 * KC_CRC32C_LANE;
+    }
     while (n >= 8) {
         memcpy(&w, p, 8); /* unaligned loads are fine on x86 */
         c = _mm_crc32_u64(c, w);
