@@ -18,6 +18,8 @@ PYX = os.path.join("kafkaconsumer", "record", "_crecords.pyx")
 # The Arrow decoder (kafkaconsumer.arrow); it needs only the C compiler, pyarrow is imported at
 # run time.
 ARROW_PYX = os.path.join("kafkaconsumer", "record", "_carrow.pyx")
+# CRC-32C in C (hardware instruction chosen at run time, or the table method), header only.
+CRC_H = os.path.join("kafkaconsumer", "record", "_crc32c.h")
 
 
 class OptionalBuildExt(build_ext):
@@ -95,9 +97,14 @@ def extensions() -> list[Extension]:
         sys.stderr.write("WARNING: Cython is not installed; building without the extension.\n")
         return []
     args = ["-O2"] if os.name != "nt" else []
-    exts = [Extension("kafkaconsumer.record._crecords", [PYX], extra_compile_args=args)]
+    # Both decoders include the CRC-32C header (and the shared parsing code): a change to
+    # either rebuilds them.
+    depends = [CRC_H, os.path.join("kafkaconsumer", "record", "_wire.pxd")]
+    exts = [Extension("kafkaconsumer.record._crecords", [PYX], extra_compile_args=args,
+                      depends=depends)]
     if os.path.exists(ARROW_PYX):
-        exts.append(Extension("kafkaconsumer.record._carrow", [ARROW_PYX], extra_compile_args=args))
+        exts.append(Extension("kafkaconsumer.record._carrow", [ARROW_PYX],
+                              extra_compile_args=args, depends=depends))
     return list(
         cythonize(
             exts,

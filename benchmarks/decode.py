@@ -12,7 +12,10 @@ the records of one before the next, as a consumer does.
 
 The Arrow readers (``kafkaconsumer.record.arrow.decode_fetched_arrow``: Cython, and the pure-Python
 twin) build one ``pyarrow.RecordBatch`` per response and count the non-null values of its
-``value`` column; they run when pyarrow is installed.
+``value`` column; they run when pyarrow is installed. "ours Arrow poll" is the shape
+``poll_arrow(max_records=100_000)`` has (benchmarks/consume.py): responses decoded into one
+builder until it holds 100,000 rows, one batch per 100,000 rows, the last one kept while the
+next is built (on 1 KiB values that is two batches of about 100 MB).
 
 Every reader checks CRCs (our decoders with check_crcs=True, the others through
 ``batch.validate_crc()``, as their consumers do by default) and reads every record's value;
@@ -126,6 +129,35 @@ def read_arrow(force_python: bool) -> Callable[[bytes], int]:
     return run
 
 
+#: Rows per batch of the poll-shaped Arrow reader (what benchmarks/consume.py asks of poll_arrow).
+POLL_ROWS = 100_000
+
+
+def read_arrow_poll() -> Callable[[bytes], int]:
+    """Our Arrow decoder as ``poll_arrow(max_records=POLL_ROWS)`` uses it: responses decoded
+    into one builder until it holds POLL_ROWS rows, then one record batch, which is kept until
+    the next one is made (a caller holds the last poll's batch while it polls again)."""
+    from kafkaconsumer.record import arrow
+
+    state: dict[str, Any] = {"builder": None, "held": None}
+
+    def run(data: bytes) -> int:
+        builder = state["builder"]
+        if builder is None:
+            builder = state["builder"] = arrow.ArrowBuilder(len(data))
+        try:
+            rows, _next_offset, _partial = builder.decode(data, "bench", 0, 0)
+        except Exception:
+            state["builder"] = None  # a builder that failed holds part of the data
+            raise
+        if builder.num_rows >= POLL_ROWS:
+            batch, _epochs = builder.finish()
+            state["held"], state["builder"] = batch, None
+        return int(rows)
+
+    return run
+
+
 def read_memory_records(cls: Any) -> Callable[[bytes], int]:
     """kafka-python's / aiokafka's MemoryRecords: batch by batch, record by record."""
 
@@ -159,6 +191,8 @@ def readers() -> dict[str, Callable[[bytes], int]]:
     else:
         if arrow.USING_EXTENSION:
             found["ours Arrow (Cython)"] = read_arrow(False)
+        if arrow.builder_available():
+            found["ours Arrow poll"] = read_arrow_poll()
         found["ours Arrow (pure)"] = read_arrow(True)
     try:
         from aiokafka.record._crecords import MemoryRecords as AioMemoryRecords

@@ -13,6 +13,15 @@ from kafkaconsumer.record._columns import ArrowColumns
 def pooled_bytes() -> int:
     """Bytes of freed column memory kept for reuse."""
 
+def column_bytes() -> tuple[int, int]:
+    """``(now, peak)`` bytes of column memory in use (kept blocks not counted)."""
+
+def reset_column_peak() -> None:
+    """Start a new peak for :func:`column_bytes` from what is in use now."""
+
+def release_pooled() -> int:
+    """Free the column memory kept for reuse; returns the bytes freed."""
+
 class Grow:
     """A growable byte buffer (buffer protocol) that backs one Arrow buffer."""
 
@@ -68,3 +77,16 @@ def decode_columns(
 
 def repeat_string_buffers(data: bytes, rows: int) -> tuple[Grow, Grow]:
     """``(offsets, data)`` buffers of a column holding ``data`` in each of ``rows`` rows."""
+
+def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """CRC-32C of a bytes-like object, continuing from ``crc``: what the decoders check."""
+
+def crc32c_hardware(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """:func:`crc32c` with the SSE 4.2 instruction (for tests; ValueError where the processor
+    lacks it)."""
+
+def crc32c_table(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """:func:`crc32c` with the table method (for tests)."""
+
+def crc32c_hardware_available() -> bool:
+    """Whether :func:`crc32c` uses the processor's CRC-32C instruction."""

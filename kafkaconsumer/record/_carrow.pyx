@@ -4,10 +4,13 @@
 No Python object is made per record: keys, values and header fields are copied from the fetch
 buffer (or the decompressed payload) into growable C buffers, offsets and timestamps into C
 arrays, null keys and values into validity bitmaps. ``record.arrow`` wraps the buffers,
-zero copy, in ``pyarrow`` arrays. Per batch (never per record) it goes back to Python for the
-CRC32C check, decompression and the read_committed bookkeeping, exactly as the object decoder
-(``_crecords``) does, through the same shared parsing code (``_wire.pxd``); legacy v0/v1
-message sets are decoded here too, straight into the same buffers.
+zero copy, in ``pyarrow`` arrays. The CRC32C check (in C, ``_crc32c.h``) and the record loop
+of a batch run without the GIL, so that several threads can decode different partitions at
+once; per batch (never per record) it goes back to Python, with the GIL, for decompression (the
+codec libraries release the GIL themselves while they work) and the read_committed bookkeeping,
+exactly as the object decoder (``_crecords``) does, through the same shared parsing code
+(``_wire.pxd``); legacy v0/v1 message sets are decoded here too, straight into the same
+buffers.
 
 The result is ``(n, columns, next_offset, partial)``; ``columns`` is a
 ``record._columns.ArrowColumns``, as the pure-Python twin in that module builds.
@@ -15,17 +18,23 @@ The result is ``(n, columns, next_offset, partial)``; ``columns`` is a
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport INT32_MAX, int32_t, int64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 from kafkaconsumer.record._wire cimport (
     ATTR_TIMESTAMP_TYPE,
     BatchHeader,
+    NOGIL_MIN_BYTES,
     HeaderSpan,
     LegacyRow,
     RecordSpan,
     check_record_end,
+    kc_crc32c,
+    kc_crc32c_hw,
+    kc_crc32c_hw_available,
+    kc_crc32c_init,
+    kc_crc32c_sw,
     legacy_rows,
     next_batch,
     read_header,
@@ -36,11 +45,11 @@ from kafkaconsumer.record._wire cimport (
 
 import zlib
 
-from kafkaconsumer.record._crc import crc32c as _crc32c
-
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError
 from kafkaconsumer.record._columns import ArrowColumns, HeaderColumns
 from kafkaconsumer.record._common import AbortedTransactions, decompress_payload
+
+kc_crc32c_init()
 
 # Arrow's binary and string arrays use int32 offsets.
 cdef int64_t _MAX_COLUMN_BYTES = INT32_MAX
@@ -61,6 +70,32 @@ cdef int _pool_n = 0
 cdef Py_ssize_t _pool_bytes = 0
 
 
+# Bytes of column memory in use (allocated, not freed nor kept for reuse), and the most in use
+# at once since reset_column_peak(): what the Arrow path holds beyond Python's allocator, for
+# tests and benchmarks. Only changed with the GIL held, as the pool.
+cdef Py_ssize_t _column_bytes = 0
+cdef Py_ssize_t _column_peak = 0
+
+
+cdef inline void _count(Py_ssize_t delta) noexcept:
+    global _column_bytes, _column_peak
+    _column_bytes += delta
+    if _column_bytes > _column_peak:
+        _column_peak = _column_bytes
+
+
+def column_bytes():
+    """``(now, peak)``: bytes of column memory in use (blocks kept for reuse are counted by
+    :func:`pooled_bytes`), and the most in use at once since :func:`reset_column_peak`."""
+    return _column_bytes, _column_peak
+
+
+def reset_column_peak():
+    """Start a new peak for :func:`column_bytes` from what is in use now."""
+    global _column_peak
+    _column_peak = _column_bytes
+
+
 cdef char* _pool_take(Py_ssize_t want, Py_ssize_t* cap) noexcept:
     """The smallest kept block of at least ``want`` bytes (and not over 8x that), or NULL."""
     global _pool_n, _pool_bytes
@@ -75,33 +110,34 @@ cdef char* _pool_take(Py_ssize_t want, Py_ssize_t* cap) noexcept:
         return NULL
     p = _pool_p[best]
     cap[0] = _pool_cap[best]
-    _pool_bytes -= _pool_cap[best]
-    _pool_n -= 1
-    _pool_p[best] = _pool_p[_pool_n]
-    _pool_cap[best] = _pool_cap[_pool_n]
+    _count(cap[0])
+    _pool_remove(best)
     return p
 
 
-cdef void _pool_give(char* p, Py_ssize_t cap) noexcept:
-    """Keep ``p`` for reuse, or free it (small, too large, or no room left)."""
+cdef void _pool_remove(int i) noexcept:
+    # Slot i out of the pool, the others keeping their order (oldest first).
     global _pool_n, _pool_bytes
-    cdef int i, smallest
+    _pool_bytes -= _pool_cap[i]
+    _pool_n -= 1
+    while i < _pool_n:
+        _pool_p[i] = _pool_p[i + 1]
+        _pool_cap[i] = _pool_cap[i + 1]
+        i += 1
+
+
+cdef void _pool_give(char* p, Py_ssize_t cap) noexcept:
+    """Keep ``p`` for reuse, or free it (small or too large); when there is no room, the
+    oldest kept blocks go first: the newest are of the sizes the decoding in progress uses
+    (value columns are sized by estimate, so sizes vary with the data)."""
+    global _pool_n, _pool_bytes
+    _count(-cap)
     if cap < _POOL_MIN or cap > _POOL_LIMIT:
         free(p)
         return
     while _pool_n > 0 and (_pool_n == _POOL_SLOTS or _pool_bytes + cap > _POOL_LIMIT):
-        smallest = 0
-        for i in range(1, _pool_n):
-            if _pool_cap[i] < _pool_cap[smallest]:
-                smallest = i
-        if _pool_cap[smallest] >= cap:
-            free(p)  # what is kept is larger: keep that
-            return
-        free(_pool_p[smallest])
-        _pool_bytes -= _pool_cap[smallest]
-        _pool_n -= 1
-        _pool_p[smallest] = _pool_p[_pool_n]
-        _pool_cap[smallest] = _pool_cap[_pool_n]
+        free(_pool_p[0])
+        _pool_remove(0)
     _pool_p[_pool_n] = p
     _pool_cap[_pool_n] = cap
     _pool_n += 1
@@ -111,6 +147,18 @@ cdef void _pool_give(char* p, Py_ssize_t cap) noexcept:
 def pooled_bytes():
     """Bytes of freed column memory kept for reuse (see _POOL_LIMIT)."""
     return _pool_bytes
+
+
+def release_pooled():
+    """Free the column memory kept for reuse (after a large read, or to measure from a clean
+    start); returns the bytes freed."""
+    global _pool_n, _pool_bytes
+    cdef Py_ssize_t freed = _pool_bytes
+    while _pool_n > 0:
+        _pool_n -= 1
+        free(_pool_p[_pool_n])
+    _pool_bytes = 0
+    return freed
 
 
 cdef class Grow:
@@ -132,8 +180,9 @@ cdef class Grow:
             cap = got
         else:
             self.p = <char*>malloc(cap)
-        if self.p == NULL:
-            raise MemoryError()
+            if self.p == NULL:
+                raise MemoryError()
+            _count(cap)
         self.n = 0
         self.cap = cap
 
@@ -151,27 +200,40 @@ cdef class Grow:
         pass
 
 
-cdef int _reserve(Grow g, Py_ssize_t extra) except -1:
-    cdef Py_ssize_t want = g.n + extra
-    cdef Py_ssize_t cap = g.cap, got = 0
-    cdef char* p
-    if want <= cap:
-        return 0
-    while cap < want:
-        cap *= 2
-    p = _pool_take(want, &got)
+cdef int _resize(Grow g, Py_ssize_t cap) except -1:
+    # realloc: the allocator moves a large block by remapping its pages (no copy, and
+    # capacity never written never becomes resident).
+    cdef char* p = <char*>realloc(g.p, cap)
+    if p == NULL:
+        raise MemoryError()
+    _count(cap - g.cap)
+    g.p = p
+    g.cap = cap
+    return 0
+
+
+cdef int _grow(Grow g, Py_ssize_t want, Py_ssize_t cap) except -1:
+    # A kept block of at least ``want`` bytes when there is one (its pages are already mapped:
+    # a fresh block of tens of MB faults in page by page), else realloc to ``cap``.
+    cdef Py_ssize_t got = 0
+    cdef char* p = _pool_take(want, &got)
     if p != NULL:
         memcpy(p, g.p, g.n)
         _pool_give(g.p, g.cap)
         g.p = p
         g.cap = got
         return 0
-    p = <char*>realloc(g.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    g.p = p
-    g.cap = cap
-    return 0
+    return _resize(g, cap)
+
+
+cdef int _reserve(Grow g, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t want = g.n + extra
+    cdef Py_ssize_t cap = g.cap
+    if want <= cap:
+        return 0
+    while cap < want:
+        cap *= 2
+    return _grow(g, want, cap)
 
 
 cdef inline int _put_i32(Grow g, int32_t v) except -1:
@@ -324,18 +386,30 @@ class _Corrupt(Exception):
 
 
 cdef int _reserve_values(_Columns c, Py_ssize_t payload) except -1:
-    """Room for a batch's values; for a compressed batch, also for the rest of the fetch at
-    the same ratio (capped), so that the column grows once instead of doubling (each doubling
-    copies what is there)."""
-    cdef Py_ssize_t extra = payload, ratio
-    if c.value_data.n + payload > c.value_data.cap and 0 < c.wire < payload:
-        ratio = payload // c.wire
-        if ratio > 64:
-            ratio = 64
-        extra = payload + ratio * c.remaining
-        if c.value_data.n + extra > _MAX_COLUMN_BYTES:
-            extra = payload
-    return _reserve(c.value_data, extra)
+    """Room for a batch's values; for a compressed batch, also for the rest of the partition's
+    data at this batch's ratio (capped at 64) and an eighth more. The column grows by that
+    estimate, or by a quarter when that is more, not by doubling: doubling left up to half of
+    it reserved and unused (on 1 KiB lz4 values the columns of a poll took 1.6-1.9x the memory
+    of the record objects)."""
+    cdef Py_ssize_t need = c.value_data.n + payload, rest
+    if need <= c.value_data.cap:
+        return 0
+    if 0 < c.wire < payload:
+        rest = <Py_ssize_t>((<double>payload / c.wire) * c.remaining) if \
+            payload < 64 * c.wire else 64 * c.remaining
+        need += rest + (payload + rest) // 8
+        if need > _MAX_COLUMN_BYTES:
+            need = c.value_data.n + payload
+    return _grow_values(c, need)
+
+
+cdef int _grow_values(_Columns c, Py_ssize_t need) except -1:
+    # Room for ``need`` bytes of values in all, growing by a quarter at least (fewer moves; a
+    # large block is moved by remapping its pages, not by copying them).
+    cdef Py_ssize_t cap = c.value_data.cap
+    if need <= cap:
+        return 0
+    return _grow(c.value_data, need, need if need > cap + cap // 4 else cap + cap // 4)
 
 
 cdef inline int _reserve_bits(Grow g, Py_ssize_t rows) except -1:
@@ -348,20 +422,151 @@ cdef inline int _reserve_bits(Grow g, Py_ssize_t rows) except -1:
     return 0
 
 
+cdef struct _Run:
+    # One batch's record loop: where it reads and, through raw pointers into columns sized for
+    # the whole batch beforehand, where it writes. Plain C, so the loop can run without the GIL.
+    const unsigned char* buf
+    Py_ssize_t pos
+    Py_ssize_t end
+    int64_t base_offset
+    int64_t min_offset
+    int64_t base_ts
+    int64_t max_ts
+    bint log_append
+    int32_t ts_type
+    int32_t epoch
+    int32_t* koffs
+    int32_t* voffs
+    char* kdata
+    char* vdata
+    char* kvalid
+    char* vvalid
+    int64_t* offs
+    int64_t* tss
+    int32_t* tst
+    int32_t* eps
+    int32_t* hoffs  # NULL when headers are not kept
+    Py_ssize_t kn
+    Py_ssize_t vn
+    Py_ssize_t knulls
+    Py_ssize_t vnulls
+    Py_ssize_t row
+
+
+cdef inline void _write_row(_Run* s, RecordSpan* r, int64_t offset,
+                            int32_t hdr_rows) noexcept nogil:
+    cdef Py_ssize_t row = s.row
+    if r.klen >= 0:
+        memcpy(s.kdata + s.kn, s.buf + r.kpos, r.klen)
+        s.kn += r.klen
+        s.kvalid[row >> 3] |= <char>(1 << (row & 7))
+    else:
+        s.knulls += 1
+    s.koffs[row + 1] = <int32_t>s.kn
+    if r.vlen >= 0:
+        memcpy(s.vdata + s.vn, s.buf + r.vpos, r.vlen)
+        s.vn += r.vlen
+        s.vvalid[row >> 3] |= <char>(1 << (row & 7))
+    else:
+        s.vnulls += 1
+    s.voffs[row + 1] = <int32_t>s.vn
+    s.offs[row] = offset
+    s.tss[row] = s.max_ts if s.log_append else s.base_ts + r.ts_delta
+    s.tst[row] = s.ts_type
+    s.eps[row] = s.epoch
+    s.row = row + 1
+    if s.hoffs != NULL:
+        s.hoffs[row + 1] = hdr_rows
+
+
+cdef extern from *:
+    """
+    /* The C library's memcpy, called: inlined into _plain_run the compiler chose `rep movsq`,
+     * which costs more than the call on the short keys and values of records. */
+    #if defined(__GNUC__) || defined(__clang__)
+    __attribute__((noinline))
+    #endif
+    static void kc_copy(char *dst, const unsigned char *src, size_t n) { memcpy(dst, src, n); }
+    """
+    void kc_copy(char* dst, const unsigned char* src, size_t n) nogil
+
+
+cdef Py_ssize_t _plain_run(_Run* s, Py_ssize_t i, Py_ssize_t count,
+                           int32_t hdr_rows) noexcept nogil:
+    # Records i.. while they take the fast path (no headers, short varints); the index of the
+    # first one that does not (the caller reads it with the GIL), or count. The cursors are
+    # kept in locals (the compiler cannot keep them in registers through *s: the column
+    # writes might alias it) and stored back at the end.
+    cdef RecordSpan r
+    cdef int64_t offset
+    cdef const unsigned char* buf = s.buf
+    cdef Py_ssize_t pos = s.pos, end = s.end, row = s.row, kn = s.kn, vn = s.vn
+    cdef Py_ssize_t knulls = 0, vnulls = 0
+    cdef int64_t base_offset = s.base_offset, min_offset = s.min_offset
+    cdef int32_t* koffs = s.koffs
+    cdef int32_t* voffs = s.voffs
+    cdef char* kdata = s.kdata
+    cdef char* vdata = s.vdata
+    cdef char* kvalid = s.kvalid
+    cdef char* vvalid = s.vvalid
+    cdef int64_t* offs = s.offs
+    cdef int64_t* tss = s.tss
+    cdef int32_t* tst = s.tst
+    cdef int32_t* eps = s.eps
+    cdef int32_t* hoffs = s.hoffs
+    cdef bint log_append = s.log_append
+    cdef int64_t base_ts = s.base_ts, max_ts = s.max_ts
+    cdef int32_t ts_type = s.ts_type, epoch = s.epoch
+    while i < count:
+        if not scan_plain_record(buf, pos, end, &r):
+            break
+        pos = r.end
+        i += 1
+        offset = base_offset + r.offset_delta
+        if offset < min_offset:
+            continue
+        if r.klen >= 0:
+            kc_copy(kdata + kn, buf + r.kpos, <size_t>r.klen)
+            kn += r.klen
+            kvalid[row >> 3] |= <char>(1 << (row & 7))
+        else:
+            knulls += 1
+        koffs[row + 1] = <int32_t>kn
+        if r.vlen >= 0:
+            kc_copy(vdata + vn, buf + r.vpos, <size_t>r.vlen)
+            vn += r.vlen
+            vvalid[row >> 3] |= <char>(1 << (row & 7))
+        else:
+            vnulls += 1
+        voffs[row + 1] = <int32_t>vn
+        offs[row] = offset
+        tss[row] = max_ts if log_append else base_ts + r.ts_delta
+        tst[row] = ts_type
+        eps[row] = epoch
+        if hoffs != NULL:
+            hoffs[row + 1] = hdr_rows
+        row += 1
+    s.pos, s.row, s.kn, s.vn = pos, row, kn, vn
+    s.knulls += knulls
+    s.vnulls += vnulls
+    return i
+
+
 cdef int _parse_records(_Columns c, const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
-                        BatchHeader* b, int64_t min_offset) except -1:
+                        BatchHeader* b, int64_t min_offset, bint release_gil) except -1:
     # The batch's records (those at or after ``min_offset``) into ``c``. Every column is sized
     # for the whole batch first (its record count, and its payload size for keys and values),
-    # so that the loop writes through raw pointers with no capacity check per record.
-    cdef int32_t i
+    # so that the loop writes through raw pointers with no capacity check per record. Runs of
+    # plain records are parsed and written without the GIL (when ``release_gil`` and the
+    # batch is large enough); a record with headers or long varints, and every error, is
+    # handled with it.
+    cdef Py_ssize_t i = 0
     cdef int64_t h, offset
     cdef Py_ssize_t hpos
     cdef RecordSpan r
     cdef HeaderSpan hs
+    cdef _Run s
     cdef bint want_headers = c.headers
-    cdef bint log_append = (b.attrs & ATTR_TIMESTAMP_TYPE) != 0
-    cdef int32_t ts_type = 1 if log_append else 0
-    cdef int32_t epoch = b.leader_epoch if b.leader_epoch >= 0 else -1
     cdef Py_ssize_t count = b.count, row = c.rows, payload = end - pos
     _reserve(c.key_offsets, count * 4)
     _reserve(c.value_offsets, count * 4)
@@ -375,72 +580,66 @@ cdef int _parse_records(_Columns c, const unsigned char* buf, Py_ssize_t pos, Py
     _reserve_bits(c.value_valid, row + count)
     if want_headers:
         _reserve(c.hdr_offsets, count * 4)
-    cdef int32_t* koffs = <int32_t*>c.key_offsets.p
-    cdef int32_t* voffs = <int32_t*>c.value_offsets.p
-    cdef char* kdata = c.key_data.p
-    cdef char* vdata = c.value_data.p
-    cdef char* kvalid = c.key_valid.p
-    cdef char* vvalid = c.value_valid.p
-    cdef int64_t* offs = <int64_t*>c.offsets.p
-    cdef int64_t* tss = <int64_t*>c.timestamps.p
-    cdef int32_t* tst = <int32_t*>c.ts_types.p
-    cdef int32_t* eps = <int32_t*>c.epochs.p
-    cdef Py_ssize_t kn = c.key_data.n, vn = c.value_data.n
-    cdef Py_ssize_t knulls = 0, vnulls = 0
+    s.buf, s.pos, s.end = buf, pos, end
+    s.base_offset, s.min_offset = b.base_offset, min_offset
+    s.base_ts, s.max_ts = b.base_ts, b.max_ts
+    s.log_append = (b.attrs & ATTR_TIMESTAMP_TYPE) != 0
+    s.ts_type = 1 if s.log_append else 0
+    s.epoch = b.leader_epoch if b.leader_epoch >= 0 else -1
+    s.koffs = <int32_t*>c.key_offsets.p
+    s.voffs = <int32_t*>c.value_offsets.p
+    s.kdata, s.vdata = c.key_data.p, c.value_data.p
+    s.kvalid, s.vvalid = c.key_valid.p, c.value_valid.p
+    s.offs = <int64_t*>c.offsets.p
+    s.tss = <int64_t*>c.timestamps.p
+    s.tst = <int32_t*>c.ts_types.p
+    s.eps = <int32_t*>c.epochs.p
+    # (_add_header grows other columns only, so this pointer stays valid in the loop.)
+    s.hoffs = <int32_t*>c.hdr_offsets.p if want_headers else NULL
+    s.kn, s.vn = c.key_data.n, c.value_data.n
+    s.knulls = s.vnulls = 0
+    s.row = row
+    release_gil = release_gil and payload >= NOGIL_MIN_BYTES
     r.kpos = r.vpos = 0  # (always set before use; this keeps the C compiler sure of it)
     r.klen = r.vlen = -1
     try:
-        for i in range(count):
-            hpos = -1
-            if not scan_plain_record(buf, pos, end, &r):
-                hpos = scan_record(buf, pos, end, &r, b.base_offset,
-                                   min_offset, _Corrupt)
-            pos = r.end
+        while i < count:
+            if release_gil:
+                with nogil:
+                    i = _plain_run(&s, i, count, <int32_t>c.hdr_rows)
+            else:
+                i = _plain_run(&s, i, count, <int32_t>c.hdr_rows)
+            if i >= count:
+                break
+            # A record off the fast path: every form, the precise errors, its headers.
+            hpos = scan_record(buf, s.pos, end, &r, b.base_offset, min_offset, _Corrupt)
+            s.pos = r.end
+            i += 1
             offset = b.base_offset + r.offset_delta
             if offset < min_offset:
                 continue
-            if hpos >= 0:
-                for h in range(r.hcount):
-                    hpos = read_header(buf, hpos, r.end, &hs, _Corrupt)
-                    if want_headers:
-                        _add_header(c, buf + hs.kpos, hs.klen, buf + hs.vpos, hs.vlen)
-                check_record_end(hpos, &r, offset, _Corrupt)
-            if r.klen >= 0:
-                memcpy(kdata + kn, buf + r.kpos, r.klen)
-                kn += r.klen
-                kvalid[row >> 3] |= <char>(1 << (row & 7))
-            else:
-                knulls += 1
-            koffs[row + 1] = <int32_t>kn
-            if r.vlen >= 0:
-                memcpy(vdata + vn, buf + r.vpos, r.vlen)
-                vn += r.vlen
-                vvalid[row >> 3] |= <char>(1 << (row & 7))
-            else:
-                vnulls += 1
-            voffs[row + 1] = <int32_t>vn
-            offs[row] = offset
-            tss[row] = b.max_ts if log_append else b.base_ts + r.ts_delta
-            tst[row] = ts_type
-            eps[row] = epoch
-            row += 1
-            if want_headers:
-                (<int32_t*>c.hdr_offsets.p)[row] = <int32_t>c.hdr_rows
+            for h in range(r.hcount):
+                hpos = read_header(buf, hpos, r.end, &hs, _Corrupt)
+                if want_headers:
+                    _add_header(c, buf + hs.kpos, hs.klen, buf + hs.vpos, hs.vlen)
+            check_record_end(hpos, &r, offset, _Corrupt)
+            _write_row(&s, &r, offset, <int32_t>c.hdr_rows)
     finally:
         # What was written stays consistent on error: the rows so far are complete.
-        c.key_data.n, c.value_data.n = kn, vn
-        c.key_nulls += knulls
-        c.value_nulls += vnulls
+        row = s.row
+        c.key_data.n, c.value_data.n = s.kn, s.vn
+        c.key_nulls += s.knulls
+        c.value_nulls += s.vnulls
         c.key_offsets.n = c.value_offsets.n = (row + 1) * 4
         c.ts_types.n = c.epochs.n = row * 4
         c.offsets.n = c.timestamps.n = row * 8
         if want_headers:
             c.hdr_offsets.n = (row + 1) * 4
         c.rows = row
-    if kn > _MAX_COLUMN_BYTES or vn > _MAX_COLUMN_BYTES:
+    if s.kn > _MAX_COLUMN_BYTES or s.vn > _MAX_COLUMN_BYTES:
         raise OverflowError("a binary column of one fetch exceeds 2 GiB")
-    if pos != end:
-        raise _Corrupt(f"{end - pos} bytes left after the batch's {count} records")
+    if s.pos != end:
+        raise _Corrupt(f"{end - s.pos} bytes left after the batch's {count} records")
     return 0
 
 
@@ -452,12 +651,12 @@ cdef int64_t _decode_v2(_Columns c, const unsigned char* buf, object mv, Py_ssiz
     cdef const unsigned char* pbuf
     cdef Py_ssize_t ppos, pend
     # payload (the decompressed records, if any) stays referenced while they are parsed.
-    payload = v2_batch(buf, mv, pos, size, fetch_offset, check_crcs, txns, _crc32c,
+    payload = v2_batch(buf, mv, pos, size, fetch_offset, check_crcs, txns, True,
                        decompress_payload, CorruptRecordError, _Corrupt, topic, partition, &b,
                        &wanted, &pbuf, &ppos, &pend)
     if wanted:
         try:
-            _parse_records(c, pbuf, ppos, pend, &b, fetch_offset)
+            _parse_records(c, pbuf, ppos, pend, &b, fetch_offset, True)
         except _Corrupt as exc:
             raise CorruptRecordError(str(exc), topic=topic, partition=partition,
                                      offset=b.base_offset) from None
@@ -551,6 +750,11 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
     ``decode_fetched_records`` (docs/internals.md, record/). With ``into`` (a builder from
     :func:`new_builder`) the rows are appended there, with their topic and partition, and
     ``columns`` is None. After an error a builder holds part of the partition: drop it.
+
+    Thread-safety: several threads may call this at once, on the same or different ``data``
+    (which must not change meanwhile); each call writes only its own columns, and each
+    batch's CRC check and record loop run without the GIL. A builder (``into``) serves one
+    thread at a time.
     """
     cdef Py_buffer view
     cdef const unsigned char* buf
@@ -620,3 +824,48 @@ def repeat_string_buffers(bytes data, Py_ssize_t rows):
     offs.n = (rows + 1) * 4
     out.n = n * rows
     return offs, out
+
+
+# The CRC-32C the decoders use, exposed for tests and benchmarks: crc32c picks the hardware
+# instruction when the processor has it; crc32c_hardware and crc32c_table force one method.
+
+
+def _crc_of(data, uint32_t crc, int method):
+    cdef Py_buffer view
+    cdef uint32_t out
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            if method == 1:
+                out = kc_crc32c_hw(crc, <const unsigned char*>view.buf, <size_t>view.len)
+            elif method == 2:
+                out = kc_crc32c_sw(crc, <const unsigned char*>view.buf, <size_t>view.len)
+            else:
+                out = kc_crc32c(crc, <const unsigned char*>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return out
+
+
+def crc32c(data, uint32_t crc=0):
+    """CRC-32C of a bytes-like object, continuing from ``crc``: what the decoders check."""
+    return _crc_of(data, crc, 0)
+
+
+def crc32c_hardware(data, uint32_t crc=0):
+    """:func:`crc32c` with the SSE 4.2 instruction (for tests; only where
+    :func:`crc32c_hardware_available`, else ValueError)."""
+    if not kc_crc32c_hw_available():
+        raise ValueError("this processor has no CRC-32C instruction")
+    return _crc_of(data, crc, 1)
+
+
+def crc32c_table(data, uint32_t crc=0):
+    """:func:`crc32c` with the table method (for tests: the path of processors without the
+    instruction)."""
+    return _crc_of(data, crc, 2)
+
+
+def crc32c_hardware_available():
+    """Whether :func:`crc32c` uses the processor's CRC-32C instruction."""
+    return bool(kc_crc32c_hw_available())

@@ -5,8 +5,9 @@ Parses straight from the fetch buffer's bytes: one pass per batch, varints decod
 fast path for records without headers whose varints are all 1-2 bytes), one ``bytes`` object
 per key and value stored straight into the record, record objects taken from a free list
 without calling ``__init__``.
-Per batch (never per record) it goes back to Python for CRC32C (the ``crc32c`` package works
-on whole batches at memory speed), decompression and the read_committed bookkeeping. The
+CRC32C is computed in C (``_crc32c.h``: the SSE 4.2 instruction, or the table method); per
+batch (never per record) it goes back to Python for decompression and the read_committed
+bookkeeping. The
 parsing itself (framing, batch header and checks, varints, records, headers, control batches,
 legacy message sets) is shared with the Arrow decoder ``_carrow`` through ``_wire.pxd``.
 """
@@ -31,6 +32,7 @@ from kafkaconsumer.record._wire cimport (
     LegacyRow,
     RecordSpan,
     check_record_end,
+    kc_crc32c_init,
     legacy_rows,
     next_batch,
     rd_i32,
@@ -44,10 +46,11 @@ from kafkaconsumer.record._wire cimport (
 import logging
 import zlib
 
-from kafkaconsumer.record._crc import crc32c as _crc32c
 
 from kafkaconsumer.errors import CorruptRecordError, RecordTooLargeError
 from kafkaconsumer.record._common import AbortedTransactions, DecodeResult, decompress_payload
+
+kc_crc32c_init()
 
 logger = logging.getLogger(__name__)
 
@@ -395,7 +398,7 @@ cdef int64_t _decode_v2(const unsigned char* buf, object mv, Py_ssize_t pos, Py_
     cdef const unsigned char* pbuf
     cdef Py_ssize_t ppos, pend
     # payload (the decompressed records, if any) stays referenced while they are parsed.
-    payload = v2_batch(buf, mv, pos, size, fetch_offset, check_crcs, txns, _crc32c,
+    payload = v2_batch(buf, mv, pos, size, fetch_offset, check_crcs, txns, False,
                        decompress_payload, CorruptRecordError, _Corrupt, topic, partition, &b,
                        &wanted, &pbuf, &ppos, &pend)
     if wanted:

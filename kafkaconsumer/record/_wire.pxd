@@ -13,12 +13,25 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport INT64_MIN, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc
 
+cdef extern from "_crc32c.h" nogil:
+    # CRC-32C in C (hardware instruction or table method): see _crc32c.h. Each extension calls
+    # kc_crc32c_init() once at import, before any decoding.
+    void kc_crc32c_init()
+    int kc_crc32c_hw_available()
+    uint32_t kc_crc32c(uint32_t crc, const unsigned char* p, size_t n)
+    uint32_t kc_crc32c_sw(uint32_t crc, const unsigned char* p, size_t n)
+    uint32_t kc_crc32c_hw(uint32_t crc, const unsigned char* p, size_t n)
+
 cdef enum:
     LOG_OVERHEAD = 12  # baseOffset + batchLength
     V2_HEADER_SIZE = 61
     V2_MIN_BATCH_LENGTH = 49  # the v2 header after batchLength
     MIN_BATCH_LENGTH = 14  # the smallest legacy (v0) message
     V2_ATTRIBUTES_OFFSET = 21  # where the v2 CRC32C coverage starts
+    # Below this many bytes a batch's CRC and records are done with the GIL held even when the
+    # caller allows releasing it: handing the GIL to another thread and taking it back costs
+    # more than the work.
+    NOGIL_MIN_BYTES = 4096
     ATTR_CODEC_MASK = 0x07
     ATTR_TIMESTAMP_TYPE = 0x08
     ATTR_TRANSACTIONAL = 0x10
@@ -120,7 +133,7 @@ cdef struct BatchHeader:
 
 cdef inline int read_v2_header(const unsigned char* buf, object mv, Py_ssize_t pos,
                                Py_ssize_t size, BatchHeader* b, bint check_crcs,
-                               object crc32c, object corrupt, object topic,
+                               bint release_gil, object corrupt, object topic,
                                int partition) except -1:
     # The header of the v2 batch at buf[pos:pos + size] into *b, after the checks that apply to
     # any batch: minimum length, CRC32C (one call over the whole batch), record count.
@@ -137,8 +150,15 @@ cdef inline int read_v2_header(const unsigned char* buf, object mv, Py_ssize_t p
     b.max_ts = rd_i64(h + 23)
     b.producer_id = rd_i64(h + 31)
     b.count = rd_i32(h + 45)
+    cdef uint32_t actual
+    cdef const unsigned char* covered = buf + pos + V2_ATTRIBUTES_OFFSET
+    cdef size_t covered_size = <size_t>(size - V2_ATTRIBUTES_OFFSET)
     if check_crcs:
-        actual = crc32c(mv[pos + V2_ATTRIBUTES_OFFSET:pos + size])
+        if release_gil and size >= NOGIL_MIN_BYTES:
+            with nogil:
+                actual = kc_crc32c(0, covered, covered_size)
+        else:
+            actual = kc_crc32c(0, covered, covered_size)
         if actual != b.crc:
             raise corrupt(
                 f"CRC32C mismatch: batch says {b.crc:#010x}, bytes give {actual:#010x}",
@@ -550,7 +570,7 @@ cdef inline Py_ssize_t next_batch(const unsigned char* buf, Py_ssize_t pos, Py_s
 
 cdef inline object v2_batch(const unsigned char* buf, object mv, Py_ssize_t pos,
                             Py_ssize_t size, int64_t fetch_offset, bint check_crcs,
-                            object txns, object crc32c, object decompress, object corrupt,
+                            object txns, bint release_gil, object decompress, object corrupt,
                             object err, object topic, int partition, BatchHeader* b,
                             bint* wanted, const unsigned char** pbuf, Py_ssize_t* ppos,
                             Py_ssize_t* pend):
@@ -560,7 +580,8 @@ cdef inline object v2_batch(const unsigned char* buf, object mv, Py_ssize_t pos,
     # (*pbuf)[*ppos:*pend]; the decompressed payload they are in, if any, is returned.
     cdef Py_ssize_t end = pos + size
     wanted[0] = False
-    read_v2_header(buf, mv, pos, size, b, check_crcs, crc32c, corrupt, topic, partition)
+    read_v2_header(buf, mv, pos, size, b, check_crcs, release_gil, corrupt, topic,
+                   partition)
     if (b.attrs & ATTR_CONTROL or txns is not None) and batch_skipped(
             buf, mv, pos, end, b, txns, decompress, corrupt, err, topic, partition):
         return None
