@@ -12,22 +12,28 @@ FindCoordinator), ``delete_records`` and ``list_offsets`` to each partition's le
 ``list_groups`` to every broker, ``describe_configs`` of a broker to that broker and of a topic
 to any broker.
 
-Share groups (KIP-932) are administered by the methods of
-:class:`~kafkaconsumer.admin_share_groups.ShareGroupAdmin`, a mixin of this client.
-
-``describe_groups`` asks with ConsumerGroupDescribe first where the broker has it (KIP-848
-groups) and with DescribeGroups for classic groups, as the Java client does.
+Consumer groups are administered by the methods of
+:class:`~kafkaconsumer.admin_consumer_groups.ConsumerGroupAdmin` and share groups (KIP-932) by
+those of :class:`~kafkaconsumer.admin_share_groups.ShareGroupAdmin`, mixins of this client that
+build on its plumbing (:mod:`kafkaconsumer.admin_plumbing`). Their value types are importable
+from here as well.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from kafkaconsumer.admin_consumer_groups import (
+    ConsumerGroupAdmin,
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+)
+from kafkaconsumer.admin_plumbing import _Deadline, _error, _raise_error, _Retry
 from kafkaconsumer.admin_share_groups import (
     ShareGroupAdmin,
     ShareGroupDescription,
@@ -43,40 +49,31 @@ from kafkaconsumer.errors import (
     KafkaTimeoutError,
     NodeNotReadyError,
     UnsupportedVersionError,
-    for_code,
 )
 from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
+from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 from kafkaconsumer.utils.timer import to_timeout_ms
 
 if TYPE_CHECKING:
     from kafkaconsumer.protocol.message_types import (
-        ConsumerGroupDescribeResponse,
         CreatePartitionsResponse,
         CreateTopicsResponse,
-        DeleteGroupsResponse,
         DeleteRecordsResponse,
         DeleteTopicsResponse,
         DescribeConfigsResponse,
-        DescribeGroupsResponse,
         FindCoordinatorResponse,
         FindCoordinatorResponseCoordinator,
-        ListGroupsResponse,
         ListOffsetsResponse,
         MetadataResponse,
-        OffsetCommitResponse,
-        OffsetDeleteResponse,
-        OffsetFetchResponse,
     )
 
 #: The result type of one admin call.
 _R = TypeVar("_R")
-logger = logging.getLogger(__name__)
 
 __all__ = [
     "KafkaAdminClient",
@@ -101,8 +98,6 @@ LATEST = -1
 
 _POLL_SLICE_MS = 100
 _UNKNOWN_TOPIC_OR_PARTITION = 3
-_GROUP_ID_NOT_FOUND = 69
-_UNSUPPORTED_VERSION = 35
 
 #: DescribeConfigs resource types by name, and the names of the config sources.
 _RESOURCE_TYPES = {"topic": 2, "broker": 4}
@@ -118,52 +113,6 @@ _CONFIG_SOURCES = {
     7: "CLIENT_METRICS_CONFIG",
     8: "GROUP_CONFIG",
 }
-
-
-class GroupListing(NamedTuple):
-    """One group as ``list_groups`` reports it; ``type`` is ``"classic"``, ``"consumer"``
-    (KIP-848), ... where the broker says (ListGroups v5+), else None."""
-
-    group_id: str
-    protocol_type: str
-    state: str | None = None
-    type: str | None = None
-
-
-@dataclass(frozen=True)
-class MemberDescription:
-    """One member of a described group; ``assignment`` is decoded for consumer groups.
-
-    For a consumer-protocol (KIP-848) group, ``target_assignment`` is what the coordinator
-    is moving the member to and ``member_epoch`` its epoch; both are empty/None for classic
-    groups.
-    """
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    host: str
-    assignment: tuple[TopicPartition, ...] = ()
-    target_assignment: tuple[TopicPartition, ...] = ()
-    member_epoch: int | None = None
-
-
-@dataclass(frozen=True)
-class GroupDescription:
-    """A group's state, protocol and members (``describe_groups``).
-
-    ``type`` is ``"classic"`` or ``"consumer"`` (KIP-848); for a consumer group ``protocol``
-    is the server-side assignor and ``group_epoch`` the group's epoch.
-    """
-
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    members: tuple[MemberDescription, ...] = field(default_factory=tuple)
-    coordinator: int = -1
-    type: str = "classic"
-    group_epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -223,48 +172,7 @@ class ListOffsetsResult(NamedTuple):
     leader_epoch: int | None
 
 
-class _Deadline:
-    __slots__ = ("time", "end", "budget")
-
-    def __init__(self, time: Time, budget_ms: float) -> None:
-        self.time = time
-        self.budget = budget_ms
-        self.end = time.monotonic_ms() + budget_ms
-
-    def remaining(self) -> float:
-        return self.end - self.time.monotonic_ms()
-
-    def request_timeout(self) -> int:
-        return max(1, int(self.remaining()))
-
-
-class _Retry(Exception):
-    """Internal: the operation should be tried again (after re-resolving its node)."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-def _error(code: int, message: str | None, **context: Any) -> BrokerResponseError:
-    what = ", ".join(f"{k} {v!r}" for k, v in context.items())
-    text = f"{message} ({what})" if message else what
-    return for_code(code)(text or None, **context)
-
-
-def _raise_error(
-    code: int, message: str | None, *, no_retry: Collection[int] = (), **context: Any
-) -> NoReturn:
-    """Raise the broker error for ``code`` (context as for :func:`_error`): wrapped in
-    :class:`_Retry` when it is retriable (a coordinator or controller that moved, a leader
-    election, a timeout, throttling, ...) and ``code`` is not in ``no_retry``, else as is."""
-    err = _error(code, message, **context)
-    if err.retriable and code not in no_retry:
-        raise _Retry(err)
-    raise err
-
-
-class KafkaAdminClient(ShareGroupAdmin):
+class KafkaAdminClient(ConsumerGroupAdmin, ShareGroupAdmin):
     """Blocking administration of topics, records, consumer groups and share groups.
 
     ``KafkaAdminClient({"bootstrap.servers": "localhost:9092"})``; every AdminClientConfig key
@@ -331,6 +239,16 @@ class KafkaAdminClient(ShareGroupAdmin):
         if controller is not None and controller >= 0 and cluster.broker(controller) is not None:
             return int(controller)
         return self._any_node(deadline)
+
+    def _broker_ids(self) -> list[int]:
+        return [b.node_id for b in self._metadata.cluster.brokers()]
+
+    def _api_version(self, node: int, api_key: int, deadline: _Deadline) -> int | None:
+        """The version of ``api_key`` negotiated with ``node`` (None when the node does not
+        support it), once the node is connected; a node not ready yet is a :class:`_Retry`."""
+        if not self._client.await_ready(node, max(0.0, deadline.remaining())):
+            raise _Retry(NodeNotReadyError(f"node {node} is not ready"))
+        return self._client.api_version(node, api_key)
 
     def _request(
         self,
@@ -444,10 +362,7 @@ class KafkaAdminClient(ShareGroupAdmin):
         version this client speaks, e.g. ``ApiKey.CONSUMER_GROUP_HEARTBEAT`` for KIP-848."""
 
         def attempt(deadline: _Deadline) -> bool:
-            node = self._any_node(deadline)
-            if not self._client.await_ready(node, max(0.0, deadline.remaining())):
-                raise _Retry(NodeNotReadyError(f"node {node} is not ready"))
-            return self._client.api_version(node, int(api_key)) is not None
+            return self._api_version(self._any_node(deadline), int(api_key), deadline) is not None
 
         return bool(self._call("supports", timeout_ms, attempt))
 
@@ -887,331 +802,6 @@ class KafkaAdminClient(ShareGroupAdmin):
         return self._call("list_offsets", timeout_ms, attempt)
 
     # ------------------------------------------------------------------ groups ---------------
-    def list_groups(self, *, timeout_ms: float | timedelta | None = None) -> list[GroupListing]:
-        """Every group of every broker."""
-
-        def attempt(deadline: _Deadline) -> list[GroupListing]:
-            brokers = [b.node_id for b in self._metadata.cluster.brokers()]
-            found: dict[str, GroupListing] = {}
-            for node in brokers:
-                resp: ListGroupsResponse = self._request(
-                    node, ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []}, deadline
-                )
-                code = int(resp.get("error_code", 0))
-                if code:
-                    _raise_error(code, None, broker=node)
-                for g in resp.get("groups") or []:
-                    found[g["group_id"]] = GroupListing(
-                        g["group_id"],
-                        g.get("protocol_type", ""),
-                        g.get("group_state") or None,
-                        g.get("group_type") or None,
-                    )
-            return sorted(found.values())
-
-        return self._call("list_groups", timeout_ms, attempt)
-
-    def describe_groups(
-        self, group_ids: Iterable[str], *, timeout_ms: float | timedelta | None = None
-    ) -> dict[str, GroupDescription]:
-        """State, protocol and members of each group (a missing group has state ``Dead``).
-
-        Consumer-protocol (KIP-848) groups are described with ConsumerGroupDescribe where the
-        coordinator supports it, classic groups with DescribeGroups.
-        """
-        groups = [str(g) for g in group_ids]
-        done: dict[str, GroupDescription] = {}
-
-        def attempt(deadline: _Deadline) -> dict[str, GroupDescription]:
-            for group in groups:
-                if group in done:
-                    continue
-                node = self._coordinator(group, deadline)
-                described = self._describe_consumer_group(node, group, deadline)
-                if described is not None:
-                    done[group] = described
-                    continue
-                resp: DescribeGroupsResponse = self._request(
-                    node,
-                    ApiKey.DESCRIBE_GROUPS,
-                    {"groups": [group], "include_authorized_operations": False},
-                    deadline,
-                )
-                for g in resp.get("groups") or []:
-                    code = int(g.get("error_code", 0))
-                    if code:
-                        _raise_error(code, None, group_id=g.get("group_id", group))
-                    done[g["group_id"]] = self._description(g, node)
-            return {g: done[g] for g in groups if g in done}
-
-        return self._call("describe_groups", timeout_ms, attempt)
-
-    def _describe_consumer_group(
-        self, node: int, group: str, deadline: _Deadline
-    ) -> GroupDescription | None:
-        """The group as ConsumerGroupDescribe sees it; None when it is not a consumer-protocol
-        group (or the broker predates KIP-848), so that DescribeGroups should be asked."""
-        if not self._client.await_ready(node, max(0.0, deadline.remaining())):
-            raise _Retry(NodeNotReadyError(f"node {node} is not ready"))
-        if self._client.api_version(node, ApiKey.CONSUMER_GROUP_DESCRIBE) is None:
-            return None
-        resp: ConsumerGroupDescribeResponse = self._request(
-            node,
-            ApiKey.CONSUMER_GROUP_DESCRIBE,
-            {"group_ids": [group], "include_authorized_operations": False},
-            deadline,
-        )
-        for g in resp.get("groups") or []:
-            code = int(g.get("error_code", 0))
-            if code == _GROUP_ID_NOT_FOUND:
-                return None  # a classic group, or none at all: DescribeGroups says which
-            if code == _UNSUPPORTED_VERSION:
-                # Kafka 3.x advertises the API but answers this while the consumer protocol is
-                # not enabled there; Java's admin falls back to DescribeGroups as well.
-                return None
-            if code:
-                _raise_error(code, g.get("error_message"), group_id=g.get("group_id", group))
-
-            def partitions(a: Mapping[str, Any] | None) -> tuple[TopicPartition, ...]:
-                return tuple(
-                    sorted(
-                        TopicPartition(t["topic_name"], int(p))
-                        for t in (a or {}).get("topic_partitions") or []
-                        for p in t.get("partitions") or []
-                    )
-                )
-
-            members = tuple(
-                MemberDescription(
-                    m["member_id"],
-                    m.get("instance_id"),
-                    m.get("client_id", ""),
-                    m.get("client_host", ""),
-                    partitions(m.get("assignment")),
-                    partitions(m.get("target_assignment")),
-                    int(m.get("member_epoch", 0)),
-                )
-                for m in g.get("members") or []
-            )
-            return GroupDescription(
-                g["group_id"],
-                g.get("group_state", ""),
-                "consumer",
-                g.get("assignor_name", ""),
-                members,
-                node,
-                "consumer",
-                int(g.get("group_epoch", 0)),
-            )
-        return None
-
-    @staticmethod
-    def _description(g: Mapping[str, Any], node: int) -> GroupDescription:
-        members = []
-        for m in g.get("members") or []:
-            assignment: tuple[TopicPartition, ...] = ()
-            raw = m.get("member_assignment")
-            if g.get("protocol_type") == "consumer" and raw:
-                try:
-                    from kafkaconsumer.internals.consumer_protocol import decode_assignment
-
-                    assignment = tuple(decode_assignment(bytes(raw)).partitions)
-                except Exception:  # noqa: BLE001 - a foreign assignment format is not an error
-                    logger.debug("cannot decode the assignment of %s", m.get("member_id"))
-            members.append(
-                MemberDescription(
-                    m["member_id"],
-                    m.get("group_instance_id"),
-                    m.get("client_id", ""),
-                    m.get("client_host", ""),
-                    assignment,
-                )
-            )
-        return GroupDescription(
-            g["group_id"],
-            g.get("group_state", ""),
-            g.get("protocol_type", ""),
-            g.get("protocol_data", ""),
-            tuple(members),
-            node,
-        )
-
-    def list_consumer_group_offsets(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition] | None = None,
-        *,
-        timeout_ms: float | timedelta | None = None,
-        require_stable: bool = False,
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """The group's committed offsets (all partitions, or the given ones); partitions
-        without a committed offset are left out."""
-        tps = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
-        topics: list[dict[str, Any]] | None = None
-        if tps is not None:
-            by_topic: dict[str, list[int]] = {}
-            for tp in tps:
-                by_topic.setdefault(tp.topic, []).append(tp.partition)
-            topics = [{"name": t, "partition_indexes": p} for t, p in by_topic.items()]
-
-        def attempt(deadline: _Deadline) -> dict[TopicPartition, OffsetAndMetadata]:
-            node = self._coordinator(group_id, deadline)
-
-            def body(version: int) -> dict[str, Any]:
-                if version >= 8:
-                    return {
-                        "groups": [{"group_id": group_id, "topics": topics}],
-                        "require_stable": require_stable,
-                    }
-                if topics is None and version < 2:
-                    raise UnsupportedVersionError(
-                        "listing every committed offset needs OffsetFetch v2+; name the partitions"
-                    )
-                return {"group_id": group_id, "topics": topics, "require_stable": require_stable}
-
-            resp: OffsetFetchResponse = self._request(node, ApiKey.OFFSET_FETCH, body, deadline)
-            groups = resp.get("groups") or []
-            if groups:
-                entry = groups[0]
-                code = int(entry.get("error_code", 0))
-                topic_list = entry.get("topics") or []
-            else:
-                code = int(resp.get("error_code", 0))
-                topic_list = resp.get("topics") or []
-            if code:
-                _raise_error(code, None, group_id=group_id)
-            out: dict[TopicPartition, OffsetAndMetadata] = {}
-            for t in topic_list:
-                for p in t.get("partitions") or []:
-                    tp = TopicPartition(t["name"], int(p["partition_index"]))
-                    pcode = int(p.get("error_code", 0))
-                    if pcode:
-                        _raise_error(
-                            pcode, None, group_id=group_id, topic=tp.topic, partition=tp.partition
-                        )
-                    offset = int(p.get("committed_offset", -1))
-                    if offset < 0:
-                        continue
-                    epoch = int(p.get("committed_leader_epoch", -1))
-                    out[tp] = OffsetAndMetadata(
-                        offset, p.get("metadata") or "", epoch if epoch >= 0 else None
-                    )
-            return out
-
-        return self._call("list_consumer_group_offsets", timeout_ms, attempt)
-
-    def alter_consumer_group_offsets(
-        self,
-        group_id: str,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
-        *,
-        timeout_ms: float | timedelta | None = None,
-    ) -> None:
-        """Set a group's committed offsets (the group must have no active members, as in
-        Java; a live group answers ``UnknownMemberIdError``)."""
-        normal: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, om in offsets.items():
-            normal[TopicPartition(*tp)] = (
-                om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om))
-            )
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp, om in normal.items():
-            by_topic.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": om.offset,
-                    "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
-                    "committed_metadata": om.metadata,
-                }
-            )
-
-        def attempt(deadline: _Deadline) -> None:
-            node = self._coordinator(group_id, deadline)
-            body = {
-                "group_id": group_id,
-                "generation_id_or_member_epoch": -1,
-                "member_id": "",
-                "group_instance_id": None,
-                "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
-            }
-            resp: OffsetCommitResponse = self._request(node, ApiKey.OFFSET_COMMIT, body, deadline)
-            for t in resp.get("topics") or []:
-                for p in t.get("partitions") or []:
-                    code = int(p.get("error_code", 0))
-                    if code:
-                        _raise_error(
-                            code,
-                            None,
-                            group_id=group_id,
-                            topic=t["name"],
-                            partition=int(p["partition_index"]),
-                        )
-
-        self._call("alter_consumer_group_offsets", timeout_ms, attempt)
-
-    def delete_consumer_groups(
-        self, group_ids: Iterable[str], *, timeout_ms: float | timedelta | None = None
-    ) -> None:
-        """Delete empty groups and their offsets (``NonEmptyGroupError`` for a live one,
-        ``GroupIdNotFoundError`` for an unknown one)."""
-        pending = [str(g) for g in group_ids]
-
-        def attempt(deadline: _Deadline) -> None:
-            for group in list(pending):
-                node = self._coordinator(group, deadline)
-                resp: DeleteGroupsResponse = self._request(
-                    node, ApiKey.DELETE_GROUPS, {"groups_names": [group]}, deadline
-                )
-                for r in resp.get("results") or []:
-                    code = int(r.get("error_code", 0))
-                    if code:
-                        _raise_error(code, None, group_id=r.get("group_id", group))
-                pending.remove(group)
-
-        self._call("delete_consumer_groups", timeout_ms, attempt)
-
-    def delete_consumer_group_offsets(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition],
-        *,
-        timeout_ms: float | timedelta | None = None,
-    ) -> None:
-        """Delete a group's committed offsets for the given partitions (OffsetDelete). Refused
-        with ``GroupSubscribedToTopicError`` for a topic the live group consumes."""
-        by_topic: dict[str, list[dict[str, int]]] = {}
-        for tp in partitions:
-            tp = TopicPartition(*tp)
-            by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition})
-
-        def attempt(deadline: _Deadline) -> None:
-            node = self._coordinator(group_id, deadline)
-            resp: OffsetDeleteResponse = self._request(
-                node,
-                ApiKey.OFFSET_DELETE,
-                {
-                    "group_id": group_id,
-                    "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
-                },
-                deadline,
-            )
-            code = int(resp.get("error_code", 0))
-            if code:
-                _raise_error(code, None, group_id=group_id)
-            for t in resp.get("topics") or []:
-                for p in t.get("partitions") or []:
-                    pcode = int(p.get("error_code", 0))
-                    if pcode:
-                        _raise_error(
-                            pcode,
-                            None,
-                            group_id=group_id,
-                            topic=t["name"],
-                            partition=int(p["partition_index"]),
-                        )
-
-        self._call("delete_consumer_group_offsets", timeout_ms, attempt)
-
     # ------------------------------------------------------------------ lifecycle ------------
     def close(self) -> None:
         """Close the connections. Idempotent."""

@@ -7,16 +7,17 @@ and set group configurations such as ``share.auto.offset.reset`` with
 IncrementalAlterConfigs. Requests go to the group's coordinator, configurations to any broker.
 
 :class:`ShareGroupAdmin` is a mixin of ``KafkaAdminClient``; it uses the client's plumbing
-(``_call``, ``_coordinator``, ``_request``, ``_raise``) and adds no state of its own.
+(:class:`~kafkaconsumer.admin_plumbing.AdminPlumbing`) and adds no state of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, NoReturn, Protocol, TypeVar
+from typing import Any, Protocol
 
+from kafkaconsumer.admin_plumbing import _GROUP_ID_NOT_FOUND, AdminPlumbing, _Deadline, _partitions
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 
@@ -28,13 +29,10 @@ __all__ = [
     "GROUP_RESOURCE",
 ]
 
-_R = TypeVar("_R")
-
 #: The IncrementalAlterConfigs / DescribeConfigs resource type of a group.
 GROUP_RESOURCE = 32
 _RESOURCE_TYPES = {"topic": 2, "broker": 4, "group": GROUP_RESOURCE}
 _CONFIG_OPERATIONS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
-_GROUP_ID_NOT_FOUND = 69
 
 
 @dataclass(frozen=True)
@@ -78,29 +76,12 @@ class SharePartitionOffsetInfo:
     lag: int | None = None
 
 
-class _AdminPlumbing(Protocol):
-    """What the mixin needs of ``KafkaAdminClient``.
+class _AdminPlumbing(AdminPlumbing, Protocol):
+    """What the mixin needs of ``KafkaAdminClient``: the shared plumbing, the consumer-group
+    calls it builds on and ``list_offsets``.
 
     Thread-safety: the admin client's.
     """
-
-    def _call(
-        self, what: str, timeout_ms: float | timedelta | None, attempt: Callable[[Any], _R]
-    ) -> _R: ...
-
-    def _coordinator(self, group_id: str, deadline: Any) -> int: ...
-
-    def _any_node(self, deadline: Any) -> int: ...
-
-    def _request(
-        self,
-        node: int,
-        api_key: int,
-        body: Mapping[str, Any] | Callable[[int], Mapping[str, Any]],
-        deadline: Any,
-    ) -> dict[str, Any]: ...
-
-    def _raise(self, code: int, message: str | None, **context: Any) -> NoReturn: ...
 
     def list_groups(self, *, timeout_ms: float | timedelta | None = None) -> list[Any]: ...
 
@@ -115,16 +96,6 @@ class _AdminPlumbing(Protocol):
         timeout_ms: float | timedelta | None = None,
         read_committed: bool = False,
     ) -> dict[TopicPartition, Any]: ...
-
-
-def _partitions(assignment: Mapping[str, Any] | None) -> tuple[TopicPartition, ...]:
-    return tuple(
-        sorted(
-            TopicPartition(t["topic_name"], int(p))
-            for t in (assignment or {}).get("topic_partitions") or []
-            for p in t.get("partitions") or []
-        )
-    )
 
 
 class ShareGroupAdmin:
@@ -150,7 +121,7 @@ class ShareGroupAdmin:
         groups = [str(g) for g in group_ids]
         done: dict[str, ShareGroupDescription] = {}
 
-        def attempt(deadline: Any) -> dict[str, ShareGroupDescription]:
+        def attempt(deadline: _Deadline) -> dict[str, ShareGroupDescription]:
             for group in groups:
                 if group in done:
                     continue
@@ -211,7 +182,7 @@ class ShareGroupAdmin:
                 by_topic.setdefault(tp[0], []).append(int(tp[1]))
             topics = [{"topic_name": t, "partitions": sorted(p)} for t, p in by_topic.items()]
 
-        def attempt(deadline: Any) -> dict[TopicPartition, SharePartitionOffsetInfo]:
+        def attempt(deadline: _Deadline) -> dict[TopicPartition, SharePartitionOffsetInfo]:
             node = self._coordinator(group_id, deadline)
             resp = self._request(
                 node,
@@ -267,7 +238,7 @@ class ShareGroupAdmin:
             "topics": [{"topic_name": t, "partitions": p} for t, p in by_topic.items()],
         }
 
-        def attempt(deadline: Any) -> None:
+        def attempt(deadline: _Deadline) -> None:
             node = self._coordinator(group_id, deadline)
             resp = self._request(node, ApiKey.ALTER_SHARE_GROUP_OFFSETS, body, deadline)
             code = int(resp.get("error_code", 0))
@@ -324,7 +295,7 @@ class ShareGroupAdmin:
         """Forget the share group's state for whole ``topics`` (the group must be empty)."""
         body = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
 
-        def attempt(deadline: Any) -> None:
+        def attempt(deadline: _Deadline) -> None:
             node = self._coordinator(group_id, deadline)
             resp = self._request(node, ApiKey.DELETE_SHARE_GROUP_OFFSETS, body, deadline)
             code = int(resp.get("error_code", 0))
@@ -386,7 +357,7 @@ class ShareGroupAdmin:
                 )
             )
 
-        def attempt(deadline: Any) -> None:
+        def attempt(deadline: _Deadline) -> None:
             by_node: dict[int, list[dict[str, Any]]] = {}
             for kind, name, res in resources:
                 node = int(name) if kind == "broker" else self._any_node(deadline)

@@ -64,6 +64,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "kafkaconsumer.consumer",
             "kafkaconsumer.consumer_iterator",
             "kafkaconsumer.admin",
+            "kafkaconsumer.admin_plumbing",
+            "kafkaconsumer.admin_consumer_groups",
             "kafkaconsumer.admin_share_groups",
             "kafkaconsumer.share_consumer",
             "kafkaconsumer.producer",
