@@ -68,6 +68,35 @@ is refused, PLAIN and SCRAM need
 OAUTHBEARER needs `sasl.oauthbearer.token.provider`; key stores must be PEM. An empty
 `client.id` becomes `consumer-<group.id>-<n>` (`producer-<n>`, `adminclient-<n>`) as in Java.
 
+## Secrets from files and the environment (`config.providers`)
+
+As in Java (KIP-297, KIP-421), `${provider:path:key}` placeholders in any value are replaced
+when the client is built, so that secrets stay out of the configuration. `config.providers`
+names the providers, `config.providers.<name>.class` names one of Java's three built-in classes,
+and `config.providers.<name>.param.<option>` passes it an option:
+
+```properties
+config.providers=file,dir,env
+config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider
+config.providers.file.param.allowed.paths=/etc/kafka/secrets
+config.providers.dir.class=org.apache.kafka.common.config.provider.DirectoryConfigProvider
+config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.env.param.allowlist.pattern=KAFKA_.*
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
+    username="${env:KAFKA_USER}" password="${file:/etc/kafka/secrets/client.properties:password}";
+ssl.key.password=${dir:/run/secrets:ssl-key-password}
+```
+
+`FileConfigProvider` reads a key of a `.properties` file, `DirectoryConfigProvider` the content of
+the file named by the key in a directory (a Kubernetes secret mounted as files), and
+`EnvVarConfigProvider` an environment variable (no path: `${env:NAME}`). `allowed.paths`
+(comma-separated absolute paths) limits the files and directories that may be read; a path
+outside them is logged as a warning and not read. `allowlist.pattern` (a regular expression
+matching the whole name) limits the environment variables. As in Java, a placeholder that finds
+no value (a provider not configured, a missing file or key) stays as written. A class other than
+Java's three raises `ConfigError`, since Java classes cannot be loaded here. The same works in the
+`--command-config` files of the `kafkaconsumer` commands.
+
 ## Decompression bound
 
 *Python*, process-wide, not a configuration key. Decompressing one compressed batch (or legacy

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .close_options import CloseOptions, GroupMembershipOperation
 from .config import ConsumerConfig
 from .consumer import KafkaConsumer
 from .errors import (
@@ -115,6 +116,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "__version__",
     "KafkaConsumer",
+    "CloseOptions",
+    "GroupMembershipOperation",
     "KafkaShareConsumer",
     "AcknowledgeType",
     "ShareConsumerRecord",

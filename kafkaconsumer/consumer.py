@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
+from kafkaconsumer.close_options import CloseOptions
 from kafkaconsumer.config import ConsumerConfig
 from kafkaconsumer.consumer_iterator import IteratedBatch
 from kafkaconsumer.interceptors import ConsumerInterceptors
@@ -972,9 +973,22 @@ class KafkaConsumer:
         self._wakeup_requested.set()
         self._client.wakeup()
 
-    def close(self, timeout_ms: Timeout = None, leave_group: bool | None = None) -> None:
+    def close(
+        self, timeout_ms: Timeout | CloseOptions = None, leave_group: bool | None = None
+    ) -> None:
         """Commit (auto-commit), leave the group, close connections; returns within
-        ``timeout_ms`` (default 30 s). Safe to call twice."""
+        ``timeout_ms`` (default 30 s). Safe to call twice.
+
+        ``leave_group``: None leaves as a dynamic member and stays as a static one; True leaves
+        (static members too); False stays until the session times out. Java's
+        ``close(CloseOptions)`` is ``close(CloseOptions(operation, timeout_ms))``
+        (:class:`~kafkaconsumer.close_options.CloseOptions`).
+        """
+        if isinstance(timeout_ms, CloseOptions):
+            if leave_group is not None:
+                raise TypeError("pass leave_group in the CloseOptions, not beside them")
+            leave_group = timeout_ms.leave_group()
+            timeout_ms = timeout_ms.timeout_ms
         if self._closed and self._owner == _NO_THREAD:
             return
         ms = to_timeout_ms(timeout_ms, _DEFAULT_CLOSE_TIMEOUT_MS)

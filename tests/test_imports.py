@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "kafkaconsumer._error_base",
             "kafkaconsumer._error_codes",
             "kafkaconsumer.structs",
+            "kafkaconsumer.close_options",
             "kafkaconsumer.utils",
         ],
     ),

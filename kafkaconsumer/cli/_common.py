@@ -94,29 +94,15 @@ def parse_property(text: str) -> tuple[str, str]:
 
 def read_properties(path: str) -> dict[str, str]:
     """Read a Java ``.properties`` file: ``key=value`` or ``key: value`` lines, ``#`` and ``!``
-    comments, a trailing backslash continues a line."""
+    comments, a trailing backslash continues a line. Its ``${provider:path:key}`` placeholders
+    (``config.providers``) are resolved when the client is built from it."""
+    from kafkaconsumer.config.config_provider import parse_properties
+
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            return parse_properties(f.read())
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    out: dict[str, str] = {}
-    pending = ""
-    for raw in lines:
-        line = pending + raw.strip() if pending else raw.strip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        pending = ""
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            key, value = line, ""
-        else:
-            key, value = line[:cut], line[cut + 1 :]
-        out[key.strip()] = value.strip()
-    return out
 
 
 def client_config(args: argparse.Namespace) -> dict[str, Any]:

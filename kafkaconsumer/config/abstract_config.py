@@ -52,8 +52,13 @@ class AbstractConfig(Mapping[str, Any]):
             inherited.setdefault("client.id", configs["client.id"])
             configs = inherited
         originals: dict[str, Any] = {}
+        # config.providers.<name>.class / .param.<option>: read by the providers, not keys.
+        provider_props: dict[str, Any] = {}
         for source in (configs or {}, kwargs):
             for raw_key, value in source.items():
+                if isinstance(raw_key, str) and raw_key.startswith("config.providers."):
+                    provider_props[raw_key] = value
+                    continue
                 name = self._canonical(raw_key)
                 if name in originals and not _same(originals[name], value):
                     raise ConfigError(
@@ -62,6 +67,10 @@ class AbstractConfig(Mapping[str, Any]):
                         f"{_show(self._DEFINITIONS[name], value)})"
                     )
                 originals[name] = value
+        if originals.get("config.providers") or provider_props:
+            from kafkaconsumer.config.config_provider import resolve_config_variables
+
+            originals = resolve_config_variables(originals, provider_props)
         self._originals = originals
         values: dict[str, Any] = {}
         for name, key in self._DEFINITIONS.items():

@@ -19,6 +19,16 @@ def admin_keys() -> list[ConfigKey]:
             _NON_NEGATIVE,
         ),
         _k(
+            "bootstrap.controllers",
+            T.LIST,
+            (),
+            "Java's admin client can talk to the KRaft controller quorum instead of brokers.",
+            L,
+            unsupported=(
+                "this admin client talks to brokers only; set bootstrap.servers to the brokers"
+            ),
+        ),
+        _k(
             "retries",
             T.INT,
             2147483647,

@@ -209,6 +209,45 @@ def common_keys(client: str) -> list[ConfigKey]:
             _OneOf("none", "rebootstrap"),
         ),
         _k(
+            "metadata.recovery.rebootstrap.trigger.ms",
+            T.LONG,
+            300000,
+            "With metadata.recovery.strategy=rebootstrap, Java also rebootstraps when no "
+            "metadata could be obtained from any known broker for this long. This client "
+            "rebootstraps as soon as every known broker is unreachable, and has no such timer.",
+            L,
+            _NON_NEGATIVE,
+            unsupported=(
+                "this client rebootstraps when every known broker is unreachable, not after a "
+                "time without metadata; leave metadata.recovery.rebootstrap.trigger.ms unset"
+            ),
+        ),
+        _k(
+            "metadata.cluster.check.enable",
+            T.BOOLEAN,
+            True,
+            "Java sends the cluster id and node id it expects when connecting to a 4.4 or newer "
+            "broker, so that the broker refuses a misrouted connection. This client does not "
+            "send them, as Java does with false; true (the default) is accepted as a broker "
+            "older than 4.4 accepts it, with no check made.",
+            L,
+            unsupported=(
+                "this client does not send the cluster and node information the broker "
+                "checks; set metadata.cluster.check.enable=false or leave it unset"
+            ),
+            honoured=(False,),
+        ),
+        _k(
+            "config.providers",
+            T.LIST,
+            (),
+            "Names of configuration providers whose ${name:path:key} placeholders are "
+            "replaced in the other values at construction (config.providers.<name>.class: "
+            "Java's FileConfigProvider, DirectoryConfigProvider or EnvVarConfigProvider; "
+            "config.providers.<name>.param.<option>: its allowed.paths or allowlist.pattern).",
+            L,
+        ),
+        _k(
             "metrics.sample.window.ms",
             T.LONG,
             30000,

@@ -13,6 +13,8 @@ from kafkaconsumer.config.validators import (
 )
 from kafkaconsumer.errors import ConfigError
 
+_DEFAULT_LEVEL = "this producer compresses at each codec's default level, which cannot be chosen"
+
 
 def producer_keys() -> list[ConfigKey]:
     """The keys of :class:`ProducerConfig`: the common ones and the producer's own."""
@@ -124,6 +126,56 @@ def producer_keys() -> list[ConfigKey]:
             unsupported=(
                 "transactions are not supported by this producer (transactional.id must stay unset)"
             ),
+        ),
+        _k(
+            "transaction.two.phase.commit.enable",
+            T.BOOLEAN,
+            False,
+            "Two-phase commit of transactions (KIP-939).",
+            L,
+            unsupported=(
+                "transactions are not supported by this producer (transactional.id must stay unset)"
+            ),
+        ),
+        _k(
+            "compression.gzip.level",
+            T.INT,
+            -1,
+            "The gzip level; this producer compresses at the codec's default level.",
+            L,
+            unsupported=_DEFAULT_LEVEL,
+        ),
+        _k(
+            "compression.lz4.level",
+            T.INT,
+            9,
+            "The lz4 level; this producer compresses at the codec's default level.",
+            L,
+            unsupported=_DEFAULT_LEVEL,
+        ),
+        _k(
+            "compression.zstd.level",
+            T.INT,
+            3,
+            "The zstd level; this producer compresses at the codec's default level.",
+            L,
+            unsupported=_DEFAULT_LEVEL,
+        ),
+        _k(
+            "partitioner.rack.aware",
+            T.BOOLEAN,
+            False,
+            "Java's default partitioner can prefer partitions led by brokers in client.rack.",
+            L,
+            unsupported="this producer's default partitioner does not look at racks",
+        ),
+        _k(
+            "buffer.memory.allocation.strategy",
+            T.STRING,
+            "full",
+            "How Java's producer reserves buffer.memory for batches (full or incremental).",
+            L,
+            unsupported="this producer does not pool batch memory as Java does",
         ),
         _k(
             "metadata.max.idle.ms",

@@ -73,6 +73,9 @@ JAVA_CONSUMER_DEFAULTS: dict[str, object] = {
     "security.providers": None,
     "security.protocol": "PLAINTEXT",
     "metadata.recovery.strategy": "none",
+    "metadata.recovery.rebootstrap.trigger.ms": 300000,
+    "metadata.cluster.check.enable": True,
+    "config.providers": "",
     # SslConfigs.addClientSslSupport
     "ssl.protocol": "TLSv1.3",
     "ssl.provider": None,

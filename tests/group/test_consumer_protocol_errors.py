@@ -461,6 +461,33 @@ def test_first_heartbeat_carries_assignor_rack_and_static_instance(cluster: Fake
         s.close()
 
 
+@pytest.mark.parametrize(
+    ("instance", "leave_group", "epochs"),
+    [
+        (None, None, [-1]),
+        (None, True, [-1]),
+        (None, False, []),
+        ("instance-1", None, [-2]),
+        ("instance-1", True, [-1]),
+        ("instance-1", False, [-2]),
+    ],
+)
+def test_close_membership_operation_sends_the_leave_epoch(
+    cluster: FakeCluster, instance: str | None, leave_group: bool | None, epochs: list[int]
+) -> None:
+    """close() as CloseOptions asks (KIP-1092): DEFAULT leaves with -1 (a static member with
+    -2), LEAVE_GROUP with -1, REMAIN_IN_GROUP sends nothing (a static member -2)."""
+    coord = ScriptedCoordinator(cluster)
+    coord.assign({cluster.topic_id(TOPIC): [0]})
+    s = member(cluster, group_instance_id=instance)
+    try:
+        s.poll_until(lambda: state(s) is ConsumerMemberState.STABLE)
+        s.close(leave_group=leave_group)
+        assert [b["member_epoch"] for b in coord.heartbeats() if b["member_epoch"] < 0] == epochs
+    finally:
+        s.close()
+
+
 def test_keys_of_the_other_protocol_are_refused_by_the_consumer() -> None:
     # As Java's ConsumerConfig: set, they would be ignored (the broker owns the consumer
     # protocol's timers and assignor), so construction fails naming them.

@@ -153,8 +153,11 @@ class ConsumerProtocolCoordinator(ConsumerGroupMember):
         return "the group's session timeout"
 
     def _leave_on_close(self, leave_group: bool | None) -> tuple[bool, bool]:
-        """A static member leaves too (epoch -2 keeps its partitions for the session timeout)."""
-        leave = leave_group is not False
+        """A static member leaves too (epoch -2 keeps its partitions for the session timeout),
+        also when asked to remain (KIP-1092); a dynamic member asked to remain sends nothing
+        and stays until its session times out."""
+        static = self.rebalance_config.group_instance_id is not None
+        leave = leave_group is not False or static
         return leave and self.rebalance_config.leave_group_on_close, leave
 
     # ============================================================ heartbeat subscription
