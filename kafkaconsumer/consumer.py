@@ -31,6 +31,7 @@ from kafkaconsumer.internals.subscription_state import (
     SubscriptionState,
     current_leader,
 )
+from kafkaconsumer.internals.topic_metadata_fetcher import TopicMetadataFetcher
 from kafkaconsumer.listener import ConsumerRebalanceListener, NoOpConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
 from kafkaconsumer.metrics import FetchManagerMetrics, KafkaConsumerMetrics, Metrics
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
     # Loaded when a consumer with a group.id is made: a consumer that assigns its partitions
     # (a short script, a Spark task) never pays for the group machinery's import.
     from kafkaconsumer.internals.group.consumer_group_member import ConsumerGroupMember
-    from kafkaconsumer.protocol.message_types import MetadataRequest, MetadataResponse
 
 #: ``commit_async`` callback: ``callback(offsets, exception)`` (the exception is None on success).
 OffsetCommitCallback = Callable[
@@ -174,6 +174,9 @@ class KafkaConsumer:
             )
             self._offset_fetcher = OffsetFetcher(
                 self._client, self._metadata, self._subscriptions, cfg, time=self._time
+            )
+            self._topic_metadata_fetcher = TopicMetadataFetcher(
+                self._client, self._retry_backoff_ms, self._last_error_note
             )
             self._coordinator: ConsumerGroupMember | None = None
             if self._group_id is not None:
@@ -708,7 +711,7 @@ class KafkaConsumer:
         """Every topic the user may see, with its partitions (one Metadata request)."""
         self._acquire_and_ensure_open()
         try:
-            return self._topic_metadata(None, self._timer(timeout_ms))
+            return self._topic_metadata_fetcher.fetch(None, self._timer(timeout_ms))
         finally:
             self._release()
 
@@ -724,84 +727,10 @@ class KafkaConsumer:
             cached = self._metadata.cluster.partitions_for_topic(topic)
             if cached:
                 return sorted(cached, key=lambda pi: pi.partition)
-            found = self._topic_metadata([topic], self._timer(timeout_ms))
+            found = self._topic_metadata_fetcher.fetch([topic], self._timer(timeout_ms))
             return found.get(topic, [])
         finally:
             self._release()
-
-    def _topic_metadata(
-        self, topics: list[str] | None, timer: Timer
-    ) -> dict[str, list[PartitionInfo]]:
-        import uuid
-
-        from kafkaconsumer.protocol import ApiKey
-
-        while True:
-            node = self._client.least_loaded_node()
-            if node is None:
-                self._client.poll(timeout_ms=min(timer.remaining_ms, self._retry_backoff_ms))
-            else:
-                body: MetadataRequest = {
-                    "topics": None
-                    if topics is None
-                    else [{"name": t, "topic_id": uuid.UUID(int=0)} for t in topics],
-                    "allow_auto_topic_creation": False,
-                    "include_cluster_authorized_operations": False,
-                    "include_topic_authorized_operations": False,
-                }
-                fut = self._client.send(node, ApiKey.METADATA, body)
-                while not fut.is_done and timer.not_expired():
-                    self._client.poll(timeout_ms=timer.remaining_ms, future=fut)
-                    timer.update()
-                if fut.succeeded():
-                    resp: MetadataResponse = fut.value
-                    out: dict[str, list[PartitionInfo]] = {}
-                    retry = False
-                    for t in resp.get("topics", ()):
-                        code = t.get("error_code", 0)
-                        name = t.get("name")
-                        if name is None or code == Errors.UnknownTopicOrPartitionError.errno:
-                            # Null names only come back for topics asked for by id (v12+),
-                            # which this request never does.
-                            continue
-                        if code == Errors.TopicAuthorizationFailedError.errno:
-                            raise Errors.TopicAuthorizationFailedError(
-                                f"not authorized to describe topic {name}",
-                                unauthorized_topics={name},
-                            )
-                        if code == Errors.InvalidTopicError.errno:
-                            raise Errors.InvalidTopicError(f"invalid topic {name!r}")
-                        if code != 0:
-                            retry = True
-                            continue
-                        parts = []
-                        for p in t.get("partitions", ()):
-                            epoch = p.get("leader_epoch", -1)
-                            parts.append(
-                                PartitionInfo(
-                                    name,
-                                    p["partition_index"],
-                                    p.get("leader_id", -1),
-                                    None if epoch is None or epoch < 0 else epoch,
-                                    tuple(p.get("replica_nodes", ())),
-                                    tuple(p.get("isr_nodes", ())),
-                                    tuple(p.get("offline_replicas", ())),
-                                )
-                            )
-                        parts.sort(key=lambda pi: pi.partition)
-                        out[name] = parts
-                    if not retry:
-                        return out
-                elif fut.failed() and not getattr(fut.exception, "retriable", False):
-                    assert fut.exception is not None
-                    raise fut.exception
-            timer.update()
-            if timer.is_expired():
-                raise Errors.KafkaTimeoutError(
-                    f"Timeout of {timer.timeout_ms}ms expired before fetching topic metadata"
-                    f"{self._last_error_note()}"
-                )
-            timer.sleep(min(self._retry_backoff_ms, timer.remaining_ms))
 
     def _last_error_note(self) -> str:
         """Why the cluster could not be reached, for a timeout message (empty when unknown):
