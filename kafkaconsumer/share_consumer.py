@@ -59,6 +59,8 @@ AcknowledgementCommitCallback = Callable[
 ]
 
 _POLL_SLICE_MS = 100
+#: The column ``poll_arrow()`` adds to the consumer's Arrow schema.
+_DELIVERY_COUNT = "delivery_count"
 _NO_THREAD = -1
 
 
@@ -384,29 +386,72 @@ class KafkaShareConsumer:
         (implicit mode accepts them here)."""
         self._acquire_and_ensure_open()
         try:
-            if not self._member.subscription():
-                raise Errors.IllegalStateError("Consumer is not subscribed to any topics.")
-            if self._explicit and self._delivered:
-                raise Errors.IllegalStateError(
-                    "All records must be acknowledged in explicit acknowledgement mode."
-                )
-            self._settle_delivered()
-            timer = self._time.timer(to_timeout_ms(timeout_ms, 0))
-            while True:
-                self._member.poll()
-                self._sync_membership()
-                records = self._collect()
-                # Fetch ahead (with the acknowledgements) while the user processes these.
-                self._fetch.send_fetches(self._take_pending())
-                self._fire_callbacks()
-                if records:
-                    return ConsumerRecords(records)
-                timer.update()
-                if timer.is_expired():
-                    return ConsumerRecords()
-                self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+            return ConsumerRecords(self._poll(timeout_ms))
         finally:
             self._release()
+
+    def poll_arrow(self, timeout_ms: float | Any = 0, *, include_headers: bool = False) -> Any:
+        """:meth:`poll`, with the records as one ``pyarrow.RecordBatch``.
+
+        The columns are those of ``KafkaConsumer.poll_arrow()`` (Spark's Kafka source schema,
+        ``kafkaconsumer.record.arrow.SCHEMA``; with ``include_headers`` also ``headers``),
+        then ``delivery_count`` (``int32``). Only acquired records are rows. Keys and values
+        are the raw bytes, so no deserializer may be configured (``IllegalStateError``
+        otherwise). The rows count as delivered exactly as :meth:`poll`'s records do: in
+        ``implicit`` mode the next poll, commit or close accepts them all; in ``explicit``
+        mode each row must be acknowledged before the next poll by
+        ``acknowledge(topic, partition, offset, type)`` with the row's ``topic``,
+        ``partition`` and ``offset``. Needs ``pyarrow``.
+        """
+        import pyarrow as pa
+
+        from kafkaconsumer.record import arrow
+
+        if self._key_deserializer is not None or self._value_deserializer is not None:
+            raise Errors.IllegalStateError(
+                "poll_arrow() returns raw bytes: configure no key.deserializer/"
+                "value.deserializer, or use poll()"
+            )
+        self._acquire_and_ensure_open()
+        try:
+            by_partition = self._poll(timeout_ms)
+        finally:
+            self._release()
+        names = arrow.schema(include_headers).names
+        batches = []
+        for tp, records in by_partition.items():
+            batch, _epochs = arrow.records_to_arrow(records, tp.topic, tp.partition)
+            counts = pa.array([r.delivery_count for r in records], pa.int32())
+            batches.append(batch.select(names).append_column(_DELIVERY_COUNT, counts))
+        if not batches:
+            empty = arrow.empty_batch(include_headers)
+            return empty.append_column(_DELIVERY_COUNT, pa.array([], pa.int32()))
+        return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+
+    def _poll(self, timeout_ms: float | Any) -> dict[TopicPartition, list[ShareConsumerRecord]]:
+        """One poll on the user's thread (the guard held): the acquired records by partition,
+        none when ``timeout_ms`` passed first."""
+        if not self._member.subscription():
+            raise Errors.IllegalStateError("Consumer is not subscribed to any topics.")
+        if self._explicit and self._delivered:
+            raise Errors.IllegalStateError(
+                "All records must be acknowledged in explicit acknowledgement mode."
+            )
+        self._settle_delivered()
+        timer = self._time.timer(to_timeout_ms(timeout_ms, 0))
+        while True:
+            self._member.poll()
+            self._sync_membership()
+            records = self._collect()
+            # Fetch ahead (with the acknowledgements) while the user processes these.
+            self._fetch.send_fetches(self._take_pending())
+            self._fire_callbacks()
+            if records:
+                return records
+            timer.update()
+            if timer.is_expired():
+                return {}
+            self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
 
     def __iter__(self) -> Iterator[ShareConsumerRecord]:
         """Poll forever, one record at a time."""
