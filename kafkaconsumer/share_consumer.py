@@ -39,6 +39,11 @@ from kafkaconsumer.internals.group.share_heartbeat_request_manager import (
 )
 from kafkaconsumer.internals.group.share_membership_manager import ShareMembershipManager
 from kafkaconsumer.metadata import ConsumerMetadata
+from kafkaconsumer.metrics import Metrics
+from kafkaconsumer.metrics.share_consumer_metrics import (
+    ShareCoordinatorMetrics,
+    ShareFetchMetricsManager,
+)
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.settings import NetworkSettings
@@ -101,6 +106,8 @@ class KafkaShareConsumer:
             NetworkSettings.from_config(cfg), time=self._time, metadata=self._metadata
         )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
+        self._metrics = Metrics.from_config(cfg, time=self._time)
+        client_id = str(cfg["client.id"] or "")
         self._member = ShareMembershipManager(
             GroupRebalanceConfig.from_config(cfg),
             self._client,
@@ -122,6 +129,11 @@ class KafkaShareConsumer:
                 check_crcs=self._check_crcs,
             ),
             time=self._time,
+            metrics=ShareFetchMetricsManager(self._metrics, client_id),
+        )
+        member = self._member
+        member.share_sensors = ShareCoordinatorMetrics(
+            self._metrics, client_id, lambda: member.last_heartbeat_sent_ms
         )
         self._fetch.member_id = self._member.member_id()
         self._session_generation = 0  # written by the user's thread only
@@ -326,6 +338,29 @@ class KafkaShareConsumer:
         (None before the first fetch)."""
         return self._fetch.acquisition_lock_timeout_ms()
 
+    def metrics(self) -> dict[Any, float]:
+        """The consumer's metrics as ``{MetricName: value}`` (Java ``metrics()``): the
+        ``consumer-share-fetch-manager-metrics`` group (bytes and records fetched, fetch
+        latency and rate, throttle time, acknowledgements sent and failed) and the
+        ``consumer-share-coordinator-metrics`` group (heartbeat rate, count, longest response
+        time, seconds since the last one)."""
+        return self._metrics.metrics()
+
+    def client_instance_id(self, timeout_ms: float | Any | None = None) -> Any:
+        """Java ``clientInstanceId(Duration)``: the id the broker gives a client that pushes
+        its metrics (KIP-714). This client never pushes metrics, whatever
+        ``enable.metrics.push`` says, so it has no such id: this raises
+        ``IllegalStateError`` as Java does when ``enable.metrics.push`` is false."""
+        to_timeout_ms(timeout_ms, 0)  # a bad timeout is refused first, as in Java
+        self._acquire_and_ensure_open()
+        try:
+            raise Errors.IllegalStateError(
+                "Telemetry is not enabled: this client does not push client metrics (KIP-714), "
+                "so it has no client instance id."
+            )
+        finally:
+            self._release()
+
     # ------------------------------------------------------------------ poll
     def _timer(self, timeout: float | Any | None) -> Timer:
         return self._time.timer(to_timeout_ms(timeout, self._default_api_timeout_ms))
@@ -499,7 +534,10 @@ class KafkaShareConsumer:
                 try:
                     self._member.close(timer)
                 finally:
-                    self._client.close()
+                    try:
+                        self._client.close()
+                    finally:
+                        self._metrics.close()
         finally:
             self._release()
 
