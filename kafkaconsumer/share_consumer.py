@@ -39,6 +39,11 @@ from kafkaconsumer.internals.group.share_heartbeat_request_manager import (
 )
 from kafkaconsumer.internals.group.share_membership_manager import ShareMembershipManager
 from kafkaconsumer.metadata import ConsumerMetadata
+from kafkaconsumer.metrics import Metrics
+from kafkaconsumer.metrics.share_consumer_metrics import (
+    ShareCoordinatorMetrics,
+    ShareFetchMetricsManager,
+)
 from kafkaconsumer.network.client import NetworkClient
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.settings import NetworkSettings
@@ -59,6 +64,8 @@ AcknowledgementCommitCallback = Callable[
 ]
 
 _POLL_SLICE_MS = 100
+#: The column ``poll_arrow()`` adds to the consumer's Arrow schema.
+_DELIVERY_COUNT = "delivery_count"
 _NO_THREAD = -1
 
 
@@ -99,6 +106,8 @@ class KafkaShareConsumer:
             NetworkSettings.from_config(cfg), time=self._time, metadata=self._metadata
         )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
+        self._metrics = Metrics.from_config(cfg, time=self._time)
+        client_id = str(cfg["client.id"] or "")
         self._member = ShareMembershipManager(
             GroupRebalanceConfig.from_config(cfg),
             self._client,
@@ -120,6 +129,11 @@ class KafkaShareConsumer:
                 check_crcs=self._check_crcs,
             ),
             time=self._time,
+            metrics=ShareFetchMetricsManager(self._metrics, client_id),
+        )
+        member = self._member
+        member.share_sensors = ShareCoordinatorMetrics(
+            self._metrics, client_id, lambda: member.last_heartbeat_sent_ms
         )
         self._fetch.member_id = self._member.member_id()
         self._session_generation = 0  # written by the user's thread only
@@ -324,6 +338,29 @@ class KafkaShareConsumer:
         (None before the first fetch)."""
         return self._fetch.acquisition_lock_timeout_ms()
 
+    def metrics(self) -> dict[Any, float]:
+        """The consumer's metrics as ``{MetricName: value}`` (Java ``metrics()``): the
+        ``consumer-share-fetch-manager-metrics`` group (bytes and records fetched, fetch
+        latency and rate, throttle time, acknowledgements sent and failed) and the
+        ``consumer-share-coordinator-metrics`` group (heartbeat rate, count, longest response
+        time, seconds since the last one)."""
+        return self._metrics.metrics()
+
+    def client_instance_id(self, timeout_ms: float | Any | None = None) -> Any:
+        """Java ``clientInstanceId(Duration)``: the id the broker gives a client that pushes
+        its metrics (KIP-714). This client never pushes metrics, whatever
+        ``enable.metrics.push`` says, so it has no such id: this raises
+        ``IllegalStateError`` as Java does when ``enable.metrics.push`` is false."""
+        to_timeout_ms(timeout_ms, 0)  # a bad timeout is refused first, as in Java
+        self._acquire_and_ensure_open()
+        try:
+            raise Errors.IllegalStateError(
+                "Telemetry is not enabled: this client does not push client metrics (KIP-714), "
+                "so it has no client instance id."
+            )
+        finally:
+            self._release()
+
     # ------------------------------------------------------------------ poll
     def _timer(self, timeout: float | Any | None) -> Timer:
         return self._time.timer(to_timeout_ms(timeout, self._default_api_timeout_ms))
@@ -384,29 +421,72 @@ class KafkaShareConsumer:
         (implicit mode accepts them here)."""
         self._acquire_and_ensure_open()
         try:
-            if not self._member.subscription():
-                raise Errors.IllegalStateError("Consumer is not subscribed to any topics.")
-            if self._explicit and self._delivered:
-                raise Errors.IllegalStateError(
-                    "All records must be acknowledged in explicit acknowledgement mode."
-                )
-            self._settle_delivered()
-            timer = self._time.timer(to_timeout_ms(timeout_ms, 0))
-            while True:
-                self._member.poll()
-                self._sync_membership()
-                records = self._collect()
-                # Fetch ahead (with the acknowledgements) while the user processes these.
-                self._fetch.send_fetches(self._take_pending())
-                self._fire_callbacks()
-                if records:
-                    return ConsumerRecords(records)
-                timer.update()
-                if timer.is_expired():
-                    return ConsumerRecords()
-                self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+            return ConsumerRecords(self._poll(timeout_ms))
         finally:
             self._release()
+
+    def poll_arrow(self, timeout_ms: float | Any = 0, *, include_headers: bool = False) -> Any:
+        """:meth:`poll`, with the records as one ``pyarrow.RecordBatch``.
+
+        The columns are those of ``KafkaConsumer.poll_arrow()`` (Spark's Kafka source schema,
+        ``kafkaconsumer.record.arrow.SCHEMA``; with ``include_headers`` also ``headers``),
+        then ``delivery_count`` (``int32``). Only acquired records are rows. Keys and values
+        are the raw bytes, so no deserializer may be configured (``IllegalStateError``
+        otherwise). The rows count as delivered exactly as :meth:`poll`'s records do: in
+        ``implicit`` mode the next poll, commit or close accepts them all; in ``explicit``
+        mode each row must be acknowledged before the next poll by
+        ``acknowledge(topic, partition, offset, type)`` with the row's ``topic``,
+        ``partition`` and ``offset``. Needs ``pyarrow``.
+        """
+        import pyarrow as pa
+
+        from kafkaconsumer.record import arrow
+
+        if self._key_deserializer is not None or self._value_deserializer is not None:
+            raise Errors.IllegalStateError(
+                "poll_arrow() returns raw bytes: configure no key.deserializer/"
+                "value.deserializer, or use poll()"
+            )
+        self._acquire_and_ensure_open()
+        try:
+            by_partition = self._poll(timeout_ms)
+        finally:
+            self._release()
+        names = arrow.schema(include_headers).names
+        batches = []
+        for tp, records in by_partition.items():
+            batch, _epochs = arrow.records_to_arrow(records, tp.topic, tp.partition)
+            counts = pa.array([r.delivery_count for r in records], pa.int32())
+            batches.append(batch.select(names).append_column(_DELIVERY_COUNT, counts))
+        if not batches:
+            empty = arrow.empty_batch(include_headers)
+            return empty.append_column(_DELIVERY_COUNT, pa.array([], pa.int32()))
+        return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+
+    def _poll(self, timeout_ms: float | Any) -> dict[TopicPartition, list[ShareConsumerRecord]]:
+        """One poll on the user's thread (the guard held): the acquired records by partition,
+        none when ``timeout_ms`` passed first."""
+        if not self._member.subscription():
+            raise Errors.IllegalStateError("Consumer is not subscribed to any topics.")
+        if self._explicit and self._delivered:
+            raise Errors.IllegalStateError(
+                "All records must be acknowledged in explicit acknowledgement mode."
+            )
+        self._settle_delivered()
+        timer = self._time.timer(to_timeout_ms(timeout_ms, 0))
+        while True:
+            self._member.poll()
+            self._sync_membership()
+            records = self._collect()
+            # Fetch ahead (with the acknowledgements) while the user processes these.
+            self._fetch.send_fetches(self._take_pending())
+            self._fire_callbacks()
+            if records:
+                return records
+            timer.update()
+            if timer.is_expired():
+                return {}
+            self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
 
     def __iter__(self) -> Iterator[ShareConsumerRecord]:
         """Poll forever, one record at a time."""
@@ -454,7 +534,10 @@ class KafkaShareConsumer:
                 try:
                     self._member.close(timer)
                 finally:
-                    self._client.close()
+                    try:
+                        self._client.close()
+                    finally:
+                        self._metrics.close()
         finally:
             self._release()
 

@@ -1,7 +1,7 @@
 """The ``kafkaconsumer`` command (also ``python -m kafkaconsumer``).
 
 Commands: ``demo`` (a live consumer-group demo on a local broker), ``consume`` (a console
-consumer), ``groups`` (list, describe, lag, reset-offsets, delete, delete-offsets) and
+consumer), ``share`` (a console share consumer), ``groups`` (list, describe, lag, reset-offsets, delete, delete-offsets) and
 ``topics`` (list, describe). Problems are reported as one line on stderr with a non-zero exit
 status: 1 for a failure reported by the cluster (or none reachable), 2 for a usage error
 (bad options, a bad configuration value), 130 after Ctrl-C.
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from kafkaconsumer import __version__
 
-from . import consume, demo, groups, topics
+from . import consume, demo, groups, share, topics
 from ._common import BOOTSTRAP_ENV, CommandError
 from .demo import run_demo
 
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo.add_parser(sub)
     consume.add_parser(sub)
+    share.add_parser(sub)
     groups.add_parser(sub)
     topics.add_parser(sub)
     return parser

@@ -109,11 +109,14 @@ class RecordFormatter:
         timestamp: bool = False,
         partition: bool = False,
         offset: bool = False,
+        delivery_count: bool = False,
     ) -> None:
-        """Choose the format (text, json, raw) and the optional fields."""
+        """Choose the format (text, json, raw) and the optional fields (``delivery_count``:
+        records of a share group only)."""
         self.fmt = fmt
         self.key, self.headers, self.timestamp = key, headers, timestamp
         self.partition, self.offset = partition, offset
+        self.delivery_count = delivery_count
 
     @staticmethod
     def _text(data: bytes | None) -> str:
@@ -133,6 +136,8 @@ class RecordFormatter:
             fields.append(f"Partition:{record.partition}")
         if self.offset:
             fields.append(f"Offset:{record.offset}")
+        if self.delivery_count:
+            fields.append(f"DeliveryCount:{record.delivery_count}")
         if self.headers:
             headers = record.headers
             fields.append(
@@ -158,6 +163,8 @@ class RecordFormatter:
             out["partition"] = record.partition
         if self.offset:
             out["offset"] = record.offset
+        if self.delivery_count:
+            out["delivery_count"] = record.delivery_count
         if self.timestamp:
             out["timestamp"] = record.timestamp
             out["timestamp_type"] = _TIMESTAMP_TYPES.get(record.timestamp_type)

@@ -1,5 +1,6 @@
 """``kafkaconsumer groups ...`` (Java ``kafka-consumer-groups.sh``): list, describe, lag,
-reset-offsets, delete and delete-offsets.
+reset-offsets, delete and delete-offsets. ``describe`` also describes share groups (Java
+``kafka-share-groups.sh --describe``): members, assignments, start offsets and lag.
 
 ``reset-offsets`` only shows the new offsets unless ``--execute`` is given, and refuses a
 group that has members, as the Java tool does.
@@ -87,8 +88,9 @@ def add_parser(sub: Any) -> None:
         "describe",
         help="state, protocol, members and their assignments",
         description="Describe groups: state, type, protocol or assignor, and each member "
-        "with its assigned partitions (classic and consumer-protocol groups), "
-        "then the committed offset, end offset and lag of each partition.",
+        "with its assigned partitions, then per partition the committed offset, end offset "
+        "and lag (classic and consumer-protocol groups) or the share-partition start offset, "
+        "end offset and lag (share groups).",
     )
     add_admin_args(desc)
     _group_args(desc, "describe")
@@ -271,16 +273,119 @@ def _print_lag(group: str, rows: list[dict[str, Any]], owner: dict[Any, str]) ->
     )
 
 
+def _share_rows(admin: Any, group: str, assigned: Any) -> list[dict[str, Any]]:
+    """Start offset, end offset and lag of each partition the share group has state for or
+    has assigned; the lag is the broker's (records from the start offset not yet settled)."""
+    from kafkaconsumer.admin import LATEST
+
+    starts = admin.list_share_group_offsets(group)
+    tps = sorted(set(starts) | set(assigned))
+    ends = (
+        {tp: r.offset for tp, r in admin.list_offsets({tp: LATEST for tp in tps}).items()}
+        if tps
+        else {}
+    )
+    rows = []
+    for tp in tps:
+        info = starts.get(tp)
+        rows.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "start_offset": info.start_offset if info else None,
+                "end_offset": ends.get(tp),
+                "lag": info.lag if info else None,
+            }
+        )
+    return rows
+
+
+def _describe_share(admin: Any, groups: list[str]) -> list[Any]:
+    """The share groups ``groups``: (description, offset rows) each."""
+    out: list[Any] = []
+    if not groups:
+        return out
+    for g in admin.describe_share_groups(groups).values():
+        assigned = [tp for m in g.members for tp in m.assignment]
+        out.append((g, _share_rows(admin, g.group_id, assigned) if g.state != "Dead" else []))
+    return out
+
+
+def _share_json(g: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "group": g.group_id,
+        "type": "share",
+        "state": g.state,
+        "assignor": g.assignor,
+        "group_epoch": g.group_epoch,
+        "assignment_epoch": g.assignment_epoch,
+        "coordinator": g.coordinator,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "member_epoch": m.member_epoch,
+                "rack_id": m.rack_id,
+                "subscribed_topics": list(m.subscribed_topics),
+                "assignment": [[tp.topic, tp.partition] for tp in m.assignment],
+            }
+            for m in g.members
+        ],
+        "offsets": rows,
+    }
+
+
+def _print_share(g: Any, rows: list[dict[str, Any]]) -> None:
+    from kafkaconsumer.structs import TopicPartition
+
+    print_table(
+        f"Group: {g.group_id}  Type: share  State: {g.state}  Assignor: {g.assignor or '-'}  "
+        f"Coordinator: {g.coordinator}  GroupEpoch: {g.group_epoch}  "
+        f"AssignmentEpoch: {g.assignment_epoch}",
+        ["MEMBER-ID", "CLIENT-ID", "HOST", "MEMBER-EPOCH", "ASSIGNMENT"],
+        [
+            (m.member_id, m.client_id, m.host, m.member_epoch, _partitions_text(m.assignment))
+            for m in g.members
+        ],
+    )
+    # Several members may share a partition: list them all.
+    owners: dict[Any, list[str]] = {}
+    for m in g.members:
+        for tp in m.assignment:
+            owners.setdefault(tp, []).append(m.member_id)
+    print_table(
+        f"Group {g.group_id}: share-partition start offsets and lag",
+        ["TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBERS"],
+        [
+            (
+                r["topic"],
+                r["partition"],
+                r["start_offset"],
+                r["end_offset"],
+                r["lag"],
+                ",".join(owners.get(TopicPartition(r["topic"], r["partition"]), [])) or None,
+            )
+            for r in rows
+        ],
+    )
+
+
 def _describe(args: argparse.Namespace) -> int:
     with admin_client(args) as admin:
-        described = admin.describe_groups(args.group)
+        types = {g.group_id: g.type for g in admin.list_groups()}
+        share_ids = [g for g in args.group if types.get(g) == "share"]
+        shared = {g.group_id: (g, r) for g, r in _describe_share(admin, share_ids)}
+        others = [g for g in args.group if g not in shared]
+        described = admin.describe_groups(others) if others else {}
         lags = {}
         for g in described.values():
             assigned = [tp for m in g.members for tp in m.assignment]
             lags[g.group_id] = _lag_rows(admin, g.group_id, assigned) if g.state != "Dead" else []
     if args.json:
         print_json(
-            [
+            [_share_json(*shared[g]) for g in share_ids]
+            + [
                 {
                     "group": g.group_id,
                     "type": g.type,
@@ -309,6 +414,8 @@ def _describe(args: argparse.Namespace) -> int:
             ]
         )
         return 0
+    for share_id in share_ids:
+        _print_share(*shared[share_id])
     for g in described.values():
         if g.state == "Dead":
             print_table(f"Group {g.group_id} does not exist", [], [])

@@ -13,6 +13,7 @@ from kafkaconsumer.cli import build_parser
 from kafkaconsumer.cli._common import CommandError, client_config, read_properties
 from kafkaconsumer.cli.consume import RecordFormatter
 from kafkaconsumer.cli.groups import parse_datetime_ms, parse_duration_ms
+from kafkaconsumer.internals.fetch.share_completed_fetch import ShareConsumerRecord
 from kafkaconsumer.record import ConsumerRecord, _pyrecords
 
 pytestmark = pytest.mark.timeout(60)
@@ -26,7 +27,7 @@ def _no_traceback(err: str) -> None:
 def test_python_dash_m_help_is_plain_text(cli: Any) -> None:
     run = cli("--help")
     assert run.code == 0
-    for command in ("demo", "consume", "groups", "topics"):
+    for command in ("demo", "consume", "share", "groups", "topics"):
         assert command in run.out
     # No reStructuredText roles or literals leak into the help.
     assert ":class:" not in run.out and "``" not in run.out
@@ -63,6 +64,13 @@ def test_bad_arguments_give_one_line_and_status_2(cli: Any) -> None:
     assert run.code == 2
     _no_traceback(run.err)
     assert "--offset needs --partition" in run.err
+    run = cli("share", "--bootstrap-server", "127.0.0.1:1", "--topic", "t", "--max-messages", "0")
+    assert run.code == 2
+    _no_traceback(run.err)
+    assert "--max-messages" in run.err
+    run = cli("share", "--bootstrap-server", "127.0.0.1:1", "--topic", "t", "--ack-type", "renew")
+    assert run.code == 2
+    assert "--ack-type" in run.err
     run = cli(
         "groups",
         "reset-offsets",
@@ -160,6 +168,12 @@ def test_record_formats() -> None:
         == "CreateTime:1234\tPartition:1\tOffset:7\th:x,n:null\tk\tv\ufffd\n".encode()
     )
     assert RecordFormatter("text").format(_record(None, None)) == b"null\n"
+    shared = ShareConsumerRecord(_record(b"k", b"v"), 3)
+    assert (
+        RecordFormatter("text", offset=True, delivery_count=True).format(shared)
+        == b"Offset:7\tDeliveryCount:3\tv\n"
+    )
+    assert b'"delivery_count": 3' in RecordFormatter("json", delivery_count=True).format(shared)
     assert (
         RecordFormatter("text", headers=True, key=True).format(_record(None, b"v"))
         == b"NO_HEADERS\tnull\tv\n"

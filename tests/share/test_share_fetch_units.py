@@ -130,6 +130,23 @@ def test_later_fetches_send_only_changes_and_acknowledgements() -> None:
     assert h.session_partitions() == {TP: TID}
 
 
+def test_acknowledgements_queued_twice_before_a_request_are_all_sent() -> None:
+    """Acknowledgements queued while a request is in flight, then more for the same partition
+    before the next request, all go out in it (the later type winning for an offset), and the
+    later object carries them to completion."""
+    h = ShareSessionHandler(1, "m")
+    h.add_partition_to_fetch(TP, TID)
+    h.build_share_fetch()
+    h.handle_response(0)
+    first = acks({0: ACCEPT, 1: ACCEPT, 2: RENEW})
+    later = acks({2: ACCEPT, 3: RELEASE})
+    h.add_partition_to_acknowledge(TP, TID, first)
+    h.add_partition_to_fetch(TP, TID, later)
+    _body, sent = h.build_share_fetch()
+    assert sent == {TP: later}
+    assert list(later.items()) == [(0, ACCEPT), (1, ACCEPT), (2, ACCEPT), (3, RELEASE)]
+
+
 def test_a_recreated_topic_is_forgotten_and_fetched_again_under_its_new_id() -> None:
     h = ShareSessionHandler(1, "m")
     h.add_partition_to_fetch(TP, TID)

@@ -29,6 +29,7 @@ from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements
 from kafkaconsumer.internals.fetch.share_completed_fetch import ShareCompletedFetch
 from kafkaconsumer.internals.fetch.share_session_handler import ShareSessionHandler
+from kafkaconsumer.metrics.share_consumer_metrics import ShareFetchMetricsManager
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
@@ -104,10 +105,13 @@ class ShareConsumeRequestManager:
         config: ShareFetchConfig,
         *,
         time: Time = SYSTEM_TIME,
+        metrics: ShareFetchMetricsManager | None = None,
     ) -> None:
         """Fetch through ``client`` (a ``ConsumerNetworkClient``) with the leaders and topic ids
-        of ``metadata`` (a ``ConsumerMetadata``)."""
+        of ``metadata`` (a ``ConsumerMetadata``); with ``metrics``, record the share fetch
+        sensors there."""
         self._client = client
+        self._sensors = metrics  # set once here
         self._metadata = metadata
         self.config = config
         self._time = time
@@ -169,6 +173,10 @@ class ShareConsumeRequestManager:
         with self._lock:
             out = self._completed_acks
             self._completed_acks = []
+        if self._sensors is not None:
+            self._sensors.record_acknowledgements_failed(
+                sum(len(acks) for _tp, acks in out if acks.error_code)
+            )
         return out
 
     # ------------------------------------------------------------------ fetch ---------------
@@ -246,14 +254,38 @@ class ShareConsumeRequestManager:
     ) -> None:
         body = self._fetch_body(session_part)
         body["is_renew_ack"] = self._renew(acks)
+        sent_ms = self._time.monotonic_ms()
         future: Future[Any] = self._client.send(node, ApiKey.SHARE_FETCH, body)
-        future.add_callback(self._on_fetch_response, node, acks)
+        self._record_sent(acks)
+        future.add_callback(self._on_fetch_response, node, acks, sent_ms)
         future.add_errback(self._on_failure, node, acks)
 
+    def _record_sent(self, acks: Mapping[TopicPartition, Acknowledgements]) -> None:
+        if self._sensors is not None and acks:
+            self._sensors.record_acknowledgements_sent(sum(len(a) for a in acks.values()))
+
+    def _record_fetched(self, response: Any, latency_ms: int) -> None:
+        if self._sensors is None:
+            return
+        size = records = 0
+        for topic in response.get("responses", ()):
+            for part in topic["partitions"]:
+                data = part.get("records")
+                size += len(data) if data else 0
+                for rng in part.get("acquired_records") or ():
+                    records += int(rng["last_offset"]) - int(rng["first_offset"]) + 1
+        throttle = int(response.get("throttle_time_ms", 0) or 0)
+        self._sensors.record_fetch(latency_ms, size, records, throttle)
+
     def _on_fetch_response(
-        self, node: int, acks: dict[TopicPartition, Acknowledgements], response: Any
+        self,
+        node: int,
+        acks: dict[TopicPartition, Acknowledgements],
+        sent_ms: int,
+        response: Any,
     ) -> None:
         received = self._time.monotonic_ms()
+        self._record_fetched(response, received - sent_ms)
         refresh = False
         with self._lock:
             self._in_flight.discard(node)
@@ -392,6 +424,7 @@ class ShareConsumeRequestManager:
             **session_part,
         }
         future: Future[Any] = self._client.send(node, ApiKey.SHARE_ACKNOWLEDGE, body)
+        self._record_sent(acks)
         future.add_callback(self._on_acknowledge_response, node, acks)
         future.add_errback(self._on_failure, node, acks)
 

@@ -93,12 +93,20 @@ class ShareSessionHandler:
         """Fetch ``tp`` in the next ShareFetch, with ``acks`` piggybacked."""
         self._next_partitions[tp] = topic_id
         if acks:
-            self._next_acknowledgements[tp] = (topic_id, acks)
+            self.add_partition_to_acknowledge(tp, topic_id, acks)
 
     def add_partition_to_acknowledge(
         self, tp: TopicPartition, topic_id: uuid.UUID, acks: Acknowledgements
     ) -> None:
-        """Send ``acks`` for ``tp`` in the next request (ShareAcknowledge or ShareFetch)."""
+        """Send ``acks`` for ``tp`` in the next request (ShareAcknowledge or ShareFetch).
+        Acknowledgements still waiting for that request (queued while one was in flight)
+        are folded into ``acks``, the later type winning for an offset, so none is lost;
+        ``acks`` then completes for them all."""
+        queued = self._next_acknowledgements.get(tp)
+        if queued is not None and queued[1] is not acks:
+            for offset, kind in queued[1].items():
+                if acks.get(offset) is None:
+                    acks.add(offset, kind)
         self._next_acknowledgements[tp] = (topic_id, acks)
 
     def build_share_fetch(self) -> tuple[dict[str, Any], dict[TopicPartition, Acknowledgements]]:

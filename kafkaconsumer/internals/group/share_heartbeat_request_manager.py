@@ -149,6 +149,14 @@ class ShareHeartbeatRequestManager(threading.Thread):
         # Until the answer: a full interval, so a lost answer does not stop heartbeats.
         self._next_at = now + max(m.heartbeat_interval_ms, cfg.retry_backoff_ms)
         request = m.send_group_request(node, SHARE_GROUP_HEARTBEAT, body)
+        # The group lock is held here (the gauge's field is guarded by it).
+        m.last_heartbeat_sent_ms = sent = m.time.monotonic_ms()
+        sensors = m.share_sensors
+        if sensors is not None:
+            # Any answer counts, error codes included: the round trip is what is measured.
+            request.add_callback(
+                lambda _response: sensors.record_heartbeat(m.time.monotonic_ms() - sent)
+            )
         request.add_callback(self._on_response, epoch)
         request.add_errback(self._on_failure)
 

@@ -24,6 +24,7 @@ from typing import Any
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.group.group_member import Generation, GroupMember, GroupRebalanceConfig
 from kafkaconsumer.internals.interfaces import CoordinatorClient
+from kafkaconsumer.metrics.share_consumer_metrics import ShareCoordinatorMetrics
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.clock import Time
@@ -86,6 +87,8 @@ class ShareMembershipManager(GroupMember):
         self.fatal_error: BaseException | None = None  # guarded by _lock
         #: Bumped whenever the member was fenced or left, so the fetch side drops its sessions.
         self.session_generation = 0  # guarded by _lock
+        #: The ``consumer-share-coordinator-metrics`` sensors, when the consumer reports them.
+        self.share_sensors: ShareCoordinatorMetrics | None = None  # set once, before joining
         self._thread: Any = None  # guarded by _lock; the ShareHeartbeatRequestManager
 
     # ------------------------------------------------------------ identity (membership base)

@@ -1,0 +1,357 @@
+"""Share-group consume throughput: KafkaShareConsumer against confluent-kafka's ShareConsumer
+and Java's own share consumer (``org.apache.kafka.tools.ShareConsumerPerformance``), on one
+Apache Kafka broker started for the run.
+
+One run: produce ``--records`` values of ``--size`` bytes into a fresh topic of
+``--partitions`` partitions (written once by confluent-kafka), then for each client and each
+member count of ``--members`` let a fresh share group (``share.auto.offset.reset=earliest``)
+consume every record with implicit acknowledgement. Our client and confluent-kafka run each
+member in its own process; Java runs its members as threads of one JVM (``--threads``), as its
+tool does. Every loop touches every record's value (``len(value)``).
+
+    python benchmarks/share_consume.py                         # 1,000,000 records, 8 partitions
+    python benchmarks/share_consume.py --records 200000 --members 1,4
+    python benchmarks/share_consume.py --clients kafkaconsumer,java --partitions 2
+
+Prints, per client and member count: records/s and CPU microseconds per record. The clock
+runs, for every client, from just before the members subscribe to the moment the last record
+was read (what Java's tool measures), so joining the share group is included. CPU is the
+members' process CPU over the same span for the Python clients; for Java it is the whole
+JVM's CPU (start-up and JIT compilation included: the tool reports no narrower figure), so
+Java's CPU per record is an upper bound.
+
+Java's tool comes from the ``kafka-tools`` jar, which the broker harness does not fetch: it is
+resolved with Maven into the harness's cache beside the broker jars on first use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+CLIENTS = ("kafkaconsumer", "confluent-kafka", "java")
+#: A member of several stops when no record came for this long: the group may be done.
+IDLE_S = 3.0
+#: How long a member waits for its first record before the idle time starts counting.
+JOIN_GRACE_S = 20.0
+
+
+# ---------------------------------------------------------------------------- members
+def _our_member(bootstrap: str, topic: str, group: str) -> Any:
+    from kafkaconsumer import KafkaShareConsumer
+
+    c = KafkaShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+
+    def step() -> tuple[int, int]:
+        n = total = 0
+        for record in c.poll(timeout_ms=100):
+            value = record.value
+            total += len(value) if value is not None else 0
+            n += 1
+        return n, total
+
+    return c, lambda: c.subscribe([topic]), step, lambda: c.close(timeout_ms=5000)
+
+
+def _confluent_member(bootstrap: str, topic: str, group: str) -> Any:
+    import confluent_kafka
+
+    c = confluent_kafka.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+
+    def step() -> tuple[int, int]:
+        n = total = 0
+        for msg in c.poll(0.1):
+            if msg.error():
+                continue
+            value = msg.value()
+            total += len(value) if value is not None else 0
+            n += 1
+        return n, total
+
+    return c, lambda: c.subscribe([topic]), step, c.close
+
+
+MEMBERS = {"kafkaconsumer": _our_member, "confluent-kafka": _confluent_member}
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def worker_main(args: argparse.Namespace) -> None:
+    """One member: consume until it read ``--records`` (all of them: the only member) or
+    nothing came for ``--idle`` seconds (after :data:`JOIN_GRACE_S` for the first record);
+    print what it saw as one JSON line."""
+    _c, subscribe, step, close = MEMBERS[args.worker](args.bootstrap, args.topic, args.group)
+    start_wall, start_cpu = time.time(), _cpu_s()
+    subscribe()
+    n = total = 0
+    last_wall, last_cpu = start_wall, start_cpu
+    # Until its first record a member waits for the group to form (and for its share of the
+    # partitions); only then does the idle time count.
+    last_seen = time.monotonic() + JOIN_GRACE_S
+    while n < args.records and time.monotonic() - last_seen < args.idle:
+        got, size = step()
+        if got:
+            n += got
+            total += size
+            last_seen = time.monotonic()
+            last_wall, last_cpu = time.time(), _cpu_s()
+    close()
+    print(
+        json.dumps(
+            {
+                "records": n,
+                "bytes": total,
+                "start": start_wall,
+                "last": last_wall,
+                "cpu_s": last_cpu - start_cpu,
+            }
+        )
+    )
+
+
+def run_members(
+    client: str, bootstrap: str, topic: str, records: int, members: int, timeout_s: float
+) -> dict[str, Any]:
+    """``members`` processes of ``client`` in one fresh share group; the group's totals."""
+    group = new_group(bootstrap)
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", client]
+    cmd += ["--bootstrap", bootstrap, "--topic", topic, "--group", group]
+    # With one member it knows when it is done; with several, each waits out the idle time.
+    idle = str(IDLE_S if members > 1 else timeout_s)
+    cmd += ["--records", str(records), "--idle", idle]
+    env = dict(os.environ, PYTHONPATH=_ROOT)
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(members)
+    ]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=timeout_s + 60)
+        if p.returncode != 0:
+            raise SystemExit(f"{client} member failed (exit {p.returncode}): {err[-2000:]}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    got = sum(r["records"] for r in results)
+    elapsed = max(r["last"] for r in results) - min(r["start"] for r in results)
+    return {
+        "client": client,
+        "members": members,
+        "records": got,
+        "elapsed_s": elapsed,
+        "cpu_s": sum(r["cpu_s"] for r in results),
+    }
+
+
+# ---------------------------------------------------------------------------- Java
+def _tools_pom(version: str) -> str:
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kafkaconsumer.bench</groupId>
+  <artifactId>kafka-tools-{version}</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka-tools</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def ensure_kafka_tools(version: str) -> Path:
+    """The directory of the ``kafka-tools`` jar of ``version`` and its dependencies, resolved
+    with Maven into the harness's cache on first use (under a file lock, as the broker's)."""
+    from benchmarks.harness.apache_kafka import _cache_root
+
+    home = _cache_root() / f"kafka-tools-{version}"
+    libs, done = home / "libs", home / "complete"
+    if done.exists():
+        return libs
+    if shutil.which("mvn") is None:
+        raise SystemExit("Java's share consumer needs Maven to fetch kafka-tools (mvn not found)")
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return libs
+        (home / "pom.xml").write_text(_tools_pom(version))
+        staging = home / "libs.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        result = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(home / "pom.xml"), "dependency:copy-dependencies"]
+            + [f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if result.returncode != 0 or not any(staging.glob("kafka-tools-*.jar")):
+            raise SystemExit(
+                f"Maven could not resolve kafka-tools {version}: "
+                f"{(result.stdout + result.stderr)[-2000:]}"
+            )
+        shutil.rmtree(libs, ignore_errors=True)
+        staging.rename(libs)
+        done.write_text(f"{version}\n")
+    return libs
+
+
+def run_java(
+    bootstrap: str, topic: str, records: int, members: int, timeout_s: float, version: str
+) -> dict[str, Any]:
+    """Java's ShareConsumerPerformance with ``members`` threads in one fresh share group."""
+    from benchmarks.harness.apache_kafka import ensure_kafka
+
+    tools = ensure_kafka_tools(version)
+    broker_libs = ensure_kafka(version)
+    group = new_group(bootstrap)
+    cmd = ["java", "-Xmx1g", "-cp", f"{tools}/*:{broker_libs}/*"]
+    cmd += ["org.apache.kafka.tools.ShareConsumerPerformance", "--bootstrap-server", bootstrap]
+    cmd += ["--topic", topic, "--group", group, "--num-records", str(records)]
+    cmd += ["--threads", str(members), "--timeout", str(int(timeout_s * 1000)), "--hide-header"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + 120, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(
+            f"java failed (exit {out.returncode}): {(out.stdout + out.stderr)[-2000:]}"
+        )
+    # The last line: start, end, MB, MB/s, records/s, records, fetch time (ms).
+    line = [ln for ln in out.stdout.splitlines() if ln.count(",") >= 6][-1]
+    fields = [f.strip() for f in line.split(",")]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "client": "java",
+        "members": members,
+        "records": int(fields[5]),
+        "elapsed_s": int(fields[6]) / 1000.0,
+        "cpu_s": cpu,
+    }
+
+
+# ---------------------------------------------------------------------------- the run
+def new_group(bootstrap: str) -> str:
+    """A fresh share-group id, set to start at the earliest offset."""
+    from kafkaconsumer.admin import ConfigResource, KafkaAdminClient
+
+    group = "bench-share-" + uuid.uuid4().hex[:8]
+    with KafkaAdminClient({"bootstrap.servers": bootstrap}) as admin:
+        admin.incremental_alter_configs(
+            {ConfigResource("group", group): {"share.auto.offset.reset": "earliest"}}
+        )
+    return group
+
+
+def rate(r: dict[str, Any]) -> float:
+    """Records per second of a row."""
+    return float(r["records"] / r["elapsed_s"]) if r["elapsed_s"] > 0 else 0.0
+
+
+def cpu_us(r: dict[str, Any]) -> float:
+    """CPU microseconds per record of a row."""
+    return float(r["cpu_s"] * 1e6 / r["records"]) if r["records"] else 0.0
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows as a markdown table."""
+    lines = [
+        "| client | members | records | records/s | CPU µs/record | all read |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['client']} | {r['members']} | {r['records']:,} | {rate(r):,.0f} | "
+            f"{cpu_us(r):.2f} | {'yes' if r['records'] >= r['expected'] else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Parse the command line and run the benchmark (or, with ``--worker``, one member)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=100, help="value size in bytes")
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--members", default="1,4", help="member counts, comma-separated")
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument(
+        "--broker",
+        default="apache",
+        help="apache (start Apache Kafka 4.4 for the run, the default) or the bootstrap "
+        "servers of a running cluster with share groups enabled",
+    )
+    ap.add_argument("--timeout", type=float, default=600.0, help="per run, seconds")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    ap.add_argument("--topic", help=argparse.SUPPRESS)
+    ap.add_argument("--group", help=argparse.SUPPRESS)
+    ap.add_argument("--idle", type=float, default=IDLE_S, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker_main(args)
+        return
+    clients = [c for c in args.clients.split(",") if c]
+    unknown = set(clients) - set(CLIENTS)
+    if unknown:
+        raise SystemExit(f"unknown clients {sorted(unknown)} (known: {', '.join(CLIENTS)})")
+    members = [int(m) for m in args.members.split(",") if m]
+    from benchmarks.brokers import bench_broker
+    from benchmarks.consume import produce
+
+    with bench_broker(args.broker) as broker:
+        version = os.environ.get("KAFKACONSUMER_KAFKA_VERSION") or "4.4.0"
+        if args.broker == "apache":
+            from benchmarks.harness.apache_kafka import requested_version
+
+            version = requested_version()
+        topic = "bench-share-" + uuid.uuid4().hex[:8]
+        produce(broker.bootstrap, topic, args.partitions, args.records, args.size, "none")
+        print(
+            f"{broker.label}: {args.records:,} records of {args.size} B in "
+            f"{args.partitions} partitions",
+            flush=True,
+        )
+        rows = []
+        for count in members:
+            for client in clients:
+                if client == "java":
+                    r = run_java(
+                        broker.bootstrap, topic, args.records, count, args.timeout, version
+                    )
+                else:
+                    r = run_members(
+                        client, broker.bootstrap, topic, args.records, count, args.timeout
+                    )
+                r["expected"] = args.records
+                rows.append(r)
+                print(
+                    f"{client:16} {count} member(s): {r['records']:>9,} records  "
+                    f"{rate(r):>12,.0f} records/s  {cpu_us(r):7.2f} CPU µs/record",
+                    flush=True,
+                )
+        print()
+        print(markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
