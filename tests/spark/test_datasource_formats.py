@@ -337,3 +337,77 @@ def test_streaming_read_decodes_avro(
         (1, 2, "B"),
         (2, 3, "A"),
     ]
+
+
+KEY: dict[str, Any] = {
+    "type": "record",
+    "name": "UserKey",
+    "namespace": "app",
+    "fields": [{"name": "region", "type": "string"}, {"name": "id", "type": "int"}],
+}
+
+
+def test_avro_key_and_value(
+    spark: Any,
+    broker: Any,
+    registry: ApicurioRegistry,
+) -> None:
+    """``keyFormat=avro`` decodes the key from its ``<topic>-key`` subject into a struct column
+    beside the decoded value, a null key stays null, and a corrupt key is reported as such."""
+    topic, framed = _evolved_topic(broker, registry)
+    key_id = registry.register(f"{topic}-key", KEY)
+    produce(
+        broker.bootstrap_servers,
+        topic,
+        [
+            (0, frame(key_id, _avro(KEY, {"region": "eu", "id": 7})), framed[0][0], []),
+            (0, None, framed[1][0], []),
+            (0, b"\x07junk!", framed[2][0], []),
+        ],
+    )
+    url = {"schema.registry.url": registry.url}
+    df = _reader(
+        spark,
+        broker.bootstrap_servers,
+        subscribe=topic,
+        keyFormat="avro",
+        valueFormat="avro",
+        mode="PERMISSIVE",
+        **url,
+    )
+    assert df.schema["key"].dataType.simpleString() == "struct<region:string,id:int>"
+    rows = (
+        df.where("offset >= 3")
+        .orderBy("offset")
+        .select("key.region", "key.id", "value.id", "value.name", "_corrupt_record")
+        .collect()
+    )
+    assert [tuple(r)[:4] for r in rows] == [
+        ("eu", 7, 1, "ann"),
+        (None, None, 2, "bob"),
+        (None, None, 3, "cy"),
+    ]
+    assert rows[0]["_corrupt_record"] is None and rows[1]["_corrupt_record"] is None
+    assert rows[2]["_corrupt_record"].startswith("key: ")
+    assert "unknown magic byte" in rows[2]["_corrupt_record"]
+    # The earlier records have null keys: FAILFAST reads them, and fails on the corrupt key.
+    failfast = _reader(
+        spark,
+        broker.bootstrap_servers,
+        subscribe=topic,
+        keyFormat="avro",
+        valueFormat="avro",
+        **url,
+    )
+    assert [
+        r["id"] for r in failfast.where("offset < 5").orderBy("offset").select("key.id").collect()
+    ] == [None, None, None, 7, None]
+    with pytest.raises(Exception, match=f"topic '{topic}' partition 0 offset 5"):
+        _reader(
+            spark,
+            broker.bootstrap_servers,
+            subscribe=topic,
+            keyFormat="avro",
+            valueFormat="avro",
+            **url,
+        ).collect()
