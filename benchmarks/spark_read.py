@@ -11,6 +11,15 @@ topic, then on one ``local[2]`` SparkSession times ``count()`` and
     of the installed PySpark and its dependencies, fetched with ``mvn`` into
     ``--jar-cache`` (outside the repository) and passed through ``spark.jars``;
 
+then, given ``--registry URL`` (a Confluent-compatible schema registry, such as the Apicurio
+Registry the tests build), on a second topic of as many Avro records framed for it, times
+``sum(value.n)`` through
+
+(d) the Data Source with ``valueFormat=avro`` and ``schema.registry.url`` (no jar),
+(e) ``format("kafka")`` and Spark's ``from_avro`` (the ``spark-avro_2.13`` jar of the installed
+    PySpark's version, fetched with ``mvn``) on ``substring(value, 6)``, the 5-byte frame
+    stripped;
+
 and finally ``KafkaConsumer.poll_arrow`` against ``poll()`` (records/s, one consumer, every
 value touched). Each Spark timing includes the read: every action reads Kafka again.
 
@@ -92,6 +101,146 @@ def connector_jars(version: str, cache: Path = DEFAULT_JAR_CACHE) -> list[str]:
     return sorted(str(p) for p in jars_dir.glob("*.jar") if _artifact(p.name) not in shipped)
 
 
+def spark_avro_jar(version: str) -> str:
+    """The ``spark-avro_2.13`` jar of ``version`` in the local Maven repository, fetched with
+    ``mvn`` when missing. Raises :class:`ConnectorUnavailable` saying why it cannot be."""
+    jar = (
+        Path.home()
+        / ".m2"
+        / "repository"
+        / f"org/apache/spark/spark-avro_2.13/{version}/spark-avro_2.13-{version}.jar"
+    )
+    if not jar.exists():
+        try:
+            proc = subprocess.run(
+                [
+                    "mvn",
+                    "-q",
+                    "-B",
+                    "dependency:get",
+                    f"-Dartifact=org.apache.spark:spark-avro_2.13:{version}",
+                    "-Dtransitive=false",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise ConnectorUnavailable("mvn is not installed") from None
+        if proc.returncode != 0 or not jar.exists():
+            raise ConnectorUnavailable(f"cannot fetch spark-avro_2.13:{version} with mvn")
+    return str(jar)
+
+
+#: The Avro records of (d) and (e): a record of a long, a string, a double and an array.
+AVRO_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "Event",
+    "namespace": "bench",
+    "fields": [
+        {"name": "n", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "score", "type": "double"},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+    ],
+}
+
+
+def produce_avro(
+    bootstrap: str, topic: str, partitions: int, records: int, registry_url: str
+) -> None:
+    """Register :data:`AVRO_SCHEMA` as ``<topic>-value`` and write ``records`` Avro records
+    framed for the registry (magic byte, schema id), record ``i`` with ``n = i``."""
+    import io
+    import json
+    import urllib.request
+
+    import fastavro
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kafkaconsumer.formats.wire import frame
+
+    request = urllib.request.Request(
+        f"{registry_url}/subjects/{topic}-value/versions",
+        data=json.dumps({"schema": json.dumps(AVRO_SCHEMA)}).encode(),
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30.0) as response:
+        schema_id = int(json.loads(response.read())["id"])
+    parsed = fastavro.parse_schema(AVRO_SCHEMA)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1 << 20})
+    for i in range(records):
+        out = io.BytesIO()
+        record = {"n": i, "name": f"user-{i % 1000}", "score": i / 7, "tags": ["a", "b"]}
+        fastavro.schemaless_writer(out, parsed, record)
+        value = frame(schema_id, out.getvalue())
+        while True:
+            try:
+                p.produce(topic, value=value, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.05)
+    if p.flush(120):
+        sys.exit("produce did not finish")
+
+
+def bench_avro(
+    spark: Any, bootstrap: str, topic: str, records: int, registry_url: str, rounds: int
+) -> list[tuple[str, float]]:
+    """Best seconds of ``rounds`` for sum(value.n) through (d) and (e)."""
+    import json
+
+    from pyspark.sql.avro.functions import from_avro
+    from pyspark.sql.functions import expr
+
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": topic,
+        "startingOffsets": "earliest",
+    }
+    expected = records * (records - 1) // 2
+
+    def ours() -> Any:
+        return (
+            spark.read.format("kafkaconsumer")
+            .options(**options)
+            .option("valueFormat", "avro")
+            .option("schema.registry.url", registry_url)
+            .load()
+        )
+
+    def theirs() -> Any:
+        raw = spark.read.format("kafka").options(**options).load()
+        return raw.select(
+            from_avro(expr("substring(value, 6)"), json.dumps(AVRO_SCHEMA)).alias("value")
+        )
+
+    paths = (
+        ('(d) format("kafkaconsumer"), valueFormat=avro', ours),
+        ('(e) format("kafka") + from_avro', theirs),
+    )
+    for _name, make in paths:
+        make().selectExpr("sum(value.n)").first()  # warm-up
+    best: dict[str, float] = {}
+    for round_no in range(rounds):
+        for name, make in paths:
+            t, total = _time(lambda make=make: make().selectExpr("sum(value.n)").first()[0])
+            if total != expected:
+                sys.exit(f"{name}: sum(value.n) = {total}, expected {expected}")
+            load = os.getloadavg()[0]
+            print(
+                f"round {round_no + 1} {name}: sum(value.n) {t:.2f} s (load average {load:.1f})",
+                flush=True,
+            )
+            best[name] = min(best.get(name, t), t)
+    return [(name, best[name]) for name, _make in paths]
+
+
 def _artifact(jar: str) -> str:
     # "kafka-clients-3.9.2.jar" -> "kafka-clients"
     parts = jar[:-4].split("-")
@@ -135,9 +284,16 @@ def _time(fn: Any) -> tuple[float, Any]:
 
 
 def bench_spark(
-    bootstrap: str, topic: str, records: int, size: int, jars: list[str], rounds: int
-) -> list[tuple[str, float, float]]:
-    """Best seconds of ``rounds`` for count() and for sum(length(value)) per read path."""
+    bootstrap: str,
+    topic: str,
+    records: int,
+    size: int,
+    jars: list[str],
+    rounds: int,
+    avro: tuple[str, str] | None = None,
+) -> tuple[list[tuple[str, float, float]], list[tuple[str, float]]]:
+    """Best seconds of ``rounds`` for count() and for sum(length(value)) per read path, and,
+    given ``avro`` (the Avro topic and the registry URL), of sum(value.n) for (d) and (e)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -199,8 +355,9 @@ def bench_spark(
             c, m = best.get(name, (t_count, t_sum))
             best[name] = (min(c, t_count), min(m, t_sum))
     rows = [(name, *best[name]) for name, _make in paths]
+    avro_rows = bench_avro(spark, bootstrap, avro[0], records, avro[1], rounds) if avro else []
     spark.stop()
-    return rows
+    return rows, avro_rows
 
 
 def bench_poll(
@@ -253,13 +410,24 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (best reported)")
     ap.add_argument("--jar-cache", type=Path, default=DEFAULT_JAR_CACHE)
+    ap.add_argument("--registry", help="Confluent-compatible schema registry URL for (d) and (e)")
     args = ap.parse_args()
     import pyspark
 
     try:
         jars = connector_jars(pyspark.__version__, args.jar_cache)
+        if args.registry is not None:
+            jars.append(spark_avro_jar(pyspark.__version__))
     except ConnectorUnavailable as exc:
         sys.exit(str(exc))
+    if args.registry is None:
+        print("no --registry: (d) and (e) are left out", flush=True)
+    _run(args, jars, args.registry)
+
+
+def _run(args: argparse.Namespace, jars: list[str], registry_url: str | None) -> None:
+    import pyspark
+
     topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
     print(
         f"producing {args.records:,} x {args.size} B into {topic} ({args.partitions} "
@@ -267,7 +435,13 @@ def main() -> None:
         flush=True,
     )
     produce(args.bootstrap, topic, args.partitions, args.records, args.size)
-    spark_rows = bench_spark(args.bootstrap, topic, args.records, args.size, jars, args.rounds)
+    avro = None
+    if registry_url is not None:
+        avro = (f"{topic}-avro", registry_url)
+        produce_avro(args.bootstrap, avro[0], args.partitions, args.records, registry_url)
+    spark_rows, avro_rows = bench_spark(
+        args.bootstrap, topic, args.records, args.size, jars, args.rounds, avro
+    )
     poll_rows = bench_poll(args.bootstrap, topic, args.partitions, args.records)
     ref = spark_rows[2]
     print(
@@ -279,6 +453,11 @@ def main() -> None:
     print("|---|---:|---:|---:|")
     for name, c, s in spark_rows:
         print(f"| {name} | {c:.2f} | {s:.2f} | {ref[1] / c:.2f}x / {ref[2] / s:.2f}x |")
+    if avro_rows:
+        print('\n| Avro read path | sum(value.n) s | vs format("kafka") + from_avro |')
+        print("|---|---:|---:|")
+        for name, t in avro_rows:
+            print(f"| {name} | {t:.2f} | {avro_rows[1][1] / t:.2f}x |")
     print("\n| consumer call | records/s | vs poll() |")
     print("|---|---:|---:|")
     for name, rate in poll_rows:

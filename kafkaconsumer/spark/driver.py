@@ -1,8 +1,9 @@
 """``read_kafka``: a bounded read of Kafka on the driver into a Spark DataFrame.
 
-The offset ranges are fixed when the call starts (the options of ``format("kafkaconsumer")``),
-read by one consumer into a ``pyarrow.Table`` and handed to ``spark.createDataFrame``: no UDF,
-no Python on the executors. On a terminal, a progress bar shows records, MB, rate and ETA.
+The offset ranges are fixed when the call starts (the options of ``format("kafkaconsumer")``,
+``keyFormat``/``valueFormat`` and the schema registry's included), read by one consumer into a
+``pyarrow.Table`` (keys and values decoded on the driver) and handed to
+``spark.createDataFrame``: no UDF, no Python on the executors. On a terminal, a progress bar shows records, MB, rate and ETA.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from typing import Any
 import pyarrow as pa
 
 from kafkaconsumer.spark.columns import spark_headers_table
+from kafkaconsumer.spark.formats import (
+    FormatOptions,
+    decode_table,
+    pin,
+    spark_schema,
+    split_format_options,
+)
 from kafkaconsumer.spark.offset_ranges import Progress, read_offset_ranges
 from kafkaconsumer.spark.offsets import plan_ranges
 from kafkaconsumer.spark.options import parse_options
@@ -31,7 +39,13 @@ def read_kafka_table(
     ``progress`` None shows a bar only when stderr is a terminal; ``console`` is the
     ``rich.console.Console`` to draw it on (default: stderr).
     """
-    opts = parse_options(options)
+    return _read_table(options, progress, console)[0]
+
+
+def _read_table(
+    options: Mapping[str, Any], progress: bool | None, console: Any
+) -> tuple[pa.Table, FormatOptions]:
+    opts, formats = _parse(options)
     ranges = plan_ranges(opts)
     bounds: dict[Any, tuple[int, int]] = {}
     for r in ranges:
@@ -48,7 +62,23 @@ def read_kafka_table(
             poll_timeout_ms=opts.poll_timeout_ms,
             progress=tick,
         )
-    return spark_headers_table(table)
+    table = spark_headers_table(table)
+    return (decode_table(formats, table) if formats.typed else table), formats
+
+
+def _parse(options: Mapping[str, Any]) -> tuple[Any, FormatOptions]:
+    rest, formats = split_format_options(options)
+    opts = parse_options(rest)
+    if formats.typed:
+        topics = [
+            t.strip()
+            for name, value in rest.items()
+            if str(name).lower() == "subscribe"
+            for t in str(value).split(",")
+            if t.strip()
+        ]
+        formats = pin(formats, topics)
+    return opts, formats
 
 
 def read_kafka(
@@ -57,7 +87,14 @@ def read_kafka(
     """Read the offset ranges ``options`` name (Spark's Kafka source options: see
     docs/spark.md) on the driver and return them as a DataFrame with Spark's Kafka schema
     (``progress`` and ``console`` as for :func:`read_kafka_table`)."""
-    df = spark.createDataFrame(read_kafka_table(options, progress=progress, console=console))
+    table, formats = _read_table(options, progress, console)
+    if formats.typed:
+        # The Data Source's schema (a PERMISSIVE read's _corrupt_record included), so that
+        # both reads give the same columns and types.
+        include = "headers" in table.column_names
+        df = spark.createDataFrame(table, schema=spark_schema(formats, include))
+    else:
+        df = spark.createDataFrame(table)
     # createDataFrame makes one partition per Arrow batch of
     # spark.sql.execution.arrow.maxRecordsPerBatch rows (10,000 by default): 200 tasks for 2 M
     # rows, each costing more to schedule than to run. The rows are on the driver either way;

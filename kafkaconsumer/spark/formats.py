@@ -42,6 +42,7 @@ __all__ = [
     "FormatOptions",
     "decode_batch",
     "decode_batches",
+    "decode_table",
     "pin",
     "spark_schema",
     "split_format_options",
@@ -318,3 +319,23 @@ def decode_batch(decoders: Decoders, batch: pa.RecordBatch) -> pa.RecordBatch:
         arrays.append(pa.array(reasons, type=pa.string()))
         out_names.append(_CORRUPT)
     return pa.RecordBatch.from_arrays(arrays, names=out_names)
+
+
+def decode_table(formats: FormatOptions, table: pa.Table) -> pa.Table:
+    """``table`` (rows in Spark's Arrow form, as :func:`read_kafka_table
+    <kafkaconsumer.spark.driver.read_kafka_table>` gathers them) with the key and value
+    decoded."""
+    decoders = Decoders(formats)
+    batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
+    out: list[pa.RecordBatch] = []
+    for batch in batches:
+        # A batch is decoded as one topic's records (the topic names the subject and errors).
+        topics = batch.column(batch.schema.get_field_index("topic")).to_pylist()
+        start = 0
+        for end in range(1, len(topics) + 1):
+            if end == len(topics) or topics[end] != topics[start]:
+                out.append(decode_batch(decoders, batch.slice(start, end - start)))
+                start = end
+        if not topics:
+            out.append(decode_batch(decoders, batch))
+    return pa.Table.from_batches(out)

@@ -9,8 +9,9 @@ import os
 import sys
 
 
-def main(bootstrap: str, topic: str) -> None:
-    """Read ``topic`` and print the rows as JSON lines."""
+def main(bootstrap: str, topic: str, avro_topic: str, registry_url: str) -> None:
+    """Read ``topic`` (and ``avro_topic``, Avro keys and values framed for the registry at
+    ``registry_url``, into typed columns) and print the rows as JSON."""
     from pyspark.sql import SparkSession
 
     from kafkaconsumer.spark import register
@@ -55,9 +56,22 @@ def main(bootstrap: str, topic: str) -> None:
             .selectExpr("partition", "offset", "headers IS NULL AS no_headers")
             .collect()
         )
+        typed = (
+            spark.read.format("kafkaconsumer")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", avro_topic)
+            .option("minPartitions", "4")
+            .option("keyFormat", "avro")
+            .option("valueFormat", "avro")
+            .option("schema.registry.url", registry_url)
+            .load()
+            .selectExpr("partition", "offset", "to_json(key) AS key", "to_json(value) AS value")
+            .collect()
+        )
         print(
             json.dumps(
                 {
+                    "typed": [[r["partition"], r["offset"], r["key"], r["value"]] for r in typed],
                     "pushed": [[r["partition"], r["offset"], r["no_headers"]] for r in pushed],
                     "rows": [[r["partition"], r["offset"], r["key"], r["value"]] for r in rows],
                     "daemons": sorted(set(daemons)),
@@ -70,4 +84,4 @@ def main(bootstrap: str, topic: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:5])

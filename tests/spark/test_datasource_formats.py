@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import pyarrow as pa
 import pytest
 
 from kafkaconsumer.formats.wire import frame
@@ -337,3 +338,122 @@ def test_streaming_read_decodes_avro(
         (1, 2, "B"),
         (2, 3, "A"),
     ]
+
+
+KEY: dict[str, Any] = {
+    "type": "record",
+    "name": "UserKey",
+    "namespace": "app",
+    "fields": [{"name": "region", "type": "string"}, {"name": "id", "type": "int"}],
+}
+
+
+def test_avro_key_and_value(
+    spark: Any,
+    broker: Any,
+    registry: ApicurioRegistry,
+) -> None:
+    """``keyFormat=avro`` decodes the key from its ``<topic>-key`` subject into a struct column
+    beside the decoded value, a null key stays null, and a corrupt key is reported as such."""
+    topic, framed = _evolved_topic(broker, registry)
+    key_id = registry.register(f"{topic}-key", KEY)
+    produce(
+        broker.bootstrap_servers,
+        topic,
+        [
+            (0, frame(key_id, _avro(KEY, {"region": "eu", "id": 7})), framed[0][0], []),
+            (0, None, framed[1][0], []),
+            (0, b"\x07junk!", framed[2][0], []),
+        ],
+    )
+    url = {"schema.registry.url": registry.url}
+    df = _reader(
+        spark,
+        broker.bootstrap_servers,
+        subscribe=topic,
+        keyFormat="avro",
+        valueFormat="avro",
+        mode="PERMISSIVE",
+        **url,
+    )
+    assert df.schema["key"].dataType.simpleString() == "struct<region:string,id:int>"
+    rows = (
+        df.where("offset >= 3")
+        .orderBy("offset")
+        .select("key.region", "key.id", "value.id", "value.name", "_corrupt_record")
+        .collect()
+    )
+    assert [tuple(r)[:4] for r in rows] == [
+        ("eu", 7, 1, "ann"),
+        (None, None, 2, "bob"),
+        (None, None, 3, "cy"),
+    ]
+    assert rows[0]["_corrupt_record"] is None and rows[1]["_corrupt_record"] is None
+    assert rows[2]["_corrupt_record"].startswith("key: ")
+    assert "unknown magic byte" in rows[2]["_corrupt_record"]
+    # The earlier records have null keys: FAILFAST reads them, and fails on the corrupt key.
+    failfast = _reader(
+        spark,
+        broker.bootstrap_servers,
+        subscribe=topic,
+        keyFormat="avro",
+        valueFormat="avro",
+        **url,
+    )
+    assert [
+        r["id"] for r in failfast.where("offset < 5").orderBy("offset").select("key.id").collect()
+    ] == [None, None, None, 7, None]
+    with pytest.raises(Exception, match=f"topic '{topic}' partition 0 offset 5"):
+        _reader(
+            spark,
+            broker.bootstrap_servers,
+            subscribe=topic,
+            keyFormat="avro",
+            valueFormat="avro",
+            **url,
+        ).collect()
+
+
+def test_read_kafka_decodes_like_the_data_source(
+    spark: Any,
+    broker: Any,
+    registry: ApicurioRegistry,
+) -> None:
+    """``read_kafka`` (the driver-side read) takes the format options and returns the same
+    columns, types and rows as ``format("kafkaconsumer")``, a corrupt record included."""
+    from kafkaconsumer.spark import read_kafka
+    from kafkaconsumer.spark.driver import read_kafka_table
+
+    topic, framed = _evolved_topic(broker, registry)
+    key_id = registry.register(f"{topic}-key", KEY)
+    produce(
+        broker.bootstrap_servers,
+        topic,
+        [
+            (0, frame(key_id, _avro(KEY, {"region": "eu", "id": 7})), framed[0][0], []),
+            (0, None, b"\x07junk!", [("h", b"1")]),
+        ],
+    )
+    options = {
+        "kafka.bootstrap.servers": broker.bootstrap_servers,
+        "subscribe": topic,
+        "keyFormat": "avro",
+        "valueFormat": "avro",
+        "mode": "PERMISSIVE",
+        "includeHeaders": "true",
+        "schema.registry.url": registry.url,
+    }
+    ours = read_kafka(spark, options, progress=False)
+    source = _reader(spark, broker.bootstrap_servers, **options)
+    assert ours.schema == source.schema
+    columns = "offset, to_json(key) AS k, to_json(value) AS v, headers, _corrupt_record AS c"
+    rows = ours.selectExpr(*columns.split(", ")).orderBy("offset").collect()
+    assert rows == source.selectExpr(*columns.split(", ")).orderBy("offset").collect()
+    assert [(r["offset"], r["k"]) for r in rows][3:] == [(3, '{"region":"eu","id":7}'), (4, None)]
+    assert json.loads(rows[1]["v"])["kind"] == "B"
+    assert rows[4]["v"] is None and "unknown magic byte" in rows[4]["c"]
+    table = read_kafka_table(options, progress=False)
+    assert table.column("value").type.field("id").type == pa.int32()
+    options["mode"] = "FAILFAST"
+    with pytest.raises(Exception, match=f"topic '{topic}' partition 0 offset 4"):
+        read_kafka(spark, options, progress=False)
