@@ -26,10 +26,20 @@ __all__ = ["PUSHDOWN_CONF", "KafkaDataSource", "read_kafka", "register"]
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
-def register(spark: Any) -> None:
-    """Turn on ``spark.sql.python.filterPushdown.enabled`` in ``spark`` and register the
-    Data Source (format ``kafkaconsumer``) with filter pushdown: filters on ``topic``,
-    ``partition``, ``offset`` and ``timestamp`` narrow the offset ranges read."""
+def register(spark: Any, *, pushdown: bool = False) -> None:
+    """Register the Data Source (format ``kafkaconsumer``) in ``spark``.
+
+    With ``pushdown=True`` it also turns on ``spark.sql.python.filterPushdown.enabled`` and
+    registers the source that narrows its offset ranges by the filters on ``topic``,
+    ``partition``, ``offset`` and ``timestamp``. Spark 4.2 keeps the reader planned for a
+    DataFrame's first filtered action and plans later actions on the same DataFrame with it,
+    filters included; with pushdown on, load the DataFrame again for each query (see
+    docs/spark.md, "Filter pushdown")."""
+    if not pushdown:
+        from kafkaconsumer.spark.datasource import KafkaDataSource
+
+        spark.dataSource.register(KafkaDataSource)
+        return
     from kafkaconsumer.spark.datasource import KafkaPushdownDataSource
 
     spark.conf.set(PUSHDOWN_CONF, "true")

@@ -31,7 +31,7 @@ def main(bootstrap: str, topic: str, avro_topic: str, registry_url: str) -> None
     )
     try:
         spark.sparkContext.setLogLevel(os.environ.get("CLUSTER_JOB_LOG", "ERROR"))
-        register(spark)
+        register(spark, pushdown=True)
         df = (
             spark.read.format("kafkaconsumer")
             .option("kafka.bootstrap.servers", bootstrap)

@@ -81,7 +81,7 @@ def spark(broker: Any) -> Iterator[Any]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    register(session)
+    register(session, pushdown=True)
     try:
         yield session
     finally:

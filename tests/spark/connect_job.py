@@ -20,7 +20,7 @@ def main(bootstrap: str, topic: str, workdir: str) -> None:
     options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}
     try:
         found = spark.read.format("kafkaconsumer").options(**options).load().count()
-        register(spark)
+        register(spark, pushdown=True)
         pushed = (
             spark.read.format("kafkaconsumer")
             .options(**options)

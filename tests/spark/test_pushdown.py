@@ -189,3 +189,40 @@ def test_discovered_without_register(broker: Any, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ROWS 20 false" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_register_without_pushdown_keeps_a_reused_dataframe_whole(
+    broker: Any, tmp_path: Path
+) -> None:
+    """register(spark) leaves pushdown off, so a DataFrame that served a filtered action still
+    reads every record in its next, unfiltered one (with pushdown Spark 4.2 would plan that
+    action with the first action's filters)."""
+    bs = broker.bootstrap_servers
+    topic = unique_name("pd-reuse")
+    create_topic(bs, topic, 1)
+    produce(bs, topic, [(0, None, b"v%d" % i, []) for i in range(30)])
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "from kafkaconsumer.spark import register\n"
+        "spark = (SparkSession.builder.master('local[1]')"
+        ".config('spark.ui.enabled', 'false').getOrCreate())\n"
+        "register(spark)\n"
+        "df = (spark.read.format('kafkaconsumer').option('kafka.bootstrap.servers', sys.argv[1])"
+        ".option('subscribe', sys.argv[2]).option('startingOffsets', 'earliest').load())\n"
+        "print('ROWS', df.where('offset < 5').count(), df.count(), "
+        "spark.conf.get('spark.sql.python.filterPushdown.enabled'))\n"
+        "spark.stop()\n"
+    )
+    env = dict(os.environ)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    proc = subprocess.run(
+        [sys.executable, str(script), bs, topic],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ROWS 5 30 false" in proc.stdout, proc.stdout[-2000:]
