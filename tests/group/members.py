@@ -27,6 +27,7 @@ from kafkaconsumer.errors import RebalanceInProgressError
 from kafkaconsumer.listener import ConsumerRebalanceListener
 from kafkaconsumer.structs import TopicPartition
 from tests.helpers import unique_name
+from tests.support.broker_limits import session_timeout_ms
 
 logger = logging.getLogger(__name__)
 
@@ -197,6 +198,10 @@ class Member(threading.Thread):
             "partition.assignment.strategy": strategy,
         }
         settings.update(FAST_GROUP)
+        # A cluster of one's own may refuse the short session (group.min.session.timeout.ms).
+        settings["session.timeout.ms"] = session_timeout_ms(
+            bootstrap, settings["session.timeout.ms"]
+        )
         settings.update({k.replace("_", "."): v for k, v in config.items()})
         if str(settings.get("group.protocol", "classic")).lower() == "consumer":
             # The broker owns the consumer protocol's timers and assignor: the client refuses
