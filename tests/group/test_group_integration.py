@@ -27,6 +27,7 @@ from tests.group.members import (
     wait_until,
 )
 from tests.helpers import unique_name
+from tests.support.broker_limits import session_timeout_ms
 
 pytestmark = pytest.mark.integration
 
@@ -484,7 +485,14 @@ def test_listener_commits_in_on_partitions_revoked_during_close(broker: Any) -> 
     topic = create_topic(bootstrap, 2)
     produce(bootstrap, topic, 2, 10)
     group = unique_name("g2-close-commit")
-    consumer = KafkaConsumer({**FAST_GROUP, "bootstrap.servers": bootstrap, "group.id": group})
+    consumer = KafkaConsumer(
+        {
+            **FAST_GROUP,
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "session.timeout.ms": session_timeout_ms(bootstrap, FAST_GROUP["session.timeout.ms"]),
+        }
+    )
     last: dict[TopicPartition, int] = {}
     revoked: list[set[TopicPartition]] = []
     failures: list[BaseException] = []

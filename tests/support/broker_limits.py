@@ -10,6 +10,7 @@ suite's own brokers allow: no minimum.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from kafkaconsumer.admin import ConfigResource, KafkaAdminClient
 from kafkaconsumer.errors import KafkaError
@@ -44,7 +45,7 @@ def min_session_timeout_ms(bootstrap: str) -> int:
     return int(value) if value is not None else 0
 
 
-def session_timeout_ms(bootstrap: str, wanted: int) -> int:
+def session_timeout_ms(bootstrap: str, wanted: Any) -> int:
     """``wanted``, raised to the broker's minimum: for a test that does not depend on a short
     session, only on one the broker accepts."""
     return max(int(wanted), min_session_timeout_ms(bootstrap))
