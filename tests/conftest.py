@@ -73,9 +73,28 @@ class BrokerInfo:
         return self._api_versions
 
     def supports(self, api_key: int, version: int = 0) -> bool:
-        """True when the broker advertises ``api_key`` at ``version``."""
+        """True when the broker advertises ``api_key`` at ``version``. For
+        ConsumerGroupHeartbeat (68) also that the group coordinator serves the consumer
+        protocol: Apache Kafka 3.9 advertises the API but answers UNSUPPORTED_VERSION unless
+        ``group.coordinator.rebalance.protocols`` names ``consumer`` (not by default)."""
         low_high = self.api_versions.get(int(api_key))
-        return low_high is not None and low_high[0] <= version <= low_high[1]
+        if low_high is None or not low_high[0] <= version <= low_high[1]:
+            return False
+        if int(api_key) == 68 and self.is_apache:
+            from tests.support.broker_limits import broker_config
+
+            protocols = broker_config(
+                self.bootstrap_servers, "group.coordinator.rebalance.protocols"
+            )
+            return protocols is None or "consumer" in protocols.lower().split(",")
+        return True
+
+    def min_session_timeout_ms(self) -> int:
+        """The broker's ``group.min.session.timeout.ms`` (0 when it does not say): a classic
+        member's session timeout must be at least this."""
+        from tests.support.broker_limits import min_session_timeout_ms
+
+        return min_session_timeout_ms(self.bootstrap_servers)
 
 
 def _docker_answers() -> bool:

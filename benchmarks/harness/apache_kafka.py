@@ -677,6 +677,9 @@ class KafkaCluster:
         (see :class:`Security`; ``cluster.security`` after start).
     :param jvm_options: JVM flags of every node (:data:`TEST_JVM_OPTIONS` by default; ``()`` for
         the full JIT, as the benchmarks want).
+    :param stock: a single node with the ``server.properties`` Kafka ships (roles, node id,
+        listeners, quorum, log dirs and replication factors of 1) and every other setting at the
+        broker's default, such as a user's own cluster has; no test settings.
     """
 
     def __init__(
@@ -688,10 +691,14 @@ class KafkaCluster:
         extra_config: Mapping[str, str] | None = None,
         security: bool = False,
         jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
+        stock: bool = False,
     ) -> None:
         """Describe the cluster; nothing is fetched or started until :meth:`start`."""
         if brokers < 1:
             raise ValueError("brokers must be at least 1")
+        if stock and (brokers != 1 or racks or security):
+            raise ValueError("a stock node is a single node without racks or security")
+        self.stock = stock
         self.version = version or requested_version()
         self.broker_count = brokers
         self.racks = racks
@@ -993,6 +1000,25 @@ class KafkaCluster:
                 f"{name}:{_PROTOCOLS[name]}" for name in {**ports, "CONTROLLER": 0}
             ),
             "log.dirs": str(data),
+        }
+        if self.stock:
+            # What Kafka's shipped config/server.properties sets beyond the above.
+            props.update(
+                {
+                    "num.partitions": "1",
+                    "offsets.topic.replication.factor": "1",
+                    "transaction.state.log.replication.factor": "1",
+                    "transaction.state.log.min.isr": "1",
+                    "share.coordinator.state.topic.replication.factor": "1",
+                    "share.coordinator.state.topic.min.isr": "1",
+                }
+            )
+            if "broker" in roles:
+                props["advertised.listeners"] = ",".join(
+                    entry for entry in listeners if not entry.startswith("CONTROLLER:")
+                )
+            return props
+        props |= {
             "num.partitions": "1",
             "offsets.topic.replication.factor": replication,
             "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),

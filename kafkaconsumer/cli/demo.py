@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -38,8 +38,12 @@ from ._common import CommandError
 __all__ = ["add_parser", "run_demo", "PROTOCOLS"]
 
 #: Short classic timers so that the demo's members join and leave quickly; under the consumer
-#: protocol the broker owns them (and the client refuses them).
+#: protocol the broker owns them (and the client refuses them). On a cluster given with
+#: ``--bootstrap-server`` the session timeout is raised to the broker's
+#: ``group.min.session.timeout.ms`` (6 s by Kafka's default), which it would otherwise refuse.
 _CLASSIC_TIMERS = {"session.timeout.ms": 1500, "heartbeat.interval.ms": 500}
+#: The broker settings that bound a classic member's session timeout.
+_SESSION_BOUNDS = ("group.min.session.timeout.ms", "group.max.session.timeout.ms")
 #: ``--protocol`` choices and the consumer settings each stands for.
 PROTOCOLS: dict[str, dict[str, Any]] = {
     "eager": {"partition.assignment.strategy": "range", **_CLASSIC_TIMERS},
@@ -65,6 +69,35 @@ def _consumer_protocol_supported() -> bool:
         importlib.util.find_spec("kafkaconsumer.internals.group.consumer_membership_manager")
         is not None
     )
+
+
+def classic_timers(admin: Any, topic: str, timeout_s: float = 30.0) -> dict[str, int]:
+    """The demo's classic timers within the session timeouts the cluster accepts: its
+    ``group.min/max.session.timeout.ms``, read from the broker leading ``topic``'s first
+    partition (a broker's own configuration is known only to that broker)."""
+    from kafkaconsumer.admin import ConfigResource
+
+    deadline = time.monotonic() + timeout_s
+    leader = -1
+    while True:
+        description = admin.describe_topics([topic], timeout_ms=30_000)[topic]
+        leader = next((p.leader for p in description.partitions if p.leader >= 0), -1)
+        if leader >= 0 or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)  # just created: the leader is elected in a moment
+    if leader < 0:
+        return dict(_CLASSIC_TIMERS)
+    resource = ConfigResource("broker", str(leader))
+    entries = admin.describe_configs([resource], keys=_SESSION_BOUNDS, timeout_ms=30_000)
+    bounds = entries.get(resource, {})
+    session = _CLASSIC_TIMERS["session.timeout.ms"]
+    low, high = (bounds.get(key) for key in _SESSION_BOUNDS)
+    if low is not None and low.value is not None:
+        session = max(session, int(low.value))
+    if high is not None and high.value is not None:
+        session = min(session, int(high.value))
+    # Java's rule of thumb: a heartbeat at most a third of the session.
+    return {"session.timeout.ms": session, "heartbeat.interval.ms": max(1, session // 3)}
 
 
 @dataclass
@@ -95,10 +128,22 @@ class _Demo:
     """The shared state of one demo run; member threads report into it under ``lock``."""
 
     def __init__(
-        self, bootstrap: str, topic: str, group: str, partitions: int, protocol: str, total: int
+        self,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        partitions: int,
+        protocol: str,
+        total: int,
+        timers: Mapping[str, int] | None = None,
     ) -> None:
         self.bootstrap, self.topic, self.group = bootstrap, topic, group
         self.partitions, self.protocol, self.total = partitions, protocol, total
+        #: The consumer settings of the members: the protocol's, with the classic timers the
+        #: broker accepts.
+        self.settings: dict[str, Any] = dict(PROTOCOLS[protocol])
+        if timers is not None and "session.timeout.ms" in self.settings:
+            self.settings.update(timers)
         self.lock = threading.Lock()
         self.members = {name: _MemberState(name) for name in _MEMBERS}
         self.seen: set[tuple[int, int]] = set()
@@ -220,7 +265,7 @@ def _member(demo: _Demo, name: str) -> None:
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "max.poll.records": 500,
-            **PROTOCOLS[demo.protocol],
+            **demo.settings,
         }
     )
     member = _Member(demo, name, consumer)
@@ -350,6 +395,7 @@ def run_demo(
         )
     if records < 1 or partitions < 1:
         raise CommandError("--records and --partitions must be at least 1")
+    own_cluster = bootstrap_servers is not None
     with ExitStack() as stack:
         if bootstrap_servers is None:
             _say(out, "starting the embedded broker (Tansu, in memory) ...")
@@ -377,14 +423,24 @@ def run_demo(
         )
         topic = f"demo-orders-{uuid.uuid4().hex[:8]}"
         group = f"demo-group-{uuid.uuid4().hex[:8]}"
+        timers: dict[str, int] | None = None
         with KafkaAdminClient({"bootstrap.servers": bootstrap_servers}) as admin:
             admin.create_topics({topic: partitions}, timeout_ms=30_000)
+            if own_cluster and protocol != "consumer":
+                timers = classic_timers(admin, topic)
         _say(
             out,
             f"created topic {topic} with {partitions} partitions; group {group}, "
             f"{protocol} rebalancing, 3 members",
         )
-        demo = _Demo(bootstrap_servers, topic, group, partitions, protocol, records)
+        if timers is not None and timers != _CLASSIC_TIMERS:
+            _say(
+                out,
+                f"session timeout {timers['session.timeout.ms']} ms, heartbeat "
+                f"{timers['heartbeat.interval.ms']} ms: within this cluster's "
+                "group.min/max.session.timeout.ms",
+            )
+        demo = _Demo(bootstrap_servers, topic, group, partitions, protocol, records, timers)
         return _run(demo, records, timeout_s, out, live if live is not None else out.isatty())
 
 

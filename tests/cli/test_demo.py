@@ -13,7 +13,7 @@ import pytest
 import kafkaconsumer
 from kafkaconsumer.cli import main, run_demo
 from kafkaconsumer.cli._common import CommandError
-from kafkaconsumer.cli.demo import _consumer_protocol_supported
+from kafkaconsumer.cli.demo import _consumer_protocol_supported, classic_timers
 
 
 @pytest.mark.integration
@@ -134,6 +134,8 @@ def test_consumer_protocol_demo_where_client_and_broker_have_it(broker: Any) -> 
         with pytest.raises(CommandError, match="KIP-848"):
             run_demo(broker.bootstrap_servers, protocol="consumer", out=io.StringIO())
         return
+    if not broker.supports(68):
+        pytest.skip("the broker's group coordinator does not serve the consumer protocol")
     out = io.StringIO()
     assert (
         run_demo(
@@ -147,3 +149,27 @@ def test_consumer_protocol_demo_where_client_and_broker_have_it(broker: Any) -> 
         == 0
     ), out.getvalue()
     assert "duplicates = 0, lost = 0" in out.getvalue()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_demo_timers_on_a_given_cluster_are_ones_the_broker_accepts(broker: Any) -> None:
+    """With --bootstrap-server the demo reads the broker's group.min/max.session.timeout.ms
+    and keeps its classic session timeout within them (Kafka's default minimum is 6 s, above
+    the demo's own 1.5 s), with a heartbeat at most a third of it."""
+    if broker.is_tansu:
+        pytest.skip("the embedded broker keeps the demo's own timers")
+    from kafkaconsumer.admin import KafkaAdminClient
+    from tests.helpers import unique_name
+    from tests.support.broker_limits import broker_config
+
+    topic = unique_name("demo-timers")
+    with KafkaAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        admin.create_topics({topic: 2}, timeout_ms=30_000)
+        timers = classic_timers(admin, topic)
+    low = int(broker_config(broker.bootstrap_servers, "group.min.session.timeout.ms") or 0)
+    high = int(broker_config(broker.bootstrap_servers, "group.max.session.timeout.ms") or 0)
+    assert low > 0 and high >= low
+    session = timers["session.timeout.ms"]
+    assert session == min(max(1500, low), high), (timers, low, high)
+    assert 0 < timers["heartbeat.interval.ms"] <= session // 3

@@ -18,6 +18,7 @@ from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
 from tests.consumer.conftest import Record, create_topic, poll_until, produce
 from tests.helpers import unique_name, wait_for
+from tests.support.broker_limits import session_timeout_ms
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -75,7 +76,7 @@ def test_partitions_added_with_create_partitions_reach_a_subscribed_consumer(
     c = consumer_factory(
         group_id=unique_name("g"),
         auto_offset_reset="earliest",
-        session_timeout_ms=3000,
+        session_timeout_ms=session_timeout_ms(bootstrap, 3000),
         heartbeat_interval_ms=500,
         metadata_max_age_ms=1000,
     )

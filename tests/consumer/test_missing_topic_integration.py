@@ -14,6 +14,7 @@ import pytest
 from kafkaconsumer.consumer import KafkaConsumer
 from tests.consumer.conftest import poll_until, produce
 from tests.helpers import unique_name
+from tests.support.broker_limits import session_timeout_ms
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -30,7 +31,7 @@ def test_missing_topic_is_logged_once_and_metadata_backs_off(
         group_id=unique_name("g"),
         allow_auto_create_topics=False,
         auto_offset_reset="earliest",
-        session_timeout_ms=3000,
+        session_timeout_ms=session_timeout_ms(bootstrap, 3000),
         heartbeat_interval_ms=500,
         retry_backoff_ms=100,
         retry_backoff_max_ms=1000,

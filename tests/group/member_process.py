@@ -15,6 +15,7 @@ import time
 from kafkaconsumer.config import CLASSIC_PROTOCOL_ONLY
 from kafkaconsumer.consumer import KafkaConsumer
 from tests.group.members import FAST_GROUP
+from tests.support.broker_limits import session_timeout_ms
 
 
 def main(argv: list[str]) -> None:
@@ -22,6 +23,8 @@ def main(argv: list[str]) -> None:
     bootstrap, group, topic, protocol = argv
     settings = dict(FAST_GROUP)
     settings.update({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol})
+    # A cluster of one's own may refuse the short session (group.min.session.timeout.ms).
+    settings["session.timeout.ms"] = session_timeout_ms(bootstrap, settings["session.timeout.ms"])
     if protocol == "consumer":
         # The broker owns these timers under the consumer protocol.
         for key in CLASSIC_PROTOCOL_ONLY:

@@ -27,6 +27,7 @@ from kafkaconsumer.errors import RebalanceInProgressError
 from kafkaconsumer.listener import ConsumerRebalanceListener
 from kafkaconsumer.structs import TopicPartition
 from tests.helpers import unique_name
+from tests.support.broker_limits import broker_config, session_timeout_ms
 
 logger = logging.getLogger(__name__)
 
@@ -197,6 +198,10 @@ class Member(threading.Thread):
             "partition.assignment.strategy": strategy,
         }
         settings.update(FAST_GROUP)
+        # A cluster of one's own may refuse the short session (group.min.session.timeout.ms).
+        settings["session.timeout.ms"] = session_timeout_ms(
+            bootstrap, settings["session.timeout.ms"]
+        )
         settings.update({k.replace("_", "."): v for k, v in config.items()})
         if str(settings.get("group.protocol", "classic")).lower() == "consumer":
             # The broker owns the consumer protocol's timers and assignor: the client refuses
@@ -325,19 +330,32 @@ class MemberProcess:
             self.proc.wait(10)
 
 
+def _broker_int(bootstrap: str, key: str) -> int:
+    value = broker_config(bootstrap, key)
+    return int(value) if value is not None else 0
+
+
 def expel_killed_member(survivor: Member, protocol: str, partitions: set[TopicPartition]) -> None:
     """Start ``survivor``, then a member process in the same group; once they split
     ``partitions``, SIGKILL the process (no leave) and wait for the broker to expel it after the
     session timeout and hand everything to ``survivor``. Stops ``survivor``."""
     settings = survivor.settings
     (topic,) = {tp.topic for tp in partitions}
+    bootstrap = settings["bootstrap.servers"]
+    session_ms = int(settings.get("session.timeout.ms", 0))
     if protocol == "consumer":
         # The broker owns the session timeout of this protocol: shorten it for this group
-        # (the broker's default is 45 s; the test brokers allow 1 s and more).
+        # (the broker's default is 45 s; the test brokers allow 1 s and more), down to the
+        # broker's group.consumer.min.* settings (45 s and 5 s by Kafka's default).
+        session_ms = max(3000, _broker_int(bootstrap, "group.consumer.min.session.timeout.ms"))
+        heartbeat_ms = max(500, _broker_int(bootstrap, "group.consumer.min.heartbeat.interval.ms"))
         set_group_config(
-            settings["bootstrap.servers"],
+            bootstrap,
             settings["group.id"],
-            {"consumer.heartbeat.interval.ms": "500", "consumer.session.timeout.ms": "3000"},
+            {
+                "consumer.heartbeat.interval.ms": str(heartbeat_ms),
+                "consumer.session.timeout.ms": str(session_ms),
+            },
         )
     killed = MemberProcess(settings["bootstrap.servers"], settings["group.id"], topic, protocol)
     try:
@@ -359,7 +377,7 @@ def expel_killed_member(survivor: Member, protocol: str, partitions: set[TopicPa
         killed.kill()
         wait_until(
             lambda: survivor.assignment() == partitions,
-            60,
+            60 + session_ms / 1000,
             "the killed member's partitions moved after the session timeout",
             [survivor],
         )

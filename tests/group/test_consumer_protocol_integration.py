@@ -28,12 +28,15 @@ from tests.group.members import (
     wait_until,
 )
 from tests.helpers import unique_name
+from tests.support.broker_limits import broker_config
 
 pytestmark = pytest.mark.integration
 
 CONSUMER_GROUP_HEARTBEAT = 68
 PARTITIONS = 6
 PER_PARTITION = 40
+#: The longest consumer-protocol heartbeat the churn tests' time bounds allow.
+_FAST_HEARTBEAT_MS = 1000
 
 
 @pytest.fixture
@@ -44,6 +47,19 @@ def bootstrap(broker: Any) -> str:
             "(no ConsumerGroupHeartbeat)"
         )
     return str(broker.bootstrap_servers)
+
+
+@pytest.fixture
+def fast_heartbeats(bootstrap: str) -> None:
+    """Skip a test whose time bounds need consumer-protocol heartbeats of about a second: a
+    broker whose group.consumer.min.heartbeat.interval.ms is Kafka's default (5 s) hands out
+    each new assignment only that often."""
+    value = broker_config(bootstrap, "group.consumer.min.heartbeat.interval.ms")
+    if value is not None and int(value) > _FAST_HEARTBEAT_MS:
+        pytest.skip(
+            f"the broker's group.consumer.min.heartbeat.interval.ms is {value} ms; this test "
+            f"needs {_FAST_HEARTBEAT_MS} ms or less"
+        )
 
 
 def _all(topic: str, n: int = PARTITIONS) -> set[TopicPartition]:
@@ -70,6 +86,7 @@ def _state(m: Member) -> ConsumerMemberState | None:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.usefixtures("fast_heartbeats")
 def test_membership_churn_processes_every_record_exactly_once(bootstrap: str) -> None:
     """1 -> 2 -> 3 -> 2 -> 1 members committing in on_partitions_revoked; kept partitions keep
     flowing while others move (only the moving ones are revoked)."""
@@ -169,7 +186,7 @@ def test_poll_interval_expiry_loses_partitions_then_commit_fails_then_rejoins(
     assert m.error is None, m.error
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_member_killed_without_leaving_is_expelled_after_the_session_timeout(
     bootstrap: str,
 ) -> None:
@@ -230,6 +247,7 @@ def test_offset_fetch_carries_the_member_epoch(bootstrap: str) -> None:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.usefixtures("fast_heartbeats")
 def test_group_mixing_our_member_with_librdkafka(bootstrap: str) -> None:
     from confluent_kafka import Consumer
 

@@ -16,6 +16,7 @@ from kafkaconsumer.producer import KafkaProducer  # noqa: E402
 from kafkaconsumer.record import ConsumerRecord, arrow  # noqa: E402
 from kafkaconsumer.structs import TopicPartition  # noqa: E402
 from tests.helpers import unique_name, wait_for  # noqa: E402
+from tests.support.broker_limits import session_timeout_ms  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -158,7 +159,7 @@ def test_poll_arrow_commits_and_mixes_with_poll(broker: Any) -> None:
         "auto.offset.reset": "earliest",
         "group.id": group,
         "enable.auto.commit": False,
-        "session.timeout.ms": 3000,
+        "session.timeout.ms": session_timeout_ms(broker.bootstrap_servers, 3000),
         "heartbeat.interval.ms": 1000,
         "max.poll.records": 50,
     }
