@@ -46,6 +46,8 @@ def test_close_options_membership(
 ) -> None:
     """After close(CloseOptions(operation)) the broker lists the member or not, per protocol
     and membership kind."""
+    if broker.is_tansu:
+        pytest.skip("Tansu 0.6 describes a Stable group with an empty member list")
     if protocol == "consumer" and not broker.supports(CONSUMER_GROUP_HEARTBEAT):
         pytest.skip(f"the {broker.kind} broker has no consumer group protocol")
     bootstrap = str(broker.bootstrap_servers)

@@ -669,6 +669,11 @@ def test_kip983_partial_finish_of_a_revocation_processes_every_record_once(
     joins it commits the revoked partitions whose workers are done and delays the others. The
     delayed partitions stay with it until their workers are done too: every record is
     processed exactly once."""
+    if broker.is_tansu:
+        pytest.skip(
+            "Tansu 0.6 holds a join into an established group for about a session timeout, so "
+            "the cooperative rebalance does not come within the test's bounds"
+        )
     # Apache Kafka 3.x advertises ConsumerGroupHeartbeat while its group coordinator refuses it.
     if protocol == "consumer" and (
         not broker.supports(68) or broker.version.startswith(("2.", "3."))

@@ -162,6 +162,11 @@ def test_upper_bounds_narrow_only_log_append_time_topics(spark: Any, broker: Any
 def test_discovered_without_register(broker: Any, tmp_path: Path) -> None:
     """A session that never calls register() finds format("kafkaconsumer") by its name (the
     pyspark_kafkaconsumer module), and reads without filter pushdown."""
+    if broker.is_tansu:
+        pytest.skip(
+            "Tansu 0.6 answers ListOffsets(latest) with the last batch's base offset + 1, so a "
+            "bounded read of records produced in one batch stops short"
+        )
     bs = broker.bootstrap_servers
     topic = unique_name("pd-found")
     create_topic(bs, topic, 1)
@@ -197,6 +202,11 @@ def test_register_without_pushdown_keeps_a_reused_dataframe_whole(
     """register(spark) leaves pushdown off, so a DataFrame that served a filtered action still
     reads every record in its next, unfiltered one (with pushdown Spark 4.2 would plan that
     action with the first action's filters)."""
+    if broker.is_tansu:
+        pytest.skip(
+            "Tansu 0.6 answers ListOffsets(latest) with the last batch's base offset + 1, so a "
+            "bounded read of records produced in one batch stops short"
+        )
     bs = broker.bootstrap_servers
     topic = unique_name("pd-reuse")
     create_topic(bs, topic, 1)
