@@ -780,11 +780,15 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
-            if not coordinator.commits.commit_offsets_sync(to_commit, timer):
-                raise Errors.KafkaTimeoutError(
-                    f"Timeout of {timer.timeout_ms}ms expired before successfully committing "
-                    f"offsets {to_commit}{self._last_error_note()}"
-                )
+            started_ns = self._time.nanoseconds()
+            try:
+                if not coordinator.commits.commit_offsets_sync(to_commit, timer):
+                    raise Errors.KafkaTimeoutError(
+                        f"Timeout of {timer.timeout_ms}ms expired before successfully "
+                        f"committing offsets {to_commit}{self._last_error_note()}"
+                    )
+            finally:
+                self._consumer_metrics.record_commit_sync(self._time.nanoseconds() - started_ns)
         finally:
             self._release()
 
@@ -811,7 +815,11 @@ class KafkaConsumer:
             coordinator = self._require_group()
             tps = _check_partitions(partitions, "committed")
             timer = self._timer(timeout_ms)
-            result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
+            started_ns = self._time.nanoseconds()
+            try:
+                result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
+            finally:
+                self._consumer_metrics.record_committed(self._time.nanoseconds() - started_ns)
             if result is None:
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before the last committed offset "
