@@ -31,6 +31,7 @@ from kafkaconsumer.internals.subscription_state import (
     SubscriptionState,
     current_leader,
 )
+from kafkaconsumer.internals.thread_guard import ThreadGuard
 from kafkaconsumer.internals.topic_metadata_fetcher import TopicMetadataFetcher
 from kafkaconsumer.listener import ConsumerRebalanceListener, NoOpConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
@@ -66,7 +67,6 @@ __all__ = ["KafkaConsumer"]
 Timeout = int | float | datetime.timedelta | None
 
 _DEFAULT_CLOSE_TIMEOUT_MS = 30000
-_NO_THREAD = -1
 
 
 def _next_offsets(
@@ -129,9 +129,7 @@ class KafkaConsumer:
             raise Errors.ConfigError(positional_topics_message(given))
         self._closed = True  # until construction succeeds, close() has nothing to do
         self._closing = False
-        self._owner = _NO_THREAD
-        self._refcount = 0
-        self._guard = threading.Lock()
+        self._guard = ThreadGuard("KafkaConsumer")
         self._time = _time if _time is not None else SYSTEM_TIME
         # A ConsumerConfig passed in is re-wrapped, not flattened: its client.id and the
         # warnings it already logged carry over.
@@ -206,23 +204,10 @@ class KafkaConsumer:
 
     # -- single-thread guard (Java acquire/release) ---------------------------------------
     def _acquire(self) -> None:
-        me = threading.get_ident()
-        with self._guard:
-            if self._owner != me:
-                if self._owner != _NO_THREAD:
-                    raise Errors.ConcurrentModificationError(
-                        "KafkaConsumer is not safe for multi-threaded access: thread "
-                        f"{threading.current_thread().name!r} called in while thread id "
-                        f"{self._owner} is using it"
-                    )
-                self._owner = me
-            self._refcount += 1
+        self._guard.acquire()
 
     def _release(self) -> None:
-        with self._guard:
-            self._refcount -= 1
-            if self._refcount == 0:
-                self._owner = _NO_THREAD
+        self._guard.release()
 
     def _acquire_and_ensure_open(self) -> None:
         self._acquire()
@@ -898,7 +883,7 @@ class KafkaConsumer:
         consumer.wakeup())`` stops a poll loop at its next ``poll()``, as Java's shutdown hook
         does, so that the records being processed are finished (and committed) first.
         """
-        if self._owner == threading.get_ident():
+        if self._guard.held_by_current_thread():
             # Called on the thread that is inside the consumer: a signal handler interrupting
             # it (or a callback it runs), maybe while it holds a lock that waking up takes.
             # Another thread wakes it up, once that lock is free.
@@ -926,7 +911,7 @@ class KafkaConsumer:
                 raise TypeError("pass leave_group in the CloseOptions, not beside them")
             leave_group = timeout_ms.leave_group()
             timeout_ms = timeout_ms.timeout_ms
-        if self._closed and self._owner == _NO_THREAD:
+        if self._closed and self._guard.idle():
             return
         ms = to_timeout_ms(timeout_ms, _DEFAULT_CLOSE_TIMEOUT_MS)
         self._acquire()

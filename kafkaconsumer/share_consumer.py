@@ -38,6 +38,7 @@ from kafkaconsumer.internals.group.share_heartbeat_request_manager import (
     ShareHeartbeatRequestManager,
 )
 from kafkaconsumer.internals.group.share_membership_manager import ShareMembershipManager
+from kafkaconsumer.internals.thread_guard import ThreadGuard
 from kafkaconsumer.metadata import ConsumerMetadata
 from kafkaconsumer.metrics import Metrics
 from kafkaconsumer.metrics.share_consumer_metrics import (
@@ -66,7 +67,6 @@ AcknowledgementCommitCallback = Callable[
 _POLL_SLICE_MS = 100
 #: The column ``poll_arrow()`` adds to the consumer's Arrow schema.
 _DELIVERY_COUNT = "delivery_count"
-_NO_THREAD = -1
 
 
 class KafkaShareConsumer:
@@ -85,9 +85,7 @@ class KafkaShareConsumer:
     ) -> None:
         """Configure from Java keys in ``configs`` or snake_case ``kwargs`` (see
         :class:`~kafkaconsumer.config.ShareConsumerConfig`); no connection is made yet."""
-        self._guard = threading.Lock()
-        self._owner = _NO_THREAD  # guarded by _guard
-        self._refcount = 0  # guarded by _guard
+        self._guard = ThreadGuard("KafkaShareConsumer")
         self._time = _time if _time is not None else SYSTEM_TIME
         self.config = ShareConsumerConfig(configs, **kwargs)
         cfg = self.config
@@ -149,20 +147,10 @@ class KafkaShareConsumer:
 
     # ------------------------------------------------------------------ the thread guard
     def _acquire(self) -> None:
-        me = threading.get_ident()
-        with self._guard:
-            if self._owner not in (me, _NO_THREAD):
-                raise Errors.ConcurrentModificationError(
-                    "KafkaShareConsumer is not safe for multi-threaded access"
-                )
-            self._owner = me
-            self._refcount += 1
+        self._guard.acquire()
 
     def _release(self) -> None:
-        with self._guard:
-            self._refcount -= 1
-            if self._refcount == 0:
-                self._owner = _NO_THREAD
+        self._guard.release()
 
     def _acquire_and_ensure_open(self) -> None:
         self._acquire()
@@ -496,7 +484,7 @@ class KafkaShareConsumer:
     def wakeup(self) -> None:
         """Make a blocking ``poll()``/``commit_sync()`` raise ``WakeupError``. Any thread may
         call it, and so may a signal handler or the commit callback."""
-        if self._owner == threading.get_ident():
+        if self._guard.held_by_current_thread():
             # On the thread inside the consumer (a signal handler, or the commit callback),
             # which may hold a lock that waking up takes: another thread wakes it up.
             threading.Thread(
