@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -81,6 +80,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from benchmarks.harness.maven import once, run_maven
 from benchmarks.harness.tls_proxy import Pki, make_pki
 from kafkaconsumer._child_process import (
     LiveProcesses,
@@ -186,55 +186,35 @@ def ensure_kafka(version: str | None = None) -> Path:
     version = version or requested_version()
     home = _cache_root() / f"kafka-{version}"
     libs = home / "libs"
-    done = home / "complete"
-    if done.exists():
+    if (home / "complete").exists():
         return libs
     if shutil.which("mvn") is None:
         raise ApacheKafkaError(missing_tools() or "mvn not found")
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        # Another session may be fetching the same version: wait for it, then reuse its result.
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return libs
+
+    def fetch() -> None:
         (home / "pom.xml").write_text(_pom(version))
         staging = home / "libs.partial"
         shutil.rmtree(staging, ignore_errors=True)
-        cmd = [
-            "mvn",
-            "-q",
-            "-B",
-            "-f",
-            str(home / "pom.xml"),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={staging}",
-            "-DincludeScope=runtime",
-        ]
         logger.info("fetching Apache Kafka %s with Maven into %s", version, libs)
         started = time.monotonic()
-        try:
-            result = subprocess.run(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=_MAVEN_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ApacheKafkaError(
-                f"Maven did not resolve Apache Kafka {version} within {_MAVEN_TIMEOUT_S:.0f} s"
-            ) from exc
-        if result.returncode != 0 or not any(staging.glob("kafka_2.13-*.jar")):
-            output = (result.stdout + result.stderr)[-3000:]
-            raise ApacheKafkaError(
-                f"Maven could not resolve org.apache.kafka:kafka_2.13:{version} "
-                f"(exit {result.returncode}): {output}"
-            )
+        run_maven(
+            [
+                "-f",
+                str(home / "pom.xml"),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={staging}",
+                "-DincludeScope=runtime",
+            ],
+            what=f"resolve org.apache.kafka:kafka_2.13:{version}",
+            error=ApacheKafkaError,
+            timeout_s=_MAVEN_TIMEOUT_S,
+            produced=lambda: any(staging.glob("kafka_2.13-*.jar")),
+        )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
-        done.write_text(f"{version}\n")
         logger.info("Apache Kafka %s fetched in %.1f s", version, time.monotonic() - started)
+
+    once(home, version, fetch)
     return libs
 
 
