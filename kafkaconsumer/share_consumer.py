@@ -295,6 +295,7 @@ class KafkaShareConsumer:
                     expired = self._acquisition_locks.take_expired(tp, acks, now, lock_ms)
                     if expired is not None:
                         self._expired.append((tp, expired))
+                        self._fetch.record_acknowledgements_failed(len(expired))
                         if not acks:
                             del node_acks[tp]
         return pending

@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 #: The shortest acquisition lock a 4.4 broker lets a group have.
 LOCK_MS = 15_000
+FETCH_METRICS = "consumer-share-fetch-manager-metrics"
 
 
 @pytest.fixture
@@ -96,6 +97,12 @@ def test_a_member_that_stops_polling_loses_its_records_and_its_late_acks_fail(
             slow.acknowledge(r, AcknowledgeType.ACCEPT)
         result = slow.commit_sync(timeout_ms=30_000)
         assert isinstance(result[tp], InvalidRecordStateError)
+        errors = [
+            v
+            for k, v in slow.metrics().items()
+            if (k.group, k.name) == (FETCH_METRICS, "acknowledgements-error-total")
+        ]
+        assert errors == [5]
     assert settled and all(isinstance(e, InvalidRecordStateError) for _o, e in settled)
     assert set().union(*(o[tp] for o, _e in settled)) == set(range(5))
 

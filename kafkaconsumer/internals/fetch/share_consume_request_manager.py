@@ -244,6 +244,12 @@ class ShareConsumeRequestManager:
             )
         return out
 
+    def record_acknowledgements_failed(self, count: int) -> None:
+        """Count ``count`` acknowledgements that failed before being sent (their acquisition
+        lock ran out) in the acknowledgement error sensors, as the broker's refusals are."""
+        if self._sensors is not None and count:
+            self._sensors.record_acknowledgements_failed(count)
+
     # ------------------------------------------------------------------ fetch ---------------
     def _leader(self, tp: TopicPartition) -> tuple[int, uuid.UUID] | None:
         cluster = self._metadata.fetch()
