@@ -12,7 +12,9 @@ accepted by the next ``poll()``, ``commit_sync()``, ``commit_async()`` or ``clos
 Acknowledgements go to the broker piggybacked on the next ShareFetch, or at once with
 ``commit_sync()``/``commit_async()``; the outcome of each (per partition) reaches the
 acknowledgement commit callback on the user's thread, inside ``poll()``, ``commit_sync()``,
-``commit_async()`` or ``close()``.
+``commit_async()`` or ``close()``. Acknowledgements of records whose acquisition lock ran out
+are not sent (the broker would refuse the partition's other acknowledgements with them): they
+are reported failed at once (see ``internals/fetch/acquisition_locks.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import ShareConsumerConfig
 from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements, AcknowledgeType
+from kafkaconsumer.internals.fetch.acquisition_locks import AcquisitionLocks
 from kafkaconsumer.internals.fetch.share_completed_fetch import (
     ShareCompletedFetch,
     ShareConsumerRecord,
@@ -142,6 +145,10 @@ class KafkaShareConsumer:
         # Records kept with RENEW: still held, to be acknowledged by a later call.
         self._renewed: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord]] = {}
         self._current: list[ShareCompletedFetch] = []  # fetched data not yet handed out
+        # Lock deadlines of the records handed out (see acquisition_locks), and the
+        # acknowledgements taken out because their lock ran out, for the next callbacks.
+        self._acquisition_locks = AcquisitionLocks()
+        self._expired: list[tuple[TopicPartition, Acknowledgements]] = []
         self._callback: AcknowledgementCommitCallback | None = None
         self._closed = False
 
@@ -265,8 +272,42 @@ class KafkaShareConsumer:
             self._delivered.clear()
 
     def _take_pending(self) -> dict[int, dict[TopicPartition, Acknowledgements]]:
+        """The pending acknowledgements, to be sent now, without those of records whose lock
+        ran out (they complete failed at once: see acquisition_locks)."""
         pending, self._pending = self._pending, {}
+        if len(self._acquisition_locks):
+            now = self._time.monotonic_ms()
+            lock_ms = self._fetch.acquisition_lock_timeout_ms()
+            for node_acks in pending.values():
+                for tp, acks in list(node_acks.items()):
+                    expired = self._acquisition_locks.take_expired(tp, acks, now, lock_ms)
+                    if expired is not None:
+                        self._expired.append((tp, expired))
+                        self._fetch.record_acknowledgements_failed(len(expired))
+                        if not acks:
+                            del node_acks[tp]
         return pending
+
+    def _lock_deadline(self, cf: ShareCompletedFetch) -> int | None:
+        """When the locks of ``cf``'s records run out (None while no lock duration is known)."""
+        lock_ms = self._fetch.acquisition_lock_timeout_ms()
+        return cf.received_ms + lock_ms if lock_ms else None
+
+    def _drop_if_expired(self, cf: ShareCompletedFetch, now_ms: int) -> bool:
+        """Whether ``cf``'s locks ran out before its records were handed out: then they are
+        the broker's again (another member may have them) and are dropped unacknowledged."""
+        deadline = self._lock_deadline(cf)
+        if deadline is None or deadline > now_ms or cf.is_consumed:
+            return False
+        left = cf.drain()
+        if left:
+            logger.info(
+                "%d fetched records of %s were not handed out: their acquisition lock ran out "
+                "while they waited (poll() more often, or lower max.poll.records)",
+                len(left),
+                cf.tp,
+            )
+        return True
 
     def set_acknowledgement_commit_callback(
         self, callback: AcknowledgementCommitCallback | None
@@ -281,7 +322,8 @@ class KafkaShareConsumer:
 
     def _fire_callbacks(self) -> dict[TopicPartition, Errors.KafkaError | None]:
         results: dict[TopicPartition, Errors.KafkaError | None] = {}
-        settled = self._fetch.take_completed_acknowledgements()
+        settled = self._expired + self._fetch.take_completed_acknowledgements()
+        self._expired = []
         for tp, acks in settled:
             error = acks.exception()
             if tp not in results or error is not None:
@@ -359,11 +401,15 @@ class KafkaShareConsumer:
             self._session_generation = generation
             self._release_undelivered(send=False)
             self._fetch.release_sessions()
+            self._acquisition_locks.clear()
         self._fetch.set_assignment(self._member.assignment())
 
     def _release_undelivered(self, send: bool = True) -> None:
         """Give back what was fetched but never handed out."""
+        now = self._time.monotonic_ms()
         for cf in self._current:
+            if self._drop_if_expired(cf, now):
+                continue
             left = cf.drain()
             if send:
                 for offset in left:
@@ -376,6 +422,7 @@ class KafkaShareConsumer:
         room = self._max_poll_records
         keep: list[ShareCompletedFetch] = []
         error: Errors.KafkaError | None = None
+        now = self._time.monotonic_ms()
         for cf in self._current:
             code = int(cf.partition_data.get("error_code", 0))
             if code:
@@ -387,7 +434,10 @@ class KafkaShareConsumer:
             if room <= 0 or error is not None:
                 keep.append(cf)
                 continue
+            if self._drop_if_expired(cf, now):
+                continue
             batch = cf.fetch_records(room, self._key_deserializer, self._value_deserializer)
+            self._track_locks(cf, batch.records)
             self._merge_pending(cf.node, cf.tp, batch.acknowledgements)
             for record in batch.records:
                 self._delivered[(cf.tp, record.offset)] = (cf.node, record)
@@ -402,6 +452,11 @@ class KafkaShareConsumer:
         if error is not None and not out:
             raise error
         return out
+
+    def _track_locks(self, cf: ShareCompletedFetch, records: list[ShareConsumerRecord]) -> None:
+        deadline = self._lock_deadline(cf)
+        if deadline is not None and records:
+            self._acquisition_locks.track(cf.tp, [r.offset for r in records], deadline)
 
     def poll(self, timeout_ms: float | Any = 0) -> ConsumerRecords:
         """Records acquired for this consumer, each with ``delivery_count``; waits up to

@@ -71,6 +71,10 @@ class Acknowledgements:
         call for the same offset replaces the earlier one."""
         self._types[offset] = int(ack_type)
 
+    def remove(self, offset: int) -> None:
+        """Drop the acknowledgement of ``offset`` (none is fine)."""
+        self._types.pop(offset, None)
+
     def add_gap(self, offset: int) -> None:
         """Record ``offset`` as a gap (acquired, nothing to deliver)."""
         self._types[offset] = GAP
