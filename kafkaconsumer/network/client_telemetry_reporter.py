@@ -42,25 +42,22 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ClientTelemetryReporter", "resource_attributes"]
 
-# Configuration keys whose values label the client's metrics (Java's ClientTelemetryProvider).
-_RESOURCE_KEYS = {
-    "consumer": (("group.id", "group_id"), ("group.instance.id", "group_instance_id")),
-    "producer": (("transactional.id", "transactional_id"),),
-    "admin": (),
-}
+# Configuration keys whose values label a consumer's metrics (Java's ClientTelemetryProvider).
+_RESOURCE_KEYS = (
+    ("group.id", "group_id"),
+    ("group.instance.id", "group_instance_id"),
+    ("client.rack", "client_rack"),
+)
 
 
-def resource_attributes(config: Mapping[str, Any], client_type: str) -> dict[str, str]:
-    """The OTLP resource attributes of a client: its group (consumer) or transactional id
-    (producer) and ``client_rack``, when set."""
+def resource_attributes(config: Mapping[str, Any]) -> dict[str, str]:
+    """The OTLP resource attributes of a consumer: its group, group instance id and rack,
+    when set."""
     out: dict[str, str] = {}
-    for key, label in _RESOURCE_KEYS.get(client_type, ()):
+    for key, label in _RESOURCE_KEYS:
         value = config.get(key)
         if value is not None and value != "":
             out[label] = str(value)
-    rack = config.get("client.rack")
-    if rack:
-        out["client_rack"] = str(rack)
     return out
 
 
@@ -68,10 +65,9 @@ class ClientTelemetryReporter:
     """The telemetry of one client: the collector of its metrics, the subscription and push
     cycle, and the choice of broker.
 
-    Thread-safety: :meth:`maybe_update` may run on any polling thread, never two at once
-    (``_updating`` is only a hint; the sender's state makes a second request impossible while
-    one is out); the sender and the collector guard themselves. ``_node`` is written by the
-    polling thread.
+    Thread-safety: :meth:`maybe_update` may run on two polling threads at once (the user's
+    and the heartbeat thread): the sender's state lets only one of them make a request; the
+    sender and the collector guard themselves. ``_node`` is a hint either may overwrite.
     """
 
     def __init__(
@@ -80,20 +76,21 @@ class ClientTelemetryReporter:
         config: Mapping[str, Any],
         time: Time,
         *,
-        client_type: str = "consumer",
-        request_timeout_ms: int = 30_000,
-        reconnect_backoff_ms: int = 50,
+        request_timeout_ms: int,
+        reconnect_backoff_ms: int,
     ) -> None:
-        """Report the metrics of ``metrics``, labelled from ``config``."""
+        """Report the metrics of ``metrics``, labelled from ``config``; a request in flight
+        counts ``request_timeout_ms``, a broker not ready yet is looked at again after
+        ``reconnect_backoff_ms``."""
         self._time = time  # set once
         self._request_timeout_ms = request_timeout_ms  # set once
         self._reconnect_backoff_ms = max(1, reconnect_backoff_ms)  # set once
-        self._resource = resource_attributes(config, client_type)  # set once
+        self._resource = resource_attributes(config)  # set once
         self._collector = KafkaMetricsCollector(metrics, time)  # set once
         self.sender = ClientTelemetrySender(  # set once
             time, self._payload, on_temporality_change=self._collector.reset
         )
-        self._node: int | None = None  # the polling thread's: the broker telemetry goes to
+        self._node: int | None = None  # a hint (see the class): the broker telemetry goes to
 
     # ------------------------------------------------------------------ payload -------------
     def _payload(self, subscription: ClientTelemetrySubscription, codec: int) -> tuple[bytes, int]:

@@ -146,7 +146,7 @@ def test_metric_names_follow_javas_convention() -> None:
         "partition": "0",
     }
     assert resource_attributes(
-        {"group.id": "g", "group.instance.id": None, "client.rack": "r1"}, "consumer"
+        {"group.id": "g", "group.instance.id": None, "client.rack": "r1"}
     ) == {
         "group_id": "g",
         "client_rack": "r1",
