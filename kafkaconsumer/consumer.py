@@ -13,6 +13,7 @@ import datetime
 import logging
 import re
 import threading
+import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from kafkaconsumer.listener import ConsumerRebalanceListener, NoOpConsumerRebala
 from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
 from kafkaconsumer.metrics import FetchManagerMetrics, KafkaConsumerMetrics, Metrics
 from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.client_telemetry_reporter import ClientTelemetryReporter
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.record import ConsumerRecord
@@ -159,6 +161,15 @@ class KafkaConsumer:
             NetworkSettings.from_config(cfg), time=self._time, metadata=self._metadata
         )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
+        self._telemetry: ClientTelemetryReporter | None = None
+        if cfg["enable.metrics.push"]:
+            self._telemetry = self._client.telemetry = ClientTelemetryReporter(
+                self._metrics,
+                cfg,
+                self._time,
+                request_timeout_ms=self._request_timeout_ms,
+                reconnect_backoff_ms=int(cfg["reconnect.backoff.ms"]),
+            )
         try:
             self._fetcher = Fetcher(
                 self._client,
@@ -876,6 +887,26 @@ class KafkaConsumer:
         """The consumer's metrics as ``{MetricName: value}`` (Java ``metrics()``)."""
         return self._metrics.metrics()
 
+    def client_instance_id(self, timeout_ms: Timeout = None) -> uuid.UUID | None:
+        """The id the brokers know this client's pushed metrics by (KIP-714; Java
+        ``clientInstanceId(Duration)``), asking a broker for it when it is not known yet and
+        waiting up to ``timeout_ms`` (default ``default.api.timeout.ms``); None when it did not
+        come in time or the cluster takes no client metrics.
+
+        Raises ``IllegalStateError`` when ``enable.metrics.push`` is false, and ``ValueError``
+        for a negative timeout.
+        """
+        ms = to_timeout_ms(timeout_ms, self._default_api_timeout_ms)
+        self._acquire_and_ensure_open()
+        try:
+            if self._telemetry is None:
+                raise Errors.IllegalStateError(
+                    "Telemetry is not enabled. Set config `enable.metrics.push` to `true`."
+                )
+            return self._telemetry.client_instance_id(self._client, ms)
+        finally:
+            self._release()
+
     def wakeup(self) -> None:
         """Make the blocked (or next) :meth:`poll` raise :class:`WakeupError`.
 
@@ -927,6 +958,14 @@ class KafkaConsumer:
                 self._iterating = None
                 self._move_back(batch)
             timer = Timer(self._time, ms)
+            telemetry = self._telemetry
+            if telemetry is not None:
+                # The last push (terminating) gets at most half of what is left, so that the
+                # group is still left in time.
+                self._close_quietly(
+                    "telemetry", lambda: telemetry.close(self._client, timer.remaining_ms // 2)
+                )
+                timer.update()
             self._close_quietly(
                 "coordinator",
                 lambda: (

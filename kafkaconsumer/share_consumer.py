@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -49,6 +50,7 @@ from kafkaconsumer.metrics.share_consumer_metrics import (
     ShareFetchMetricsManager,
 )
 from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.client_telemetry_reporter import ClientTelemetryReporter
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.serialization import resolve_deserializer
@@ -108,6 +110,15 @@ class KafkaShareConsumer:
         )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
         self._metrics = Metrics.from_config(cfg, time=self._time)
+        self._telemetry: ClientTelemetryReporter | None = None
+        if cfg["enable.metrics.push"]:
+            self._telemetry = self._client.telemetry = ClientTelemetryReporter(
+                self._metrics,
+                cfg,
+                self._time,
+                request_timeout_ms=int(cfg["request.timeout.ms"]),
+                reconnect_backoff_ms=int(cfg["reconnect.backoff.ms"]),
+            )
         client_id = str(cfg["client.id"] or "")
         self._member = ShareMembershipManager(
             GroupRebalanceConfig.from_config(cfg),
@@ -376,18 +387,20 @@ class KafkaShareConsumer:
         time, seconds since the last one)."""
         return self._metrics.metrics()
 
-    def client_instance_id(self, timeout_ms: float | Any | None = None) -> Any:
-        """Java ``clientInstanceId(Duration)``: the id the broker gives a client that pushes
-        its metrics (KIP-714). This client never pushes metrics, whatever
-        ``enable.metrics.push`` says, so it has no such id: this raises
-        ``IllegalStateError`` as Java does when ``enable.metrics.push`` is false."""
-        to_timeout_ms(timeout_ms, 0)  # a bad timeout is refused first, as in Java
+    def client_instance_id(self, timeout_ms: float | Any | None = None) -> uuid.UUID | None:
+        """Java ``clientInstanceId(Duration)``: the id the brokers know this client's pushed
+        metrics by (KIP-714), asking a broker for it when it is not known yet and waiting up
+        to ``timeout_ms`` (default ``default.api.timeout.ms``); None when it did not come in
+        time or the cluster takes no client metrics. Raises ``IllegalStateError`` when
+        ``enable.metrics.push`` is false, as Java does."""
+        ms = to_timeout_ms(timeout_ms, self._default_api_timeout_ms)
         self._acquire_and_ensure_open()
         try:
-            raise Errors.IllegalStateError(
-                "Telemetry is not enabled: this client does not push client metrics (KIP-714), "
-                "so it has no client instance id."
-            )
+            if self._telemetry is None:
+                raise Errors.IllegalStateError(
+                    "Telemetry is not enabled. Set config `enable.metrics.push` to `true`."
+                )
+            return self._telemetry.client_instance_id(self._client, ms)
         finally:
             self._release()
 
@@ -562,6 +575,10 @@ class KafkaShareConsumer:
             self._client.disable_wakeups()
             timer = self._time.timer(to_timeout_ms(timeout_ms, 30_000))
             try:
+                if self._telemetry is not None:
+                    # The terminating push gets at most half of the time left.
+                    self._telemetry.close(self._client, timer.remaining_ms // 2)
+                    timer.update()
                 self._settle_delivered()
                 self._release_undelivered()
                 handed = self._fetch.send_acknowledgements(self._take_pending(), close=True)

@@ -44,7 +44,8 @@ Settings for tests on every node: ``group.min.session.timeout.ms=500``,
 ``group.initial.rebalance.delay.ms=0``, short KIP-848 minimums
 (``group.consumer.min.session.timeout.ms``, ``group.consumer.min.heartbeat.interval.ms``),
 internal topics sized for the node count, ``auto.create.topics.enable`` as Kafka's default (on).
-``extra_config`` adds or overrides broker properties. Nodes run with :data:`TEST_JVM_OPTIONS`
+``extra_config`` adds or overrides broker properties, ``extra_classpath`` puts broker plugins
+after the jars (the telemetry receiver of ``telemetry_receiver.py``). Nodes run with :data:`TEST_JVM_OPTIONS`
 and a 512 MiB heap (``KAFKACONSUMER_KAFKA_HEAP``); ``jvm_options=()`` for full-speed benchmarks.
 
 Processes. Each node is a ``java -cp <libs>/* kafka.Kafka`` child with a capped heap; ready when
@@ -496,8 +497,10 @@ class KafkaNode:
         props: Mapping[str, str],
         libs: Path,
         jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
+        classpath: tuple[str, ...] = (),
     ) -> None:
-        """Describe the node; nothing runs until :meth:`start` (the cluster formats first)."""
+        """Describe the node; nothing runs until :meth:`start` (the cluster formats first).
+        ``classpath`` entries follow the broker jars (plugins such as metric reporters)."""
         self.node_id = node_id
         self.roles = roles
         #: Listener name -> port on 127.0.0.1 (``PLAINTEXT``, ``CONTROLLER``, ...).
@@ -506,6 +509,7 @@ class KafkaNode:
         self.props = dict(props)
         self.libs = libs
         self.jvm_options = tuple(jvm_options)
+        self.classpath = tuple(classpath)
         self.config_path = workdir / f"node-{node_id}.properties"
         self.log_path = workdir / f"node-{node_id}.log"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -546,7 +550,7 @@ class KafkaNode:
             "-Djava.awt.headless=true",
             f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
             "-cp",
-            f"{self.libs}/*",
+            os.pathsep.join((f"{self.libs}/*", *self.classpath)),
             main_class,
             *args,
         ]
@@ -657,6 +661,8 @@ class KafkaCluster:
         (see :class:`Security`; ``cluster.security`` after start).
     :param jvm_options: JVM flags of every node (:data:`TEST_JVM_OPTIONS` by default; ``()`` for
         the full JIT, as the benchmarks want).
+    :param extra_classpath: class-path entries after the broker jars of every node, for broker
+        plugins (the telemetry receiver of ``benchmarks/harness/telemetry_receiver.py``).
     :param stock: a single node with the ``server.properties`` Kafka ships (roles, node id,
         listeners, quorum, log dirs and replication factors of 1) and every other setting at the
         broker's default, such as a user's own cluster has; no test settings.
@@ -672,6 +678,7 @@ class KafkaCluster:
         security: bool = False,
         jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
         stock: bool = False,
+        extra_classpath: tuple[str | Path, ...] = (),
     ) -> None:
         """Describe the cluster; nothing is fetched or started until :meth:`start`."""
         if brokers < 1:
@@ -684,6 +691,7 @@ class KafkaCluster:
         self.racks = racks
         self.extra_config = dict(extra_config or {})
         self.jvm_options = tuple(jvm_options)
+        self.extra_classpath = tuple(str(p) for p in extra_classpath)
         self.with_security = security
         self._security_props: dict[str, str] = {}
         #: The secured listeners (None unless started with ``security=True``).
@@ -1063,7 +1071,16 @@ class KafkaCluster:
         for node_id, roles in layout:
             data = root / f"data-{node_id}"
             props = self._props(node_id, roles, ports[node_id], voters, data)
-            node = KafkaNode(node_id, roles, ports[node_id], root, props, libs, self.jvm_options)
+            node = KafkaNode(
+                node_id,
+                roles,
+                ports[node_id],
+                root,
+                props,
+                libs,
+                self.jvm_options,
+                self.extra_classpath,
+            )
             node.write_config()
             self.nodes[node_id] = node
         if self.security is not None:

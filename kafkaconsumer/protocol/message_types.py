@@ -101,6 +101,8 @@ __all__ = [
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
     "FindCoordinatorResponseCoordinator",
+    "GetTelemetrySubscriptionsRequest",
+    "GetTelemetrySubscriptionsResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "IncrementalAlterConfigsRequest",
@@ -170,6 +172,8 @@ __all__ = [
     "ProduceResponseResponsePartitionResponse",
     "ProduceResponseResponsePartitionResponseCurrentLeader",
     "ProduceResponseResponsePartitionResponseRecordError",
+    "PushTelemetryRequest",
+    "PushTelemetryResponse",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
@@ -1438,6 +1442,43 @@ class ConsumerGroupDescribeResponse(TypedDict):
 
     throttle_time_ms: int
     groups: list[ConsumerGroupDescribeResponseGroup]
+
+
+class GetTelemetrySubscriptionsRequest(TypedDict, total=False):
+    """GetTelemetrySubscriptions (key 71) request body, v0."""
+
+    client_instance_id: uuid.UUID
+
+
+class GetTelemetrySubscriptionsResponse(TypedDict):
+    """GetTelemetrySubscriptions (key 71) response body, v0."""
+
+    throttle_time_ms: int
+    error_code: int
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval_ms: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
+
+
+class PushTelemetryRequest(TypedDict, total=False):
+    """PushTelemetry (key 72) request body, v0."""
+
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    terminating: bool
+    compression_type: int
+    metrics: bytes
+
+
+class PushTelemetryResponse(TypedDict):
+    """PushTelemetry (key 72) response body, v0."""
+
+    throttle_time_ms: int
+    error_code: int
 
 
 class ShareGroupHeartbeatRequest(TypedDict, total=False):

@@ -46,7 +46,9 @@ added: use :func:`response_frame` to frame a malformed body), or never answers (
 
 Default handlers:
 
-* ApiVersions: the ranges of :data:`~kafkaconsumer.protocol.SUPPORTED_VERSIONS`, or those given
+* ApiVersions: the ranges of :data:`~kafkaconsumer.protocol.SUPPORTED_VERSIONS` except the
+  client telemetry APIs (GetTelemetrySubscriptions, PushTelemetry: :data:`DEFAULT_API_VERSIONS`,
+  as a broker without a telemetry receiver advertises), or those given
   as ``api_versions=`` / :meth:`FakeCluster.set_api_versions` (per node if wanted). A request at a
   version we cannot decode, or above the advertised ApiVersions range, gets the v0
   UNSUPPORTED_VERSION answer a real broker gives. Other APIs are served at any version we
@@ -147,6 +149,7 @@ from kafkaconsumer.protocol.schema import Field
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DEFAULT_API_VERSIONS",
     "FakeCluster",
     "FakeBroker",
     "Reply",
@@ -156,6 +159,12 @@ __all__ = [
     "response_frame",
     "ScriptEntry",
 ]
+
+#: What the fake brokers advertise by default: every API we implement but the client telemetry
+#: ones (71, 72), which Apache Kafka advertises only with a telemetry receiver configured.
+DEFAULT_API_VERSIONS: dict[int, tuple[int, int]] = {
+    key: versions for key, versions in SUPPORTED_VERSIONS.items() if key not in (71, 72)
+}
 
 # API keys used by the defaults (plain ints so this module reads without the enum).
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
@@ -543,7 +552,7 @@ class FakeCluster:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._api_versions: dict[int | None, dict[int, tuple[int, int]]] = {
-            None: dict(api_versions if api_versions is not None else SUPPORTED_VERSIONS)
+            None: dict(api_versions if api_versions is not None else DEFAULT_API_VERSIONS)
         }
         self._topics: dict[str, _Topic] = {}
         self._groups: dict[str, _Group] = {}
