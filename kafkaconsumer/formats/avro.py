@@ -124,6 +124,16 @@ class AvroDeserializer(Deserializer):
         return self._reader
 
     @property
+    def plain_schema(self) -> Any:
+        """The parsed schema of unframed records (None with a registry)."""
+        return self._plain
+
+    @property
+    def is_key(self) -> bool:
+        """Whether this deserializer reads keys (it looks for ``__key_schema_id`` then)."""
+        return self._is_key
+
+    @property
     def registry(self) -> SchemaRegistryClient | None:
         """The registry client (None for plain Avro)."""
         return self._registry
