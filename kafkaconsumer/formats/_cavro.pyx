@@ -18,7 +18,10 @@ class AvroDataError(ValueError):
 
 
 cdef class Cursor:
-    """A read position in one payload."""
+    """A read position in one payload.
+
+    Thread-safety: one decode call's own.
+    """
     cdef const uint8_t* pos
     cdef const uint8_t* end
 
@@ -56,7 +59,10 @@ cdef inline int read_int(Cursor c, int32_t* out) except -1:
 
 
 cdef class Buf:
-    """A growable byte buffer."""
+    """A growable byte buffer.
+
+    Thread-safety: belongs to one builder (see Builder).
+    """
     cdef char* data
     cdef Py_ssize_t size
     cdef Py_ssize_t cap
@@ -93,7 +99,10 @@ cdef class Buf:
 
 
 cdef class Builder:
-    """One Arrow column being built: its validity (a byte per value) and length."""
+    """One Arrow column being built: its validity (a byte per value) and length.
+
+    Thread-safety: not thread-safe; AvroColumnDecoder holds its lock around every use.
+    """
     cdef Buf valid
     cdef public Py_ssize_t length
     cdef Py_ssize_t nulls
@@ -475,6 +484,11 @@ cdef class ListBuilder(Builder):
 # ---- nodes: read one writer value, append the reader's value ----
 
 cdef class Node:
+    """Reads one writer value and appends the reader's value to its builder.
+
+    Thread-safety: immutable once built; it writes to builders, used under their owner's lock.
+    """
+
     cdef int read(self, Cursor c) except -1:
         raise NotImplementedError
 

@@ -80,7 +80,10 @@ def _short(name: str) -> str:
 
 
 class _Schemas:
-    """A parsed (fastavro) schema's named types, to follow references by name."""
+    """A parsed (fastavro) schema's named types, to follow references by name.
+
+    Thread-safety: read-only once built.
+    """
 
     def __init__(self, parsed: Any) -> None:
         self.named: dict[str, Any] = (
@@ -172,7 +175,10 @@ def _skip(schema: Any, names: _Schemas, open_names: frozenset[str] = frozenset()
 
 
 class _Planner:
-    """Resolves one writer schema against the reader's builders."""
+    """Resolves one writer schema against the reader's builders.
+
+    Thread-safety: used by one thread, under AvroColumnDecoder's lock.
+    """
 
     def __init__(self, writer: Any, reader: Any) -> None:
         self.writer = _Schemas(writer)
