@@ -240,3 +240,36 @@ def test_trigger_timer_rebootstraps_when_metadata_never_comes(make_client: Facto
         poll_until(cnc, lambda: len(cluster.requests(ApiKey.METADATA)) >= 2)
         poll_until(cnc, lambda: bool(rebootstraps))
         assert rebootstraps == [1]
+
+
+def test_rebootstrap_looks_the_bootstrap_name_up_again(
+    make_client: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bootstrap.servers is a name: when every broker it led to is gone, the rebootstrap
+    connects through the name again, which now leads to another cluster."""
+    import socket
+
+    real_getaddrinfo = socket.getaddrinfo
+    with FakeCluster(topics={"t": 1}) as a, FakeCluster(topics={"t": 1}, cluster_id="b") as b:
+        target = {"port": a.brokers[0].port}
+
+        def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+            if host in (b"kafka.test", "kafka.test"):
+                return real_getaddrinfo("127.0.0.1", target["port"], *args, **kwargs)
+            return real_getaddrinfo(host, port, *args, **kwargs)
+
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+        cnc = make_client("kafka.test:9092")
+        md = cnc.metadata
+        assert md is not None
+        md.set_topics(["t"])
+        cnc.await_metadata_update(5000)
+        assert md.cluster.cluster_id == "fake-cluster"
+        rebootstraps = count_rebootstraps(cnc)
+        target["port"] = b.brokers[0].port
+        a.kill(0)
+        md.request_update()
+        poll_until(cnc, lambda: md.cluster.cluster_id == "b")
+        assert rebootstraps == [1]
+        broker = md.cluster.broker(0)
+        assert broker is not None and broker.port == b.brokers[0].port
