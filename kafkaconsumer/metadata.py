@@ -334,6 +334,19 @@ class Metadata:
         self._request_version += 1
         return self._update_version
 
+    def rebootstrap(self) -> None:
+        """Forget the cluster (brokers, partitions, cluster id), so that the network client
+        goes back to ``bootstrap.servers``, and ask for a full refresh (Java:
+        ``Metadata.rebootstrap``, with ``metadata.recovery.strategy=rebootstrap``).
+
+        :attr:`update_version` does not move: whoever waits for metadata waits for the answer
+        of the new bootstrap.
+        """
+        with self._lock:
+            logger.info("metadata: rebootstrapping, the cluster view is dropped")
+            self._cluster = Cluster.empty()
+            self._request_update_locked()
+
     def handle_error(self, error: BaseException) -> bool:
         """Request a refresh when ``error``'s class says the metadata is stale
         (``invalid_metadata``, e.g. NOT_LEADER_OR_FOLLOWER); True when it did."""

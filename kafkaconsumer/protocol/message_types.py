@@ -469,7 +469,7 @@ class MetadataRequestTopic(TypedDict, total=False):
 
 
 class MetadataRequest(TypedDict, total=False):
-    """Metadata (key 3) request body, v0-12."""
+    """Metadata (key 3) request body, v0-13."""
 
     topics: list[MetadataRequestTopic] | None  # nullable v1+
     allow_auto_topic_creation: bool  # v4+
@@ -510,7 +510,7 @@ class MetadataResponseTopic(TypedDict):
 
 
 class MetadataResponse(TypedDict):
-    """Metadata (key 3) response body, v0-12."""
+    """Metadata (key 3) response body, v0-13."""
 
     throttle_time_ms: int  # v3+
     brokers: list[MetadataResponseBroker]
@@ -518,6 +518,7 @@ class MetadataResponse(TypedDict):
     controller_id: int  # v1+
     topics: list[MetadataResponseTopic]
     cluster_authorized_operations: int  # v8-10
+    error_code: int  # v13+
 
 
 class OffsetCommitRequestTopicPartition(TypedDict, total=False):
@@ -877,10 +878,12 @@ class SaslHandshakeResponse(TypedDict):
 
 
 class ApiVersionsRequest(TypedDict, total=False):
-    """ApiVersions (key 18) request body, v0-4."""
+    """ApiVersions (key 18) request body, v0-5."""
 
     client_software_name: str  # v3+
     client_software_version: str  # v3+
+    cluster_id: str | None  # v5+, nullable v5+
+    node_id: int  # v5+
 
 
 class ApiVersionsResponseApiKey(TypedDict):
@@ -908,7 +911,7 @@ class ApiVersionsResponseFinalizedFeature(TypedDict):
 
 
 class ApiVersionsResponse(TypedDict):
-    """ApiVersions (key 18) response body, v0-4."""
+    """ApiVersions (key 18) response body, v0-5."""
 
     error_code: int
     api_keys: list[ApiVersionsResponseApiKey]

@@ -196,6 +196,7 @@ _UNKNOWN_LEADER_EPOCH = 75
 _MEMBER_ID_REQUIRED = 79
 _FENCED_INSTANCE_ID = 82
 _UNKNOWN_TOPIC_ID = 100
+_REBOOTSTRAP_REQUIRED = 129
 
 _AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 _MAX_FRAME = 100 * 1024 * 1024
@@ -1391,6 +1392,12 @@ class FakeCluster:
             # An older broker: the v0 answer with UNSUPPORTED_VERSION, so the client retries lower.
             answer = {"error_code": _UNSUPPORTED_VERSION, "api_keys": api_keys}
             return Reply(raw=encode_response(API_VERSIONS, 0, header.correlation_id, answer))
+        expected = body.get("cluster_id")
+        if header.api_version >= 5 and expected is not None:
+            # As an Apache Kafka 4.4 broker (KIP-1242): a client that names another cluster, or
+            # another node, than this one is told to rebootstrap.
+            if expected != self.cluster_id or body.get("node_id") != node:
+                return {"error_code": _REBOOTSTRAP_REQUIRED, "api_keys": [], "throttle_time_ms": 0}
         return {"error_code": _NONE, "api_keys": api_keys, "throttle_time_ms": 0}
 
     def _live(self) -> list[FakeBroker]:
