@@ -29,8 +29,10 @@ PARTITIONS = [TopicPartition("t", p) for p in range(6)]
 CODECS = ["lz4", "zstd", "gzip", "snappy", "none", "lz4"]
 
 
-def _data(tp: TopicPartition, batches: int = 3, per_batch: int = 40) -> bytes:
-    """A partition's fetched bytes: a few batches of that partition's codec."""
+def _data(
+    tp: TopicPartition, batches: int = 3, per_batch: int = 40, codec: str | None = None
+) -> bytes:
+    """A partition's fetched bytes: a few batches of ``codec`` (default: the partition's)."""
     out = b""
     for b in range(batches):
         base = b * per_batch
@@ -38,7 +40,7 @@ def _data(tp: TopicPartition, batches: int = 3, per_batch: int = 40) -> bytes:
             (b"k%d" % i, b"%d-%d-" % (tp.partition, base + i) + b"v" * 300, [], 1000 + i)
             for i in range(per_batch)
         ]
-        out += encode_batch(records, base_offset=base, compression=CODECS[tp.partition])
+        out += encode_batch(records, base_offset=base, compression=codec or CODECS[tp.partition])
     return out
 
 
@@ -123,6 +125,28 @@ def test_pool_threads_check_and_decompress_the_partitions_ahead(
     pooled = [name for name in where if name.startswith("kafkaconsumer-arrow-decode")]
     assert len(pooled) >= 3 * 4 - 3
     assert len(where) == 5 * 3  # each compressed batch decompressed once
+
+
+def test_small_uncompressed_partitions_stay_on_the_polling_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Their preparation would be a CRC check of a few KB: less than handing it over costs.
+    submitted: list[Any] = []
+    real = DecodePool.submit
+
+    def recording(self: DecodePool, fn: Any, *args: Any) -> Any:
+        submitted.append(args[0].tp)
+        return real(self, fn, *args)
+
+    monkeypatch.setattr(DecodePool, "submit", recording)
+    parts = {tp: _data(tp, codec="lz4" if tp.partition == 5 else "none") for tp in PARTITIONS}
+    f, client, _subs = _fetcher(arrow_decode_threads=3)
+    try:
+        rows, _sizes = _read_all(f, client, parts, 100_000)
+    finally:
+        f.close()
+    assert len(rows) == 6 * 120
+    assert submitted == [PARTITIONS[5]]
 
 
 def test_pool_decodes_whole_partitions_without_the_cython_decoder(

@@ -82,8 +82,28 @@ class _Ahead:
         while self._next < len(self._queue) and self._next <= i + self._window:
             nxt = self._queue[self._next]
             self._next += 1
-            if nxt.prepared is None:
+            if nxt.prepared is None and _worth_preparing(nxt.partition_data.get("records")):
                 nxt.prepared = self._pool.submit(self._work, nxt, self._options(nxt))
+
+
+# Uncompressed data is only handed to the pool from this size on: its preparation is a CRC
+# check (about 0.1 ms a MiB), and below that the hand-over and the GIL changing hands cost
+# about as much as they save (measured on 1,000 partitions of 50 KB: 0.07 us more CPU per
+# record with the pool than without).
+_MIN_UNCOMPRESSED_BYTES = 1 << 20
+# Where the first batch's attributes are (v2: baseOffset, batchLength, partitionLeaderEpoch,
+# magic, crc); their low three bits name the codec.
+_ATTRIBUTES_LOW_BYTE = 22
+
+
+def _worth_preparing(raw: Any) -> bool:
+    """Whether the pool's work on this data saves more than it costs: compressed data (its
+    decompression is most of its decoding), or a large uncompressed piece."""
+    if not raw:
+        return False
+    if len(raw) >= _MIN_UNCOMPRESSED_BYTES:
+        return True
+    return len(raw) > _ATTRIBUTES_LOW_BYTE and raw[16] == 2 and bool(raw[_ATTRIBUTES_LOW_BYTE] & 7)
 
 
 def _data_bytes(batch: Any) -> int:
