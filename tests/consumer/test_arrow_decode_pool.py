@@ -99,6 +99,31 @@ def test_pool_hands_out_what_one_thread_does(max_records: int) -> None:
         assert position is not None and position.offset == 120
 
 
+def _finished_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the pool run each piece of work at once, on a thread of its own, before
+    ``submit`` returns: which thread does what no longer depends on scheduling (the polling
+    thread does a piece itself when no worker has started it yet)."""
+    from concurrent.futures import Future
+
+    def submit(self: DecodePool, fn: Any, *args: Any) -> Future[Any] | None:
+        if not self.active:
+            return None
+        future: Future[Any] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(fn(*args))
+            except Exception as exc:  # noqa: BLE001 - handed to the future, as an executor does
+                future.set_exception(exc)
+
+        worker = threading.Thread(target=run, name="kafkaconsumer-arrow-decode-test")
+        worker.start()
+        worker.join()
+        return future
+
+    monkeypatch.setattr(DecodePool, "submit", submit)
+
+
 def test_pool_threads_check_and_decompress_the_partitions_ahead(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -114,6 +139,7 @@ def test_pool_threads_check_and_decompress_the_partitions_ahead(
         return real(*args)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(_carrow, "decompress_payload", recording)
+    _finished_at_once(monkeypatch)
     parts = {tp: _data(tp) for tp in PARTITIONS}
     f, client, _subs = _fetcher(arrow_decode_threads=2)
     try:
@@ -121,10 +147,11 @@ def test_pool_threads_check_and_decompress_the_partitions_ahead(
     finally:
         f.close()
     assert sizes == [6 * 120]
-    # The first partition is the polling thread's; the compressed ones after it are the pool's.
+    # The first partition (lz4) is the polling thread's; the compressed ones after it (zstd,
+    # gzip, snappy, lz4: three batches each) are the pool's, and none is decompressed twice.
     pooled = [name for name in where if name.startswith("kafkaconsumer-arrow-decode")]
-    assert len(pooled) >= 3 * 4 - 3
-    assert len(where) == 5 * 3  # each compressed batch decompressed once
+    assert len(pooled) == 4 * 3
+    assert len(where) == 5 * 3
 
 
 def test_small_uncompressed_partitions_stay_on_the_polling_thread(
@@ -163,15 +190,19 @@ def test_pool_decodes_whole_partitions_without_the_cython_decoder(
     monkeypatch.setattr(arrow, "decode_fetched_arrow", recording)
     parts = {tp: _data(tp) for tp in PARTITIONS}
     one, client1, _ = _fetcher(arrow_decode_threads=1)
+    alone = _read_all(one, client1, parts, 100)
+    one.close()
+    _finished_at_once(monkeypatch)
+    calls.clear()
     pooled, client3, _ = _fetcher(arrow_decode_threads=3)
     try:
-        alone = _read_all(one, client1, parts, 100)
         together = _read_all(pooled, client3, parts, 100)
     finally:
-        one.close()
         pooled.close()
     assert together == alone
-    assert any(name.startswith("kafkaconsumer-arrow-decode") for name in calls)
+    # Every compressed partition after the first was decoded whole on the pool, once; the
+    # first and the small uncompressed one on the polling thread.
+    assert sorted(calls) == ["MainThread"] * 2 + ["kafkaconsumer-arrow-decode-test"] * 4
 
 
 def test_corrupt_partition_raises_with_its_place_when_the_pool_prepared_it() -> None:
