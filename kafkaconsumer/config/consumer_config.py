@@ -286,10 +286,10 @@ def consumer_keys() -> list[ConfigKey]:
         _k(
             "arrow.decode.threads",
             T.INT,
-            0,
+            1,
             "Threads that decode poll_arrow()'s partitions, the polling thread included: the "
             "others check CRCs and decompress the partitions ahead while it assembles the "
-            "columns. 0: one per processor core, at most 4; 1: the polling thread alone.",
+            "columns. 1: the polling thread alone; 0: one per processor core, at most 4.",
             L,
             _Range(0, 64),
             python_only=True,

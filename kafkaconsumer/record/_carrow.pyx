@@ -69,11 +69,14 @@ cdef int64_t _MAX_COLUMN_BYTES = INT32_MAX
 # them: a fresh block of tens of MB is mapped anew by the allocator and faults in page by
 # page (on 1 KiB lz4 values, 40% of the Arrow path's time went to page faults, and a poll of
 # 100,000 such rows needs 100 MB of values). At most _POOL_SLOTS blocks and _POOL_LIMIT bytes
-# are held; only touched with the GIL held (Grow objects are made and freed under it).
+# are held: kept blocks are resident memory, and a poll_arrow() batch bounded by
+# arrow.poll.max.bytes (16 MiB) needs a value block of about that size, while the caller holds
+# the last one, so two or three of them serve; only touched with the GIL held (Grow objects
+# are made and freed under it).
 cdef enum:
     _POOL_SLOTS = 4
 cdef Py_ssize_t _POOL_MIN = 1 << 20
-cdef Py_ssize_t _POOL_LIMIT = 256 << 20
+cdef Py_ssize_t _POOL_LIMIT = 64 << 20
 cdef char* _pool_p[_POOL_SLOTS]
 cdef Py_ssize_t _pool_cap[_POOL_SLOTS]
 cdef int _pool_n = 0

@@ -7,7 +7,8 @@ assembles the partition before it into the poll's columns, in order. Positions, 
 errors stay the polling thread's: a piece of work that fails is only left undone, and the
 polling thread meets the failure itself when it decodes that partition.
 
-``arrow.decode.threads`` sizes it (the polling thread counts as one); the threads start with
+``arrow.decode.threads`` sizes it (the polling thread counts as one; the default 1 means no
+pool, see docs/spark.md for why); the threads start with
 the first ``poll_arrow()`` that has several partitions to decode, so ``poll()`` alone never
 starts them.
 """
