@@ -14,8 +14,8 @@ The Arrow readers (``kafkaconsumer.record.arrow.decode_fetched_arrow``: Cython, 
 twin) build one ``pyarrow.RecordBatch`` per response and count the non-null values of its
 ``value`` column; they run when pyarrow is installed. "ours Arrow poll" is the shape
 ``poll_arrow(max_records=100_000)`` has (benchmarks/consume.py): responses decoded into one
-builder until it holds 100,000 rows, one batch per 100,000 rows, the last one kept while the
-next is built (on 1 KiB values that is two batches of about 100 MB).
+builder until it holds 100,000 rows or ``arrow.poll.max.bytes`` of keys and values (16 MiB
+by default: on 1 KiB values about 16,000 rows), the last batch kept while the next is built.
 
 Every reader checks CRCs (our decoders with check_crcs=True, the others through
 ``batch.validate_crc()``, as their consumers do by default) and reads every record's value;
@@ -135,9 +135,13 @@ POLL_ROWS = 100_000
 
 def read_arrow_poll() -> Callable[[bytes], int]:
     """Our Arrow decoder as ``poll_arrow(max_records=POLL_ROWS)`` uses it: responses decoded
-    into one builder until it holds POLL_ROWS rows, then one record batch, which is kept until
-    the next one is made (a caller holds the last poll's batch while it polls again)."""
+    into one builder until it holds POLL_ROWS rows or the default ``arrow.poll.max.bytes``,
+    then one record batch, which is kept until the next one is made (a caller holds the last
+    poll's batch while it polls again)."""
+    from kafkaconsumer.config import config_default
     from kafkaconsumer.record import arrow
+
+    max_bytes = int(config_default("arrow.poll.max.bytes"))
 
     state: dict[str, Any] = {"builder": None, "held": None}
 
@@ -150,7 +154,7 @@ def read_arrow_poll() -> Callable[[bytes], int]:
         except Exception:
             state["builder"] = None  # a builder that failed holds part of the data
             raise
-        if builder.num_rows >= POLL_ROWS:
+        if builder.num_rows >= POLL_ROWS or builder.data_bytes >= max_bytes:
             batch, _epochs = builder.finish()
             state["held"], state["builder"] = batch, None
         return int(rows)

@@ -284,6 +284,29 @@ def consumer_keys() -> list[ConfigKey]:
             python_only=True,
         ),
         _k(
+            "arrow.decode.threads",
+            T.INT,
+            1,
+            "Threads that decode poll_arrow()'s partitions, the polling thread included: the "
+            "others check CRCs and decompress the partitions ahead while it assembles the "
+            "columns. 1: the polling thread alone; 0: one per processor core, at most 4.",
+            L,
+            _Range(0, 64),
+            python_only=True,
+        ),
+        _k(
+            "arrow.poll.max.bytes",
+            T.INT,
+            16 * 1024 * 1024,
+            "poll_arrow() stops adding partitions to its record batch once their decoded keys "
+            "and values reach this many bytes (at least one partition's data is returned), so "
+            "that a batch of large values is bounded in memory as fetch.max.bytes bounds what "
+            "is fetched; max.poll.records still bounds its rows.",
+            L,
+            _Range(1),
+            python_only=True,
+        ),
+        _k(
             "internal.cooperative.rejoin.delay.ms",
             T.INT,
             0,

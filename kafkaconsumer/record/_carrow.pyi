@@ -36,11 +36,40 @@ class _Columns:
     def num_rows(self) -> int:
         """Rows decoded so far."""
 
+    @property
+    def data_bytes(self) -> int:
+        """Key and value bytes decoded so far."""
+
     def segments(self) -> tuple[Grow, Grow, Grow]:
         """``(topic_offsets, topic_data, partitions)`` of a builder's rows."""
 
     def result(self) -> ArrowColumns:
         """The buffers, column by column."""
+
+class Prepared:
+    """One partition's v2 batches CRC-checked and decompressed ahead of decoding."""
+
+    @property
+    def size(self) -> int:
+        """Length of the data it was made from."""
+
+    @property
+    def crc_checked(self) -> bool:
+        """Whether the CRCs of its batches were checked."""
+
+    @property
+    def num_batches(self) -> int:
+        """Batches prepared (from the start of the data, in order)."""
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of decompressed payloads held."""
+
+def prepare_batches(
+    data: bytes | bytearray | memoryview, fetch_offset: int, check_crcs: bool = True
+) -> Prepared:
+    """Check the CRC-32C of ``data``'s v2 batches and decompress their records ahead of
+    ``decode_columns(..., prepared=)``; stops, raising nothing, at a batch it cannot prepare."""
 
 def new_builder(data_size: int, include_headers: bool) -> _Columns:
     """Columns that several ``decode_columns(..., into=builder)`` calls append to."""
@@ -57,6 +86,7 @@ def decode_columns(
     aborted_transactions: Iterable[Mapping[str, int]] | None = None,
     include_headers: bool = False,
     into: None = None,
+    prepared: Prepared | None = None,
 ) -> tuple[int, ArrowColumns, int, bool]:
     """Decode a Fetch response partition's ``records`` into Arrow column buffers."""
 
@@ -72,6 +102,7 @@ def decode_columns(
     aborted_transactions: Iterable[Mapping[str, int]] | None = None,
     include_headers: bool = False,
     into: _Columns,
+    prepared: Prepared | None = None,
 ) -> tuple[int, None, int, bool]:
     """Append the records to the builder ``into``; ``columns`` is None."""
 

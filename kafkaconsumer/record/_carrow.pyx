@@ -18,12 +18,18 @@ The result is ``(n, columns, next_offset, partial)``; ``columns`` is a
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
+from libc.stdint cimport INT32_MAX, int16_t, int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 from kafkaconsumer.record._wire cimport (
+    ATTR_CODEC_MASK,
+    ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
+    LOG_OVERHEAD,
+    V2_ATTRIBUTES_OFFSET,
+    V2_HEADER_SIZE,
+    V2_MIN_BATCH_LENGTH,
     BatchHeader,
     NOGIL_MIN_BYTES,
     HeaderSpan,
@@ -36,6 +42,10 @@ from kafkaconsumer.record._wire cimport (
     kc_crc32c_init,
     kc_crc32c_sw,
     legacy_rows,
+    rd_i16,
+    rd_i32,
+    rd_i64,
+    rd_u32,
     next_batch,
     read_header,
     scan_plain_record,
@@ -59,11 +69,14 @@ cdef int64_t _MAX_COLUMN_BYTES = INT32_MAX
 # them: a fresh block of tens of MB is mapped anew by the allocator and faults in page by
 # page (on 1 KiB lz4 values, 40% of the Arrow path's time went to page faults, and a poll of
 # 100,000 such rows needs 100 MB of values). At most _POOL_SLOTS blocks and _POOL_LIMIT bytes
-# are held; only touched with the GIL held (Grow objects are made and freed under it).
+# are held: kept blocks are resident memory, and a poll_arrow() batch bounded by
+# arrow.poll.max.bytes (16 MiB) needs a value block of about that size, while the caller holds
+# the last one, so two or three of them serve; only touched with the GIL held (Grow objects
+# are made and freed under it).
 cdef enum:
     _POOL_SLOTS = 4
 cdef Py_ssize_t _POOL_MIN = 1 << 20
-cdef Py_ssize_t _POOL_LIMIT = 256 << 20
+cdef Py_ssize_t _POOL_LIMIT = 64 << 20
 cdef char* _pool_p[_POOL_SLOTS]
 cdef Py_ssize_t _pool_cap[_POOL_SLOTS]
 cdef int _pool_n = 0
@@ -324,6 +337,11 @@ cdef class _Columns:
     def num_rows(self):
         """Rows decoded so far."""
         return self.rows
+
+    @property
+    def data_bytes(self):
+        """Key and value bytes decoded so far."""
+        return self.key_data.n + self.value_data.n
 
     def segments(self):
         """``(topic_offsets, topic_data, partitions)`` of a builder's rows."""
@@ -645,14 +663,14 @@ cdef int _parse_records(_Columns c, const unsigned char* buf, Py_ssize_t pos, Py
 
 cdef int64_t _decode_v2(_Columns c, const unsigned char* buf, object mv, Py_ssize_t pos,
                         Py_ssize_t size, object topic, int partition, int64_t fetch_offset,
-                        bint check_crcs, object txns) except? -1:
+                        bint check_crcs, object txns, object decompress) except? -1:
     cdef BatchHeader b
     cdef bint wanted
     cdef const unsigned char* pbuf
     cdef Py_ssize_t ppos, pend
     # payload (the decompressed records, if any) stays referenced while they are parsed.
     payload = v2_batch(buf, mv, pos, size, fetch_offset, check_crcs, txns, True,
-                       decompress_payload, CorruptRecordError, _Corrupt, topic, partition, &b,
+                       decompress, CorruptRecordError, _Corrupt, topic, partition, &b,
                        &wanted, &pbuf, &ppos, &pend)
     if wanted:
         try:
@@ -742,7 +760,7 @@ cdef int _fill_segment(_Columns c, bytes topic, int32_t partition, Py_ssize_t fi
 
 def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint check_crcs=True,
                    bint read_committed=False, aborted_transactions=None,
-                   bint include_headers=False, _Columns into=None):
+                   bint include_headers=False, _Columns into=None, Prepared prepared=None):
     """Decode a Fetch response partition's ``records`` into Arrow column buffers.
 
     Returns ``(rows, columns, next_offset, partial)`` with ``columns`` a
@@ -750,6 +768,8 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
     ``decode_fetched_records`` (docs/internals.md, record/). With ``into`` (a builder from
     :func:`new_builder`) the rows are appended there, with their topic and partition, and
     ``columns`` is None. After an error a builder holds part of the partition: drop it.
+    With ``prepared`` (:func:`prepare_batches` of the same ``data``) the batches it checked
+    and decompressed are not checked nor decompressed again; the rest are, as without it.
 
     Thread-safety: several threads may call this at once, on the same or different ``data``
     (which must not change meanwhile); each call writes only its own columns, and each
@@ -762,6 +782,8 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
     cdef int64_t next_offset = fetch_offset, batch_next
     cdef bint partial = False
     cdef _Columns c
+    cdef _Given given = None
+    cdef dict ready = None
     if into is not None:
         if not into.shared or into.headers != include_headers:
             raise ValueError("into must be a builder with the same include_headers")
@@ -776,6 +798,11 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
     try:
         buf = <const unsigned char*>view.buf
         n = view.len
+        if prepared is not None:
+            if prepared.size != n:
+                raise ValueError("prepared was made from other data")
+            given = _Given()
+            ready = prepared.payloads
         if into is not None:
             c = into
             # Uncompressed values never exceed the input: room for them in one step.
@@ -791,12 +818,16 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
                 break
             c.wire = size
             c.remaining = n - pos - size
-            if buf[pos + 16] == 2:
-                batch_next = _decode_v2(c, buf, mv, pos, size, topic, partition, fetch_offset,
-                                        check_crcs, txns)
-            else:
+            if buf[pos + 16] != 2:
                 batch_next = _decode_legacy(c, buf, mv, pos, size, topic, partition,
                                             fetch_offset, check_crcs)
+            elif ready is not None and pos in ready:
+                given.payload = ready[pos]
+                batch_next = _decode_v2(c, buf, mv, pos, size, topic, partition, fetch_offset,
+                                        check_crcs and not prepared.crc_checked, txns, given)
+            else:
+                batch_next = _decode_v2(c, buf, mv, pos, size, topic, partition, fetch_offset,
+                                        check_crcs, txns, decompress_payload)
             if batch_next > next_offset:
                 next_offset = batch_next
             pos += size
@@ -806,6 +837,116 @@ def decode_columns(data, topic, int partition, int64_t fetch_offset, *, bint che
         _fill_segment(c, topic.encode("utf-8"), partition, first)
         return c.rows - first, None, next_offset, partial
     return c.rows, c.result(), next_offset, partial
+
+
+cdef class _Given:
+    """The decompress callback of one decode with prepared batches: the current batch's
+    payload from :class:`Prepared`, else (a batch decompressed only to be inspected, such as a
+    control batch) the codec.
+
+    Thread-safety: not thread-safe; one instance serves one decode call.
+    """
+
+    cdef object payload
+
+    def __call__(self, codec, data, magic, topic, partition, offset):
+        if self.payload is not None:
+            return self.payload
+        return decompress_payload(codec, data, magic, topic, partition, offset)
+
+
+cdef class Prepared:
+    """One partition's v2 batches, CRC-checked and decompressed ahead of decoding
+    (:func:`prepare_batches`, on a thread of the decode pool): ``decode_columns(...,
+    prepared=)`` takes the payloads from here, so that what is left for the thread that
+    assembles the columns is the record loop.
+
+    Thread-safety: immutable once :func:`prepare_batches` returns it.
+    """
+
+    cdef readonly Py_ssize_t size
+    cdef readonly bint crc_checked
+    # Batch position in the data -> its decompressed records, or None (nothing to
+    # decompress: uncompressed, a control batch, or wholly before the fetch offset).
+    cdef dict payloads
+
+    @property
+    def num_batches(self):
+        """Batches prepared (from the start of the data, in order)."""
+        return len(self.payloads)
+
+    @property
+    def payload_bytes(self):
+        """Bytes of decompressed payloads held."""
+        return sum(len(p) for p in self.payloads.values() if p is not None)
+
+
+def prepare_batches(data, int64_t fetch_offset, bint check_crcs=True):
+    """Check the CRC-32C of ``data``'s v2 batches and decompress their records, without
+    parsing them, for a later ``decode_columns(data, ..., prepared=)`` (several threads may
+    prepare different partitions at once: the CRC runs without the GIL, and the codec
+    libraries release it while they decompress).
+
+    Stops at the first batch it cannot prepare (incomplete, legacy format, a wrong CRC, a
+    negative count, a codec failure), raising nothing: the decode meets that batch itself and
+    raises there, with the topic, partition and offset, exactly as without preparation.
+    Compressed batches that the decode would not read (control batches, those wholly before
+    ``fetch_offset``) are not decompressed.
+    """
+    cdef Py_buffer view
+    cdef const unsigned char* buf
+    cdef const unsigned char* h
+    cdef Py_ssize_t n, pos = 0, size
+    cdef int32_t length, count
+    cdef int16_t attrs
+    cdef int64_t base
+    cdef uint32_t actual
+    cdef Prepared p = Prepared()
+    p.crc_checked = check_crcs
+    p.payloads = {}
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        buf = <const unsigned char*>view.buf
+        n = view.len
+        p.size = n
+        mv = memoryview(data)
+        while n - pos >= LOG_OVERHEAD:
+            length = rd_i32(buf + pos + 8)
+            if length < V2_MIN_BATCH_LENGTH:
+                break
+            size = LOG_OVERHEAD + <Py_ssize_t>length
+            if n - pos < size or buf[pos + 16] != 2:
+                break
+            h = buf + pos + LOG_OVERHEAD
+            if check_crcs:
+                if size >= NOGIL_MIN_BYTES:
+                    with nogil:
+                        actual = kc_crc32c(0, buf + pos + V2_ATTRIBUTES_OFFSET,
+                                           <size_t>(size - V2_ATTRIBUTES_OFFSET))
+                else:
+                    actual = kc_crc32c(0, buf + pos + V2_ATTRIBUTES_OFFSET,
+                                       <size_t>(size - V2_ATTRIBUTES_OFFSET))
+                if actual != rd_u32(h + 5):
+                    break
+            count = rd_i32(h + 45)
+            if count < 0:
+                break
+            attrs = rd_i16(h + 9)
+            base = rd_i64(buf + pos)
+            payload = None
+            if (attrs & ATTR_CODEC_MASK and not attrs & ATTR_CONTROL and count > 0
+                    and base + rd_i32(h + 11) >= fetch_offset):
+                try:
+                    payload = decompress_payload(attrs & ATTR_CODEC_MASK,
+                                                 mv[pos + V2_HEADER_SIZE:pos + size], 2, "",
+                                                 -1, base)
+                except Exception:
+                    break
+            p.payloads[pos] = payload
+            pos += size
+    finally:
+        PyBuffer_Release(&view)
+    return p
 
 
 def repeat_string_buffers(bytes data, Py_ssize_t rows):

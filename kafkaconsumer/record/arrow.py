@@ -58,6 +58,7 @@ __all__ = [
     "decode_with",
     "empty_batch",
     "join_records",
+    "prepare_batches",
     "records_to_arrow",
     "schema",
 ]
@@ -341,6 +342,11 @@ class ArrowBuilder:
         """Rows decoded so far."""
         return int(self._cols.num_rows)
 
+    @property
+    def data_bytes(self) -> int:
+        """Key and value bytes decoded so far."""
+        return int(self._cols.data_bytes)
+
     def decode(
         self,
         data: bytes | bytearray | memoryview | None,
@@ -351,10 +357,13 @@ class ArrowBuilder:
         check_crcs: bool = True,
         read_committed: bool = False,
         aborted_transactions: Iterable[Mapping[str, int]] | None = None,
+        prepared: Any = None,
     ) -> tuple[int, int, bool]:
         """Append a Fetch response partition's records (the checks and errors of
         :func:`decode_fetched_arrow`); ``(rows, next_offset, partial)``. After an error the
-        builder holds part of the partition and must be dropped."""
+        builder holds part of the partition and must be dropped. ``prepared``:
+        :func:`prepare_batches` of ``data``, whose checked and decompressed batches are
+        taken from there."""
         rows, _cols, next_offset, partial = _carrow_mod.decode_columns(
             data,
             topic,
@@ -365,6 +374,7 @@ class ArrowBuilder:
             aborted_transactions=aborted_transactions,
             include_headers=True,
             into=self._cols,
+            prepared=prepared,
         )
         return int(rows), int(next_offset), bool(partial)
 
@@ -379,6 +389,20 @@ class ArrowBuilder:
         batch, epochs = _assemble(rows, columns, "", -1, cols.segments())
         _check_header_keys(batch, columns)
         return batch, epochs
+
+
+def prepare_batches(
+    data: bytes | bytearray | memoryview | None, fetch_offset: int, check_crcs: bool = True
+) -> Any:
+    """A partition's batches CRC-checked and decompressed ahead of :meth:`ArrowBuilder.decode`
+    (``prepared=``), on any thread; None for no data. Needs the Cython decoder
+    (:func:`builder_available`). A batch it cannot prepare is left to the decode, which
+    raises there as it would without preparation."""
+    if _carrow_mod is None:
+        raise RuntimeError("the Cython Arrow decoder is not available")
+    if data is None:
+        return None
+    return _carrow_mod.prepare_batches(data, fetch_offset, check_crcs)
 
 
 def builder_available() -> bool:

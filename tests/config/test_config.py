@@ -170,6 +170,8 @@ PYTHON_ONLY_DEFAULTS: dict[str, object] = {
     "ssl.context": None,
     "enable.fetch.sessions": True,
     "internal.cooperative.rejoin.delay.ms": 0,
+    "arrow.decode.threads": 1,
+    "arrow.poll.max.bytes": 16 * 1024 * 1024,
 }
 
 

@@ -119,3 +119,52 @@ def test_threads_see_corruption_each_on_its_own_data() -> None:
         t.join(timeout=60)
     assert len(failures) == THREADS and all("CRC32C" in str(e) for e in failures)
     assert results == [expected] * THREADS
+
+
+def _decode_prepared(data: bytes, partition: int, fetch_offset: int = 0, **kw: Any) -> Any:
+    prepared = carrow.prepare_batches(data, fetch_offset, kw.get("check_crcs", True))
+    rows, columns, next_offset, partial = carrow.decode_columns(
+        data, "topic", partition, fetch_offset, include_headers=True, prepared=prepared, **kw
+    )
+    return rows, _plain(columns), next_offset, partial
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("fetch_offset", [0, 150])
+def test_prepared_batches_decode_to_the_same_columns(codec: str, fetch_offset: int) -> None:
+    # A control batch, a batch wholly before the fetch offset and an incomplete tail among
+    # them: each is prepared or left to the decode, and the columns are the same.
+    from tests.support.record_encoder import encode_control_batch
+
+    data = _partition(7, codec, 300, 4)
+    marker = encode_control_batch(True, producer_id=1, base_offset=2_000)
+    tail = _partition(8, codec, 300, 1)
+    data = data + marker + tail[: len(tail) // 2]
+    prepared = carrow.prepare_batches(data, fetch_offset)
+    assert prepared.num_batches == 5
+    assert (prepared.payload_bytes > 0) == (codec != "none")
+    plain = carrow.decode_columns(data, "topic", 3, fetch_offset, include_headers=True)
+    want = plain[0], _plain(plain[1]), plain[2], plain[3]
+    assert _decode_prepared(data, 3, fetch_offset) == want
+    assert want[3] is True  # the tail is partial
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_preparation_stops_at_a_corrupt_batch_and_the_decode_raises_there(codec: str) -> None:
+    first = _partition(9, codec, 300, 2)
+    second = bytearray(_partition(10, codec, 300, 1))
+    second[8 + 4 + 4 + 1 + 4 + 2 + 4] ^= 0x01  # a byte under the CRC (the base timestamp)
+    data = first + bytes(second)
+    prepared = carrow.prepare_batches(data, 0)
+    assert prepared.num_batches == 2
+    with pytest.raises(CorruptRecordError) as plain:
+        carrow.decode_columns(data, "topic", 1, 0, include_headers=True)
+    with pytest.raises(CorruptRecordError) as ready:
+        carrow.decode_columns(data, "topic", 1, 0, include_headers=True, prepared=prepared)
+    assert str(ready.value) == str(plain.value)
+    assert (ready.value.partition, ready.value.offset) == (1, plain.value.offset)
+    # Preparation without CRC checks leaves the CRC to nobody, as check_crcs=False does.
+    unchecked = carrow.prepare_batches(data, 0, False)
+    assert unchecked.num_batches == 3
+    with pytest.raises(ValueError, match="other data"):
+        carrow.decode_columns(data[:-1], "topic", 1, 0, prepared=prepared)

@@ -266,13 +266,13 @@ def test_large_column_memory_is_reused_and_bounded() -> None:
         return address
 
     first = value_buffer_address()  # the batch is dropped on return: its blocks are kept
-    assert 0 < _carrow.pooled_bytes() <= 256 << 20
+    assert 0 < _carrow.pooled_bytes() <= 64 << 20
     assert value_buffer_address() == first
     # Many large batches alive at once: what is kept afterwards stays within the bound.
     alive = [arrow.decode_fetched_arrow(data * 20, "t", 0, 0) for _ in range(8)]
     assert all(r.batch.num_rows == 60000 for r in alive)
     del alive
-    assert _carrow.pooled_bytes() <= 256 << 20
+    assert _carrow.pooled_bytes() <= 64 << 20
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, 8, 1000])

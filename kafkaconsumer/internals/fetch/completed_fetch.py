@@ -85,6 +85,7 @@ class CompletedFetch:
         "_end_hint",
         "buffered_bytes",
         "predecoded",
+        "prepared",
         "aggregator",
     )
 
@@ -124,6 +125,9 @@ class CompletedFetch:
         #: ``(ArrowDecodeResult, origin)`` when decoded ahead with other partitions of a poll
         #: (``arrow_decoder.ArrowDecoder.prepare``), installed by its next initialization.
         self.predecoded: tuple[Any, Any] | None = None
+        #: The decode pool's work on this data (a ``Future``: CRCs checked and batches
+        #: decompressed ahead, ``arrow_decoder``); set and taken by the polling thread.
+        self.prepared: Any = None
         #: The response's metrics, told when this partition is handed out or dropped.
         self.aggregator: FetchMetricsAggregator | None = None
 
@@ -162,6 +166,7 @@ class CompletedFetch:
         # The raw bytes are no longer needed; dropping them lets the response buffer go once
         # every partition of it is decoded.
         self.partition_data["records"] = None
+        self._drop_prepared()
         self.initialized = True
 
     def _finish(self) -> None:
@@ -192,7 +197,13 @@ class CompletedFetch:
         self.is_consumed = True
         self.records = []
         self._pending_error = None
+        self._drop_prepared()
         self._report()
+
+    def _drop_prepared(self) -> None:
+        prepared, self.prepared = self.prepared, None
+        if prepared is not None:
+            prepared.cancel()  # not started: not done at all (started: it just finishes)
 
     def fetch_records(
         self, max_records: int, key_deserializer: Any = None, value_deserializer: Any = None

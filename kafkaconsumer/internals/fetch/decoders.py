@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from kafkaconsumer.internals.fetch.completed_fetch import CompletedFetch
+from kafkaconsumer.internals.fetch.decode_pool import DecodePool
 from kafkaconsumer.internals.fetch.fetch_buffer import FetchBuffer
 from kafkaconsumer.internals.fetch.fetch_config import FetchConfig
 from kafkaconsumer.internals.subscription_state import SubscriptionState
@@ -33,6 +34,7 @@ class CollectorView(Protocol):
     buffer: FetchBuffer
     subscriptions: SubscriptionState
     config: FetchConfig
+    decode_pool: DecodePool
 
     def decode_options(self, cf: CompletedFetch) -> DecodeOptions:
         """The keyword arguments every decoder takes for ``cf``'s data."""

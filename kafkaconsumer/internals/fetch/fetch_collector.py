@@ -16,6 +16,7 @@ from typing import Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.fetch.completed_fetch import CompletedFetch
+from kafkaconsumer.internals.fetch.decode_pool import DecodePool
 from kafkaconsumer.internals.fetch.decoders import DecodeOptions, RecordDecoder
 from kafkaconsumer.internals.fetch.fetch_buffer import FetchBuffer
 from kafkaconsumer.internals.fetch.fetch_config import FetchConfig
@@ -111,6 +112,12 @@ class FetchCollector:
         # The assignment the per-partition metrics were last trimmed to (see collect_fetch).
         # Written by the user's thread only.
         self._metrics_assignment_id = -1
+        #: The threads that prepare partitions for the Arrow decoder (started on first use).
+        self.decode_pool = DecodePool(config.arrow_decode_threads)
+
+    def close(self) -> None:
+        """Stop the decode pool's threads."""
+        self.decode_pool.close()
 
     def collect_fetch(self, decoder: RecordDecoder, max_records: int | None = None) -> Fetch:
         """Hand out up to ``max_records`` (default ``max.poll.records``) buffered records,

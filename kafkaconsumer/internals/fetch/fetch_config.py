@@ -28,6 +28,8 @@ class FetchConfig(NamedTuple):
     retry_backoff_ms: int = config_default("retry.backoff.ms")
     request_timeout_ms: int = config_default("request.timeout.ms")
     fetch_sessions: bool = True
+    arrow_decode_threads: int = config_default("arrow.decode.threads")
+    arrow_poll_max_bytes: int = config_default("arrow.poll.max.bytes")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], fetch_sessions: bool = True) -> FetchConfig:
@@ -46,4 +48,6 @@ class FetchConfig(NamedTuple):
             retry_backoff_ms=int(config_value(config, "retry.backoff.ms")),
             request_timeout_ms=int(config_value(config, "request.timeout.ms")),
             fetch_sessions=fetch_sessions,
+            arrow_decode_threads=int(config_value(config, "arrow.decode.threads")),
+            arrow_poll_max_bytes=int(config_value(config, "arrow.poll.max.bytes")),
         )

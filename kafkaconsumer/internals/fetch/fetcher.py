@@ -666,6 +666,7 @@ class Fetcher:
                 return
             self._closed = True
             self._buffer.clear()
+            self._collector.close()
             closers = [(node, h.close_metadata()) for node, h in self._sessions.items()]
             held = set(self._pending_nodes)
             second_busy = set(self._seek_pending)
