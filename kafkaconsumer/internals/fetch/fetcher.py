@@ -631,6 +631,11 @@ class Fetcher:
         """How many fetch requests are sent and not yet answered (one per node at most)."""
         return len(self._pending_nodes)
 
+    def has_fetch_in_flight(self) -> bool:
+        """True from just before a fetch is sent until its answer is handled (a hint read
+        without the lock, for the background receiver: set operations are atomic)."""
+        return bool(self._pending_nodes) or bool(self._seek_pending)
+
     # -- collecting (the collector's work, on the user's thread) -------------------------
     def has_available_fetches(self) -> bool:
         """True when buffered data exists for a partition that can hand it out now."""

@@ -1,0 +1,133 @@
+"""The thread that reads responses while the user's thread is busy elsewhere (the receiving half
+of Java's ``ConsumerNetworkThread``).
+
+While a fetch is in flight and no other thread is in the network client, this thread polls it,
+so that a response is read off the socket (the reads release the GIL), parsed and queued in the
+fetch buffer while the user's thread decodes and handles the records of the previous one; the
+broker's next answer can then start at once instead of when the user's thread comes back for
+it. It only receives: requests are still built and sent by the user's thread (``poll()``
+queues them; this thread writes them out), positions are only moved by the user's thread, and
+its polls never raise :class:`~kafkaconsumer.errors.WakeupError` nor take a fatal metadata
+error meant for ``poll()``. Any other thread that needs the network client (the user's thread
+waiting in ``poll()``, the heartbeat thread) comes first: it wakes this one out of its wait
+and takes the lock; this one never wakes them.
+
+With no fetch in flight it sleeps on a queue until a request is sent (no polling while idle).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from kafkaconsumer.errors import KafkaConnectionError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BackgroundPoller", "ConsumerNetworkThread"]
+
+#: The longest sleep while idle: a kick (a request sent) ends it sooner. Bounded so that a
+#: consumer dropped without close() does not keep a thread asleep for good.
+_PARK_S = 5.0
+#: The longest single wait of one network poll of this thread (other threads wake it sooner).
+_POLL_SLICE_MS = 1000.0
+#: The pause after an unexpected failure of a poll, so that one that repeats does not spin.
+_FAILURE_PAUSE_S = 0.1
+
+
+class BackgroundPoller(Protocol):
+    """What the thread polls (a ``ConsumerNetworkClient``).
+
+    Thread-safety: thread-safe.
+    """
+
+    def poll_background(self, timeout_ms: float) -> None:
+        """One network poll of the background thread (see ``ConsumerNetworkClient``)."""
+        ...
+
+
+class ConsumerNetworkThread(threading.Thread):
+    """Polls the network client in the background while ``has_work()`` says a response is due.
+
+    Thread-safety: :meth:`kick` and :meth:`close` may be called from any thread; everything
+    else runs on this thread.
+    """
+
+    def __init__(self, client: BackgroundPoller, has_work: Callable[[], bool], name: str) -> None:
+        """A daemon thread polling ``client`` while ``has_work()`` (a cheap, lock-free hint)
+        is true; started by the first :meth:`kick`."""
+        super().__init__(name=name, daemon=True)
+        self._client = client  # set once
+        self._has_work = has_work  # set once
+        # Kicks from senders: a SimpleQueue because its put() is C code (no Python-level
+        # lock the user's thread could be interrupted inside by Ctrl-C).
+        self._kicks: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._parked = False  # written by this thread only
+        self._stopping = False  # set once by close(), from any thread
+        # Serialises starting; a leaf taken by the sending thread (never while another is held
+        # by it for long: start() only spawns).
+        self._start_lock = threading.Lock()
+        self._launched = False  # guarded by _start_lock
+
+    def kick(self) -> None:
+        """A request was queued: start the thread if needed, wake it if it sleeps."""
+        if not self._launched:
+            with self._start_lock:
+                if not self._launched and not self._stopping:
+                    self._launched = True
+                    self.start()
+                    return
+        if self._parked:
+            self._kicks.put(None)
+
+    def close(self, timeout_s: float = 0.0) -> None:
+        """Ask the thread to stop, and wait up to ``timeout_s`` for it to end."""
+        self._stopping = True
+        self._kicks.put(None)
+        if timeout_s > 0 and self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout_s)
+
+    def run(self) -> None:
+        """Poll while there is work; sleep on the kick queue while there is none."""
+        logger.debug("%s started", self.name)
+        try:
+            while not self._stopping:
+                if not self._has_work():
+                    self._park()
+                    continue
+                try:
+                    self._client.poll_background(_POLL_SLICE_MS)
+                except KafkaConnectionError:
+                    # The network client was closed under us: the consumer is closing.
+                    return
+                except Exception:  # noqa: BLE001 - this thread must not die of a bad response
+                    # Failures of requests reach their futures (and so poll()); what is left is
+                    # a bug in a handler: logged, then a pause.
+                    logger.exception("%s: the network poll failed", self.name)
+                    try:
+                        self._kicks.get(timeout=_FAILURE_PAUSE_S)
+                    except queue.Empty:
+                        pass
+        finally:
+            logger.debug("%s stopped", self.name)
+
+    def _park(self) -> None:
+        # Announce first, then look again: a sender that saw _parked False made has_work()
+        # true before kicking, so it is seen here; one that saw it True puts a kick.
+        self._parked = True
+        try:
+            if not self._stopping and not self._has_work():
+                try:
+                    self._kicks.get(timeout=_PARK_S)
+                except queue.Empty:
+                    pass
+        finally:
+            self._parked = False
+        while True:
+            try:
+                self._kicks.get_nowait()
+            except queue.Empty:
+                return
