@@ -454,13 +454,14 @@ class ConsumerNetworkClient:
         self._poll_once(timeout_ms, None, True, background=True)
 
     def start_background_receive(self, has_work: Callable[[], bool], name: str) -> None:
-        """Have a :class:`ConsumerNetworkThread` poll while ``has_work()`` (a cheap, lock-free
-        hint, true from before a request is sent until its answer is handled) and no other
-        thread is in the client. Started by the first request sent; stopped by :meth:`close`.
-        Call once, before sending.
+        """Start a :class:`ConsumerNetworkThread` that polls while ``has_work()`` (a cheap,
+        lock-free hint, true from before a request is sent until its answer is handled) and
+        no other thread is in the client; stopped by :meth:`close`. Call once, before sending.
         """
         if self._network_thread is None:
-            self._network_thread = ConsumerNetworkThread(self, has_work, name)
+            thread = ConsumerNetworkThread(self, has_work, name)
+            thread.start()
+            self._network_thread = thread
 
     @property
     def receives_in_background(self) -> bool:

@@ -13,6 +13,8 @@ waiting in ``poll()``, the heartbeat thread) comes first: it wakes this one out 
 and takes the lock; this one never wakes them.
 
 With no fetch in flight it sleeps on a queue until a request is sent (no polling while idle).
+It holds its client and work test weakly, so that a consumer dropped without ``close()`` does
+not live on through it: the thread then ends at its next wake-up.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -57,29 +60,24 @@ class ConsumerNetworkThread(threading.Thread):
     """
 
     def __init__(self, client: BackgroundPoller, has_work: Callable[[], bool], name: str) -> None:
-        """A daemon thread polling ``client`` while ``has_work()`` (a cheap, lock-free hint)
-        is true; started by the first :meth:`kick`."""
+        """A daemon thread (not started) polling ``client`` while ``has_work()`` (a cheap,
+        lock-free hint) is true."""
         super().__init__(name=name, daemon=True)
-        self._client = client  # set once
-        self._has_work = has_work  # set once
+        # Both set once, held weakly (see the module); a plain function is held as it is.
+        self._client_ref = weakref.ref(client)
+        self._work_ref: Callable[[], Callable[[], bool] | None] = (
+            weakref.WeakMethod(has_work)
+            if hasattr(has_work, "__self__")
+            else lambda: has_work
+        )
         # Kicks from senders: a SimpleQueue because its put() is C code (no Python-level
         # lock the user's thread could be interrupted inside by Ctrl-C).
         self._kicks: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._parked = False  # written by this thread only
         self._stopping = False  # set once by close(), from any thread
-        # Serialises starting; a leaf taken by the sending thread (never while another is held
-        # by it for long: start() only spawns).
-        self._start_lock = threading.Lock()
-        self._launched = False  # guarded by _start_lock
 
     def kick(self) -> None:
-        """A request was queued: start the thread if needed, wake it if it sleeps."""
-        if not self._launched:
-            with self._start_lock:
-                if not self._launched and not self._stopping:
-                    self._launched = True
-                    self.start()
-                    return
+        """A request was queued: wake the thread if it sleeps."""
         if self._parked:
             self._kicks.put(None)
 
@@ -95,31 +93,49 @@ class ConsumerNetworkThread(threading.Thread):
         logger.debug("%s started", self.name)
         try:
             while not self._stopping:
-                if not self._has_work():
-                    self._park()
-                    continue
-                try:
-                    self._client.poll_background(_POLL_SLICE_MS)
-                except KafkaConnectionError:
-                    # The network client was closed under us: the consumer is closing.
+                step = self._step()
+                if step is None:
                     return
-                except Exception:  # noqa: BLE001 - this thread must not die of a bad response
-                    # Failures of requests reach their futures (and so poll()); what is left is
-                    # a bug in a handler: logged, then a pause.
-                    logger.exception("%s: the network poll failed", self.name)
-                    try:
-                        self._kicks.get(timeout=_FAILURE_PAUSE_S)
-                    except queue.Empty:
-                        pass
+                if not step:
+                    self._park()
         finally:
             logger.debug("%s stopped", self.name)
 
+    def _step(self) -> bool | None:
+        """One poll when there is work: True after one, False when idle, None when the thread
+        is to end (the client closed, or dropped)."""
+        client = self._client_ref()
+        has_work = self._work_ref()
+        if client is None or has_work is None:
+            return None
+        if not has_work():
+            return False
+        try:
+            client.poll_background(_POLL_SLICE_MS)
+        except KafkaConnectionError:
+            # The network client was closed under us: the consumer is closing.
+            return None
+        except Exception:  # noqa: BLE001 - this thread must not die of a bad response
+            # Failures of requests reach their futures (and so poll()); what is left is a bug
+            # in a handler: logged, then a pause.
+            logger.exception("%s: the network poll failed", self.name)
+            try:
+                self._kicks.get(timeout=_FAILURE_PAUSE_S)
+            except queue.Empty:
+                pass
+        return True
+
+    def _has_work(self) -> bool:
+        has_work = self._work_ref()
+        return has_work is not None and has_work()
+
     def _park(self) -> None:
         # Announce first, then look again: a sender that saw _parked False made has_work()
-        # true before kicking, so it is seen here; one that saw it True puts a kick.
+        # true before kicking, so it is seen here; one that saw it True puts a kick. No strong
+        # reference to the client is held while asleep.
         self._parked = True
         try:
-            if not self._stopping and not self._has_work():
+            if not self._stopping and not self._has_work() and self._client_ref() is not None:
                 try:
                     self._kicks.get(timeout=_PARK_S)
                 except queue.Empty:

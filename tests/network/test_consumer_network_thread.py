@@ -37,15 +37,14 @@ def _wait_for(condition: Any, timeout_s: float = 10.0) -> None:
         time.sleep(0.005)
 
 
-def test_not_started_until_kicked_and_idle_without_work() -> None:
-    """No thread runs before the first kick, and with no work the started thread only sleeps."""
+def test_idle_without_work() -> None:
+    """With no work the thread only sleeps; with work it polls; once the work is done it
+    sleeps again."""
     poller = _Poller()
     work = threading.Event()
     thread = ConsumerNetworkThread(poller, work.is_set, "test-network-thread")
-    assert not thread.is_alive()
-    thread.kick()
+    thread.start()
     try:
-        _wait_for(thread.is_alive)
         time.sleep(0.3)
         assert poller.polls == 0
         work.set()
@@ -67,7 +66,7 @@ def test_a_kick_wakes_the_sleeping_thread_at_once() -> None:
     poller = _Poller()
     work = threading.Event()
     thread = ConsumerNetworkThread(poller, work.is_set, "test-network-thread")
-    thread.kick()
+    thread.start()
     try:
         _wait_for(lambda: thread._parked)
         work.set()
@@ -82,7 +81,7 @@ def test_ends_when_the_client_is_closed() -> None:
     poller = _Poller()
     poller.fail_with = KafkaConnectionError("closed")
     thread = ConsumerNetworkThread(poller, lambda: True, "test-network-thread")
-    thread.kick()
+    thread.start()
     thread.join(5.0)
     assert not thread.is_alive()
     assert poller.polls == 1
@@ -93,7 +92,7 @@ def test_an_unexpected_failure_does_not_spin() -> None:
     poller = _Poller()
     poller.fail_with = KafkaError("bug in a handler")
     thread = ConsumerNetworkThread(poller, lambda: True, "test-network-thread")
-    thread.kick()
+    thread.start()
     try:
         time.sleep(0.5)
         assert 1 <= poller.polls <= 20
@@ -102,11 +101,18 @@ def test_an_unexpected_failure_does_not_spin() -> None:
     assert not thread.is_alive()
 
 
-def test_close_before_start_starts_nothing() -> None:
-    """A thread closed before any request was sent never starts."""
-    thread = ConsumerNetworkThread(_Poller(), lambda: True, "test-network-thread")
-    thread.close(1.0)
+def test_ends_once_its_client_is_dropped() -> None:
+    """The thread holds its client weakly: once the client is gone it ends at its next wake-up
+    instead of keeping it alive."""
+    poller = _Poller()
+    work = threading.Event()
+    thread = ConsumerNetworkThread(poller, work.is_set, "test-network-thread")
+    thread.start()
+    _wait_for(lambda: thread._parked)
+    del poller
+    work.set()
     thread.kick()
+    thread.join(10.0)
     assert not thread.is_alive()
 
 
@@ -136,20 +142,16 @@ def test_a_pending_wakeup_ends_a_poll_whose_byte_was_drained(make_client: Factor
     assert time.monotonic() - start < 5  # not the poll's 10 s (slack for a loaded machine)
 
 
-def test_background_receive_is_started_by_a_send_and_stopped_by_close(
-    make_client: Factory,
-) -> None:
-    """start_background_receive() starts nothing by itself; the first send starts the thread
-    and close() ends it."""
+def test_background_receive_is_stopped_by_close(make_client: Factory) -> None:
+    """start_background_receive() starts the thread; close() ends it."""
     cnc = make_client("127.0.0.1:1")
     pending = threading.Event()
     cnc.start_background_receive(pending.is_set, "test-network-thread")
     assert cnc.receives_in_background
     thread = cnc._network_thread
-    assert thread is not None and not thread.is_alive()
+    assert thread is not None and thread.is_alive()
     pending.set()
     cnc.send(0, 18, {})
-    _wait_for(thread.is_alive)
     cnc.close()
     thread.join(5.0)
     assert not thread.is_alive()
