@@ -202,6 +202,7 @@ class KafkaConsumer:
         self._client.start_background_receive(
             self._fetcher.has_fetch_in_flight, "kafkaconsumer-network-thread | " + self._client_id
         )
+        self._fetcher.send_after_background_responses(self._client.on_network_thread)
         self._cached_all_positions = False
         # The poll being handed out by ``for record in consumer:`` (user thread only).
         self._iterating: IteratedBatch | None = None

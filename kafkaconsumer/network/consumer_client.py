@@ -463,6 +463,11 @@ class ConsumerNetworkClient:
             thread.start()
             self._network_thread = thread
 
+    def on_network_thread(self) -> bool:
+        """True when called on the background receiver's thread."""
+        thread = self._network_thread
+        return thread is not None and threading.current_thread() is thread
+
     @property
     def receives_in_background(self) -> bool:
         """True when a background receiver polls (see :meth:`start_background_receive`): a

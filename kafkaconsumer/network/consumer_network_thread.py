@@ -5,9 +5,9 @@ While a fetch is in flight and no other thread is in the network client, this th
 so that a response is read off the socket (the reads release the GIL), parsed and queued in the
 fetch buffer while the user's thread decodes and handles the records of the previous one; the
 broker's next answer can then start at once instead of when the user's thread comes back for
-it. It only receives: requests are still built and sent by the user's thread (``poll()``
-queues them; this thread writes them out), positions are only moved by the user's thread, and
-its polls never raise :class:`~kafkaconsumer.errors.WakeupError` nor take a fatal metadata
+it (the fetcher's response handler queues the next fetch when it runs here; this thread
+writes out whatever is queued). Positions are only moved by the user's thread, and its polls
+never raise :class:`~kafkaconsumer.errors.WakeupError` nor take a fatal metadata
 error meant for ``poll()``. Any other thread that needs the network client (the user's thread
 waiting in ``poll()``, the heartbeat thread) comes first: it wakes this one out of its wait
 and takes the lock; this one never wakes them.
@@ -66,9 +66,7 @@ class ConsumerNetworkThread(threading.Thread):
         # Both set once, held weakly (see the module); a plain function is held as it is.
         self._client_ref = weakref.ref(client)
         self._work_ref: Callable[[], Callable[[], bool] | None] = (
-            weakref.WeakMethod(has_work)
-            if hasattr(has_work, "__self__")
-            else lambda: has_work
+            weakref.WeakMethod(has_work) if hasattr(has_work, "__self__") else lambda: has_work
         )
         # Kicks from senders: a SimpleQueue because its put() is C code (no Python-level
         # lock the user's thread could be interrupted inside by Ctrl-C).
