@@ -206,6 +206,12 @@ class KafkaConsumer:
         except BaseException:
             self._client.close()
             raise
+        # Responses to fetches are read off the sockets on a thread of their own while the
+        # user's thread handles the records of the previous ones.
+        self._client.start_background_receive(
+            self._fetcher.has_fetch_in_flight, "kafkaconsumer-network-thread | " + self._client_id
+        )
+        self._fetcher.send_after_background_responses(self._client.on_network_thread)
         self._cached_all_positions = False
         # The poll being handed out by ``for record in consumer:`` (user thread only).
         self._iterating: IteratedBatch | None = None
@@ -426,7 +432,11 @@ class KafkaConsumer:
                     # meanwhile (Java polls whenever any request is pending; counting them
                     # takes the network lock on every poll, and an in-flight fetch alone is
                     # left to the next wait).
-                    if self._fetcher.send_fetches() > 0 or not self._cached_all_positions:
+                    # (The background receiver writes a fetch out as soon as it is queued.)
+                    sent = self._fetcher.send_fetches()
+                    if not self._cached_all_positions or (
+                        sent > 0 and not self._client.receives_in_background
+                    ):
                         self._client.poll_no_wakeup()
                     return fetch
                 timer.update()
@@ -493,7 +503,7 @@ class KafkaConsumer:
                     # The next fetch (a prefetch from where this response ends) goes out
                     # before the response's records are decoded: the broker serves it
                     # meanwhile.
-                    if self._fetcher.send_fetches() > 0:
+                    if self._fetcher.send_fetches() > 0 and not self._client.receives_in_background:
                         self._client.poll_no_wakeup()
                     break
                 if (

@@ -7,7 +7,10 @@ thread may :meth:`~ConsumerNetworkClient.poll`. Request futures complete inside 
 but their callbacks are queued and run only after the lock is released, so a slow callback never
 holds up the heartbeat thread. :meth:`~ConsumerNetworkClient.wakeup` makes the thread blocked in
 ``poll`` raise :class:`~kafkaconsumer.errors.WakeupError`; the heartbeat thread polls with
-wake-ups disabled (:meth:`~ConsumerNetworkClient.poll_no_wakeup`).
+wake-ups disabled (:meth:`~ConsumerNetworkClient.poll_no_wakeup`). With
+:meth:`~ConsumerNetworkClient.start_background_receive`, a
+:class:`~kafkaconsumer.network.consumer_network_thread.ConsumerNetworkThread` polls too while a
+fetch is in flight and no other thread needs the client, yielding to any that does.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from kafkaconsumer.errors import (
 )
 from kafkaconsumer.metadata import Metadata
 from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.consumer_network_thread import ConsumerNetworkThread
 from kafkaconsumer.network.future import Future
 
 logger = logging.getLogger(__name__)
@@ -36,6 +40,8 @@ __all__ = ["ConsumerNetworkClient"]
 
 #: The longest single wait inside poll, so that timers and other threads get a look in.
 _MAX_POLL_SLICE_MS = 5000
+#: How long close() waits for the background receiver to end.
+_THREAD_JOIN_S = 0.5
 
 
 class TelemetryDriver(Protocol):
@@ -148,13 +154,17 @@ class ConsumerNetworkClient:
         #: Client telemetry (KIP-714), driven by every poll outside the network lock; set once
         #: by the client that owns this object, right after making it.
         self.telemetry: TelemetryDriver | None = None
+        # The background receiver, set once by start_background_receive (user's thread,
+        # before any fetch is sent).
+        self._network_thread: ConsumerNetworkThread | None = None
 
     # ------------------------------------------------------------------ locking -------------
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, announce: bool = True) -> Iterator[None]:
         """Take the network lock; when another thread holds it (maybe blocked in a poll), wake
         that thread so it lets go soon (otherwise the heartbeat thread could wait out a whole
-        blocking poll).
+        blocking poll). The background receiver takes it with ``announce=False``: it waits its
+        turn without waking the holder, and nobody waits for it (see _let_waiters_in).
 
         The lock is taken by a ``with`` statement on the ``RLock`` itself, never by a call
         followed by ``try``: a KeyboardInterrupt that lands between an ``acquire()`` and the
@@ -164,12 +174,13 @@ class ConsumerNetworkClient:
         spurious wake-up.
         """
         me = threading.get_ident()
-        # Announce first, then look: either the holder sees us before it blocks in select, or
-        # we see it and wake it (see _poll_once).
-        self._waiting.add(me)
-        holder = self._holder
-        if holder and holder != me:
-            self.client.wakeup()
+        if announce:
+            # Announce first, then look: either the holder sees us before it blocks in select,
+            # or we see it and wake it (see _poll_once).
+            self._waiting.add(me)
+            holder = self._holder
+            if holder and holder != me:
+                self.client.wakeup()
         with self._lock:
             self._waiting.discard(me)
             outer = self._holder
@@ -225,17 +236,22 @@ class ConsumerNetworkClient:
         with self._unsent_lock:
             self._unsent.setdefault(node_id, collections.deque()).append(unsent)
         self.client.wakeup()
+        thread = self._network_thread
+        if thread is not None:
+            thread.kick()
         return future
 
     def _complete(self, target: Future[Any], value: Any, exc: BaseException | None) -> None:
         self._pending_completion.append((target, value, exc))
 
-    def _fire_pending_completions(self) -> None:
+    def _fire_pending_completions(self) -> int:
+        fired = 0
         while True:
             try:
                 target, value, exc = self._pending_completion.popleft()
             except IndexError:
-                return
+                return fired
+            fired += 1
             if target.is_done:
                 continue
             if exc is not None:
@@ -385,7 +401,11 @@ class ConsumerNetworkClient:
                 return False
 
     def _poll_once(
-        self, timeout_ms: float, future: Future[Any] | None, disable_wakeup: bool
+        self,
+        timeout_ms: float,
+        future: Future[Any] | None,
+        disable_wakeup: bool,
+        background: bool = False,
     ) -> None:
         self._fire_pending_completions()
         telemetry_wait = None
@@ -394,7 +414,7 @@ class ConsumerNetworkClient:
         if self._waiting:
             self._let_waiters_in()
         try:
-            with self._locked():
+            with self._locked(announce=not background):
                 if self._closed:
                     raise KafkaConnectionError("the consumer network client is closed")
                 now = self.client.now_ms()
@@ -413,6 +433,10 @@ class ConsumerNetworkClient:
                         wait = min(wait, float(telemetry_wait))
                     if self._pending_completion or self._others_waiting():
                         wait = 0.0
+                    elif not disable_wakeup and self._wakeup_requested:
+                        # A wakeup() whose byte another thread's poll drained (a hint: one
+                        # arriving later writes a new byte).
+                        wait = 0.0
                     self.client.poll(max(0.0, wait))
                 else:
                     self.client.poll(0)
@@ -423,13 +447,52 @@ class ConsumerNetworkClient:
                 self._try_send(now)
                 self._fail_expired(now)
         finally:
-            self._fire_pending_completions()
+            fired = self._fire_pending_completions()
+        if background:
+            if fired:
+                # What this poll completed (a fetch response buffered, a future done) may be
+                # what a thread that took the lock meanwhile is about to wait for: its wait
+                # must end at once.
+                self.client.wakeup()
+            # A fatal metadata error is for poll() to raise, not for this thread.
+            return
         if self.metadata is not None:
             self.metadata.maybe_throw_any_exception()
 
     def poll_no_wakeup(self) -> None:
         """One non-blocking poll that ignores :meth:`wakeup` (for the heartbeat thread)."""
         self.poll(0, disable_wakeup=True)
+
+    def poll_background(self, timeout_ms: float) -> None:
+        """One poll of the background receiver, waiting up to ``timeout_ms``.
+
+        It ignores :meth:`wakeup`, leaves fatal metadata errors for the next :meth:`poll`,
+        wakes nobody to get the lock (it waits its turn, and lets announced waiters in first)
+        and is woken by any thread that wants the lock. Raises
+        :class:`~kafkaconsumer.errors.KafkaConnectionError` once closed.
+        """
+        self._poll_once(timeout_ms, None, True, background=True)
+
+    def start_background_receive(self, has_work: Callable[[], bool], name: str) -> None:
+        """Start a :class:`ConsumerNetworkThread` that polls while ``has_work()`` (a cheap,
+        lock-free hint, true from before a request is sent until its answer is handled) and
+        no other thread is in the client; stopped by :meth:`close`. Call once, before sending.
+        """
+        if self._network_thread is None:
+            thread = ConsumerNetworkThread(self, has_work, name)
+            thread.start()
+            self._network_thread = thread
+
+    def on_network_thread(self) -> bool:
+        """True when called on the background receiver's thread."""
+        thread = self._network_thread
+        return thread is not None and threading.current_thread() is thread
+
+    @property
+    def receives_in_background(self) -> bool:
+        """True when a background receiver polls (see :meth:`start_background_receive`): a
+        request sent needs no poll of the sender's own to go out."""
+        return self._network_thread is not None
 
     def _maybe_trigger_wakeup(self) -> None:
         with self._flag_lock:
@@ -559,7 +622,11 @@ class ConsumerNetworkClient:
             return fn(self.client)
 
     def close(self) -> None:
-        """Fail every unsent request and close all connections. Idempotent."""
+        """Fail every unsent request and close all connections, and stop the background
+        receiver. Idempotent."""
+        thread = self._network_thread
+        if thread is not None:
+            thread.close()
         with self._locked():
             if self._closed:
                 return
@@ -573,3 +640,7 @@ class ConsumerNetworkClient:
                 )
             self.client.close()
         self._fire_pending_completions()
+        if thread is not None:
+            # It ends at its next step (its poll raises once closed); waited for briefly so
+            # that close() leaves no thread behind in the common case.
+            thread.close(_THREAD_JOIN_S)

@@ -31,7 +31,8 @@ class FetchBuffer:
 
     Thread-safety: every field is guarded by :attr:`lock` (an ``RLock``), except
     ``next_in_line``, which only the user's thread writes (the collector) and the fetcher reads
-    under the lock from that same thread.
+    under the lock, on that thread or on the consumer's network thread (a read racing the
+    collector plans from a moment-old view: at worst a fetch whose data turns out stale).
     """
 
     def __init__(self, read_committed: bool) -> None:

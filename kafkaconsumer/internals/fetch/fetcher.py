@@ -161,6 +161,8 @@ class Fetcher:
         # nothing to send (see there); reset whenever a fetch goes out or comes back. Guarded
         # by _lock.
         self._nothing_to_fetch_at: tuple[Any, ...] | None = None
+        # Set once by send_after_background_responses, before fetching.
+        self._on_network_thread: Callable[[], bool] | None = None
 
     # -- sending -------------------------------------------------------------------------
     def _session(self, node: int, seek_connection: bool = False) -> FetchSessionHandler:
@@ -517,7 +519,7 @@ class Fetcher:
                 start = self._time.monotonic_ms()
                 # send() never raises: a closed client fails the future, handled below.
                 future = self._client.send(target.node, ApiKey.FETCH, body, version=target.version)
-                future.add_callback(self._make_success_handler(target, start))
+                future.add_callback(self._then_send_next(self._make_success_handler(target, start)))
                 future.add_errback(self._make_failure_handler(target))
                 sent += 1
                 logger.debug(
@@ -528,6 +530,27 @@ class Fetcher:
                     len(target.data.to_send),
                 )
             return sent
+
+    def _then_send_next(
+        self, handle: Callable[[FetchResponse], None]
+    ) -> Callable[[FetchResponse], None]:
+        """``handle``, then, on the consumer's network thread (see
+        :meth:`send_after_background_responses`), the next fetches, in one hold of the lock:
+        the fetch that follows the response's data (a prefetch) goes out before any of that
+        data can be handed out, and the broker serves it while the user's thread is busy. The
+        user's thread, which handles a response inside ``poll()``, sends them itself. What is
+        sent is planned as on the user's thread: positions, pauses and the prefetch bound are
+        read under their locks, and a fetch planned from a position the user moved meanwhile
+        brings stale data, which the collector drops."""
+
+        def on_success(response: FetchResponse) -> None:
+            with self._lock:
+                handle(response)
+                on_network_thread = self._on_network_thread
+                if on_network_thread is not None and on_network_thread():
+                    self.send_fetches()
+
+        return on_success
 
     def _make_success_handler(
         self, target: _FetchTarget, start_ms: int
@@ -630,6 +653,17 @@ class Fetcher:
     def in_flight_fetches(self) -> int:
         """How many fetch requests are sent and not yet answered (one per node at most)."""
         return len(self._pending_nodes)
+
+    def send_after_background_responses(self, on_network_thread: Callable[[], bool]) -> None:
+        """Have a response handled where ``on_network_thread()`` is true send the next
+        fetches at once (see _then_send_next). Called once, by the consumer, before fetching.
+        """
+        self._on_network_thread = on_network_thread
+
+    def has_fetch_in_flight(self) -> bool:
+        """True from just before a fetch is sent until its answer is handled (a hint read
+        without the lock, for the background receiver: set operations are atomic)."""
+        return bool(self._pending_nodes) or bool(self._seek_pending)
 
     # -- collecting (the collector's work, on the user's thread) -------------------------
     def has_available_fetches(self) -> bool:
