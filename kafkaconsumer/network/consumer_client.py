@@ -27,6 +27,7 @@ from kafkaconsumer.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    RebootstrapRequiredError,
     WakeupError,
 )
 from kafkaconsumer.metadata import Metadata
@@ -314,6 +315,13 @@ class ConsumerNetworkClient:
                     err: KafkaError | None = self.client.authentication_error(node_id)
                     if err is None:
                         err = self.client.last_error(node_id)
+                        if isinstance(err, RebootstrapRequiredError):
+                            # The client starts again from bootstrap.servers: for the request
+                            # this is a lost connection, retried once the new metadata is in
+                            # (Java fails it with a DisconnectException).
+                            err = KafkaConnectionError(
+                                f"connection to node {node_id} failed: {err}"
+                            )
                     if err is None:
                         err = KafkaConnectionError(f"connection to node {node_id} failed")
                     while queue:

@@ -96,6 +96,23 @@ def count_rebootstraps(c: KafkaConsumer) -> list[int]:
     return seen
 
 
+def record_cluster_checks(c: KafkaConsumer) -> list[tuple[str, int]]:
+    """Record each (cluster id, node id) the consumer's connections name for the broker to
+    check (KIP-1242)."""
+    recovery = c._net._recovery  # noqa: SLF001 - the test watches what connections send
+    seen: list[tuple[str, int]] = []
+    original = recovery.expected_cluster
+
+    def expected_cluster(node_id: int, cluster: Any) -> tuple[str, int] | None:
+        named = original(node_id, cluster)
+        if named is not None:
+            seen.append(named)
+        return named
+
+    recovery.expected_cluster = expected_cluster  # type: ignore[method-assign]
+    return seen
+
+
 def test_cluster_replaced_behind_bootstrap_address() -> None:
     """Brokers advertised at their own addresses, bootstrap through a proxy: once A stops and
     the proxy leads to B, a rebootstrap consumer finds B and reads on from its position; a
@@ -136,42 +153,48 @@ def test_cluster_replaced_behind_bootstrap_address() -> None:
 
 
 def test_cluster_check_detects_the_other_cluster() -> None:
-    """Brokers advertised through proxies: A's broker proxy is re-pointed to B's broker, so the
-    address the consumers know for node 1 leads to another cluster. With
-    metadata.cluster.check.enable the ApiVersions request names A's cluster id, B's broker answers
-    REBOOTSTRAP_REQUIRED and the consumer rebootstraps; without it the consumer talks to B at the
-    old address and learns of the new cluster from B's metadata. Both read on."""
+    """Brokers advertised through proxies, bootstrap through one more: the consumers learn from
+    A that node 1 is at A's proxy; before they first connect to it, that proxy and the
+    bootstrap address are re-pointed to B's broker (the same node id, another cluster). With
+    metadata.cluster.check.enable the connection names A's cluster id, B's broker answers
+    REBOOTSTRAP_REQUIRED and the consumer rebootstraps into B; without it the consumer names no
+    cluster, talks to B at the old address and learns of the new cluster from B's metadata.
+    Both read all of B's records."""
     from benchmarks.harness.chaos_cluster import ProxiedKafkaCluster
+    from benchmarks.harness.proxy import FaultProxy
 
     topic = unique_name("cluster-check")
     tp = TopicPartition(topic, 0)
     with ExitStack() as stack:
         a = loaded(ProxiedKafkaCluster(brokers=1), topic, FIRST)
         stack.callback(a.stop)
-        checked = consumer(a.proxied_bootstrap, tp)  # the defaults: rebootstrap, check on
+        b = loaded(ProxiedKafkaCluster(brokers=1), topic, FIRST + MORE)
+        stack.callback(b.stop)
+        node = a.brokers[0].node_id
+        assert b.brokers[0].node_id == node  # the same node id, another cluster
+        front = FaultProxy(*a.proxy(node).target).start()
+        stack.callback(front.stop)
+        checked = consumer(front.address, tp)  # the defaults: rebootstrap, check on
         stack.callback(checked.close)
-        unchecked = consumer(a.proxied_bootstrap, tp, **{"metadata.cluster.check.enable": False})
+        unchecked = consumer(front.address, tp, **{"metadata.cluster.check.enable": False})
         stack.callback(unchecked.close)
-        assert read(checked, len(FIRST)) == FIRST
-        assert read(unchecked, len(FIRST)) == FIRST
-        node_a = a.brokers[0].node_id
+        for c in (checked, unchecked):
+            assert c.partitions_for(topic)  # metadata from A, through the bootstrap address
         cluster_a = checked._metadata.cluster.cluster_id  # noqa: SLF001
         assert cluster_a is not None
         rebootstrapped = count_rebootstraps(checked)
-        not_rebootstrapped = count_rebootstraps(unchecked)
+        checks = record_cluster_checks(checked)
+        no_checks = record_cluster_checks(unchecked)
 
-        b = loaded(ProxiedKafkaCluster(brokers=1), topic, FIRST + MORE)
-        stack.callback(b.stop)
-        assert b.brokers[0].node_id == node_a  # the same node id, another cluster
-        proxy_a = a.proxy(node_a)
-        proxy_a.target = b.proxy(node_a).target
-        proxy_a.cut()
-        a.stop_node(node_a)
+        a.proxy(node).target = b.proxy(node).target
+        front.target = b.proxy(node).target
+        a.stop_node(node)
 
-        assert read(checked, len(MORE)) == MORE
-        assert read(unchecked, len(MORE)) == MORE
+        assert read(checked, len(FIRST + MORE)) == FIRST + MORE
+        assert read(unchecked, len(FIRST + MORE)) == FIRST + MORE
+        assert (cluster_a, node) in checks
         assert rebootstrapped, "the cluster check did not make the consumer rebootstrap"
-        assert not not_rebootstrapped
+        assert not no_checks
         for c in (checked, unchecked):
             cluster = c._metadata.cluster  # noqa: SLF001
             assert cluster.cluster_id not in (None, cluster_a)
