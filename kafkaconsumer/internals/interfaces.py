@@ -71,6 +71,13 @@ class FetchMetadata(Protocol):
         """Ask for a refresh soon; returns the current update version."""
         ...
 
+    def update_partition_leadership(
+        self, leaders: Mapping[TopicPartition, tuple[int, int]], nodes: Iterable[Any] = ()
+    ) -> set[TopicPartition]:
+        """Take new ``(leader, epoch)`` per partition from a fetch answer (KIP-951), with the
+        answer's broker addresses; returns the partitions whose leader changed."""
+        ...
+
 
 class OffsetMetadata(FetchMetadata, Protocol):
     """What the offset fetcher needs from the metadata.
