@@ -777,6 +777,10 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
+            # Fetches due now (a partition validated at its new leader since the last poll(),
+            # or one whose data was just handed out) go out first: their answers arrive while
+            # the commit waits, which may be long while a coordinator moves.
+            self._fetcher.send_fetches()
             started_ns = self._time.nanoseconds()
             try:
                 if not coordinator.commits.commit_offsets_sync(to_commit, timer):

@@ -14,7 +14,7 @@ from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import OffsetOutOfRangeError
 from kafkaconsumer.internals.fetch.offset_fetcher import LogTruncationError
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.consumer.conftest import poll_until
 from tests.support.fake_broker import FakeCluster, Reply
 
@@ -198,6 +198,26 @@ def test_leader_named_by_the_old_leader_is_followed_before_the_metadata_knows(
     assert any(
         p["partition"] == 0
         for _h, b in cluster.requests(ApiKey.FETCH, node_id=1 - old_leader)
+        for t in b["topics"]
+        for p in t["partitions"]
+    )
+
+
+def test_commit_sync_sends_the_fetches_that_are_due_first(cluster: FakeCluster, make: Any) -> None:
+    """A fetch due when commit_sync() is called (here: after a seek) goes out before the
+    commit waits, so its answer is in when the commit returns, without another poll()."""
+    c = make(group_id="g", max_poll_records=5, auto_offset_reset="earliest")
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    poll_until(c, lambda acc: len(acc) >= 15)
+    c.seek(tp, 3)
+    cluster.clear_requests()
+    cluster.script(ApiKey.OFFSET_COMMIT, [Reply(None, delay_s=0.3)])
+    c.commit_sync({tp: OffsetAndMetadata(15, "")})
+    assert cluster.committed("g")[(TOPIC, 0)][0] == 15
+    assert any(
+        p["partition"] == 0 and p["fetch_offset"] == 3
+        for _h, b in cluster.requests(ApiKey.FETCH)
         for t in b["topics"]
         for p in t["partitions"]
     )
