@@ -137,6 +137,10 @@ class FetchClient(RequestClient, Protocol):
         """True while the node's last connect failed and it is backing off."""
         ...
 
+    def try_connect(self, node_id: int) -> None:
+        """Start connecting to ``node_id`` unless connected or backing off; never blocks."""
+        ...
+
 
 class OffsetClient(RequestClient, Protocol):
     """What the offset fetcher needs from the network client.

@@ -93,12 +93,16 @@ class FakeClient:
 
     def __init__(self) -> None:
         self.sent: list[tuple[int, dict[str, Any], Future[Any]]] = []
+        self.connecting: list[int] = []
 
     def api_version(self, node: int, api_key: int) -> int:
         return 12
 
     def is_unavailable(self, node: int) -> bool:
         return False
+
+    def try_connect(self, node: int) -> None:
+        self.connecting.append(node)
 
     def send(
         self,
@@ -990,6 +994,7 @@ def test_new_leader_named_by_a_fetch_answer_goes_to_the_metadata(error: int) -> 
     leaders, brokers = md.leadership_updates[0]
     assert leaders == {T0: (1, 5)}
     assert [(b.node_id, b.host, b.port, b.rack) for b in brokers] == [(1, "h1", 9093, "r1")]
+    assert client.connecting == [1]  # the new leader's connection is set up meanwhile
     fetch = f.collect_fetch()
     assert values(fetch.records[T1]) == [0, 1, 2]
     assert md.requested  # a refresh is still asked for, as without the hint
@@ -1008,6 +1013,6 @@ def test_error_answer_without_a_leader_leaves_the_metadata_to_a_refresh() -> Non
         "leader_epoch": -1,
     }
     client.sent[0][2].success(answer)
-    assert md.leadership_updates == []
+    assert md.leadership_updates == [] and client.connecting == []
     assert f.collect_fetch().is_empty()
     assert md.requested

@@ -653,7 +653,10 @@ class Fetcher:
     ) -> None:
         """KIP-951: a broker that is no longer a partition's leader names the new one (and,
         v16+, its address), so the metadata takes it at once instead of after a refresh;
-        the next ``poll()`` points the position there (validating it) and fetches."""
+        the next ``poll()`` points the position there (validating it) and fetches. A new
+        leader not connected yet is connected to now: the user's thread may be busy (a
+        commit waiting on a broker that is shutting down), and the handshake then overlaps
+        that wait."""
         brokers = [
             Node(int(e["node_id"]), str(e["host"]), int(e["port"]), e.get("rack"))
             for e in response.get("node_endpoints") or ()
@@ -662,6 +665,8 @@ class Fetcher:
         moved = self._metadata.update_partition_leadership(hints, brokers)
         if moved:
             logger.debug("leaders moved (from the fetch response): %s", sorted(map(str, moved)))
+            for node in {hints[tp][0] for tp in moved}:
+                self._client.try_connect(node)
 
     def in_flight_fetches(self) -> int:
         """How many fetch requests are sent and not yet answered (one per node at most)."""
