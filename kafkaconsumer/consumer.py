@@ -495,7 +495,8 @@ class KafkaConsumer:
         poll_timer = Timer(self._time, poll_ms)
         # A response may have landed (on another polling thread) since collect_fetch().
         if not self._fetcher.has_available_fetches():
-            metadata_version = self._metadata.update_version
+            # A new snapshot: a refresh, or new leaders named by a fetch answer (KIP-951).
+            cluster = self._metadata.cluster
             while True:
                 self._client.poll(timeout_ms=poll_timer.remaining_ms)
                 poll_timer.update()
@@ -508,7 +509,7 @@ class KafkaConsumer:
                     break
                 if (
                     poll_timer.is_expired()
-                    or self._metadata.update_version != metadata_version
+                    or self._metadata.cluster is not cluster
                     or not self._cached_all_positions
                 ):
                     # New metadata may name new leaders: poll() points the positions at them
@@ -786,6 +787,10 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
+            # Fetches due now (a partition validated at its new leader since the last poll(),
+            # or one whose data was just handed out) go out first: their answers arrive while
+            # the commit waits, which may be long while a coordinator moves.
+            self._fetcher.send_fetches()
             started_ns = self._time.nanoseconds()
             try:
                 if not coordinator.commits.commit_offsets_sync(to_commit, timer):

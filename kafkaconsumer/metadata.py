@@ -565,13 +565,19 @@ class Metadata:
             return False
 
     def update_partition_leadership(
-        self, leaders: Mapping[TopicPartition, tuple[int, int]], nodes: Iterable[Node]
+        self, leaders: Mapping[TopicPartition, tuple[int, int]], nodes: Iterable[Node] = ()
     ) -> set[TopicPartition]:
         """Apply the leaders a broker named in an error answer (KIP-951: ``current_leader``
-        and ``node_endpoints``), as Java's ``Metadata.updatePartitionLeadership``:
-        ``{tp: (leader_id, leader_epoch)}``. A leader is taken only when its epoch is newer
-        than the snapshot's, the partition is known and the leader's address is known (from
-        ``nodes`` or the snapshot). Returns the partitions whose leader changed."""
+        and ``node_endpoints`` of a Fetch or ShareFetch answer), as Java's
+        ``Metadata.updatePartitionLeadership``: ``{tp: (leader_id, leader_epoch)}``; returns
+        the partitions whose leader changed.
+
+        A leader is taken only when its epoch is newer than the snapshot's (and than any
+        epoch seen since), the partition is known and the leader's address is known (from
+        ``nodes``, which win over the snapshot's, or the snapshot). The snapshot is replaced
+        (its other partitions kept) without counting as a refresh: :attr:`update_version`
+        and the refresh schedule stay as they are, so a wait for a refresh still waits.
+        """
         nodes = list(nodes)
         with self._lock:
             old = self._cluster
@@ -579,19 +585,27 @@ class Metadata:
             updated: list[PartitionInfo] = []
             for tp, (leader, epoch) in leaders.items():
                 info = old.partition(tp)
-                if info is None or leader < 0 or epoch < 0 or leader not in known:
+                if info is None or leader < 0 or epoch < 0:
                     continue
                 if info.leader_epoch is not None and epoch <= info.leader_epoch:
                     continue
-                updated.append(info._replace(leader=leader, leader_epoch=epoch))
                 seen = self._last_seen_epochs.get(tp)
-                if seen is None or epoch > seen:
-                    self._last_seen_epochs[tp] = epoch
+                if seen is not None and epoch < seen:
+                    continue
+                if leader not in known:
+                    logger.debug("metadata: no address for %s's new leader %d", tp, leader)
+                    continue
+                updated.append(info._replace(leader=leader, leader_epoch=epoch))
+                self._last_seen_epochs[tp] = epoch
             if not updated:
                 return set()
             self._cluster = old.with_leaders(updated, nodes)
-            self._update_version += 1
-        logger.debug("metadata: leaders from an error answer: %s", updated)
+        logger.debug(
+            "metadata: leaders from an error answer: %s",
+            ", ".join(
+                f"{p.topic_partition} -> {p.leader} (epoch {p.leader_epoch})" for p in updated
+            ),
+        )
         return {p.topic_partition for p in updated}
 
     # ------------------------------------------------------------------ errors --------------

@@ -71,6 +71,13 @@ class FetchMetadata(Protocol):
         """Ask for a refresh soon; returns the current update version."""
         ...
 
+    def update_partition_leadership(
+        self, leaders: Mapping[TopicPartition, tuple[int, int]], nodes: Iterable[Any] = ()
+    ) -> set[TopicPartition]:
+        """Take new ``(leader, epoch)`` per partition from a fetch answer (KIP-951), with the
+        answer's broker addresses; returns the partitions whose leader changed."""
+        ...
+
 
 class OffsetMetadata(FetchMetadata, Protocol):
     """What the offset fetcher needs from the metadata.
@@ -128,6 +135,10 @@ class FetchClient(RequestClient, Protocol):
 
     def is_unavailable(self, node_id: int) -> bool:
         """True while the node's last connect failed and it is backing off."""
+        ...
+
+    def try_connect(self, node_id: int) -> None:
+        """Start connecting to ``node_id`` unless connected or backing off; never blocks."""
         ...
 
 

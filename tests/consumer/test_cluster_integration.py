@@ -75,6 +75,59 @@ def test_leader_stopped_mid_consumption_loses_and_duplicates_nothing(kafka_clust
         c.close(timeout_ms=5000)
 
 
+def test_leader_named_by_the_old_leader_is_followed_without_metadata(
+    kafka_cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KIP-951: a preferred-leader election moves the leadership while both brokers run; the
+    old leader's Fetch answer names the new one, and the consumer fetches from it although every
+    Metadata answer is withheld from it after the first records."""
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as CTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = unique_name("hint")
+    kafka_cluster.create_topic(topic, partitions=1, replication=3)
+    tp = TopicPartition(topic, 0)
+    preferred = kafka_cluster.leader_of(topic, 0)
+    # A restart hands the leadership to another replica; the election below gives it back.
+    kafka_cluster.restart_node(preferred)
+    kafka_cluster.wait_in_sync([topic])
+    interim = kafka_cluster.leader_of(topic, 0)
+    assert interim != preferred
+    produce(bootstrap, topic, [(0, None, v, [], None) for v in values(0, 100)])
+    c = KafkaConsumer(
+        {"bootstrap.servers": bootstrap}, max_poll_records=20, metadata_max_age_ms=300_000
+    )
+    try:
+        sent = record_requests(c)
+        c.assign([tp])
+        c.seek(tp, 0)
+        got = poll_until(c, lambda acc: len(acc) >= 100)
+        withheld: list[Any] = []
+        monkeypatch.setattr(
+            c._metadata,  # noqa: SLF001 - the test keeps refreshes from the consumer
+            "update",
+            lambda response, now_ms=None: withheld.append(response),
+        )
+        before = len(sent)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        futures = admin.elect_leaders(ElectionType.PREFERRED, [CTopicPartition(topic, 0)])
+        futures.result(30)
+        wait_for(
+            lambda: kafka_cluster.leader_of(topic, 0) == preferred,
+            timeout=30,
+            message="the preferred replica to lead again",
+        )
+        produce(bootstrap, topic, [(0, None, v, [], None) for v in values(100, 100)])
+        got += poll_until(c, lambda acc: len(got) + len(acc) >= 200, timeout_s=60)
+        assert [r.value for r in got] == values(0, 200)
+        assert [r.offset for r in got] == list(range(200))
+        assert any(node == preferred and key == ApiKey.FETCH for node, key in sent[before:])
+    finally:
+        c.close(timeout_ms=5000)
+
+
 def test_client_rack_fetches_from_the_replica_in_its_rack(kafka_cluster: Any) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
     topic = unique_name("rack")

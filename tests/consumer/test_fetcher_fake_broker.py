@@ -14,7 +14,7 @@ from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import OffsetOutOfRangeError
 from kafkaconsumer.internals.fetch.offset_fetcher import LogTruncationError
 from kafkaconsumer.protocol import ApiKey
-from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.consumer.conftest import poll_until
 from tests.support.fake_broker import FakeCluster, Reply
 
@@ -138,6 +138,89 @@ def test_leader_move_is_followed_without_loss(cluster: FakeCluster, make: Any) -
         for p in t["partitions"]
     )
     assert cluster.leader(TOPIC, 0) == (1 - old_leader, epoch + 1)
+
+
+def stale_metadata(cluster: FakeCluster, leaders: dict[int, tuple[int, int]]) -> Any:
+    """Answer Metadata with ``leaders`` (partition -> (leader, epoch)) of TOPIC, whatever the
+    partitions' leaders are now: the brokers asked have not learnt a move yet."""
+
+    def handle(_node: int, _header: Any, _body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "throttle_time_ms": 0,
+            "brokers": [
+                {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": None}
+                for b in cluster.brokers
+            ],
+            "cluster_id": "fake",
+            "controller_id": 0,
+            "topics": [
+                {
+                    "error_code": 0,
+                    "name": TOPIC,
+                    "topic_id": cluster.topic_id(TOPIC),
+                    "is_internal": False,
+                    "partitions": [
+                        {
+                            "error_code": 0,
+                            "partition_index": p,
+                            "leader_id": leader,
+                            "leader_epoch": epoch,
+                            "replica_nodes": [leader],
+                            "isr_nodes": [leader],
+                            "offline_replicas": [],
+                        }
+                        for p, (leader, epoch) in leaders.items()
+                    ],
+                }
+            ],
+        }
+
+    return handle
+
+
+def test_leader_named_by_the_old_leader_is_followed_before_the_metadata_knows(
+    cluster: FakeCluster, make: Any
+) -> None:
+    """KIP-951: the old leader's NOT_LEADER_OR_FOLLOWER answer names the new leader; the
+    consumer fetches from it although every Metadata answer still names the old one."""
+    c = make(max_poll_records=5, auto_offset_reset="earliest")
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    first = poll_until(c, lambda acc: len(acc) >= 5)
+    before = {p: cluster.leader(TOPIC, p) for p in range(4)}
+    cluster.on(ApiKey.METADATA, stale_metadata(cluster, before))
+    old_leader = before[0][0]
+    cluster.set_leader(TOPIC, 0, 1 - old_leader)
+    cluster.append(TOPIC, 0, [(b"k", b"after-move")])
+    rest = poll_until(c, lambda acc: c.position(tp) == 16)
+    assert [r.offset for r in first + rest] == list(range(16))
+    assert (first + rest)[-1].value == b"after-move"
+    assert any(
+        p["partition"] == 0
+        for _h, b in cluster.requests(ApiKey.FETCH, node_id=1 - old_leader)
+        for t in b["topics"]
+        for p in t["partitions"]
+    )
+
+
+def test_commit_sync_sends_the_fetches_that_are_due_first(cluster: FakeCluster, make: Any) -> None:
+    """A fetch due when commit_sync() is called (here: after a seek) goes out before the
+    commit waits, so its answer is in when the commit returns, without another poll()."""
+    c = make(group_id="g", max_poll_records=5, auto_offset_reset="earliest")
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    poll_until(c, lambda acc: len(acc) >= 15)
+    c.seek(tp, 3)
+    cluster.clear_requests()
+    cluster.script(ApiKey.OFFSET_COMMIT, [Reply(None, delay_s=0.3)])
+    c.commit_sync({tp: OffsetAndMetadata(15, "")})
+    assert cluster.committed("g")[(TOPIC, 0)][0] == 15
+    assert any(
+        p["partition"] == 0 and p["fetch_offset"] == 3
+        for _h, b in cluster.requests(ApiKey.FETCH)
+        for t in b["topics"]
+        for p in t["partitions"]
+    )
 
 
 @pytest.mark.parametrize("policy", ["earliest", "latest"])

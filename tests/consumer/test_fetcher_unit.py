@@ -61,6 +61,7 @@ class FakeMetadata:
         self.updates = 0
         self.requested = False
         self.transient: set[str] = set()
+        self.leadership_updates: list[tuple[dict[TopicPartition, tuple[int, int]], list[Any]]] = []
 
     @property
     def update_version(self) -> int:
@@ -77,18 +78,31 @@ class FakeMetadata:
     def add_transient_topics(self, topics: Iterable[str]) -> None:
         self.transient.update(topics)
 
+    def update_partition_leadership(
+        self, leaders: Mapping[TopicPartition, tuple[int, int]], nodes: Iterable[Any] = ()
+    ) -> set[TopicPartition]:
+        self.leadership_updates.append((dict(leaders), list(nodes)))
+        assert isinstance(self.cluster, FakeCluster)
+        for tp, (leader, _epoch) in leaders.items():
+            self.cluster.leaders[tp] = leader
+        return set(leaders)
+
 
 class FakeClient:
     """Records every request; the test answers them by index (implements ``FetchClient``)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[int, dict[str, Any], Future[Any]]] = []
+        self.connecting: list[int] = []
 
     def api_version(self, node: int, api_key: int) -> int:
         return 12
 
     def is_unavailable(self, node: int) -> bool:
         return False
+
+    def try_connect(self, node: int) -> None:
+        self.connecting.append(node)
 
     def send(
         self,
@@ -957,3 +971,48 @@ def test_unassigned_partitions_lose_their_lag_metrics() -> None:
     subs.assign_from_user([T0])
     f.collect_fetch()
     assert lagging() == {"0"}
+
+
+@pytest.mark.parametrize("error", [6, 74])  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH
+def test_new_leader_named_by_a_fetch_answer_goes_to_the_metadata(error: int) -> None:
+    f, client, subs = make(leaders={T0: 0, T1: 0})
+    md = f._metadata
+    assert isinstance(md, FakeMetadata)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    answer = response({T0: (None, -1), T1: (batch(0, 3, 0), 3)})
+    moved, stays = answer["responses"][0]["partitions"]
+    moved["error_code"] = error
+    moved["current_leader"] = {"leader_id": 1, "leader_epoch": 5}
+    stays["current_leader"] = {"leader_id": -1, "leader_epoch": -1}
+    answer["node_endpoints"] = [{"node_id": 1, "host": "h1", "port": 9093, "rack": "r1"}]
+    client.sent[0][2].success(answer)
+    # Taken when the answer arrives, before the records ahead of it are handed out.
+    assert len(md.leadership_updates) == 1
+    leaders, brokers = md.leadership_updates[0]
+    assert leaders == {T0: (1, 5)}
+    assert [(b.node_id, b.host, b.port, b.rack) for b in brokers] == [(1, "h1", 9093, "r1")]
+    assert client.connecting == [1]  # the new leader's connection is set up meanwhile
+    fetch = f.collect_fetch()
+    assert values(fetch.records[T1]) == [0, 1, 2]
+    assert md.requested  # a refresh is still asked for, as without the hint
+
+
+def test_error_answer_without_a_leader_leaves_the_metadata_to_a_refresh() -> None:
+    f, client, subs = make(leaders={T0: 0})
+    md = f._metadata
+    assert isinstance(md, FakeMetadata)
+    subs.assign_from_user([T0])
+    subs.seek(T0, 0)
+    f.send_fetches()
+    answer = response({T0: (None, -1)}, error=6)
+    answer["responses"][0]["partitions"][0]["current_leader"] = {
+        "leader_id": -1,
+        "leader_epoch": -1,
+    }
+    client.sent[0][2].success(answer)
+    assert md.leadership_updates == [] and client.connecting == []
+    assert f.collect_fetch().is_empty()
+    assert md.requested

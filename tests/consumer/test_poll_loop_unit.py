@@ -34,17 +34,26 @@ class CountingFetcher:
 
 
 class CountingClient:
-    def __init__(self, time: MockTime, metadata_update_at: int = 0) -> None:
+    def __init__(
+        self, time: MockTime, metadata_update_at: int = 0, leaders_named_at: int = 0
+    ) -> None:
         self.time = time
         self.polls = 0
         self.metadata_update_at = metadata_update_at
+        self.leaders_named_at = leaders_named_at
         self.update_version = 1  # the metadata's, bumped by the network poll that updates it
+        # The metadata's snapshot: replaced by a refresh, and by leaders a fetch answer names
+        # (which is not a refresh: the version stays).
+        self.cluster = object()
 
     def poll(self, timeout_ms: Any = None, **kw: Any) -> None:
         self.polls += 1
         self.time.advance(10)
         if self.polls == self.metadata_update_at:
             self.update_version += 1
+            self.cluster = object()
+        if self.polls == self.leaders_named_at:
+            self.cluster = object()
 
 
 def consumer_with(client: CountingClient, fetcher: CountingFetcher) -> KafkaConsumer:
@@ -64,6 +73,16 @@ def test_wait_loop_checks_for_available_fetches_once_per_network_poll() -> None:
     assert fetcher.available_checks == 1 + client.polls
     # The first send, one per empty network poll, and one (a prefetch) when data arrived.
     assert fetcher.sends == 1 + client.polls
+
+
+def test_wait_loop_ends_when_a_fetch_answer_names_new_leaders() -> None:
+    # KIP-951: leaders named by a fetch answer replace the snapshot without a refresh; poll()
+    # points the positions at them at once, as after a refresh.
+    time = MockTime()
+    client = CountingClient(time, leaders_named_at=2)
+    fetcher = CountingFetcher(client)
+    consumer_with(client, fetcher)._poll_for_fetches(Timer(time, 1000))
+    assert client.polls == 2
 
 
 def test_wait_loop_ends_when_the_metadata_changes() -> None:

@@ -7,6 +7,7 @@ the user.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -420,6 +421,37 @@ def test_commit_retriable_errors_are_retried(cluster: FakeCluster, code: int) ->
         assert count(cluster, ApiKey.OFFSET_COMMIT) == 2
         assert cluster.committed("g")[(TOPIC, 0)][0] == 42
         assert cluster.committed("g")[(TOPIC, 0)][2] == "meta"
+    finally:
+        s.close()
+
+
+def test_commit_follows_a_moving_coordinator_without_a_growing_backoff(
+    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit answered NOT_COORDINATOR is sent to the rediscovered coordinator after
+    retry.backoff.ms each time; the exponential backoff is for a coordinator that is loading
+    (COORDINATOR_LOAD_IN_PROGRESS) and starts from retry.backoff.ms at the new coordinator."""
+    s = joined(cluster, retry_backoff_ms=100, retry_backoff_max_ms=10_000)
+    waits: list[int] = []
+    original = s.coordinator.backoff_wait
+    me = threading.current_thread()
+
+    def recording(timer: Any, backoff_ms: int) -> None:
+        if threading.current_thread() is me:
+            waits.append(backoff_ms)
+        original(timer, backoff_ms)
+
+    monkeypatch.setattr(s.coordinator, "backoff_wait", recording)
+    try:
+        cluster.fail(ApiKey.OFFSET_COMMIT, NOT_COORDINATOR, times=3)
+        cluster.fail(ApiKey.OFFSET_COMMIT, COORDINATOR_LOAD_IN_PROGRESS, times=3)
+        assert s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(20_000))
+        assert count(cluster, ApiKey.OFFSET_COMMIT) == 7
+        assert cluster.committed("g")[(TOPIC, 0)][0] == 42
+        # retry.backoff.ms with its 20 % jitter, then doubling while the coordinator loads.
+        assert len(waits) == 6, waits
+        assert all(80 <= w <= 120 for w in waits[:3]), waits
+        assert 80 <= waits[3] <= 120 and 160 <= waits[4] <= 240 and 320 <= waits[5] <= 480, waits
     finally:
         s.close()
 

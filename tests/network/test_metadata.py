@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 
 from kafkaconsumer.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
-from kafkaconsumer.metadata import ConsumerMetadata, Metadata
+from kafkaconsumer.metadata import ConsumerMetadata, Metadata, Node
 from kafkaconsumer.protocol.message_types import MetadataResponse
 from kafkaconsumer.structs import TopicPartition
 from tests.support.mock_time import MockTime
@@ -107,6 +107,53 @@ def test_last_seen_epoch_from_fetch_requests_update() -> None:
     assert not md.update_last_seen_epoch_if_newer(tp, 3)
     md.update(response(epoch=3, leader=2))  # older than what a fetch showed us
     assert md.cluster.leader_epoch(tp) == 2
+
+
+def test_leaders_named_by_a_fetch_answer_replace_only_their_partitions() -> None:
+    md = Metadata({})
+    md.update(response(epoch=2, leader=1))
+    before = md.cluster
+    p0, p1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+    moved = md.update_partition_leadership({p0: (2, 3)})
+    assert moved == {p0}
+    after = md.cluster
+    assert after is not before
+    assert after.leader_for(p0) == 2 and after.leader_epoch(p0) == 3
+    info = after.partition(p0)
+    assert info is not None and info.replicas == (1, 2) and info.isr == (1,)
+    assert after.leader_for(p1) == 1 and after.leader_epoch(p1) == 2
+    assert after.topic_id("orders") == TID and after.cluster_id == "c1"
+    # Not a refresh: the version and the schedule stay.
+    assert md.update_version == 1 and not md.update_requested()
+    # A later refresh from a broker that has not learnt the move keeps the newer leader.
+    md.update(response(epoch=2, leader=1))
+    assert md.cluster.leader_for(p0) == 2 and md.cluster.leader_epoch(p0) == 3
+
+
+def test_fetch_answer_leaders_that_are_not_newer_or_unknown_are_ignored() -> None:
+    md = Metadata({})
+    md.update(response(epoch=4, leader=1))
+    p0, p1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+    snapshot = md.cluster
+    assert md.update_partition_leadership({p0: (2, 4), p1: (2, 3)}) == set()  # not newer
+    assert md.update_partition_leadership({p0: (7, 5)}) == set()  # no address for node 7
+    assert md.update_partition_leadership({TopicPartition("other", 0): (2, 9)}) == set()
+    assert md.cluster is snapshot
+
+
+def test_fetch_answer_brokers_give_a_new_leader_its_address() -> None:
+    md = Metadata({})
+    md.update(response(epoch=0, leader=1))
+    p0 = TopicPartition("orders", 0)
+    moved = md.update_partition_leadership(
+        {p0: (7, 1)}, [Node(7, "h7", 9097, "r7"), Node(1, "elsewhere", 1, None)]
+    )
+    assert moved == {p0}
+    cluster = md.cluster
+    assert cluster.leader_for(p0) == 7
+    assert cluster.broker(7) == Node(7, "h7", 9097, "r7")
+    # The answer's addresses win over the snapshot's, as in Java.
+    assert cluster.broker(1) == Node(1, "elsewhere", 1, None)
 
 
 def test_refresh_timing_with_fake_clock() -> None:

@@ -53,6 +53,7 @@ from kafkaconsumer.internals.subscription_state import (
     TopicPartitionState,
     current_leader,
 )
+from kafkaconsumer.metadata import Node
 from kafkaconsumer.network.client import seek_fetch_node_id
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
@@ -77,6 +78,19 @@ __all__ = ["Fetch", "FetchConfig", "Fetcher"]
 _TOPIC_ID_MIN_VERSION = 13
 _READ_COMMITTED = 1
 _FETCH_SESSION_TOPIC_ID_ERROR = Errors.FetchSessionTopicIdError.errno
+# Partition errors whose answer may name the new leader (KIP-951, Fetch v12+ current_leader).
+_LEADER_MOVED = frozenset(
+    {Errors.NotLeaderOrFollowerError.errno, Errors.FencedLeaderEpochError.errno}
+)
+
+
+def _leader_hint(part: FetchResponseResponsePartition) -> tuple[int, int] | None:
+    """The ``(leader id, leader epoch)`` a partition's error answer names, if it names one."""
+    leader = part.get("current_leader")
+    if not leader:
+        return None
+    node, epoch = leader.get("leader_id", -1), leader.get("leader_epoch", -1)
+    return (int(node), int(epoch)) if node >= 0 and epoch >= 0 else None
 
 
 class _FetchTarget(NamedTuple):
@@ -601,6 +615,7 @@ class Fetcher:
         data = target.data
         session_parts = data.session_partitions
         resolved: list[tuple[TopicPartition, FetchResponseResponsePartition]] = []
+        hints: dict[TopicPartition, tuple[int, int]] = {}
         with self._lock:
             if self._closed:
                 return
@@ -640,15 +655,41 @@ class Fetcher:
                     # Java treats this as a broker bug; ignoring it is safe: we re-fetch.
                     logger.debug("fetch response has %s, which the request did not ask for", tp)
                     continue
+                if part.get("error_code", 0) in _LEADER_MOVED:
+                    hint = _leader_hint(part)
+                    if hint is not None:
+                        hints[tp] = hint
                 cf = CompletedFetch(tp, part, req.fetch_offset, target.broker)
                 cf.aggregator = aggregator
                 self._buffer.append(cf)
+        if hints:
+            self._apply_leader_hints(hints, response)
         metrics = self._metrics
         if metrics is not None:
             metrics.record_fetch_latency(self._time.monotonic_ms() - start_ms)
             throttle = response.get("throttle_time_ms", 0)
             if throttle:
                 metrics.record_throttle_time(throttle)
+
+    def _apply_leader_hints(
+        self, hints: Mapping[TopicPartition, tuple[int, int]], response: FetchResponse
+    ) -> None:
+        """KIP-951: a broker that is no longer a partition's leader names the new one (and,
+        v16+, its address), so the metadata takes it at once instead of after a refresh;
+        the next ``poll()`` points the position there (validating it) and fetches. A new
+        leader not connected yet is connected to now: the user's thread may be busy (a
+        commit waiting on a broker that is shutting down), and the handshake then overlaps
+        that wait."""
+        brokers = [
+            Node(int(e["node_id"]), str(e["host"]), int(e["port"]), e.get("rack"))
+            for e in response.get("node_endpoints") or ()
+            if e.get("node_id", -1) >= 0
+        ]
+        moved = self._metadata.update_partition_leadership(hints, brokers)
+        if moved:
+            logger.debug("leaders moved (from the fetch response): %s", sorted(map(str, moved)))
+            for node in {hints[tp][0] for tp in moved}:
+                self._client.try_connect(node)
 
     def in_flight_fetches(self) -> int:
         """How many fetch requests are sent and not yet answered (one per node at most)."""

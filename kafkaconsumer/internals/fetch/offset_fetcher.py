@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import config_value
 from kafkaconsumer.errors import LogTruncationError
-from kafkaconsumer.internals.interfaces import OffsetClient, OffsetMetadata
+from kafkaconsumer.internals.interfaces import ClusterView, OffsetClient, OffsetMetadata
 from kafkaconsumer.internals.subscription_state import (
     EpochEndOffset,
     FetchPosition,
@@ -145,9 +145,9 @@ class OffsetFetcher:
         self._lock = threading.Lock()  # a leaf lock: nothing is taken while it is held
         self._cached_reset_error: BaseException | None = None  # guarded by _lock
         self._cached_validation_error: BaseException | None = None  # guarded by _lock
-        # The metadata version and assignment a validation pass last ran for. Written by the
-        # user's thread only.
-        self._validated_for: tuple[int, int] | None = None
+        # The metadata snapshot (compared by identity: snapshots are immutable) and assignment
+        # a validation pass last ran for. Written by the user's thread only.
+        self._validated_for: tuple[ClusterView, int] | None = None
 
     # -- helpers -------------------------------------------------------------------------
     def _retry_later(self, partitions: Iterable[TopicPartition], now: int) -> None:
@@ -568,9 +568,9 @@ class OffsetFetcher:
         if err is not None:
             raise err
         subs = self._subscriptions
-        # Leaders only move with a metadata update; skip the walk over every partition
-        # otherwise (poll() calls this each time).
-        key = (self._metadata.update_version, subs.assignment_id)
+        # Leaders only move with a new metadata snapshot (a refresh, or leaders a fetch answer
+        # named); skip the walk over every partition otherwise (poll() calls this each time).
+        key = (self._metadata.cluster, subs.assignment_id)
         if key != self._validated_for:
             self._validated_for = key
             self._point_positions_at_current_leaders()

@@ -394,10 +394,26 @@ class CommitRequestManager:
                 raise exc
             if timer.is_expired():
                 return False
-            self._member.backoff_wait(timer, self._member.retry_backoff.backoff(attempts))
-            attempts += 1
+            attempts = self._wait_before_retry(timer, attempts)
             if timer.is_expired():
                 return False
+
+    def _wait_before_retry(self, timer: Timer, attempts: int) -> int:
+        """Wait before a commit or an offset fetch is sent again; returns the next attempt
+        number.
+
+        When the request found the coordinator gone (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE
+        or a lost connection left it unknown), the retry goes to the rediscovered coordinator
+        after ``retry.backoff.ms`` alone and counts from the start there: a coordinator that
+        moved (a broker restarting) answers a later request no sooner for being asked later.
+        Other retriable errors (COORDINATOR_LOAD_IN_PROGRESS, timeouts) back off exponentially
+        up to ``retry.backoff.max.ms`` (KIP-580), as Java does.
+        """
+        if self._member.coordinator_unknown():
+            self._member.backoff_wait(timer, self._member.retry_backoff.backoff(0))
+            return 0
+        self._member.backoff_wait(timer, self._member.retry_backoff.backoff(attempts))
+        return attempts + 1
 
     def invoke_pending_async_commits(self, timer: Timer) -> bool:
         """Wait (bounded by ``timer``) for in-flight async commits, running their callbacks.
@@ -704,8 +720,7 @@ class CommitRequestManager:
                 raise exc
             if timer.is_expired():
                 return None
-            self._member.backoff_wait(timer, self._member.retry_backoff.backoff(attempts))
-            attempts += 1
+            attempts = self._wait_before_retry(timer, attempts)
             if timer.is_expired():
                 return None
 
