@@ -914,11 +914,7 @@ class KafkaConsumer:
         ms = to_timeout_ms(timeout_ms, self._default_api_timeout_ms)
         self._acquire_and_ensure_open()
         try:
-            if self._telemetry is None:
-                raise Errors.IllegalStateError(
-                    "Telemetry is not enabled. Set config `enable.metrics.push` to `true`."
-                )
-            return self._telemetry.client_instance_id(self._client, ms)
+            return ClientTelemetryReporter.instance_id_of(self._telemetry, self._client, ms)
         finally:
             self._release()
 

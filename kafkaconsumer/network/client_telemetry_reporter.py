@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafkaconsumer.errors import UnsupportedVersionError
+from kafkaconsumer.errors import IllegalStateError, UnsupportedVersionError
 from kafkaconsumer.metrics.metrics import Metrics
 from kafkaconsumer.network.client_telemetry_sender import (
     DISABLED_INTERVAL_MS,
@@ -179,6 +179,19 @@ class ClientTelemetryReporter:
             if remaining <= 0:
                 return None
             client.poll(min(remaining, 100), disable_wakeup=True)
+
+    @staticmethod
+    def instance_id_of(
+        reporter: ClientTelemetryReporter | None, client: ConsumerNetworkClient, timeout_ms: int
+    ) -> uuid.UUID | None:
+        """What a consumer's ``client_instance_id()`` returns: the id from ``reporter``, or
+        ``IllegalStateError`` when the client pushes no metrics (``reporter`` None), as Java's
+        clients raise."""
+        if reporter is None:
+            raise IllegalStateError(
+                "Telemetry is not enabled. Set config `enable.metrics.push` to `true`."
+            )
+        return reporter.client_instance_id(client, timeout_ms)
 
     def close(self, client: ConsumerNetworkClient | None, timeout_ms: int) -> None:
         """Send the terminating push (when a subscription wants metrics) within
