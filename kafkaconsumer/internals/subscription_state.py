@@ -730,6 +730,22 @@ class SubscriptionState:
                 return None
             return state.position.offset - state.log_start_offset
 
+    def partition_lag_and_lead(
+        self, tp: TopicPartition, read_committed: bool = False
+    ) -> tuple[int | None, int | None]:
+        """:meth:`partition_lag` and :meth:`partition_lead` read together, under one lock."""
+        with self._lock:
+            state = self._assigned_state(tp)
+            position = state.position
+            if position is None:
+                return None, None
+            end = state.last_stable_offset if read_committed else state.high_watermark
+            start = state.log_start_offset
+            return (
+                None if end is None else end - position.offset,
+                None if start is None else position.offset - start,
+            )
+
     def partition_end_offset(self, tp: TopicPartition, read_committed: bool = False) -> int | None:
         """The cached end offset (LSO or HW)."""
         with self._lock:

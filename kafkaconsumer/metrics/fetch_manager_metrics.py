@@ -31,8 +31,8 @@ class FetchManagerMetrics:
 
     The fetcher calls :meth:`record_fetch_latency` per fetch response,
     :meth:`record_fetched` with per-topic ``(bytes, records)`` once per response (or
-    :meth:`record_partition_fetched` per partition), :meth:`record_lag` / :meth:`record_lead`
-    per partition after each fetch, and :meth:`retain_partitions` when the assignment changes.
+    :meth:`record_partition_fetched` per partition), :meth:`record_lag_and_lead` (or
+    :meth:`record_lag` / :meth:`record_lead`) per partition after each fetch, and :meth:`retain_partitions` when the assignment changes.
 
     Thread-safety: safe from any thread; its own lock guards the per-topic and per-partition
     sensor tables (order: ``Metrics.publish_lock`` > this lock > ``Metrics._lock``).
@@ -130,6 +130,22 @@ class FetchManagerMetrics:
         self._lead.record(lead, now)
         self._sensors_of_partition(tp)[1].record(lead, now)
 
+    def record_lag_and_lead(self, tp: TopicPartition, lag: int | None, lead: int | None) -> None:
+        """:meth:`record_lag` and :meth:`record_lead` together (either skipped when None), at
+        one time and under one acquisition of the registry's lock: the collector records both
+        once per partition response."""
+        if lag is None and lead is None:
+            return
+        registry = self.metrics
+        now = registry.time.monotonic_ms()
+        lag_sensor, lead_sensor = self._sensors_of_partition(tp)
+        values: list[tuple[Sensor, float]] = []
+        if lag is not None:
+            values += ((self._lag, lag), (lag_sensor, lag))
+        if lead is not None:
+            values += ((self._lead, lead), (lead_sensor, lead))
+        registry.record_all(values, now)
+
     def remove_partition(self, tp: TopicPartition) -> None:
         """Drop the per-partition metrics of an unassigned partition."""
         # Under the publish lock: a publication running now finishes before the partition is
@@ -219,8 +235,9 @@ class FetchManagerMetrics:
             for i, stat in enumerate(self._partition_stats()):
                 (lag if i < 3 else lead).add(names[i], stat)
         else:
-            for i, stat in enumerate(self._partition_stats()):
-                (lag if i < 3 else lead).add_stat(stat)
+            stats = self._partition_stats()
+            lag.add_stats(stats[:3])
+            lead.add_stats(stats[3:])
         return lag, lead
 
     @staticmethod

@@ -118,6 +118,12 @@ class Sensor:
         with self._registry._lock:
             self._stats.append(stat)
 
+    def add_stats(self, stats: Iterable[Stat]) -> None:
+        """Attach every one of ``stats``, in order, without publishing them yet (one lock
+        taken for all: per-partition sensors are made by the thousand)."""
+        with self._registry._lock:
+            self._stats.extend(stats)
+
     def publish(self, metric_name: MetricName, stat: Stat) -> None:
         """Publish ``stat`` (attached already) under ``metric_name``."""
         registry = self._registry
@@ -127,11 +133,14 @@ class Sensor:
         """Record one value on every statistic of the sensor."""
         registry = self._registry
         now = registry.time.monotonic_ms() if now_ms is None else now_ms
-        config = registry.config
         with registry._lock:
-            self.last_record_ms = now
-            for stat in self._stats:
-                stat.record(config, value, now)
+            self._record_locked(registry.config, value, now)
+
+    def _record_locked(self, config: MetricConfig, value: float, now: int) -> None:
+        # The caller holds the registry's lock.
+        self.last_record_ms = now
+        for stat in self._stats:
+            stat.record(config, value, now)
 
 
 class _IdleSensor(Sensor):
@@ -144,6 +153,9 @@ class _IdleSensor(Sensor):
 
     def record(self, value: float = 1.0, now_ms: int | None = None) -> None:
         """Record nothing: the sensor's level is above the registry's."""
+
+    def _record_locked(self, config: MetricConfig, value: float, now: int) -> None:
+        pass  # above the registry's recording level: nothing is recorded
 
 
 class Metrics:
@@ -222,6 +234,15 @@ class Metrics:
                 sensor = (Sensor if records else _IdleSensor)(self, name, recording_level)
                 self._sensors[name] = sensor
             return sensor
+
+    def record_all(self, values: Iterable[tuple[Sensor, float]], now_ms: int) -> None:
+        """Record each ``(sensor, value)`` pair at ``now_ms`` as :meth:`Sensor.record` would,
+        under one acquisition of the registry's lock (a partition's lag and lead go to four
+        sensors at once)."""
+        config = self.config
+        with self._lock:
+            for sensor, value in values:
+                sensor._record_locked(config, value, now_ms)
 
     def get_sensor(self, name: str) -> Sensor | None:
         """The sensor called ``name`` if it exists (Java's ``getSensor``, kept as API of this

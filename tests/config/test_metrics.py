@@ -370,3 +370,45 @@ def test_concurrent_recording_is_consistent() -> None:
     for t in threads:
         t.join(timeout=30)
     assert metrics.value("count", G) == 8000
+
+
+def test_lag_and_lead_recorded_together_match_separate_recording() -> None:
+    """record_lag_and_lead moves the same metrics as record_lag then record_lead, and skips
+    whichever is None."""
+    g = FetchManagerMetrics.GROUP
+    tags = {"client-id": "c1"}
+    part_tags = {"client-id": "c1", "topic": "t", "partition": "0"}
+    tp = TopicPartition("t", 0)
+    values: list[dict[str, float]] = []
+    for together in (False, True):
+        metrics, clock = _registry(samples=2, window_ms=30_000)
+        fm = FetchManagerMetrics(metrics, "c1")
+        for lag, lead in ((40, 5), (20, None), (None, 9)):
+            if together:
+                fm.record_lag_and_lead(tp, lag, lead)
+            else:
+                if lag is not None:
+                    fm.record_lag(tp, lag)
+                if lead is not None:
+                    fm.record_lead(tp, lead)
+        clock.advance(1)
+        names = ["records-lag", "records-lag-max", "records-lag-avg", "records-lead"]
+        names += ["records-lead-min", "records-lead-avg"]
+        seen = {name: metrics.value(name, g, part_tags) for name in names}
+        seen["all-lag-max"] = metrics.value("records-lag-max", g, tags)
+        seen["all-lead-min"] = metrics.value("records-lead-min", g, tags)
+        values.append(seen)
+    assert values[0] == values[1]
+    assert values[1]["records-lag"] == 20 and values[1]["records-lead-avg"] == 7
+
+
+def test_record_all_skips_sensors_above_the_recording_level() -> None:
+    """Metrics.record_all records like Sensor.record: idle sensors keep their initial values."""
+    metrics = Metrics(MetricConfig(recording_level=RecordingLevel.INFO), time=MockTime())
+    info = metrics.sensor("info")
+    info.add(metrics.metric_name("info-total", "g"), CumulativeSum())
+    debug = metrics.sensor("debug", RecordingLevel.DEBUG)
+    debug.add(metrics.metric_name("debug-total", "g"), CumulativeSum())
+    metrics.record_all([(info, 3.0), (debug, 4.0), (info, 2.0)], metrics.time.monotonic_ms())
+    assert metrics.value("info-total", "g") == 5.0
+    assert metrics.value("debug-total", "g") == 0.0

@@ -236,6 +236,8 @@ def test_lag_and_watermarks() -> None:
     assert s.partition_lag(T0) == 15
     assert s.partition_lag(T0, read_committed=True) == 10
     assert s.partition_lead(T0) == 6
+    assert s.partition_lag_and_lead(T0) == (15, 6)
+    assert s.partition_lag_and_lead(T0, read_committed=True) == (10, 6)
 
 
 def test_preferred_read_replica_expires() -> None:

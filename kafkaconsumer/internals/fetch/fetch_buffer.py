@@ -25,6 +25,9 @@ from kafkaconsumer.structs import TopicPartition
 
 __all__ = ["FetchBuffer"]
 
+# Entries of the log of partitions that left the buffer kept before its older half is dropped.
+_LEFT_LOG_MAX = 8192
+
 
 class FetchBuffer:
     """Completed fetches waiting to be handed out, with the counts the fetcher plans by.
@@ -56,6 +59,21 @@ class FetchBuffer:
         )
         # A failure of the response handler, raised by the next collect. Guarded by lock.
         self._error: Errors.KafkaError | None = None
+        # The buffered partitions (those of _pieces and next_in_line's, see
+        # buffered_partitions), kept as they change so that the fetcher can ask how many there
+        # are, and which left since it last looked, without a walk over all of them on each
+        # poll. next_in_line is set without the lock, so its part is brought up to date when
+        # asked (_sync_buffered): _nil_tp is the partition it was last counted for, and
+        # _maybe_left the partitions whose last queued piece left since. The partitions that
+        # left the set are logged as noticed (_left, its first entry the _left_base-th ever);
+        # _rebuilt counts wholesale changes (clear, clear_unassigned) that void that log.
+        # All guarded by lock.
+        self._buffered: set[TopicPartition] = set()
+        self._nil_tp: TopicPartition | None = None
+        self._maybe_left: set[TopicPartition] = set()
+        self._left: list[TopicPartition] = []
+        self._left_base = 0
+        self._rebuilt = 0
 
     # The queue grows and shrinks through these (clear_unassigned and clear reset it as a
     # whole); the caller holds the lock.
@@ -63,6 +81,7 @@ class FetchBuffer:
         """Queue ``cf`` at the tail (caller holds the lock)."""
         self._completed.append(cf)
         self._pieces[cf.tp] += 1
+        self._buffered.add(cf.tp)
         cf.buffered_bytes = 0 if cf.initialized or cf.is_consumed else cf.size_in_bytes
         self.undecoded_bytes += cf.buffered_bytes
         end = cf.end_offset_hint()
@@ -76,6 +95,7 @@ class FetchBuffer:
             self._pieces[cf.tp] = left
         else:
             del self._pieces[cf.tp]
+            self._maybe_left.add(cf.tp)
         self.undecoded_bytes -= cf.buffered_bytes
         cf.buffered_bytes = 0
         self._lagging.pop(cf, None)
@@ -116,11 +136,63 @@ class FetchBuffer:
     # -- what the fetcher plans by (caller holds the lock) ------------------------------
     def buffered_partitions(self) -> set[TopicPartition]:
         """The partitions with data queued or being handed out."""
-        out = set(self._pieces)
+        self._sync_buffered()
+        return set(self._buffered)
+
+    def buffered_count(self) -> int:
+        """How many partitions :meth:`buffered_partitions` holds, without copying them."""
+        self._sync_buffered()
+        return len(self._buffered)
+
+    def buffered_token(self) -> tuple[int, int]:
+        """A point in the history of :meth:`buffered_partitions`, for :meth:`left_since`."""
+        self._sync_buffered()
+        return (self._rebuilt, self._left_base + len(self._left))
+
+    def left_since(self, token: tuple[int, int]) -> list[TopicPartition] | None:
+        """Every partition that left :meth:`buffered_partitions` since ``token`` was taken
+        (some may be back since; none that left is missing), or None when that is no longer
+        known (the buffer was cleared or rebuilt, or the log moved past ``token``)."""
+        self._sync_buffered()
+        rebuilt, at = token
+        if rebuilt != self._rebuilt or at < self._left_base:
+            return None
+        return self._left[at - self._left_base :]
+
+    def _sync_buffered(self) -> None:
         nil = self.next_in_line
-        if nil is not None and not nil.is_consumed:
-            out.add(nil.tp)
-        return out
+        want = nil.tp if nil is not None and not nil.is_consumed else None
+        old = self._nil_tp
+        if want != old:
+            self._nil_tp = want
+            if want is not None:
+                self._buffered.add(want)
+            if old is not None:
+                self._maybe_left.add(old)
+        if self._maybe_left:
+            for tp in self._maybe_left:
+                if tp != want and tp not in self._pieces and tp in self._buffered:
+                    self._buffered.discard(tp)
+                    self._left.append(tp)
+            self._maybe_left.clear()
+            if len(self._left) > _LEFT_LOG_MAX:
+                # Tokens older than the kept half find nothing (the fetcher then walks).
+                drop = len(self._left) // 2
+                del self._left[:drop]
+                self._left_base += drop
+
+    def _rebuild_buffered(self) -> None:
+        # After a wholesale change of the queue or next_in_line: the set is recounted and the
+        # log of leavers voided.
+        self._buffered = set(self._pieces)
+        nil = self.next_in_line
+        self._nil_tp = nil.tp if nil is not None and not nil.is_consumed else None
+        if self._nil_tp is not None:
+            self._buffered.add(self._nil_tp)
+        self._maybe_left.clear()
+        self._left_base += len(self._left)
+        self._left.clear()
+        self._rebuilt += 1
 
     def prefetch_points(self, max_bytes: int) -> dict[TopicPartition, tuple[int, int]]:
         """Partitions to fetch ahead of their buffered data: ``tp -> (start, end)`` where
@@ -198,6 +270,7 @@ class FetchBuffer:
             if nil is not None and nil.tp not in keep:
                 nil.drain()
                 self.next_in_line = None
+            self._rebuild_buffered()
 
     def clear(self) -> None:
         """Drop everything (the consumer closes; caller holds the lock)."""
@@ -206,3 +279,4 @@ class FetchBuffer:
         self.undecoded_bytes = 0
         self._lagging.clear()
         self.next_in_line = None
+        self._rebuild_buffered()

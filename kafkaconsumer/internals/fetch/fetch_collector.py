@@ -253,14 +253,9 @@ class FetchCollector:
         if not cf.is_consumed or cf.metrics_recorded:
             return
         cf.metrics_recorded = True
-        metrics = self._metrics
         tp = cf.tp
-        lag = subs.partition_lag(tp, self.config.read_committed)
-        if lag is not None:
-            metrics.record_lag(tp, lag)
-        lead = subs.partition_lead(tp)
-        if lead is not None:
-            metrics.record_lead(tp, lead)
+        lag, lead = subs.partition_lag_and_lead(tp, self.config.read_committed)
+        self._metrics.record_lag_and_lead(tp, lag, lead)
 
     def _is_stale(self, cf: CompletedFetch) -> bool:
         """True when ``cf``'s partition is unassigned or its position moved since the fetch."""

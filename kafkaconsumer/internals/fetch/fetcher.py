@@ -238,17 +238,16 @@ class Fetcher:
                 seek_fetch_node_id(node) in seek_pending for node in pending
             ):
                 return []
-        buffered = self._buffer.buffered_partitions()
-        if len(buffered) >= subs.num_assigned_partitions() and (
-            self._pending_nodes or not buffered
-        ):
+        buffer = self._buffer
+        count = buffer.buffered_count()
+        if count >= subs.num_assigned_partitions() and (self._pending_nodes or not count):
             # The common case while records flow: everything assigned still has data waiting,
             # and a fetch is in flight (prefetching is considered when it returns).
             return []
-        prefetch = self._buffer.prefetch_points(self._config.max_bytes)
+        prefetch = buffer.prefetch_points(self._config.max_bytes)
         if prefetch:
-            buffered = buffered.difference(prefetch)
-        if len(buffered) >= subs.num_assigned_partitions():
+            count = len(buffer.buffered_partitions().difference(prefetch))
+        if count >= subs.num_assigned_partitions():
             return []
         # While partitions drain one by one, every poll would walk all the others only to find
         # them caught up on a node that still sends buffered data (an O(partitions) cost per
@@ -257,16 +256,18 @@ class Fetcher:
         # a walk found nothing, and while no fetch went out or came back (that clears the
         # mark) and no fetch state or leader changed, only the partitions drained since can
         # change the answer: those are checked instead of walking all.
+        # (Partitions that joined the buffered set since only leave the walk, and the buffer
+        # tells which left without a copy of the set: the check stays O(1) per drained one.)
         last = self._nothing_to_fetch_at
-        mark = (subs.fetchable_mark(), frozenset(buffered), self._metadata.cluster)
-        if (
-            last is not None
-            and last[2] is mark[2]
-            and last[0] == mark[0]
-            and (last[1] == mark[1] or self._drained_caught_up(last[1].difference(buffered)))
-        ):
-            self._nothing_to_fetch_at = mark
-            return []
+        mark = (subs.fetchable_mark(), buffer.buffered_token(), self._metadata.cluster)
+        if last is not None and not prefetch and last[2] is mark[2] and last[0] == mark[0]:
+            drained = buffer.left_since(last[1])
+            if drained is not None and self._drained_caught_up(drained):
+                self._nothing_to_fetch_at = mark
+                return []
+        buffered = buffer.buffered_partitions()
+        if prefetch:
+            buffered.difference_update(prefetch)
         remember = not prefetch
         now = self._time.monotonic_ms()
         builders: dict[int, FetchSessionHandler.Builder] = {}
