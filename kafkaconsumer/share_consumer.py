@@ -64,6 +64,12 @@ AcknowledgementCommitCallback = Callable[
 ]
 
 _POLL_SLICE_MS = 100
+#: A broker gets its next ShareFetch once no more than this many polls' worth of its records
+#: are left to hand out, so that the answer is on its way while the user processes them.
+_FETCH_AHEAD_POLLS = 2
+#: Acknowledgements for a broker whose records are still being handed out ride on its next
+#: ShareFetch; after waiting this long they go on their own in a ShareAcknowledge.
+_ACK_LINGER_MS = 1000
 #: The column ``poll_arrow()`` adds to the consumer's Arrow schema.
 _DELIVERY_COUNT = "delivery_count"
 _NO_THREAD = -1
@@ -143,6 +149,12 @@ class KafkaShareConsumer:
         self._pending: dict[int, dict[TopicPartition, Acknowledgements]] = {}
         # Records kept with RENEW: still held, to be acknowledged by a later call.
         self._renewed: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord]] = {}
+        # Implicit mode: what the last poll returned, as (node, tp, offset runs), accepted by
+        # the next poll, commit or close (explicit mode keeps each record in _delivered).
+        self._handed: list[tuple[int, TopicPartition, list[tuple[int, int]]]] = []
+        self._whole_batches = cfg["share.acquire.mode"] == "batch_optimized"
+        # When the acknowledgements now pending for a node (by node) started waiting.
+        self._pending_since: dict[int, int] = {}
         self._current: list[ShareCompletedFetch] = []  # fetched data not yet handed out
         self._callback: AcknowledgementCommitCallback | None = None
         self._closed = False
@@ -269,12 +281,12 @@ class KafkaShareConsumer:
     def _settle_delivered(self) -> None:
         """Before a poll or commit: implicit mode accepts what the last poll returned; explicit
         mode requires it all acknowledged (before a poll)."""
-        if not self._delivered:
-            return
-        if not self._explicit:
-            for (tp, offset), (node, _r) in self._delivered.items():
-                self._add_pending(node, tp, offset, AcknowledgeType.ACCEPT)
-            self._delivered.clear()
+        if self._handed:
+            for node, tp, runs in self._handed:
+                acks = self._pending.setdefault(node, {}).setdefault(tp, Acknowledgements())
+                for first, last in runs:
+                    acks.add_range(first, last, AcknowledgeType.ACCEPT)
+            self._handed = []
 
     def _take_pending(self) -> dict[int, dict[TopicPartition, Acknowledgements]]:
         pending, self._pending = self._pending, {}
@@ -399,10 +411,19 @@ class KafkaShareConsumer:
             if room <= 0 or error is not None:
                 keep.append(cf)
                 continue
-            batch = cf.fetch_records(room, self._key_deserializer, self._value_deserializer)
+            batch = cf.fetch_records(
+                room,
+                self._key_deserializer,
+                self._value_deserializer,
+                check_crcs=self._check_crcs,
+                whole_batches=self._whole_batches,
+            )
             self._merge_pending(cf.node, cf.tp, batch.acknowledgements)
-            for record in batch.records:
-                self._delivered[(cf.tp, record.offset)] = (cf.node, record)
+            if self._explicit:
+                for record in batch.records:
+                    self._delivered[(cf.tp, record.offset)] = (cf.node, record)
+            elif batch.handed:
+                self._handed.append((cf.node, cf.tp, batch.handed))
             if batch.records:
                 out.setdefault(cf.tp, []).extend(batch.records)
                 room -= len(batch.records)
@@ -478,8 +499,7 @@ class KafkaShareConsumer:
             self._member.poll()
             self._sync_membership()
             records = self._collect()
-            # Fetch ahead (with the acknowledgements) while the user processes these.
-            self._fetch.send_fetches(self._take_pending())
+            self._send_requests()
             self._fire_callbacks()
             if records:
                 return records
@@ -487,6 +507,46 @@ class KafkaShareConsumer:
             if timer.is_expired():
                 return {}
             self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+
+    def _send_requests(self) -> None:
+        """After a hand-out, send what is pending.
+
+        A broker gets its next ShareFetch, carrying the acknowledgements so far, once at most
+        :data:`_FETCH_AHEAD_POLLS` polls' worth of its fetched records are left to hand out:
+        it acquires more while the user processes these. Before that it gets no fetch: while
+        this member holds its records it has little to acquire, and a fetch waiting for
+        records would hold back the acknowledgements that free them. Its acknowledgements
+        wait for that fetch (one request carries them, and the broker applies them while it
+        acquires), for :data:`_ACK_LINGER_MS` at most; then they go in a ShareAcknowledge, so
+        that a slow consumer's acknowledgements reach the broker well within the
+        acquisition lock."""
+        pending = self._take_pending()
+        left: dict[int, int] = {}
+        for cf in self._current:
+            if not cf.is_consumed:
+                left[cf.node] = left.get(cf.node, 0) + cf.remaining()
+        ahead = _FETCH_AHEAD_POLLS * self._max_poll_records
+        busy = frozenset(node for node, count in left.items() if count > ahead)
+        now = self._time.monotonic_ms()
+        for node in list(self._pending_since):
+            if node not in pending:
+                del self._pending_since[node]
+        overdue: dict[int, dict[TopicPartition, Acknowledgements]] = {}
+        for node in busy:
+            acks = pending.pop(node, None)
+            if acks is None:
+                continue
+            since = self._pending_since.setdefault(node, now)
+            if now - since >= _ACK_LINGER_MS and not self._fetch.has_in_flight(node):
+                overdue[node] = acks
+                del self._pending_since[node]
+            else:
+                self._pending[node] = acks
+        if overdue:
+            self._fetch.send_acknowledgements(overdue)
+        for node in pending:
+            self._pending_since.pop(node, None)
+        self._fetch.send_fetches(pending, skip=busy)
 
     def __iter__(self) -> Iterator[ShareConsumerRecord]:
         """Poll forever, one record at a time."""

@@ -1,0 +1,123 @@
+"""Share-consumer hand-out without a network: batch_optimized hands out whole record batches
+past ``max.poll.records``, the offsets handed out come back as runs for implicit acceptance, and
+acknowledgements are taken in by ranges and folded without copying the queue."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements, AcknowledgeType
+from kafkaconsumer.internals.fetch.share_completed_fetch import ShareCompletedFetch
+from kafkaconsumer.internals.fetch.share_session_handler import ShareSessionHandler
+from kafkaconsumer.record import encode_batch
+from kafkaconsumer.structs import TopicPartition
+
+pytestmark = pytest.mark.timeout(30)
+
+TP = TopicPartition("t", 0)
+TID = uuid.UUID(int=7)
+ACCEPT, RELEASE = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE)
+
+
+def partition(raw: bytes, ranges: list[tuple[int, int, int]]) -> dict[str, Any]:
+    return {
+        "partition_index": 0,
+        "error_code": 0,
+        "records": raw,
+        "acquired_records": [
+            {"first_offset": a, "last_offset": b, "delivery_count": c} for a, b, c in ranges
+        ],
+    }
+
+
+def rows(n: int, start: int = 0) -> list[tuple[Any, ...]]:
+    return [(None, b"v%d" % (start + i), [], 1000) for i in range(n)]
+
+
+def three_batches() -> bytes:
+    """Offsets 0-4, 5-9 and 10-14 in three record batches."""
+    return b"".join(encode_batch(rows(5, b), base_offset=b) for b in (0, 5, 10))
+
+
+def test_whole_batches_go_past_max_records_to_the_end_of_the_batch() -> None:
+    cf = ShareCompletedFetch(TP, TID, 1, partition(three_batches(), [(0, 14, 1)]))
+    first = cf.fetch_records(3, whole_batches=True)
+    assert [r.offset for r in first.records] == [0, 1, 2, 3, 4]
+    second = cf.fetch_records(6, whole_batches=True)
+    assert [r.offset for r in second.records] == list(range(5, 15)) and cf.is_consumed
+
+
+def test_without_whole_batches_max_records_is_the_limit() -> None:
+    cf = ShareCompletedFetch(TP, TID, 1, partition(three_batches(), [(0, 14, 1)]))
+    assert [r.offset for r in cf.fetch_records(3).records] == [0, 1, 2]
+    assert [r.offset for r in cf.fetch_records(3).records] == [3, 4, 5]
+    assert cf.remaining() == 9
+
+
+def test_a_batch_ending_exactly_at_max_records_is_not_extended() -> None:
+    cf = ShareCompletedFetch(TP, TID, 1, partition(three_batches(), [(0, 14, 1)]))
+    assert [r.offset for r in cf.fetch_records(5, whole_batches=True).records] == [0, 1, 2, 3, 4]
+
+
+def test_handed_out_offsets_come_back_as_runs_of_the_acquired_ranges() -> None:
+    cf = ShareCompletedFetch(TP, TID, 1, partition(three_batches(), [(1, 3, 1), (6, 12, 2)]))
+    batch = cf.fetch_records(6)
+    assert [(r.offset, r.delivery_count) for r in batch.records] == [
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (6, 2),
+        (7, 2),
+        (8, 2),
+    ]
+    assert batch.handed == [(1, 3), (6, 8)]
+    rest = cf.fetch_records(100)
+    assert rest.handed == [(9, 12)] and cf.is_consumed
+
+
+def test_runs_skip_gaps_which_are_acknowledged_as_gaps() -> None:
+    # A compacted batch: offsets 0, 2, 3 and 5 remain out of 0..5.
+    raw = encode_batch(
+        [(None, b"a", [], 1, 0), (None, b"b", [], 1, 2), (None, b"c", [], 1, 3)]
+        + [(None, b"d", [], 1, 5)],
+        last_offset_delta=5,
+    )
+    cf = ShareCompletedFetch(TP, TID, 1, partition(raw, [(0, 5, 1)]))
+    batch = cf.fetch_records(100)
+    assert batch.handed == [(0, 0), (2, 3), (5, 5)]
+    assert sorted(batch.acknowledgements.as_dict()) == [1, 4]
+
+
+def test_acquired_map_reports_each_offset_with_its_delivery_count() -> None:
+    cf = ShareCompletedFetch(TP, TID, 1, partition(three_batches(), [(6, 7, 3), (1, 2, 1)]))
+    assert cf.acquired == {1: 1, 2: 1, 6: 3, 7: 3}
+
+
+def test_ranges_are_acknowledged_and_sent_as_one_batch() -> None:
+    a = Acknowledgements()
+    a.add_range(10, 19, ACCEPT)
+    a.add(15, RELEASE)
+    assert len(a) == 10 and a.get(15) == RELEASE
+    b = Acknowledgements()
+    b.add_range(0, 999, ACCEPT)
+    assert b.batches() == [{"first_offset": 0, "last_offset": 999, "acknowledge_types": [ACCEPT]}]
+
+
+def test_acknowledgements_folded_into_later_ones_complete_with_them() -> None:
+    h = ShareSessionHandler(1, "m")
+    h.add_partition_to_fetch(TP, TID)
+    h.build_share_fetch()
+    h.handle_response(0)
+    earlier, later = Acknowledgements(), Acknowledgements()
+    earlier.add_range(0, 9, ACCEPT)
+    later.add_range(5, 14, RELEASE)
+    h.add_partition_to_acknowledge(TP, TID, earlier)
+    h.add_partition_to_acknowledge(TP, TID, later)
+    _body, sent = h.build_share_fetch()
+    assert sent == {TP: later}
+    assert later.as_dict() == {**dict.fromkeys(range(5), ACCEPT), **dict.fromkeys(range(5, 15), 2)}
+    later.complete(0)
+    assert earlier.completed and later.completed and earlier.exception() is None
