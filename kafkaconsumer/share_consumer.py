@@ -144,11 +144,14 @@ class KafkaShareConsumer:
         self._fetch.member_id = self._member.member_id()
         self._session_generation = 0  # written by the user's thread only
         # Records of the last poll not yet acknowledged: (tp, offset) -> (node, record).
-        self._delivered: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord]] = {}
+        # (None: a row of poll_arrow()).
+        self._delivered: dict[
+            tuple[TopicPartition, int], tuple[int, ShareConsumerRecord | None]
+        ] = {}
         # Acknowledgements not yet sent, by the node that delivered the records.
         self._pending: dict[int, dict[TopicPartition, Acknowledgements]] = {}
         # Records kept with RENEW: still held, to be acknowledged by a later call.
-        self._renewed: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord]] = {}
+        self._renewed: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord | None]] = {}
         # Implicit mode: what the last poll returned, as (node, tp, offset runs), accepted by
         # the next poll, commit or close (explicit mode keeps each record in _delivered).
         self._handed: list[tuple[int, TopicPartition, list[tuple[int, int]]]] = []
@@ -394,9 +397,11 @@ class KafkaShareConsumer:
                     self._add_pending(cf.node, cf.tp, offset, AcknowledgeType.RELEASE)
         self._current = []
 
-    def _collect(self) -> dict[TopicPartition, list[ShareConsumerRecord]]:
+    def _collect(self, columns: bool = False) -> dict[TopicPartition, list[Any]]:
+        # By partition: the records handed out, or with ``columns`` the Arrow pieces
+        # (record batch, delivery counts) of poll_arrow().
         self._current.extend(self._fetch.take_completed_fetches())
-        out: dict[TopicPartition, list[ShareConsumerRecord]] = {}
+        out: dict[TopicPartition, list[Any]] = {}
         room = self._max_poll_records
         keep: list[ShareCompletedFetch] = []
         error: Errors.KafkaError | None = None
@@ -411,22 +416,34 @@ class KafkaShareConsumer:
             if room <= 0 or error is not None:
                 keep.append(cf)
                 continue
-            batch = cf.fetch_records(
-                room,
-                self._key_deserializer,
-                self._value_deserializer,
-                check_crcs=self._check_crcs,
-                whole_batches=self._whole_batches,
-            )
+            if columns:
+                batch = cf.fetch_columns(
+                    room, check_crcs=self._check_crcs, whole_batches=self._whole_batches
+                )
+            else:
+                batch = cf.fetch_records(
+                    room,
+                    self._key_deserializer,
+                    self._value_deserializer,
+                    check_crcs=self._check_crcs,
+                    whole_batches=self._whole_batches,
+                )
             self._merge_pending(cf.node, cf.tp, batch.acknowledgements)
             if self._explicit:
                 for record in batch.records:
                     self._delivered[(cf.tp, record.offset)] = (cf.node, record)
+                if batch.columns is not None:
+                    for offset in batch.columns[2]:
+                        self._delivered[(cf.tp, offset)] = (cf.node, None)
             elif batch.handed:
                 self._handed.append((cf.node, cf.tp, batch.handed))
             if batch.records:
                 out.setdefault(cf.tp, []).extend(batch.records)
                 room -= len(batch.records)
+            elif batch.columns is not None:
+                record_batch, _epochs, _offsets, counts = batch.columns
+                out.setdefault(cf.tp, []).append((record_batch, counts))
+                room -= record_batch.num_rows
             if not cf.is_consumed:
                 keep.append(cf)
             if batch.error is not None:
@@ -470,23 +487,25 @@ class KafkaShareConsumer:
             )
         self._acquire_and_ensure_open()
         try:
-            by_partition = self._poll(timeout_ms)
+            by_partition = self._poll(timeout_ms, columns=True)
         finally:
             self._release()
         names = arrow.schema(include_headers).names
         batches = []
-        for tp, records in by_partition.items():
-            batch, _epochs = arrow.records_to_arrow(records, tp.topic, tp.partition)
-            counts = pa.array([r.delivery_count for r in records], pa.int32())
-            batches.append(batch.select(names).append_column(_DELIVERY_COUNT, counts))
+        for pieces in by_partition.values():
+            for batch, counts in pieces:
+                batches.append(batch.select(names).append_column(_DELIVERY_COUNT, counts))
         if not batches:
             empty = arrow.empty_batch(include_headers)
             return empty.append_column(_DELIVERY_COUNT, pa.array([], pa.int32()))
         return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
-    def _poll(self, timeout_ms: float | Any) -> dict[TopicPartition, list[ShareConsumerRecord]]:
-        """One poll on the user's thread (the guard held): the acquired records by partition,
-        none when ``timeout_ms`` passed first."""
+    def _poll(
+        self, timeout_ms: float | Any, columns: bool = False
+    ) -> dict[TopicPartition, list[Any]]:
+        """One poll on the user's thread (the guard held): the acquired records by partition
+        (with ``columns``, Arrow pieces: see :meth:`_collect`), none when ``timeout_ms``
+        passed first."""
         if not self._member.subscription():
             raise Errors.IllegalStateError("Consumer is not subscribed to any topics.")
         if self._explicit and self._delivered:
@@ -498,7 +517,7 @@ class KafkaShareConsumer:
         while True:
             self._member.poll()
             self._sync_membership()
-            records = self._collect()
+            records = self._collect(columns)
             self._send_requests()
             self._fire_callbacks()
             if records:

@@ -121,3 +121,52 @@ def test_acknowledgements_folded_into_later_ones_complete_with_them() -> None:
     assert later.as_dict() == {**dict.fromkeys(range(5), ACCEPT), **dict.fromkeys(range(5, 15), 2)}
     later.complete(0)
     assert earlier.completed and later.completed and earlier.exception() is None
+
+
+# ---------------------------------------------------------------- Arrow columns ---------------
+def test_columns_carry_the_acquired_rows_and_their_delivery_counts() -> None:
+    pa = pytest.importorskip("pyarrow")
+    cf = ShareCompletedFetch(TP, TID, 1, partition(three_batches(), [(1, 3, 1), (6, 12, 2)]))
+    batch = cf.fetch_columns(100)
+    assert batch.columns is not None and batch.records == []
+    record_batch, epochs, offsets, counts = batch.columns
+    assert record_batch.column("offset").to_pylist() == [1, 2, 3, *range(6, 13)]
+    assert record_batch.column("value").to_pylist()[:2] == [b"v1", b"v2"]
+    assert offsets == record_batch.column("offset").to_pylist()
+    assert counts.type == pa.int32() and counts.to_pylist() == [1, 1, 1] + [2] * 7
+    assert len(epochs) == record_batch.num_rows
+    assert batch.handed == [(1, 3), (6, 12)] and cf.is_consumed
+
+
+def test_columns_hand_out_whole_batches_and_acknowledge_gaps() -> None:
+    pytest.importorskip("pyarrow")
+    raw = encode_batch(
+        [(None, b"a", [], 1, 0), (None, b"b", [], 1, 2), (None, b"c", [], 1, 3)],
+        last_offset_delta=5,
+    ) + encode_batch(rows(5, 6), base_offset=6)
+    cf = ShareCompletedFetch(TP, TID, 1, partition(raw, [(0, 10, 1)]))
+    first = cf.fetch_columns(2, whole_batches=True)
+    assert first.columns is not None and first.columns[2] == [0, 2, 3]
+    assert first.handed == [(0, 0), (2, 3)] and sorted(first.acknowledgements.as_dict()) == [1]
+    second = cf.fetch_columns(1)
+    assert second.columns is not None and second.columns[2] == [6]
+    assert sorted(second.acknowledgements.as_dict()) == [4, 5]
+
+
+def test_rows_and_records_can_follow_each_other_in_one_partition() -> None:
+    pytest.importorskip("pyarrow")
+    cf = ShareCompletedFetch(TP, TID, 1, partition(three_batches(), [(0, 14, 3)]))
+    rows_first = cf.fetch_columns(4)
+    assert rows_first.columns is not None and rows_first.columns[2] == [0, 1, 2, 3]
+    as_records = cf.fetch_records(4)
+    assert [(r.offset, r.value, r.delivery_count) for r in as_records.records] == [
+        (4, b"v4", 3),
+        (5, b"v5", 3),
+        (6, b"v6", 3),
+        (7, b"v7", 3),
+    ]
+    other = ShareCompletedFetch(TP, TID, 1, partition(three_batches(), [(0, 14, 3)]))
+    assert [r.offset for r in other.fetch_records(2).records] == [0, 1]
+    as_rows = other.fetch_columns(3)
+    assert as_rows.columns is not None and as_rows.columns[2] == [2, 3, 4]
+    assert as_rows.columns[3].to_pylist() == [3, 3, 3]

@@ -118,7 +118,7 @@ class ShareInFlightBatch:
     Thread-safety: not thread-safe; built and used on the user's thread.
     """
 
-    __slots__ = ("tp", "records", "handed", "acknowledgements", "error")
+    __slots__ = ("tp", "records", "handed", "columns", "acknowledgements", "error")
 
     def __init__(self, tp: TopicPartition) -> None:
         """An empty batch of ``tp``."""
@@ -126,6 +126,10 @@ class ShareInFlightBatch:
         self.records: list[ShareConsumerRecord] = []
         #: The offsets of ``records`` as ascending runs ``(first, last)``, inclusive.
         self.handed: list[tuple[int, int]] = []
+        #: From :meth:`ShareCompletedFetch.fetch_columns`: (record batch of
+        #: ``record.arrow.SCHEMA_WITH_HEADERS``, the rows' leader epochs, their offsets, their
+        #: delivery counts as an ``int32`` array), or None.
+        self.columns: tuple[Any, Any, list[int], Any] | None = None
         self.acknowledgements = Acknowledgements()
         self.error: Errors.KafkaError | None = None
 
@@ -150,6 +154,8 @@ class ShareCompletedFetch:
         "is_consumed",
         "_records",
         "_batch_ends",
+        "_columns",
+        "_row_offsets",
         "_pos",
         "_initialized",
         "_pending_error",
@@ -194,6 +200,10 @@ class ShareCompletedFetch:
         self.is_consumed = False
         self._records: list[Any] = []
         self._batch_ends: list[int] = []
+        # Decoded as Arrow columns instead (poll_arrow()): (record batch of the acquired rows,
+        # their leader epochs) and each row's offset; None while decoded as objects.
+        self._columns: tuple[Any, Any] | None = None
+        self._row_offsets: list[int] = []
         self._pos = 0
         self._initialized = False
         self._pending_error: Errors.KafkaError | None = None
@@ -259,13 +269,12 @@ class ShareCompletedFetch:
         if not self._initialized:
             error = self._initialize(check_crcs)
             if error is not None:
-                # The data cannot be read: none of it will ever be deliverable.
-                for offset in self._offsets[self._next :]:
-                    batch.acknowledgements.add(offset, AcknowledgeType.REJECT)
-                self._next = len(self._offsets)
-                batch.error = error
-                self.is_consumed = True
-                return batch
+                return self._reject_all(batch, error)
+        if self._columns is not None:
+            # Decoded as columns by an earlier poll_arrow(): the rows become records.
+            return self._rows_as_records(
+                self.fetch_columns(max_records, check_crcs=check_crcs, whole_batches=whole_batches)
+            )
         records = self._records
         stop = min(self._pos + max(max_records, 0), len(records))
         if whole_batches and self._pos < stop < len(records):
@@ -284,13 +293,16 @@ class ShareCompletedFetch:
 
     def _batch_stop(self, stop: int) -> int:
         # Past ``stop`` (exclusive) to the end of the record batch of the record before it.
-        records = self._records
         ends = self._batch_ends
+        if self._columns is not None:
+            rows = self._row_offsets
+            i = bisect.bisect_left(ends, rows[stop - 1])
+            return stop if i == len(ends) else bisect.bisect_right(rows, ends[i], stop)
+        records = self._records
         i = bisect.bisect_left(ends, records[stop - 1].offset)
         if i == len(ends):
             return stop
-        end = ends[i]
-        return bisect.bisect_right(records, end, stop, key=_offset_of)
+        return bisect.bisect_right(records, ends[i], stop, key=_offset_of)
 
     def _count_of(self, offset: int) -> int:
         if len(self._counts) == 1:
@@ -371,6 +383,153 @@ class ShareCompletedFetch:
                 break
             batch.records.append(ShareConsumerRecord(rec, count))
         batch.handed = _runs([rec.offset for rec in batch.records])
+
+    def _reject_all(
+        self, batch: ShareInFlightBatch, error: Errors.KafkaError
+    ) -> ShareInFlightBatch:
+        # The data cannot be read: none of it will ever be deliverable.
+        for offset in self._offsets[self._next :]:
+            batch.acknowledgements.add(offset, AcknowledgeType.REJECT)
+        self._next = len(self._offsets)
+        batch.error = error
+        self.is_consumed = True
+        return batch
+
+    # ------------------------------------------------------------------ Arrow columns
+    def fetch_columns(
+        self, max_records: int, *, check_crcs: bool = True, whole_batches: bool = False
+    ) -> ShareInFlightBatch:
+        """:meth:`fetch_records` for ``poll_arrow()``: the rows in ``batch.columns``, decoded
+        by the Arrow column decoder (no object per record), with a ``delivery_count`` array
+        built from the acquired ranges. Keys and values stay raw bytes. Needs ``pyarrow``."""
+        batch = ShareInFlightBatch(self.tp)
+        if self._pending_error is not None:
+            batch.error = self._pending_error
+            self._pending_error = None
+            return batch
+        if self.is_consumed:
+            return batch
+        if not self._initialized:
+            error = self._initialize_columns(check_crcs)
+            if error is not None:
+                return self._reject_all(batch, error)
+        if self._columns is None:
+            # Decoded as objects by an earlier poll(): the records become rows.
+            return self._records_as_rows(
+                self.fetch_records(max_records, check_crcs=check_crcs, whole_batches=whole_batches)
+            )
+        rows = self._row_offsets
+        start = self._pos
+        stop = min(start + max(max_records, 0), len(rows))
+        if whole_batches and start < stop < len(rows):
+            stop = self._batch_stop(stop)
+        self._pos = stop
+        if stop > start:
+            offsets = self._offsets
+            handed = rows[start:stop]
+            last_index = self._next + len(handed) - 1
+            if last_index < len(offsets) and offsets[last_index] == handed[-1]:
+                batch.handed = self._runs_between(offsets[self._next], handed[-1])
+                self._next = last_index + 1
+            else:
+                for offset in handed:
+                    while offsets[self._next] < offset:
+                        batch.acknowledgements.add_gap(offsets[self._next])
+                        self._next += 1
+                    self._next += 1
+                batch.handed = _runs(handed)
+            record_batch, epochs = self._columns
+            batch.columns = (
+                record_batch.slice(start, stop - start),
+                epochs.slice(start, stop - start),
+                handed,
+                self._delivery_counts(handed),
+            )
+        if self._pos >= len(rows):
+            for offset in self._offsets[self._next :]:
+                batch.acknowledgements.add_gap(offset)
+            self._next = len(self._offsets)
+            self.is_consumed = True
+            self._columns = None
+            self._row_offsets = []
+        return batch
+
+    def _initialize_columns(self, check_crcs: bool) -> Errors.KafkaError | None:
+        import pyarrow as pa
+
+        from kafkaconsumer.record import arrow
+
+        self._initialized = True
+        if not self._offsets:
+            return None
+        raw = self.partition_data.get("records")
+        try:
+            result = arrow.decode_fetched_arrow(
+                raw, self.tp.topic, self.tp.partition, self._offsets[0], check_crcs=check_crcs
+            )
+        except Errors.KafkaError as exc:
+            return exc
+        record_batch, epochs = result.batch, result.leader_epochs
+        offsets: list[int] = record_batch.column("offset").to_pylist()
+        # Only the acquired runs' rows (offsets ascend).
+        spans = []
+        for first, last, _count in self._ranges:
+            lo = bisect.bisect_left(offsets, first)
+            hi = bisect.bisect_right(offsets, last, lo)
+            if hi > lo:
+                spans.append((lo, hi))
+        if spans != [(0, len(offsets))]:
+            record_batch = (
+                arrow.concat_batches([record_batch.slice(lo, hi - lo) for lo, hi in spans])
+                if spans
+                else record_batch.slice(0, 0)
+            )
+            epochs = (
+                pa.concat_arrays([epochs.slice(lo, hi - lo) for lo, hi in spans])
+                if spans
+                else epochs.slice(0, 0)
+            )
+            offsets = [offset for lo, hi in spans for offset in offsets[lo:hi]]
+        self._columns = (record_batch, epochs)
+        self._row_offsets = offsets
+        if raw:
+            self._batch_ends = [b.last_offset for b in iter_batches(raw)]
+        return None
+
+    def _delivery_counts(self, offsets: list[int]) -> Any:
+        import pyarrow as pa
+
+        if len(self._counts) == 1:
+            return pa.array([next(iter(self._counts))] * len(offsets), pa.int32())
+        acquired = self.acquired
+        return pa.array([acquired[offset] for offset in offsets], pa.int32())
+
+    def _records_as_rows(self, batch: ShareInFlightBatch) -> ShareInFlightBatch:
+        import pyarrow as pa
+
+        from kafkaconsumer.record import arrow
+
+        if batch.records:
+            record_batch, epochs = arrow.records_to_arrow(
+                batch.records, self.tp.topic, self.tp.partition
+            )
+            counts = pa.array([r.delivery_count for r in batch.records], pa.int32())
+            batch.columns = (record_batch, epochs, [r.offset for r in batch.records], counts)
+            batch.records = []
+        return batch
+
+    def _rows_as_records(self, batch: ShareInFlightBatch) -> ShareInFlightBatch:
+        from kafkaconsumer.record import ConsumerRecord, arrow
+
+        if batch.columns is not None:
+            record_batch, epochs, _offsets, counts = batch.columns
+            plain = arrow.arrow_to_records(record_batch, epochs, ConsumerRecord)
+            batch.records = [
+                ShareConsumerRecord(rec, count)
+                for rec, count in zip(plain, counts.to_pylist(), strict=True)
+            ]
+            batch.columns = None
+        return batch
 
     def remaining(self) -> int:
         """How many acquired offsets are not handed out or settled yet."""
