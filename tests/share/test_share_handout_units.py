@@ -170,3 +170,30 @@ def test_rows_and_records_can_follow_each_other_in_one_partition() -> None:
     as_rows = other.fetch_columns(3)
     assert as_rows.columns is not None and as_rows.columns[2] == [2, 3, 4]
     assert as_rows.columns[3].to_pylist() == [3, 3, 3]
+
+
+# ---------------------------------------------------------------- share records ---------------
+def _impls() -> list[Any]:
+    from kafkaconsumer.record import _pyrecords
+
+    impls: list[Any] = [_pyrecords]
+    try:
+        from kafkaconsumer.record import _crecords
+    except ImportError:
+        return impls
+    return [*impls, _crecords]
+
+
+@pytest.mark.parametrize("impl", _impls(), ids=lambda m: str(m.__name__.rsplit(".", 1)[-1]))
+def test_share_records_copy_every_field_and_add_the_delivery_count(impl: Any) -> None:
+    raw = encode_batch([(b"k", b"v%d" % i, [("h", b"x")], 1000 + i) for i in range(4)])
+    records = impl.decode_fetched_records(raw, "t", 3, 0).records
+    shared = impl.share_records(records, 1, 9, 5)
+    assert [r.offset for r in shared] == [1, 2, 3]
+    for plain, share in zip(records[1:], shared, strict=True):
+        assert share.as_tuple() == (*plain.as_tuple(), 5)
+        assert share == impl.ShareConsumerRecord(plain, 5)
+        assert share != impl.ShareConsumerRecord(plain, 6)
+    assert "delivery_count=5" in repr(shared[0])
+    with pytest.raises(TypeError):
+        hash(shared[0])

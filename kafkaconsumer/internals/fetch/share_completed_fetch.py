@@ -20,7 +20,12 @@ from typing import Any
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.errors import RecordDeserializationError
 from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements, AcknowledgeType
-from kafkaconsumer.record import decode_fetched_records, iter_batches
+from kafkaconsumer.record import (
+    ShareConsumerRecord,
+    decode_fetched_records,
+    iter_batches,
+    share_records,
+)
 from kafkaconsumer.structs import TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -52,63 +57,6 @@ def _runs_with_counts(offsets: list[int], counts: dict[int, int]) -> list[tuple[
         else:
             out.append((offset, offset, count))
     return out
-
-
-class ShareConsumerRecord:
-    """A record delivered to a share consumer: a ``ConsumerRecord`` plus ``delivery_count``
-    (how many times the broker has delivered it, 1 on the first delivery; Java
-    ``ConsumerRecord.deliveryCount()``).
-
-    Thread-safety: a plain mutable value; not synchronised.
-    """
-
-    __slots__ = (
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestamp_type",
-        "key",
-        "value",
-        "headers",
-        "leader_epoch",
-        "serialized_key_size",
-        "serialized_value_size",
-        "delivery_count",
-    )
-
-    def __init__(self, record: Any, delivery_count: int) -> None:
-        """Copy ``record`` (a decoded ``ConsumerRecord``) and add its ``delivery_count``."""
-        self.topic: str = record.topic
-        self.partition: int = record.partition
-        self.offset: int = record.offset
-        self.timestamp: int = record.timestamp
-        self.timestamp_type: int = record.timestamp_type
-        self.key: Any = record.key
-        self.value: Any = record.value
-        self.headers: list[tuple[str, bytes | None]] = record.headers
-        self.leader_epoch: int | None = record.leader_epoch
-        self.serialized_key_size: int = record.serialized_key_size
-        self.serialized_value_size: int = record.serialized_value_size
-        self.delivery_count: int = delivery_count
-
-    def as_tuple(self) -> tuple[Any, ...]:
-        """All attributes, in declaration order."""
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __repr__(self) -> str:
-        return (
-            f"ShareConsumerRecord(topic={self.topic!r}, partition={self.partition}, "
-            f"offset={self.offset}, delivery_count={self.delivery_count}, key={self.key!r}, "
-            f"value={self.value!r})"
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ShareConsumerRecord):
-            return NotImplemented
-        return self.as_tuple() == other.as_tuple()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 class ShareInFlightBatch:
@@ -333,7 +281,7 @@ class ShareCompletedFetch:
             batch.handed = _runs([rec.offset for rec in chunk])
         if len(self._counts) == 1:
             count = next(iter(self._counts))
-            batch.records = [ShareConsumerRecord(rec, count) for rec in chunk]
+            batch.records = share_records(records, stop - len(chunk), stop, count)
         else:
             acquired = self.acquired
             batch.records = [ShareConsumerRecord(rec, acquired[rec.offset]) for rec in chunk]
