@@ -300,6 +300,13 @@ def main() -> None:
         help="apache (start Apache Kafka 4.4 for the run, the default) or the bootstrap "
         "servers of a running cluster with share groups enabled",
     )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every client this many times, the client order rotating each round (on a "
+        "busy machine, alternating rounds shows how much of a gap is noise)",
+    )
     ap.add_argument("--timeout", type=float, default=600.0, help="per run, seconds")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -332,25 +339,39 @@ def main() -> None:
             flush=True,
         )
         rows = []
-        for count in members:
-            for client in clients:
-                if client == "java":
-                    r = run_java(
-                        broker.bootstrap, topic, args.records, count, args.timeout, version
-                    )
-                else:
-                    r = run_members(
-                        client, broker.bootstrap, topic, args.records, count, args.timeout
-                    )
-                r["expected"] = args.records
-                rows.append(r)
-                print(
-                    f"{client:16} {count} member(s): {r['records']:>9,} records  "
-                    f"{rate(r):>12,.0f} records/s  {cpu_us(r):7.2f} CPU µs/record",
-                    flush=True,
+        for round_no in range(max(1, args.rounds)):
+            shift = round_no % len(clients)
+            for count in members:
+                rows += run_round(
+                    clients[shift:] + clients[:shift], count, broker, topic, args, version
                 )
         print()
         print(markdown(rows))
+
+
+def run_round(
+    clients: list[str],
+    count: int,
+    broker: Any,
+    topic: str,
+    args: argparse.Namespace,
+    version: str,
+) -> list[dict[str, Any]]:
+    """Each of ``clients`` once with ``count`` members, in that order; their rows."""
+    rows = []
+    for client in clients:
+        if client == "java":
+            r = run_java(broker.bootstrap, topic, args.records, count, args.timeout, version)
+        else:
+            r = run_members(client, broker.bootstrap, topic, args.records, count, args.timeout)
+        r["expected"] = args.records
+        rows.append(r)
+        print(
+            f"{client:16} {count} member(s): {r['records']:>9,} records  "
+            f"{rate(r):>12,.0f} records/s  {cpu_us(r):7.2f} CPU µs/record",
+            flush=True,
+        )
+    return rows
 
 
 if __name__ == "__main__":
