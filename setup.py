@@ -18,6 +18,7 @@ PYX = os.path.join("kafkaconsumer", "record", "_crecords.pyx")
 # The Arrow decoder (kafkaconsumer.arrow); it needs only the C compiler, pyarrow is imported at
 # run time.
 ARROW_PYX = os.path.join("kafkaconsumer", "record", "_carrow.pyx")
+AVRO_PYX = os.path.join("kafkaconsumer", "formats", "_cavro.pyx")
 # CRC-32C in C (hardware instruction chosen at run time, or the table method), header only.
 CRC_H = os.path.join("kafkaconsumer", "record", "_crc32c.h")
 
@@ -105,6 +106,9 @@ def extensions() -> list[Extension]:
     if os.path.exists(ARROW_PYX):
         exts.append(Extension("kafkaconsumer.record._carrow", [ARROW_PYX],
                               extra_compile_args=args, depends=depends))
+    if os.path.exists(AVRO_PYX):
+        exts.append(Extension("kafkaconsumer.formats._cavro", [AVRO_PYX],
+                              extra_compile_args=args))
     return list(
         cythonize(
             exts,

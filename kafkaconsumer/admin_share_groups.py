@@ -31,7 +31,9 @@ __all__ = [
 
 #: The IncrementalAlterConfigs / DescribeConfigs resource type of a group.
 GROUP_RESOURCE = 32
-_RESOURCE_TYPES = {"topic": 2, "broker": 4, "group": GROUP_RESOURCE}
+#: Config resource types by name; ``client-metrics`` names a client metrics subscription
+#: (KIP-714: its ``metrics``, ``interval.ms`` and ``match`` keys).
+_RESOURCE_TYPES = {"topic": 2, "broker": 4, "group": GROUP_RESOURCE, "client-metrics": 16}
 _CONFIG_OPERATIONS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 
 
@@ -327,8 +329,10 @@ class ShareGroupAdmin:
         validate_only: bool = False,
     ) -> None:
         """Set (or, for a None value, delete) single configuration keys of resources:
-        ``{ConfigResource("group", "jobs"): {"share.auto.offset.reset": "earliest"}}``.
-        Broker resources go to that broker, topics and groups to any broker."""
+        ``{ConfigResource("group", "jobs"): {"share.auto.offset.reset": "earliest"}}``, or a
+        client metrics subscription: ``{ConfigResource("client-metrics", "sub"): {"metrics":
+        "org.apache.kafka.consumer.", "interval.ms": "1000"}}``. Broker resources go to that
+        broker, the others to any broker."""
         resources = []
         for resource, entries in configs.items():
             kind, name = str(resource[0]), str(resource[1])

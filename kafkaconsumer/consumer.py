@@ -13,6 +13,7 @@ import datetime
 import logging
 import re
 import threading
+import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +32,13 @@ from kafkaconsumer.internals.subscription_state import (
     SubscriptionState,
     current_leader,
 )
+from kafkaconsumer.internals.thread_guard import ThreadGuard
 from kafkaconsumer.internals.topic_metadata_fetcher import TopicMetadataFetcher
 from kafkaconsumer.listener import ConsumerRebalanceListener, NoOpConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
 from kafkaconsumer.metrics import FetchManagerMetrics, KafkaConsumerMetrics, Metrics
 from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.client_telemetry_reporter import ClientTelemetryReporter
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.record import ConsumerRecord
@@ -66,7 +69,6 @@ __all__ = ["KafkaConsumer"]
 Timeout = int | float | datetime.timedelta | None
 
 _DEFAULT_CLOSE_TIMEOUT_MS = 30000
-_NO_THREAD = -1
 
 
 def _next_offsets(
@@ -129,9 +131,7 @@ class KafkaConsumer:
             raise Errors.ConfigError(positional_topics_message(given))
         self._closed = True  # until construction succeeds, close() has nothing to do
         self._closing = False
-        self._owner = _NO_THREAD
-        self._refcount = 0
-        self._guard = threading.Lock()
+        self._guard = ThreadGuard("KafkaConsumer")
         self._time = _time if _time is not None else SYSTEM_TIME
         # A ConsumerConfig passed in is re-wrapped, not flattened: its client.id and the
         # warnings it already logged carry over.
@@ -161,6 +161,15 @@ class KafkaConsumer:
             NetworkSettings.from_config(cfg), time=self._time, metadata=self._metadata
         )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
+        self._telemetry: ClientTelemetryReporter | None = None
+        if cfg["enable.metrics.push"]:
+            self._telemetry = self._client.telemetry = ClientTelemetryReporter(
+                self._metrics,
+                cfg,
+                self._time,
+                request_timeout_ms=self._request_timeout_ms,
+                reconnect_backoff_ms=int(cfg["reconnect.backoff.ms"]),
+            )
         try:
             self._fetcher = Fetcher(
                 self._client,
@@ -206,23 +215,10 @@ class KafkaConsumer:
 
     # -- single-thread guard (Java acquire/release) ---------------------------------------
     def _acquire(self) -> None:
-        me = threading.get_ident()
-        with self._guard:
-            if self._owner != me:
-                if self._owner != _NO_THREAD:
-                    raise Errors.ConcurrentModificationError(
-                        "KafkaConsumer is not safe for multi-threaded access: thread "
-                        f"{threading.current_thread().name!r} called in while thread id "
-                        f"{self._owner} is using it"
-                    )
-                self._owner = me
-            self._refcount += 1
+        self._guard.acquire()
 
     def _release(self) -> None:
-        with self._guard:
-            self._refcount -= 1
-            if self._refcount == 0:
-                self._owner = _NO_THREAD
+        self._guard.release()
 
     def _acquire_and_ensure_open(self) -> None:
         self._acquire()
@@ -780,11 +776,15 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
-            if not coordinator.commits.commit_offsets_sync(to_commit, timer):
-                raise Errors.KafkaTimeoutError(
-                    f"Timeout of {timer.timeout_ms}ms expired before successfully committing "
-                    f"offsets {to_commit}{self._last_error_note()}"
-                )
+            started_ns = self._time.nanoseconds()
+            try:
+                if not coordinator.commits.commit_offsets_sync(to_commit, timer):
+                    raise Errors.KafkaTimeoutError(
+                        f"Timeout of {timer.timeout_ms}ms expired before successfully "
+                        f"committing offsets {to_commit}{self._last_error_note()}"
+                    )
+            finally:
+                self._consumer_metrics.record_commit_sync(self._time.nanoseconds() - started_ns)
         finally:
             self._release()
 
@@ -811,7 +811,11 @@ class KafkaConsumer:
             coordinator = self._require_group()
             tps = _check_partitions(partitions, "committed")
             timer = self._timer(timeout_ms)
-            result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
+            started_ns = self._time.nanoseconds()
+            try:
+                result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
+            finally:
+                self._consumer_metrics.record_committed(self._time.nanoseconds() - started_ns)
             if result is None:
                 raise Errors.KafkaTimeoutError(
                     f"Timeout of {timer.timeout_ms}ms expired before the last committed offset "
@@ -883,6 +887,26 @@ class KafkaConsumer:
         """The consumer's metrics as ``{MetricName: value}`` (Java ``metrics()``)."""
         return self._metrics.metrics()
 
+    def client_instance_id(self, timeout_ms: Timeout = None) -> uuid.UUID | None:
+        """The id the brokers know this client's pushed metrics by (KIP-714; Java
+        ``clientInstanceId(Duration)``), asking a broker for it when it is not known yet and
+        waiting up to ``timeout_ms`` (default ``default.api.timeout.ms``); None when it did not
+        come in time or the cluster takes no client metrics.
+
+        Raises ``IllegalStateError`` when ``enable.metrics.push`` is false, and ``ValueError``
+        for a negative timeout.
+        """
+        ms = to_timeout_ms(timeout_ms, self._default_api_timeout_ms)
+        self._acquire_and_ensure_open()
+        try:
+            if self._telemetry is None:
+                raise Errors.IllegalStateError(
+                    "Telemetry is not enabled. Set config `enable.metrics.push` to `true`."
+                )
+            return self._telemetry.client_instance_id(self._client, ms)
+        finally:
+            self._release()
+
     def wakeup(self) -> None:
         """Make the blocked (or next) :meth:`poll` raise :class:`WakeupError`.
 
@@ -890,7 +914,7 @@ class KafkaConsumer:
         consumer.wakeup())`` stops a poll loop at its next ``poll()``, as Java's shutdown hook
         does, so that the records being processed are finished (and committed) first.
         """
-        if self._owner == threading.get_ident():
+        if self._guard.held_by_current_thread():
             # Called on the thread that is inside the consumer: a signal handler interrupting
             # it (or a callback it runs), maybe while it holds a lock that waking up takes.
             # Another thread wakes it up, once that lock is free.
@@ -918,7 +942,7 @@ class KafkaConsumer:
                 raise TypeError("pass leave_group in the CloseOptions, not beside them")
             leave_group = timeout_ms.leave_group()
             timeout_ms = timeout_ms.timeout_ms
-        if self._closed and self._owner == _NO_THREAD:
+        if self._closed and self._guard.idle():
             return
         ms = to_timeout_ms(timeout_ms, _DEFAULT_CLOSE_TIMEOUT_MS)
         self._acquire()
@@ -934,6 +958,14 @@ class KafkaConsumer:
                 self._iterating = None
                 self._move_back(batch)
             timer = Timer(self._time, ms)
+            telemetry = self._telemetry
+            if telemetry is not None:
+                # The last push (terminating) gets at most half of what is left, so that the
+                # group is still left in time.
+                self._close_quietly(
+                    "telemetry", lambda: telemetry.close(self._client, timer.remaining_ms // 2)
+                )
+                timer.update()
             self._close_quietly(
                 "coordinator",
                 lambda: (

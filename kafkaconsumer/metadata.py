@@ -178,6 +178,25 @@ class Cluster:
         """The name of the topic with this id, or None."""
         return self._topic_names.get(topic_id)
 
+    def with_leaders(self, partitions: Iterable[PartitionInfo], nodes: Iterable[Node]) -> Cluster:
+        """A copy of this snapshot with ``partitions`` replacing the ones of the same topic
+        partition and ``nodes`` added to (or replacing) the brokers."""
+        brokers = dict(self._brokers)
+        brokers.update((n.node_id, n) for n in nodes)
+        parts = dict(self._partitions)
+        parts.update((p.topic_partition, p) for p in partitions)
+        return Cluster(
+            brokers.values(),
+            parts.values(),
+            self._topic_ids,
+            self.cluster_id,
+            self.controller_id,
+            self.unauthorized_topics,
+            self.invalid_topics,
+            self.internal_topics,
+            [t for t, ps in self._by_topic.items() if not ps],
+        )
+
     def __repr__(self) -> str:
         return (
             f"Cluster(id={self.cluster_id!r}, brokers={len(self._brokers)}, "
@@ -314,6 +333,19 @@ class Metadata:
         self._need_full_update = True
         self._request_version += 1
         return self._update_version
+
+    def rebootstrap(self) -> None:
+        """Forget the cluster (brokers, partitions, cluster id), so that the network client
+        goes back to ``bootstrap.servers``, and ask for a full refresh (Java:
+        ``Metadata.rebootstrap``, with ``metadata.recovery.strategy=rebootstrap``).
+
+        :attr:`update_version` does not move: whoever waits for metadata waits for the answer
+        of the new bootstrap.
+        """
+        with self._lock:
+            logger.info("metadata: rebootstrapping, the cluster view is dropped")
+            self._cluster = Cluster.empty()
+            self._request_update_locked()
 
     def handle_error(self, error: BaseException) -> bool:
         """Request a refresh when ``error``'s class says the metadata is stale
@@ -531,6 +563,36 @@ class Metadata:
                     self._request_update_locked()
                 return True
             return False
+
+    def update_partition_leadership(
+        self, leaders: Mapping[TopicPartition, tuple[int, int]], nodes: Iterable[Node]
+    ) -> set[TopicPartition]:
+        """Apply the leaders a broker named in an error answer (KIP-951: ``current_leader``
+        and ``node_endpoints``), as Java's ``Metadata.updatePartitionLeadership``:
+        ``{tp: (leader_id, leader_epoch)}``. A leader is taken only when its epoch is newer
+        than the snapshot's, the partition is known and the leader's address is known (from
+        ``nodes`` or the snapshot). Returns the partitions whose leader changed."""
+        nodes = list(nodes)
+        with self._lock:
+            old = self._cluster
+            known = {n.node_id for n in nodes} | {b.node_id for b in old.brokers()}
+            updated: list[PartitionInfo] = []
+            for tp, (leader, epoch) in leaders.items():
+                info = old.partition(tp)
+                if info is None or leader < 0 or epoch < 0 or leader not in known:
+                    continue
+                if info.leader_epoch is not None and epoch <= info.leader_epoch:
+                    continue
+                updated.append(info._replace(leader=leader, leader_epoch=epoch))
+                seen = self._last_seen_epochs.get(tp)
+                if seen is None or epoch > seen:
+                    self._last_seen_epochs[tp] = epoch
+            if not updated:
+                return set()
+            self._cluster = old.with_leaders(updated, nodes)
+            self._update_version += 1
+        logger.debug("metadata: leaders from an error answer: %s", updated)
+        return {p.topic_partition for p in updated}
 
     # ------------------------------------------------------------------ errors --------------
     def set_fatal_error(self, error: KafkaError) -> None:

@@ -12,19 +12,24 @@ accepted by the next ``poll()``, ``commit_sync()``, ``commit_async()`` or ``clos
 Acknowledgements go to the broker piggybacked on the next ShareFetch, or at once with
 ``commit_sync()``/``commit_async()``; the outcome of each (per partition) reaches the
 acknowledgement commit callback on the user's thread, inside ``poll()``, ``commit_sync()``,
-``commit_async()`` or ``close()``.
+``commit_async()`` or ``close()``. Acknowledgements of records whose acquisition lock ran out
+are not sent (the broker would refuse the partition's other acknowledgements with them): they
+are reported failed at once (see ``internals/fetch/acquisition_locks.py``).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kafkaconsumer import errors as Errors
 from kafkaconsumer.config import ShareConsumerConfig
 from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements, AcknowledgeType
+from kafkaconsumer.internals.fetch.acquisition_locks import AcquisitionLocks
 from kafkaconsumer.internals.fetch.share_completed_fetch import (
     ShareCompletedFetch,
     ShareConsumerRecord,
@@ -38,6 +43,7 @@ from kafkaconsumer.internals.group.share_heartbeat_request_manager import (
     ShareHeartbeatRequestManager,
 )
 from kafkaconsumer.internals.group.share_membership_manager import ShareMembershipManager
+from kafkaconsumer.internals.thread_guard import ThreadGuard
 from kafkaconsumer.metadata import ConsumerMetadata
 from kafkaconsumer.metrics import Metrics
 from kafkaconsumer.metrics.share_consumer_metrics import (
@@ -45,6 +51,7 @@ from kafkaconsumer.metrics.share_consumer_metrics import (
     ShareFetchMetricsManager,
 )
 from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.client_telemetry_reporter import ClientTelemetryReporter
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.serialization import resolve_deserializer
@@ -72,7 +79,6 @@ _FETCH_AHEAD_POLLS = 2
 _ACK_LINGER_MS = 1000
 #: The column ``poll_arrow()`` adds to the consumer's Arrow schema.
 _DELIVERY_COUNT = "delivery_count"
-_NO_THREAD = -1
 
 
 class KafkaShareConsumer:
@@ -91,9 +97,7 @@ class KafkaShareConsumer:
     ) -> None:
         """Configure from Java keys in ``configs`` or snake_case ``kwargs`` (see
         :class:`~kafkaconsumer.config.ShareConsumerConfig`); no connection is made yet."""
-        self._guard = threading.Lock()
-        self._owner = _NO_THREAD  # guarded by _guard
-        self._refcount = 0  # guarded by _guard
+        self._guard = ThreadGuard("KafkaShareConsumer")
         self._time = _time if _time is not None else SYSTEM_TIME
         self.config = ShareConsumerConfig(configs, **kwargs)
         cfg = self.config
@@ -113,6 +117,15 @@ class KafkaShareConsumer:
         )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
         self._metrics = Metrics.from_config(cfg, time=self._time)
+        self._telemetry: ClientTelemetryReporter | None = None
+        if cfg["enable.metrics.push"]:
+            self._telemetry = self._client.telemetry = ClientTelemetryReporter(
+                self._metrics,
+                cfg,
+                self._time,
+                request_timeout_ms=int(cfg["request.timeout.ms"]),
+                reconnect_backoff_ms=int(cfg["reconnect.backoff.ms"]),
+            )
         client_id = str(cfg["client.id"] or "")
         self._member = ShareMembershipManager(
             GroupRebalanceConfig.from_config(cfg),
@@ -159,25 +172,19 @@ class KafkaShareConsumer:
         # When the acknowledgements now pending for a node (by node) started waiting.
         self._pending_since: dict[int, int] = {}
         self._current: list[ShareCompletedFetch] = []  # fetched data not yet handed out
+        # Lock deadlines of the records handed out (see acquisition_locks), and the
+        # acknowledgements taken out because their lock ran out, for the next callbacks.
+        self._acquisition_locks = AcquisitionLocks()
+        self._expired: list[tuple[TopicPartition, Acknowledgements]] = []
         self._callback: AcknowledgementCommitCallback | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ the thread guard
     def _acquire(self) -> None:
-        me = threading.get_ident()
-        with self._guard:
-            if self._owner not in (me, _NO_THREAD):
-                raise Errors.ConcurrentModificationError(
-                    "KafkaShareConsumer is not safe for multi-threaded access"
-                )
-            self._owner = me
-            self._refcount += 1
+        self._guard.acquire()
 
     def _release(self) -> None:
-        with self._guard:
-            self._refcount -= 1
-            if self._refcount == 0:
-                self._owner = _NO_THREAD
+        self._guard.release()
 
     def _acquire_and_ensure_open(self) -> None:
         self._acquire()
@@ -292,8 +299,49 @@ class KafkaShareConsumer:
             self._handed = []
 
     def _take_pending(self) -> dict[int, dict[TopicPartition, Acknowledgements]]:
+        """The pending acknowledgements, to be sent now, without those of records whose lock
+        ran out (they complete failed at once: see acquisition_locks)."""
         pending, self._pending = self._pending, {}
+        return self._without_expired(pending)
+
+    def _without_expired(
+        self, pending: dict[int, dict[TopicPartition, Acknowledgements]]
+    ) -> dict[int, dict[TopicPartition, Acknowledgements]]:
+        """``pending``, about to be sent, without the acknowledgements of records whose lock
+        ran out (they complete failed at once: see acquisition_locks)."""
+        if len(self._acquisition_locks):
+            now = self._time.monotonic_ms()
+            lock_ms = self._fetch.acquisition_lock_timeout_ms()
+            for node_acks in pending.values():
+                for tp, acks in list(node_acks.items()):
+                    expired = self._acquisition_locks.take_expired(tp, acks, now, lock_ms)
+                    if expired is not None:
+                        self._expired.append((tp, expired))
+                        self._fetch.record_acknowledgements_failed(len(expired))
+                        if not acks:
+                            del node_acks[tp]
         return pending
+
+    def _lock_deadline(self, cf: ShareCompletedFetch) -> int | None:
+        """When the locks of ``cf``'s records run out (None while no lock duration is known)."""
+        lock_ms = self._fetch.acquisition_lock_timeout_ms()
+        return cf.received_ms + lock_ms if lock_ms else None
+
+    def _drop_if_expired(self, cf: ShareCompletedFetch, now_ms: int) -> bool:
+        """Whether ``cf``'s locks ran out before its records were handed out: then they are
+        the broker's again (another member may have them) and are dropped unacknowledged."""
+        deadline = self._lock_deadline(cf)
+        if deadline is None or deadline > now_ms or cf.is_consumed:
+            return False
+        left = cf.drain()
+        if left:
+            logger.info(
+                "%d fetched records of %s were not handed out: their acquisition lock ran out "
+                "while they waited (poll() more often, or lower max.poll.records)",
+                len(left),
+                cf.tp,
+            )
+        return True
 
     def set_acknowledgement_commit_callback(
         self, callback: AcknowledgementCommitCallback | None
@@ -308,7 +356,8 @@ class KafkaShareConsumer:
 
     def _fire_callbacks(self) -> dict[TopicPartition, Errors.KafkaError | None]:
         results: dict[TopicPartition, Errors.KafkaError | None] = {}
-        settled = self._fetch.take_completed_acknowledgements()
+        settled = self._expired + self._fetch.take_completed_acknowledgements()
+        self._expired = []
         for tp, acks in settled:
             error = acks.exception()
             if tp not in results or error is not None:
@@ -361,18 +410,20 @@ class KafkaShareConsumer:
         time, seconds since the last one)."""
         return self._metrics.metrics()
 
-    def client_instance_id(self, timeout_ms: float | Any | None = None) -> Any:
-        """Java ``clientInstanceId(Duration)``: the id the broker gives a client that pushes
-        its metrics (KIP-714). This client never pushes metrics, whatever
-        ``enable.metrics.push`` says, so it has no such id: this raises
-        ``IllegalStateError`` as Java does when ``enable.metrics.push`` is false."""
-        to_timeout_ms(timeout_ms, 0)  # a bad timeout is refused first, as in Java
+    def client_instance_id(self, timeout_ms: float | Any | None = None) -> uuid.UUID | None:
+        """Java ``clientInstanceId(Duration)``: the id the brokers know this client's pushed
+        metrics by (KIP-714), asking a broker for it when it is not known yet and waiting up
+        to ``timeout_ms`` (default ``default.api.timeout.ms``); None when it did not come in
+        time or the cluster takes no client metrics. Raises ``IllegalStateError`` when
+        ``enable.metrics.push`` is false, as Java does."""
+        ms = to_timeout_ms(timeout_ms, self._default_api_timeout_ms)
         self._acquire_and_ensure_open()
         try:
-            raise Errors.IllegalStateError(
-                "Telemetry is not enabled: this client does not push client metrics (KIP-714), "
-                "so it has no client instance id."
-            )
+            if self._telemetry is None:
+                raise Errors.IllegalStateError(
+                    "Telemetry is not enabled. Set config `enable.metrics.push` to `true`."
+                )
+            return self._telemetry.client_instance_id(self._client, ms)
         finally:
             self._release()
 
@@ -386,11 +437,15 @@ class KafkaShareConsumer:
             self._session_generation = generation
             self._release_undelivered(send=False)
             self._fetch.release_sessions()
+            self._acquisition_locks.clear()
         self._fetch.set_assignment(self._member.assignment())
 
     def _release_undelivered(self, send: bool = True) -> None:
         """Give back what was fetched but never handed out."""
+        now = self._time.monotonic_ms()
         for cf in self._current:
+            if self._drop_if_expired(cf, now):
+                continue
             left = cf.drain()
             if send:
                 for offset in left:
@@ -405,6 +460,7 @@ class KafkaShareConsumer:
         room = self._max_poll_records
         keep: list[ShareCompletedFetch] = []
         error: Errors.KafkaError | None = None
+        now = self._time.monotonic_ms()
         for cf in self._current:
             code = int(cf.partition_data.get("error_code", 0))
             if code:
@@ -415,6 +471,8 @@ class KafkaShareConsumer:
                 continue
             if room <= 0 or error is not None:
                 keep.append(cf)
+                continue
+            if self._drop_if_expired(cf, now):
                 continue
             if columns:
                 batch = cf.fetch_columns(
@@ -428,6 +486,7 @@ class KafkaShareConsumer:
                     check_crcs=self._check_crcs,
                     whole_batches=self._whole_batches,
                 )
+            self._track_locks(cf, batch.handed)
             self._merge_pending(cf.node, cf.tp, batch.acknowledgements)
             if self._explicit:
                 for record in batch.records:
@@ -452,6 +511,13 @@ class KafkaShareConsumer:
         if error is not None and not out:
             raise error
         return out
+
+    def _track_locks(self, cf: ShareCompletedFetch, runs: list[tuple[int, int]]) -> None:
+        # ``runs``: the offsets handed out, as (first, last) runs.
+        deadline = self._lock_deadline(cf)
+        if deadline is not None and runs:
+            offsets = list(itertools.chain.from_iterable(range(a, b + 1) for a, b in runs))
+            self._acquisition_locks.track(cf.tp, offsets, deadline)
 
     def poll(self, timeout_ms: float | Any = 0) -> ConsumerRecords:
         """Records acquired for this consumer, each with ``delivery_count``; waits up to
@@ -539,7 +605,8 @@ class KafkaShareConsumer:
         acquires), for :data:`_ACK_LINGER_MS` at most; then they go in a ShareAcknowledge, so
         that a slow consumer's acknowledgements reach the broker well within the
         acquisition lock."""
-        pending = self._take_pending()
+        # Taken as they are: those that wait are checked against their locks when they go.
+        pending, self._pending = self._pending, {}
         left: dict[int, int] = {}
         for cf in self._current:
             if not cf.is_consumed:
@@ -562,10 +629,10 @@ class KafkaShareConsumer:
             else:
                 self._pending[node] = acks
         if overdue:
-            self._fetch.send_acknowledgements(overdue)
+            self._fetch.send_acknowledgements(self._without_expired(overdue))
         for node in pending:
             self._pending_since.pop(node, None)
-        self._fetch.send_fetches(pending, skip=busy)
+        self._fetch.send_fetches(self._without_expired(pending), skip=busy)
 
     def __iter__(self) -> Iterator[ShareConsumerRecord]:
         """Poll forever, one record at a time."""
@@ -575,7 +642,7 @@ class KafkaShareConsumer:
     def wakeup(self) -> None:
         """Make a blocking ``poll()``/``commit_sync()`` raise ``WakeupError``. Any thread may
         call it, and so may a signal handler or the commit callback."""
-        if self._owner == threading.get_ident():
+        if self._guard.held_by_current_thread():
             # On the thread inside the consumer (a signal handler, or the commit callback),
             # which may hold a lock that waking up takes: another thread wakes it up.
             threading.Thread(
@@ -598,6 +665,10 @@ class KafkaShareConsumer:
             self._client.disable_wakeups()
             timer = self._time.timer(to_timeout_ms(timeout_ms, 30_000))
             try:
+                if self._telemetry is not None:
+                    # The terminating push gets at most half of the time left.
+                    self._telemetry.close(self._client, timer.remaining_ms // 2)
+                    timer.update()
                 self._settle_delivered()
                 self._release_undelivered()
                 handed = self._fetch.send_acknowledgements(self._take_pending(), close=True)

@@ -2,7 +2,8 @@
 SASL's hashing, JSON, the compression libraries, the record encoder and the IDNA codec load on
 first use (together about 20 ms of a short script's start-up), and the group machinery (the
 coordinators, assignors and membership managers, about 8 ms more) when a consumer with a
-group.id is made; `dataclasses` (with `inspect`, about 4 ms) not at all."""
+group.id is made; protobuf and the OTLP classes of client telemetry on its first push;
+`dataclasses` (with `inspect`, about 4 ms) not at all."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ DEFERRED = (
     "kafkaconsumer.internals.group.abstract_coordinator",
     "kafkaconsumer.internals.assignors",
     "dataclasses",
+    # Client telemetry's OTLP encoding: loaded by the first push only.
+    "google.protobuf",
+    "opentelemetry",
 )
 
 

@@ -44,7 +44,8 @@ Settings for tests on every node: ``group.min.session.timeout.ms=500``,
 ``group.initial.rebalance.delay.ms=0``, short KIP-848 minimums
 (``group.consumer.min.session.timeout.ms``, ``group.consumer.min.heartbeat.interval.ms``),
 internal topics sized for the node count, ``auto.create.topics.enable`` as Kafka's default (on).
-``extra_config`` adds or overrides broker properties. Nodes run with :data:`TEST_JVM_OPTIONS`
+``extra_config`` adds or overrides broker properties, ``extra_classpath`` puts broker plugins
+after the jars (the telemetry receiver of ``telemetry_receiver.py``). Nodes run with :data:`TEST_JVM_OPTIONS`
 and a 512 MiB heap (``KAFKACONSUMER_KAFKA_HEAP``); ``jvm_options=()`` for full-speed benchmarks.
 
 Processes. Each node is a ``java -cp <libs>/* kafka.Kafka`` child with a capped heap; ready when
@@ -64,7 +65,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -81,6 +81,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from benchmarks.harness.maven import once, run_maven
 from benchmarks.harness.tls_proxy import Pki, make_pki
 from kafkaconsumer._child_process import (
     LiveProcesses,
@@ -186,55 +187,35 @@ def ensure_kafka(version: str | None = None) -> Path:
     version = version or requested_version()
     home = _cache_root() / f"kafka-{version}"
     libs = home / "libs"
-    done = home / "complete"
-    if done.exists():
+    if (home / "complete").exists():
         return libs
     if shutil.which("mvn") is None:
         raise ApacheKafkaError(missing_tools() or "mvn not found")
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        # Another session may be fetching the same version: wait for it, then reuse its result.
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return libs
+
+    def fetch() -> None:
         (home / "pom.xml").write_text(_pom(version))
         staging = home / "libs.partial"
         shutil.rmtree(staging, ignore_errors=True)
-        cmd = [
-            "mvn",
-            "-q",
-            "-B",
-            "-f",
-            str(home / "pom.xml"),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={staging}",
-            "-DincludeScope=runtime",
-        ]
         logger.info("fetching Apache Kafka %s with Maven into %s", version, libs)
         started = time.monotonic()
-        try:
-            result = subprocess.run(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=_MAVEN_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ApacheKafkaError(
-                f"Maven did not resolve Apache Kafka {version} within {_MAVEN_TIMEOUT_S:.0f} s"
-            ) from exc
-        if result.returncode != 0 or not any(staging.glob("kafka_2.13-*.jar")):
-            output = (result.stdout + result.stderr)[-3000:]
-            raise ApacheKafkaError(
-                f"Maven could not resolve org.apache.kafka:kafka_2.13:{version} "
-                f"(exit {result.returncode}): {output}"
-            )
+        run_maven(
+            [
+                "-f",
+                str(home / "pom.xml"),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={staging}",
+                "-DincludeScope=runtime",
+            ],
+            what=f"resolve org.apache.kafka:kafka_2.13:{version}",
+            error=ApacheKafkaError,
+            timeout_s=_MAVEN_TIMEOUT_S,
+            produced=lambda: any(staging.glob("kafka_2.13-*.jar")),
+        )
         shutil.rmtree(libs, ignore_errors=True)
         staging.rename(libs)
-        done.write_text(f"{version}\n")
         logger.info("Apache Kafka %s fetched in %.1f s", version, time.monotonic() - started)
+
+    once(home, version, fetch)
     return libs
 
 
@@ -516,8 +497,10 @@ class KafkaNode:
         props: Mapping[str, str],
         libs: Path,
         jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
+        classpath: tuple[str, ...] = (),
     ) -> None:
-        """Describe the node; nothing runs until :meth:`start` (the cluster formats first)."""
+        """Describe the node; nothing runs until :meth:`start` (the cluster formats first).
+        ``classpath`` entries follow the broker jars (plugins such as metric reporters)."""
         self.node_id = node_id
         self.roles = roles
         #: Listener name -> port on 127.0.0.1 (``PLAINTEXT``, ``CONTROLLER``, ...).
@@ -526,6 +509,7 @@ class KafkaNode:
         self.props = dict(props)
         self.libs = libs
         self.jvm_options = tuple(jvm_options)
+        self.classpath = tuple(classpath)
         self.config_path = workdir / f"node-{node_id}.properties"
         self.log_path = workdir / f"node-{node_id}.log"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -566,7 +550,7 @@ class KafkaNode:
             "-Djava.awt.headless=true",
             f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
             "-cp",
-            f"{self.libs}/*",
+            os.pathsep.join((f"{self.libs}/*", *self.classpath)),
             main_class,
             *args,
         ]
@@ -677,6 +661,8 @@ class KafkaCluster:
         (see :class:`Security`; ``cluster.security`` after start).
     :param jvm_options: JVM flags of every node (:data:`TEST_JVM_OPTIONS` by default; ``()`` for
         the full JIT, as the benchmarks want).
+    :param extra_classpath: class-path entries after the broker jars of every node, for broker
+        plugins (the telemetry receiver of ``benchmarks/harness/telemetry_receiver.py``).
     :param stock: a single node with the ``server.properties`` Kafka ships (roles, node id,
         listeners, quorum, log dirs and replication factors of 1) and every other setting at the
         broker's default, such as a user's own cluster has; no test settings.
@@ -692,6 +678,7 @@ class KafkaCluster:
         security: bool = False,
         jvm_options: tuple[str, ...] = TEST_JVM_OPTIONS,
         stock: bool = False,
+        extra_classpath: tuple[str | Path, ...] = (),
     ) -> None:
         """Describe the cluster; nothing is fetched or started until :meth:`start`."""
         if brokers < 1:
@@ -704,6 +691,7 @@ class KafkaCluster:
         self.racks = racks
         self.extra_config = dict(extra_config or {})
         self.jvm_options = tuple(jvm_options)
+        self.extra_classpath = tuple(str(p) for p in extra_classpath)
         self.with_security = security
         self._security_props: dict[str, str] = {}
         #: The secured listeners (None unless started with ``security=True``).
@@ -1083,7 +1071,16 @@ class KafkaCluster:
         for node_id, roles in layout:
             data = root / f"data-{node_id}"
             props = self._props(node_id, roles, ports[node_id], voters, data)
-            node = KafkaNode(node_id, roles, ports[node_id], root, props, libs, self.jvm_options)
+            node = KafkaNode(
+                node_id,
+                roles,
+                ports[node_id],
+                root,
+                props,
+                libs,
+                self.jvm_options,
+                self.extra_classpath,
+            )
             node.write_config()
             self.nodes[node_id] = node
         if self.security is not None:

@@ -35,6 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.maven import once, run_maven
 from kafkaconsumer._child_process import die_with_parent, file_tail, free_port, stop_process
 
 __all__ = [
@@ -116,43 +117,30 @@ def ensure_keycloak(version: str | None = None) -> Path:
     version = version or os.environ.get("KAFKACONSUMER_KEYCLOAK_VERSION") or DEFAULT_VERSION
     home = _cache_root() / f"keycloak-{version}"
     dist = home / f"keycloak-{version}"
-    done = home / "complete"
-    if done.exists():
+    if (home / "complete").exists():
         return dist
     if shutil.which("mvn") is None:
         raise KeycloakError("mvn not found: Keycloak is fetched with Maven")
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another session may be fetching: wait, then reuse
-        if done.exists():
-            return dist
+
+    def fetch() -> None:
         started = time.monotonic()
         artifact = f"org.keycloak:keycloak-quarkus-dist:{version}:tar.gz"
-        cmd = ["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={artifact}"]
-        cmd.append(f"-DoutputDirectory={home}")
-        try:
-            result = subprocess.run(
-                cmd,
-                cwd=home,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=_MAVEN_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise KeycloakError(f"Maven did not fetch {artifact} in time") from exc
         archive = home / f"keycloak-quarkus-dist-{version}.tar.gz"
-        if result.returncode != 0 or not archive.exists():
-            raise KeycloakError(
-                f"Maven could not fetch {artifact}: {(result.stdout + result.stderr)[-2000:]}"
-            )
+        run_maven(
+            ["dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={home}"],
+            what=f"fetch {artifact}",
+            error=KeycloakError,
+            timeout_s=_MAVEN_TIMEOUT_S,
+            produced=archive.exists,
+            cwd=home,
+        )
         shutil.rmtree(dist, ignore_errors=True)
         with tarfile.open(archive) as tar:
             tar.extractall(home, filter="tar")
         archive.unlink()
-        done.write_text(f"{version}\n")
         logger.info("Keycloak %s fetched in %.1f s", version, time.monotonic() - started)
+
+    once(home, version, fetch)
     return dist
 
 

@@ -14,6 +14,8 @@ __all__ = [
     "CommandError",
     "add_connection_args",
     "add_admin_args",
+    "add_output_args",
+    "check_output_args",
     "admin_client",
     "client_config",
     "read_properties",
@@ -52,6 +54,42 @@ def add_connection_args(parser: argparse.ArgumentParser) -> None:
         help="a client configuration key (Java name, e.g. fetch.max.bytes=1048576); "
         "repeatable; wins over --config-file",
     )
+
+
+def add_output_args(parser: argparse.ArgumentParser) -> None:
+    """Options of the commands that print records: when to stop, and how each record is
+    written (``--format`` and the ``--print-*`` fields)."""
+    parser.add_argument(
+        "--max-messages", type=int, metavar="N", help="stop after printing N records"
+    )
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        metavar="MS",
+        help="stop when no record arrived for this long (default: run until interrupted)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "raw"),
+        default="text",
+        help="text: tab-separated fields and the value; json: one object per "
+        "line; raw: the value bytes unchanged, newline-terminated "
+        "(default: text)",
+    )
+    for field in ("key", "headers", "timestamp", "partition", "offset"):
+        parser.add_argument(
+            f"--print-{field}",
+            action="store_true",
+            help=f"include the record's {field} (text and json formats)",
+        )
+
+
+def check_output_args(args: argparse.Namespace) -> None:
+    """Refuse stop conditions that cannot be met, before anything connects."""
+    if args.max_messages is not None and args.max_messages < 1:
+        raise CommandError("--max-messages must be at least 1")
+    if args.timeout_ms is not None and args.timeout_ms < 0:
+        raise CommandError("--timeout-ms must not be negative")
 
 
 def add_admin_args(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:

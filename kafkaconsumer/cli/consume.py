@@ -20,7 +20,13 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from ._common import CommandError, add_connection_args, client_config
+from ._common import (
+    CommandError,
+    add_connection_args,
+    add_output_args,
+    check_output_args,
+    client_config,
+)
 
 __all__ = ["add_parser", "run", "RecordFormatter"]
 
@@ -67,27 +73,7 @@ def add_parser(sub: Any) -> None:
         help="with --partition: earliest, latest or an offset number "
         "(default: latest, or earliest with --from-beginning)",
     )
-    p.add_argument("--max-messages", type=int, metavar="N", help="stop after printing N records")
-    p.add_argument(
-        "--timeout-ms",
-        type=int,
-        metavar="MS",
-        help="stop when no record arrived for this long (default: run until interrupted)",
-    )
-    p.add_argument(
-        "--format",
-        choices=("text", "json", "raw"),
-        default="text",
-        help="text: tab-separated fields and the value; json: one object per "
-        "line; raw: the value bytes unchanged, newline-terminated "
-        "(default: text)",
-    )
-    for field in ("key", "headers", "timestamp", "partition", "offset"):
-        p.add_argument(
-            f"--print-{field}",
-            action="store_true",
-            help=f"include the record's {field} (text and json formats)",
-        )
+    add_output_args(p)
     p.add_argument(
         "--isolation-level",
         choices=("read_uncommitted", "read_committed"),
@@ -227,10 +213,7 @@ def _check(args: argparse.Namespace) -> None:
             raise CommandError(
                 f"--offset must be earliest, latest or an offset >= 0, got {args.offset!r}"
             ) from None
-    if args.max_messages is not None and args.max_messages < 1:
-        raise CommandError("--max-messages must be at least 1")
-    if args.timeout_ms is not None and args.timeout_ms < 0:
-        raise CommandError("--timeout-ms must not be negative")
+    check_output_args(args)
     if args.pattern is not None:
         try:
             re.compile(args.pattern)

@@ -71,33 +71,59 @@ def _consumer_protocol_supported() -> bool:
     )
 
 
-def classic_timers(admin: Any, topic: str, timeout_s: float = 30.0) -> dict[str, int]:
-    """The demo's classic timers within the session timeouts the cluster accepts: its
-    ``group.min/max.session.timeout.ms``, read from the broker leading ``topic``'s first
-    partition (a broker's own configuration is known only to that broker)."""
+def _leader_settings(
+    admin: Any, topic: str, keys: Collection[str], timeout_s: float = 30.0
+) -> dict[str, Any]:
+    """``keys`` of the configuration of the broker leading ``topic``'s first partition (a
+    broker's own configuration is known only to that broker); empty when no leader shows."""
     from kafkaconsumer.admin import ConfigResource
+    from kafkaconsumer.errors import UnknownTopicOrPartitionError
 
     deadline = time.monotonic() + timeout_s
     leader = -1
     while True:
-        description = admin.describe_topics([topic], timeout_ms=30_000)[topic]
-        leader = next((p.leader for p in description.partitions if p.leader >= 0), -1)
+        try:
+            description = admin.describe_topics([topic], timeout_ms=30_000)[topic]
+            leader = next((p.leader for p in description.partitions if p.leader >= 0), -1)
+        except UnknownTopicOrPartitionError:
+            # Just created: the broker answering has not heard of it yet.
+            leader = -1
         if leader >= 0 or time.monotonic() >= deadline:
             break
         time.sleep(0.1)  # just created: the leader is elected in a moment
     if leader < 0:
-        return dict(_CLASSIC_TIMERS)
+        return {}
     resource = ConfigResource("broker", str(leader))
-    entries = admin.describe_configs([resource], keys=_SESSION_BOUNDS, timeout_ms=30_000)
-    bounds = entries.get(resource, {})
+    entries = admin.describe_configs([resource], keys=list(keys), timeout_ms=30_000)
+    return {
+        key: entry.value
+        for key, entry in entries.get(resource, {}).items()
+        if entry.value is not None
+    }
+
+
+def classic_timers(admin: Any, topic: str, timeout_s: float = 30.0) -> dict[str, int]:
+    """The demo's classic timers within the session timeouts the cluster accepts: its
+    ``group.min/max.session.timeout.ms``."""
+    bounds = _leader_settings(admin, topic, _SESSION_BOUNDS, timeout_s)
     session = _CLASSIC_TIMERS["session.timeout.ms"]
     low, high = (bounds.get(key) for key in _SESSION_BOUNDS)
-    if low is not None and low.value is not None:
-        session = max(session, int(low.value))
-    if high is not None and high.value is not None:
-        session = min(session, int(high.value))
+    if low is not None:
+        session = max(session, int(low))
+    if high is not None:
+        session = min(session, int(high))
     # Java's rule of thumb: a heartbeat at most a third of the session.
     return {"session.timeout.ms": session, "heartbeat.interval.ms": max(1, session // 3)}
+
+
+def consumer_protocol_enabled(admin: Any, topic: str, timeout_s: float = 30.0) -> bool:
+    """Whether the group coordinator serves the KIP-848 consumer protocol: Apache Kafka 3.9
+    offers the ConsumerGroupHeartbeat API but answers it with UNSUPPORTED_VERSION unless
+    ``group.coordinator.rebalance.protocols`` names ``consumer``. A broker that does not say
+    is taken at its word (the API it offers)."""
+    key = "group.coordinator.rebalance.protocols"
+    protocols = _leader_settings(admin, topic, [key], timeout_s).get(key)
+    return protocols is None or "consumer" in str(protocols).lower().split(",")
 
 
 @dataclass
@@ -428,6 +454,14 @@ def run_demo(
             admin.create_topics({topic: partitions}, timeout_ms=30_000)
             if own_cluster and protocol != "consumer":
                 timers = classic_timers(admin, topic)
+            if protocol == "consumer" and not consumer_protocol_enabled(admin, topic):
+                admin.delete_topics([topic], timeout_ms=30_000)
+                raise CommandError(
+                    "--protocol consumer needs the KIP-848 consumer group protocol, which this "
+                    "cluster offers but has not enabled (Apache Kafka 3.9: add consumer to the "
+                    "brokers' group.coordinator.rebalance.protocols; 4.0 and newer enable it "
+                    "by default)"
+                )
         _say(
             out,
             f"created topic {topic} with {partitions} partitions; group {group}, "

@@ -8,7 +8,8 @@ has been printed; records acquired but not printed (past ``--max-messages``, or 
 are released for another member.
 
 Where a share group starts reading is the group's ``share.auto.offset.reset`` configuration
-(``latest`` unless set), not a client option.
+(``latest`` unless set), not a client option; ``--group-start`` sets that group configuration
+(``earliest``, ``latest`` or ``by_duration:<ISO-8601 duration>``, KIP-1106) before joining.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from ._common import CommandError, add_connection_args, client_config
+from ._common import (
+    CommandError,
+    add_connection_args,
+    add_output_args,
+    check_output_args,
+    client_config,
+)
 from .consume import RecordFormatter, _PipeWatch
 
 if TYPE_CHECKING:
@@ -61,27 +68,14 @@ def add_parser(sub: Any) -> None:
         help="how each printed record is acknowledged: accept (done), release (deliver it "
         "again) or reject (never deliver it again) (default: accept)",
     )
-    p.add_argument("--max-messages", type=int, metavar="N", help="stop after printing N records")
     p.add_argument(
-        "--timeout-ms",
-        type=int,
-        metavar="MS",
-        help="stop when no record arrived for this long (default: run until interrupted)",
+        "--group-start",
+        metavar="STRATEGY",
+        help="first set the group's share.auto.offset.reset (where a share group without "
+        "state starts): earliest, latest or by_duration:<ISO-8601 duration>, e.g. "
+        "by_duration:PT1H",
     )
-    p.add_argument(
-        "--format",
-        choices=("text", "json", "raw"),
-        default="text",
-        help="text: tab-separated fields and the value; json: one object per "
-        "line; raw: the value bytes unchanged, newline-terminated "
-        "(default: text)",
-    )
-    for field in ("key", "headers", "timestamp", "partition", "offset"):
-        p.add_argument(
-            f"--print-{field}",
-            action="store_true",
-            help=f"include the record's {field} (text and json formats)",
-        )
+    add_output_args(p)
     p.add_argument(
         "--print-delivery-count",
         action="store_true",
@@ -91,12 +85,28 @@ def add_parser(sub: Any) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.max_messages is not None and args.max_messages < 1:
-        raise CommandError("--max-messages must be at least 1")
-    if args.timeout_ms is not None and args.timeout_ms < 0:
-        raise CommandError("--timeout-ms must not be negative")
+    check_output_args(args)
     if any(not t for t in args.topic):
         raise CommandError("--topic must not be empty")
+    if args.group_start is not None:
+        from kafkaconsumer.config.auto_offset_reset import share_auto_offset_reset_error
+
+        problem = share_auto_offset_reset_error(args.group_start)
+        if problem is not None:
+            raise CommandError(f"--group-start: {problem}")
+
+
+def _set_group_start(args: argparse.Namespace) -> None:
+    """Set the group's ``share.auto.offset.reset`` to ``--group-start`` (IncrementalAlterConfigs
+    on the GROUP resource; the broker checks it too)."""
+    from kafkaconsumer.admin import ConfigResource, KafkaAdminClient
+
+    config = client_config(args)
+    config.setdefault("default.api.timeout.ms", "15000")
+    with KafkaAdminClient(config) as admin:
+        admin.incremental_alter_configs(
+            {ConfigResource("group", args.group): {"share.auto.offset.reset": args.group_start}}
+        )
 
 
 def _share_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -126,6 +136,8 @@ def run(args: argparse.Namespace, out: BinaryIO | None = None) -> int:
         delivery_count=args.print_delivery_count,
     )
     ack_type = AcknowledgeType[args.ack_type.upper()]
+    if args.group_start is not None:
+        _set_group_start(args)
     config = _share_config(args)
     consumer = KafkaShareConsumer(config)
     pipe = _PipeWatch(stream)

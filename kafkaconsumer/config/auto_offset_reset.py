@@ -23,6 +23,7 @@ __all__ = [
     "BY_DURATION_PREFIX",
     "parse_duration_ns",
     "reset_duration_ns",
+    "share_auto_offset_reset_error",
 ]
 
 BY_DURATION_PREFIX = "by_duration:"
@@ -88,6 +89,21 @@ def _cause(value: Any) -> str | None:
             )
         return None
     return f"Unknown auto offset reset strategy: {value}"
+
+
+def share_auto_offset_reset_error(value: Any, name: str = "share.auto.offset.reset") -> str | None:
+    """Why ``value`` cannot be a share group's ``share.auto.offset.reset`` (a group config the
+    broker checks: ``earliest``, ``latest`` or ``by_duration:<duration>``, no ``none``), in the
+    broker's words (Java ``ShareGroupAutoOffsetResetStrategy.Validator``); None when it can."""
+    cause = _cause(value)
+    if cause is None and str(value).lower() == "none":
+        cause = "Unsupported strategy for ShareGroup: NONE"
+    if cause is None:
+        return None
+    return (
+        f"Invalid value `{value}` for configuration {name}. The value must be either "
+        f"'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'. ({cause})"
+    )
 
 
 def reset_duration_ns(value: str) -> int | None:

@@ -202,9 +202,13 @@ def common_keys(client: str) -> list[ConfigKey]:
         _k(
             "metadata.recovery.strategy",
             T.STRING,
-            "none",
-            "What to do when no known broker is "
-            "reachable: none keeps trying them; rebootstrap goes back to bootstrap.servers.",
+            "rebootstrap",
+            "What to do when no broker the client knows is available: none keeps trying "
+            "them; rebootstrap forgets the cluster metadata and starts again from "
+            "bootstrap.servers. A rebootstrap happens when every known broker is disconnected "
+            "and backing off at once, when no metadata could be obtained for "
+            "metadata.recovery.rebootstrap.trigger.ms, and when a broker answers "
+            "REBOOTSTRAP_REQUIRED.",
             L,
             _OneOf("none", "rebootstrap"),
         ),
@@ -212,30 +216,23 @@ def common_keys(client: str) -> list[ConfigKey]:
             "metadata.recovery.rebootstrap.trigger.ms",
             T.LONG,
             300000,
-            "With metadata.recovery.strategy=rebootstrap, Java also rebootstraps when no "
-            "metadata could be obtained from any known broker for this long. This client "
-            "rebootstraps as soon as every known broker is unreachable, and has no such timer.",
+            "With metadata.recovery.strategy=rebootstrap: when a metadata refresh has been "
+            "due for this long without a Metadata response from any broker, the client "
+            "closes its broker connections and starts again from bootstrap.servers.",
             L,
             _NON_NEGATIVE,
-            unsupported=(
-                "this client rebootstraps when every known broker is unreachable, not after a "
-                "time without metadata; leave metadata.recovery.rebootstrap.trigger.ms unset"
-            ),
         ),
         _k(
             "metadata.cluster.check.enable",
             T.BOOLEAN,
             True,
-            "Java sends the cluster id and node id it expects when connecting to a 4.4 or newer "
-            "broker, so that the broker refuses a misrouted connection. This client does not "
-            "send them, as Java does with false; true (the default) is accepted as a broker "
-            "older than 4.4 accepts it, with no check made.",
+            "With metadata.recovery.strategy=rebootstrap: send the cluster id and node id the "
+            "client means to reach in the ApiVersions request of every connection to a known "
+            "broker (ApiVersions v5: Apache Kafka 4.4 and newer; not sent where the brokers "
+            "advertise no v5), so that a broker of another cluster, or another node behind "
+            "the same address, answers REBOOTSTRAP_REQUIRED and the client rebootstraps. "
+            "Ignored with metadata.recovery.strategy=none.",
             L,
-            unsupported=(
-                "this client does not send the cluster and node information the broker "
-                "checks; set metadata.cluster.check.enable=false or leave it unset"
-            ),
-            honoured=(False,),
         ),
         _k(
             "config.providers",
@@ -301,14 +298,21 @@ def common_keys(client: str) -> list[ConfigKey]:
             "enable.metrics.push",
             T.BOOLEAN,
             True,
-            "Push client metrics to the broker when it has a matching subscription (KIP-714).",
+            "Push client metrics to the broker when it has a matching subscription (KIP-714): "
+            "the client asks a broker which of its metrics to push and how often, then pushes "
+            "them OTLP-encoded; false never asks and never pushes.",
             L,
+            # The producer and the admin client keep no metrics registry, so they have nothing
+            # to push.
             unsupported=(
-                "client metrics push (KIP-714) is not implemented: the client never asks the "
-                "broker for a metrics subscription, so there is never anything to push; false "
-                "(never push) is what it does anyway"
+                ""
+                if client == "consumer"
+                else (
+                    f"the {client} client keeps no metrics, so it never pushes any (KIP-714); "
+                    "false (never push) is what it does anyway"
+                )
             ),
-            honoured=(False,),
+            honoured=() if client == "consumer" else (False,),
         ),
         _k(
             "security.protocol",

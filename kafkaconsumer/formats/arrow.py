@@ -454,6 +454,16 @@ class ArrowRecordDecoder:
         self._mode = normalized
         self._type, convert = arrow_mapping(deserializer)
         self._convert = convert or _identity
+        # Avro of the shapes the compiled decoder covers skips fastavro's dicts.
+        self._columns: Any = None
+        if isinstance(deserializer, AvroDeserializer):
+            from kafkaconsumer.formats import avro_columns
+
+            if avro_columns.available():
+                try:
+                    self._columns = avro_columns.AvroColumnDecoder(deserializer, self._type)
+                except ValueError:
+                    self._columns = None
 
     @property
     def arrow_type(self) -> pa.DataType:
@@ -474,6 +484,8 @@ class ArrowRecordDecoder:
         headers: Sequence[Headers | None] | None = None,
     ) -> DecodedColumn:
         """Decode ``data`` (one entry per record; None stays a null value)."""
+        if self._columns is not None:
+            return self._decode_columns(topic, partitions, offsets, data, headers)
         values: list[Any] = []
         reasons: list[str | None] = []
         for index, payload in enumerate(data):
@@ -491,5 +503,21 @@ class ArrowRecordDecoder:
             values.append(value)
             reasons.append(None)
         column = pa.array(values, type=self._type)
+        corrupt = pa.array(reasons, type=pa.string()) if self._mode == "PERMISSIVE" else None
+        return DecodedColumn(column, corrupt)
+
+    def _decode_columns(
+        self,
+        topic: str,
+        partitions: Sequence[int],
+        offsets: Sequence[int],
+        data: Sequence[bytes | None],
+        headers: Sequence[Headers | None] | None,
+    ) -> DecodedColumn:
+        def fail(index: int, exc: SerializationError) -> None:
+            if self._mode == "FAILFAST":
+                raise RecordDecodeError(topic, partitions[index], offsets[index], exc) from exc
+
+        column, reasons = self._columns.decode(topic, data, headers, fail)
         corrupt = pa.array(reasons, type=pa.string()) if self._mode == "PERMISSIVE" else None
         return DecodedColumn(column, corrupt)

@@ -26,7 +26,7 @@ from kafkaconsumer.formats.registry import (
     SchemaRegistryClient,
     SchemaRegistryError,
 )
-from kafkaconsumer.formats.wire import split_frame
+from kafkaconsumer.formats.wire import SchemaId, describe_schema_id, split_frame
 from kafkaconsumer.serialization import Deserializer, Headers
 
 try:
@@ -92,7 +92,7 @@ class AvroDeserializer(Deserializer):
         """See the class docstring."""
         self._is_key = is_key
         self._lock = threading.Lock()
-        self._writers: dict[int, Any] = {}  # guarded by _lock
+        self._writers: dict[SchemaId, Any] = {}  # guarded by _lock
         self._reader: Any = None
         if registry is None:
             if schema is None:
@@ -124,6 +124,16 @@ class AvroDeserializer(Deserializer):
         return self._reader
 
     @property
+    def plain_schema(self) -> Any:
+        """The parsed schema of unframed records (None with a registry)."""
+        return self._plain
+
+    @property
+    def is_key(self) -> bool:
+        """Whether this deserializer reads keys (it looks for ``__key_schema_id`` then)."""
+        return self._is_key
+
+    @property
     def registry(self) -> SchemaRegistryClient | None:
         """The registry client (None for plain Avro)."""
         return self._registry
@@ -149,7 +159,7 @@ class AvroDeserializer(Deserializer):
             self._load_references(imported, named, seen)
             parse_avro_schema(imported.schema_str, named)
 
-    def writer_schema(self, schema_id: int) -> Any:
+    def writer_schema(self, schema_id: SchemaId) -> Any:
         """The parsed writer schema registered under ``schema_id`` (fetched once)."""
         with self._lock:
             parsed = self._writers.get(schema_id)
@@ -161,7 +171,7 @@ class AvroDeserializer(Deserializer):
                 if exc.status != 404:
                     raise
                 raise SerializationError(
-                    f"schema id {schema_id} is unknown to the registry: {exc}"
+                    f"{describe_schema_id(schema_id)} is unknown to the registry: {exc}"
                 ) from exc
             parsed = self._parse_registered(registered)
             with self._lock:

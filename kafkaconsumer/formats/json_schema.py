@@ -19,7 +19,7 @@ from kafkaconsumer.formats.registry import (
     SchemaRegistryClient,
     SchemaRegistryError,
 )
-from kafkaconsumer.formats.wire import split_frame
+from kafkaconsumer.formats.wire import SchemaId, describe_schema_id, split_frame
 from kafkaconsumer.serialization import Deserializer, Headers
 
 try:
@@ -81,7 +81,7 @@ class JsonSchemaDeserializer(Deserializer):
         self._is_key = is_key
         self._validate = validate
         self._lock = threading.Lock()
-        self._validators: dict[int, Any] = {}  # guarded by _lock
+        self._validators: dict[SchemaId, Any] = {}  # guarded by _lock
         self._reader: dict[str, Any] | None = None
         self._plain: Any = None
         if registry is None:
@@ -130,7 +130,7 @@ class JsonSchemaDeserializer(Deserializer):
             )
         return _load(registered.schema_str)
 
-    def _writer_validator(self, schema_id: int) -> Any:
+    def _writer_validator(self, schema_id: SchemaId) -> Any:
         with self._lock:
             found = self._validators.get(schema_id)
         if found is None:
@@ -141,7 +141,7 @@ class JsonSchemaDeserializer(Deserializer):
                 if exc.status != 404:
                     raise
                 raise SerializationError(
-                    f"schema id {schema_id} is unknown to the registry: {exc}"
+                    f"{describe_schema_id(schema_id)} is unknown to the registry: {exc}"
                 ) from exc
             found = _validator(self._schema_of(registered))
             with self._lock:

@@ -25,7 +25,12 @@ from kafkaconsumer.formats.registry import (
     SchemaRegistryClient,
     SchemaRegistryError,
 )
-from kafkaconsumer.formats.wire import read_message_indexes, split_frame
+from kafkaconsumer.formats.wire import (
+    SchemaId,
+    describe_schema_id,
+    read_message_indexes,
+    split_frame,
+)
 from kafkaconsumer.serialization import Deserializer, Headers
 
 try:
@@ -170,7 +175,7 @@ class ProtobufDeserializer(Deserializer):
         self._is_key = is_key
         self._as_dict = as_dict
         self._lock = threading.Lock()
-        self._files: dict[int, Any] = {}  # guarded by _lock
+        self._files: dict[SchemaId, Any] = {}  # guarded by _lock
         self._reader: Descriptor | None = None
         if message is not None and subject is None:
             raise ConfigError("message= picks a message of the subject's schema: give subject=")
@@ -210,7 +215,7 @@ class ProtobufDeserializer(Deserializer):
                     self._registry.schema_version(ref.subject, ref.version), files, ref.name
                 )
 
-    def _writer_file(self, schema_id: int) -> Any:
+    def _writer_file(self, schema_id: SchemaId) -> Any:
         with self._lock:
             found = self._files.get(schema_id)
         if found is None:
@@ -220,7 +225,7 @@ class ProtobufDeserializer(Deserializer):
                 if exc.status != 404:
                     raise
                 raise SerializationError(
-                    f"schema id {schema_id} is unknown to the registry: {exc}"
+                    f"{describe_schema_id(schema_id)} is unknown to the registry: {exc}"
                 ) from exc
             found = self._compile(registered)
             with self._lock:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkaconsumer.errors import ConfigError, KafkaError
+from kafkaconsumer.formats.wire import SchemaId
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +89,14 @@ class RegisteredSchema:
 
     schema_str: str
     schema_type: str = "AVRO"
-    schema_id: int | None = None
+    schema_id: SchemaId | None = None
     subject: str | None = None
     version: int | None = None
     references: tuple[SchemaReference, ...] = field(default_factory=tuple)
+
+
+# The registry's error code for a schema it does not know.
+_SCHEMA_NOT_FOUND = 40403
 
 
 def _validated(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,7 +171,7 @@ class SchemaRegistryClient:
             self._auth = f"Bearer {conf['bearer.auth.token']}"
         self._ssl = self._ssl_context(conf)
         self._lock = threading.Lock()
-        self._by_id: dict[int, RegisteredSchema] = {}  # guarded by _lock
+        self._by_id: dict[SchemaId, RegisteredSchema] = {}  # guarded by _lock
         self._by_version: dict[tuple[str, str], RegisteredSchema] = {}  # guarded by _lock
 
     @staticmethod
@@ -222,13 +227,19 @@ class SchemaRegistryClient:
         assert last is not None
         raise last
 
-    def schema_by_id(self, schema_id: int) -> RegisteredSchema:
-        """The schema registered under ``schema_id`` (cached)."""
+    def schema_by_id(self, schema_id: SchemaId) -> RegisteredSchema:
+        """The schema registered under ``schema_id`` (cached): an id, or a GUID string as
+        :func:`~kafkaconsumer.formats.wire.split_frame` gives it (``GET /schemas/guids/{guid}``;
+        a registry without that path answers with a :class:`SchemaRegistryError` that says
+        so and carries no ``status``, as no answer about the schema came)."""
         with self._lock:
             cached = self._by_id.get(schema_id)
         if cached is not None:
             return cached
-        answer = self._get(f"/schemas/ids/{int(schema_id)}")
+        if isinstance(schema_id, str):
+            answer = self._get_guid(schema_id)
+        else:
+            answer = self._get(f"/schemas/ids/{int(schema_id)}")
         schema = RegisteredSchema(
             schema_str=str(answer["schema"]),
             schema_type=str(answer.get("schemaType") or "AVRO").upper(),
@@ -238,6 +249,19 @@ class SchemaRegistryClient:
         with self._lock:
             self._by_id[schema_id] = schema
         return schema
+
+    def _get_guid(self, guid: str) -> Any:
+        try:
+            return self._get(f"/schemas/guids/{urllib.parse.quote(guid, safe='')}")
+        except SchemaRegistryError as exc:
+            # A registry that knows GUIDs answers an unknown one with 40403 (schema not
+            # found); a bare 404 is the path itself missing.
+            if exc.status != 404 or exc.error_code == _SCHEMA_NOT_FOUND:
+                raise
+            raise SchemaRegistryError(
+                f"the schema registry does not resolve schema GUIDs (a record names its schema "
+                f"by GUID {guid} in its schema-id header): {exc}"
+            ) from exc
 
     def schema_version(self, subject: str, version: int | str = "latest") -> RegisteredSchema:
         """Version ``version`` (a number or ``"latest"``) of ``subject`` (cached)."""

@@ -4,20 +4,25 @@ A framed payload starts with the magic byte ``0`` and the schema id as a 4-byte 
 integer; the encoded data follows. Protobuf payloads carry, between the id and the message, the
 path of the message type inside its ``.proto`` file as a list of zigzag varints (the count, then
 each index; a single ``0`` byte stands for ``[0]``, the first message). Newer producers may put
-the schema id in a record header instead (``__value_schema_id`` / ``__key_schema_id``, the same
-five bytes), leaving the payload unframed.
+the schema in a record header instead (``__value_schema_id`` / ``__key_schema_id``), leaving the
+payload unframed: the same five bytes, or the magic byte ``1`` and a 16-byte GUID that names the
+schema's content across the whole registry (``GET /schemas/guids/{guid}``).
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kafkaconsumer.errors import SerializationError
 
 __all__ = [
+    "GUID_MAGIC_BYTE",
     "MAGIC_BYTE",
+    "SchemaId",
+    "describe_schema_id",
     "KEY_SCHEMA_ID_HEADER",
     "VALUE_SCHEMA_ID_HEADER",
     "Framed",
@@ -29,21 +34,32 @@ __all__ = [
 
 #: The first byte of a framed payload (and of a schema-id header).
 MAGIC_BYTE = 0
+#: The first byte of a schema-id header naming the schema by GUID.
+GUID_MAGIC_BYTE = 1
 #: Header naming the schema of the key when the key itself is not framed.
 KEY_SCHEMA_ID_HEADER = "__key_schema_id"
 #: Header naming the schema of the value when the value itself is not framed.
 VALUE_SCHEMA_ID_HEADER = "__value_schema_id"
 
 _ID = struct.Struct(">bI")
-# The GUID form of the header (magic 1 + 16 bytes) names a schema by a registry-wide GUID.
-_GUID_MAGIC = 1
+_GUID_HEADER_SIZE = 17
+
+#: How a record names its writer schema: a registry id, or a GUID (its canonical string,
+#: ``8-4-4-4-12`` hex digits).
+SchemaId = int | str
+
+
+def describe_schema_id(schema_id: SchemaId) -> str:
+    """``schema id 5`` or ``schema GUID 0f8e...``, for messages."""
+    return f"schema GUID {schema_id}" if isinstance(schema_id, str) else f"schema id {schema_id}"
 
 
 @dataclass(frozen=True)
 class Framed:
-    """A payload split into the schema id it names and the encoded data after the frame."""
+    """A payload split into the schema it names (an id, or a GUID string) and the encoded data
+    after the frame."""
 
-    schema_id: int
+    schema_id: SchemaId
     payload: memoryview
 
 
@@ -65,7 +81,9 @@ def split_frame(
     """Split ``data`` into its schema id and encoded payload.
 
     The ``__value_schema_id`` (``__key_schema_id`` when ``is_key``) header, when present, names
-    the schema and ``data`` is all payload; otherwise ``data`` must start with the 5-byte frame.
+    the schema (magic byte 0 and a 4-byte id, or magic byte 1 and a 16-byte GUID, given back as
+    its canonical string) and ``data`` is all payload; otherwise ``data`` must start with the
+    5-byte frame.
     Raises :class:`~kafkaconsumer.errors.SerializationError` saying what is wrong.
     """
     view = memoryview(data)
@@ -73,13 +91,11 @@ def split_frame(
     if header is not None:
         if len(header) == _ID.size and header[0] == MAGIC_BYTE:
             return Framed(_ID.unpack(header)[1], view)
-        if len(header) == 17 and header[0] == _GUID_MAGIC:
-            raise SerializationError(
-                "the schema-id header names the schema by GUID, which this deserializer does "
-                "not resolve; produce with schema ids (magic byte 0)"
-            )
+        if len(header) == _GUID_HEADER_SIZE and header[0] == GUID_MAGIC_BYTE:
+            return Framed(str(uuid.UUID(bytes=bytes(header[1:]))), view)
         raise SerializationError(
-            f"schema-id header of {len(header)} bytes is not magic byte 0 and a 4-byte id"
+            f"schema-id header of {len(header)} bytes is neither magic byte 0 and a 4-byte id "
+            "nor magic byte 1 and a 16-byte GUID"
         )
     if len(view) < _ID.size:
         raise SerializationError(

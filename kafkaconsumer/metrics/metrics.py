@@ -55,6 +55,11 @@ class KafkaMetric:
         self._stat = stat
         self._registry = registry
 
+    @property
+    def stat(self) -> Stat | None:
+        """The sensor statistic behind the metric, or None for a gauge."""
+        return self._stat
+
     def metric_value(self) -> float:
         """The current value."""
         stat = self._stat
@@ -289,6 +294,12 @@ class Metrics:
         with self._lock:
             items = list(self._metrics.values())
         return {m.metric_name: m.metric_value() for m in items}
+
+    def kafka_metrics(self) -> list[KafkaMetric]:
+        """Every metric object (deferred ones published first), to read one by one."""
+        self._publish_deferred()
+        with self._lock:
+            return list(self._metrics.values())
 
     def metric(self, metric_name: MetricName) -> KafkaMetric | None:
         """One metric by name, or None."""

@@ -39,11 +39,13 @@ from kafkaconsumer.errors import (
     KafkaError,
     KafkaTimeoutError,
     NodeNotReadyError,
+    RebootstrapRequiredError,
     UnsupportedVersionError,
 )
 from kafkaconsumer.metadata import Cluster, Metadata
 from kafkaconsumer.network.connection import BrokerConnection, host_for_lookup
 from kafkaconsumer.network.future import Future
+from kafkaconsumer.network.metadata_recovery import NONE, REBOOTSTRAP, MetadataRecovery
 from kafkaconsumer.network.sasl import OAuthTokenCache
 from kafkaconsumer.network.settings import NetworkSettings
 from kafkaconsumer.protocol import ApiKey
@@ -105,6 +107,8 @@ def broker_of(node_id: int, cluster: Cluster) -> int:
 
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: The first ApiVersions version that names the cluster and node expected (KIP-1242).
+_CLUSTER_CHECK_V = 5
 _JITTER = 0.2
 
 
@@ -316,11 +320,16 @@ class NetworkClient:
         )
         self._idle_ms = settings.connections_max_idle_ms
         strategy = settings.metadata_recovery_strategy
-        if strategy not in ("none", "rebootstrap"):
+        if strategy not in (NONE, REBOOTSTRAP):
             raise ConfigError(
                 f"metadata.recovery.strategy {strategy!r} is not 'none' or 'rebootstrap'"
             )
-        self._rebootstrap = strategy == "rebootstrap"
+        trigger_ms = settings.metadata_recovery_rebootstrap_trigger_ms
+        if trigger_ms < 0:
+            raise ConfigError("metadata.recovery.rebootstrap.trigger.ms must be >= 0")
+        self._recovery = MetadataRecovery(
+            strategy, trigger_ms, settings.metadata_cluster_check_enable
+        )
         self._request_timeout_ms = settings.request_timeout_ms
         if self._request_timeout_ms <= 0:
             raise ConfigError("request.timeout.ms must be > 0")
@@ -331,6 +340,11 @@ class NetworkClient:
         # (ConsumerNetworkClient._lock) meanwhile. The ones wakeup() touches say so.
         self._metadata_fetch: Future[Any] | None = None  # network lock
         self._close_bootstrap_pending = False  # network lock
+        # Whether the broker of the connection that became ready last advertised ApiVersions
+        # v5+, which carries the cluster check. A broker that knows only older versions may
+        # drop a v5 request naming a cluster (the embedded Tansu does) where Apache Kafka
+        # answers UNSUPPORTED_VERSION, so the check goes only to clusters that know it.
+        self._cluster_check_known = False  # network lock
         #: The error that ended the most recent failed connection (any node), for messages.
         self.last_connection_error: KafkaError | None = None  # network lock
         self._selector = selectors.DefaultSelector()  # network lock
@@ -520,6 +534,11 @@ class NetworkClient:
                 token_cache=self._token_cache,
             )
             self._conns[node_id] = conn
+        conn.expected_cluster = (
+            self._recovery.expected_cluster(node_id, self.metadata.cluster)
+            if self.metadata is not None and self._cluster_check_known
+            else None
+        )
         setup_timeout = self._setup_timeout_ms * (2 ** min(st.failures, 16))
         setup_timeout = int(
             min(setup_timeout, self._setup_timeout_max_ms)
@@ -549,6 +568,8 @@ class NetworkClient:
             st = self._state(node_id)
             st.failures = 0
             st.auth_error = None
+            versions = conn.broker_versions.get(ApiKey.API_VERSIONS)
+            self._cluster_check_known = versions is not None and versions[1] >= _CLUSTER_CHECK_V
             self._sync_registration(node_id, conn)
         else:
             self._sync_registration(node_id, conn)
@@ -570,10 +591,30 @@ class NetworkClient:
         # PLAINTEXT client after ApiVersions) failed as an attempt: back off and warn.
         was_ready = bool(conn.ready_since_ms) and conn.served
         conn.ready_since_ms = 0
-        self._on_connect_failed(node_id, error, now_ms, was_ready=was_ready)
+        requested = self._recovery.enabled and isinstance(error, RebootstrapRequiredError)
+        self._on_connect_failed(node_id, error, now_ms, was_ready=was_ready, quiet=requested)
+        if requested and not self._closed:
+            # The broker at this node's address belongs to another cluster or is another
+            # node (KIP-1242): the metadata is stale, so start again from bootstrap.servers.
+            cluster_id = conn.expected_cluster[0] if conn.expected_cluster else None
+            logger.info(
+                "the broker at %s:%s is not node %s of cluster %s (it answered "
+                "REBOOTSTRAP_REQUIRED): rebootstrapping",
+                conn.host,
+                conn.port,
+                node_id,
+                cluster_id,
+            )
+            self._do_rebootstrap(now_ms)
 
     def _on_connect_failed(
-        self, node_id: int, error: KafkaError | None, now_ms: int, *, was_ready: bool
+        self,
+        node_id: int,
+        error: KafkaError | None,
+        now_ms: int,
+        *,
+        was_ready: bool,
+        quiet: bool = False,
     ) -> None:
         """Record a broken connection or a failed attempt: error, metadata refresh, backoff."""
         st = self._state(node_id)
@@ -599,6 +640,7 @@ class NetworkClient:
         st.backoff_until_ms = now_ms + backoff
         if (
             error is not None
+            and not quiet
             and not isinstance(error, AuthenticationError)
             and (not was_ready or isinstance(error, KafkaTimeoutError))
         ):
@@ -797,6 +839,13 @@ class NetworkClient:
                         KafkaConnectionError(f"connection to node {node_id} closed: {reason}")
                     )
             self._handle_connection_change(node_id, conn, now)
+        if self._recovery.needs_rebootstrap(now):
+            logger.info(
+                "no metadata from any broker for metadata.recovery.rebootstrap.trigger.ms "
+                "(%d ms), or a broker asked for it: rebootstrapping",
+                self._recovery.trigger_ms,
+            )
+            self._do_rebootstrap(now)
         self._maybe_update_metadata(now)
 
     def _drain_wakeup(self) -> None:
@@ -830,16 +879,7 @@ class NetworkClient:
         a disconnected node out of backoff; None when every node is backing off.
         """
         now = self.now_ms() if now_ms is None else now_ms
-        found = self._least_loaded(self.nodes(), now)
-        if found is None and self._rebootstrap and not self._using_bootstrap():
-            # Every known broker is down or backing off: fall back to bootstrap.servers
-            # (metadata.recovery.strategy=rebootstrap), as the brokers may have moved.
-            found = self._least_loaded([n for n, _, _ in self.bootstrap_nodes], now)
-            if found is not None:
-                logger.info(
-                    "no broker of the cluster metadata is reachable; trying bootstrap.servers again"
-                )
-        return found
+        return self._least_loaded(self.nodes(), now)
 
     def _least_loaded(self, nodes: list[int], now: int) -> int | None:
         if not nodes:
@@ -876,8 +916,6 @@ class NetworkClient:
         """Milliseconds until some node may be tried again (0 when one can be now)."""
         now = self.now_ms() if now_ms is None else now_ms
         nodes = self.nodes()
-        if self._rebootstrap and not self._using_bootstrap():
-            nodes = nodes + [n for n, _, _ in self.bootstrap_nodes]
         delays = [self.connection_delay(n, now) for n in nodes]
         return min(delays) if delays else self._reconnect_backoff_ms
 
@@ -893,7 +931,20 @@ class NetworkClient:
         wait = md.time_to_next_update(now_ms)
         if wait > 0:
             return wait
+        self._recovery.on_update_due(now_ms)
         node = self.least_loaded_node(now_ms)
+        if node is None and self._recovery.enabled and not self._any_ready(now_ms):
+            # Every known broker is disconnected and backing off (Java: no node available
+            # and no connection ready): the brokers may all have moved.
+            if self._using_bootstrap():
+                self._recovery.on_rebootstrap(now_ms)
+            else:
+                logger.info(
+                    "no broker of the cluster metadata is reachable: rebootstrapping with %s",
+                    ", ".join(f"{h}:{p}" for h, p in self._bootstrap),
+                )
+                self._do_rebootstrap(now_ms)
+            node = self.least_loaded_node(now_ms)
         if node is None:
             # Every node is backing off: retry when the first backoff ends.
             return max(1, self.min_backoff_ms(now_ms))
@@ -915,10 +966,45 @@ class NetworkClient:
             return max(1, self._reconnect_backoff_ms)
         return max(1, self.connection_delay(node, now_ms))
 
+    def _any_ready(self, now_ms: int) -> bool:
+        """True when a connection to a node of :meth:`nodes` is ready (busy ones included)."""
+        conns = self._conns
+        return any((conn := conns.get(n)) is not None and conn.is_ready for n in self.nodes())
+
+    def _do_rebootstrap(self, now_ms: int) -> None:
+        """Close the connections to the nodes of the metadata (the bootstrap addresses when it
+        names no broker) and start again from ``bootstrap.servers`` (Java:
+        ``NetworkClient.handleRebootstrap``)."""
+        if self.metadata is not None:
+            for node_id in self.nodes():
+                conn = self._conns.get(node_id)
+                if conn is None or conn.is_disconnected:
+                    continue
+                logger.info("node %s: disconnecting, the client rebootstraps", node_id)
+                conn.quiet_close = True
+                conn.close(
+                    KafkaConnectionError(
+                        f"disconnected from node {node_id}: the client rebootstraps"
+                    )
+                )
+                self._handle_connection_change(node_id, conn, now_ms)
+            self.metadata.rebootstrap()
+        self._recovery.on_rebootstrap(now_ms)
+
     def _on_metadata_response(self, body: MetadataResponse) -> None:
         assert self.metadata is not None
+        if self._recovery.enabled and body.get("error_code") == RebootstrapRequiredError.errno:
+            logger.info("a broker answered REBOOTSTRAP_REQUIRED to a Metadata request")
+            self._recovery.request()
+            return
+        if not body.get("brokers"):
+            # Java ignores an empty answer: the refresh failed, the cluster view stays.
+            logger.debug("ignoring a Metadata response that names no broker")
+            self.metadata.failed_update(self.now_ms())
+            return
         was_bootstrap = self._using_bootstrap()
         self.metadata.update(body, now_ms=self.now_ms())
+        self._recovery.on_metadata()
         if was_bootstrap and not self._using_bootstrap():
             # The first metadata names the brokers: the bootstrap connections are not needed.
             self._close_bootstrap_pending = True

@@ -166,6 +166,10 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
         self._want_write_for_read = False  # network lock
         self._want_read_for_write = False  # network lock
         self._handshake_wants = selectors.EVENT_WRITE  # network lock
+        #: ``(cluster id, node id)`` the ApiVersions request of the next connection attempt
+        #: names for the broker to check (KIP-1242), or None; the owner sets it before
+        #: :meth:`connect`.
+        self.expected_cluster: tuple[str, int] | None = None  # network lock
 
     # ------------------------------------------------------------------ state ---------------
     def __repr__(self) -> str:

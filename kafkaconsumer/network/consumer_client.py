@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from kafkaconsumer.errors import (
     KafkaConnectionError,
@@ -36,6 +36,18 @@ __all__ = ["ConsumerNetworkClient"]
 
 #: The longest single wait inside poll, so that timers and other threads get a look in.
 _MAX_POLL_SLICE_MS = 5000
+
+
+class TelemetryDriver(Protocol):
+    """What a poll drives besides the network: client telemetry (see
+    :mod:`kafkaconsumer.network.client_telemetry_reporter`).
+
+    Thread-safety: called by whichever thread polls, outside the network lock; an
+    implementation guards its own state.
+    """
+
+    def maybe_update(self, client: ConsumerNetworkClient) -> int:
+        """Send what is due; milliseconds until it should run again."""
 
 
 class _Unsent:
@@ -133,6 +145,9 @@ class ConsumerNetworkClient:
         self._waiting: set[int] = set()  # lock-free hint (see above)
         self._holder = 0  # written by the thread taking or letting go of _lock; a hint
         self._closed = False  # guarded by _lock (the network lock)
+        #: Client telemetry (KIP-714), driven by every poll outside the network lock; set once
+        #: by the client that owns this object, right after making it.
+        self.telemetry: TelemetryDriver | None = None
 
     # ------------------------------------------------------------------ locking -------------
     @contextlib.contextmanager
@@ -373,6 +388,9 @@ class ConsumerNetworkClient:
         self, timeout_ms: float, future: Future[Any] | None, disable_wakeup: bool
     ) -> None:
         self._fire_pending_completions()
+        telemetry_wait = None
+        if self.telemetry is not None and not self._closed:
+            telemetry_wait = self.telemetry.maybe_update(self)
         if self._waiting:
             self._let_waiters_in()
         try:
@@ -391,6 +409,8 @@ class ConsumerNetworkClient:
                     if unsent_wait is not None:
                         # A queued request waits for a backoff or a throttle to end.
                         wait = min(wait, float(max(1, unsent_wait)))
+                    if telemetry_wait is not None:
+                        wait = min(wait, float(telemetry_wait))
                     if self._pending_completion or self._others_waiting():
                         wait = 0.0
                     self.client.poll(max(0.0, wait))

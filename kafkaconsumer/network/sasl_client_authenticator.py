@@ -14,6 +14,7 @@ from kafkaconsumer._version import __version__
 from kafkaconsumer.errors import (
     AuthenticationError,
     KafkaError,
+    RebootstrapRequiredError,
     SaslAuthenticationError,
     UnsupportedVersionError,
     for_code,
@@ -44,6 +45,7 @@ CLIENT_SOFTWARE_NAME = "kafkaconsumer-python"
 CLIENT_SOFTWARE_VERSION = __version__
 
 _UNSUPPORTED_VERSION = UnsupportedVersionError.errno
+_REBOOTSTRAP_REQUIRED = RebootstrapRequiredError.errno
 
 
 class SaslClientAuthenticator(abc.ABC):
@@ -71,6 +73,7 @@ class SaslClientAuthenticator(abc.ABC):
     _sasl: SaslMechanism | None
     _use_sasl: bool
     _request_timeout_ms: int
+    expected_cluster: tuple[str, int] | None
 
     @abc.abstractmethod
     def close(self, error: KafkaError | None = None) -> None:
@@ -96,6 +99,10 @@ class SaslClientAuthenticator(abc.ABC):
             "client_software_name": CLIENT_SOFTWARE_NAME,
             "client_software_version": CLIENT_SOFTWARE_VERSION,
         }
+        if self.expected_cluster is not None:
+            # A broker of another cluster, or another node behind this address, answers
+            # REBOOTSTRAP_REQUIRED (ApiVersions v5+; older versions leave the fields out).
+            body["cluster_id"], body["node_id"] = self.expected_cluster
         fut: Future[Any] = Future()
         fut.add_callback(self._on_api_versions, version)
         fut.add_errback(self._on_setup_failure)
@@ -121,6 +128,14 @@ class SaslClientAuthenticator(abc.ABC):
                 )
                 return
             self._start_api_versions(retry)
+            return
+        if code == _REBOOTSTRAP_REQUIRED:
+            self.close(
+                for_code(code)(
+                    f"node {self.node_id} ({self.host}:{self.port}) is not the broker the "
+                    "cluster metadata names: another cluster or another node answers there"
+                )
+            )
             return
         if code:
             self.close(for_code(code)(f"ApiVersions to node {self.node_id} failed"))

@@ -47,6 +47,8 @@ class NetworkSettings(NamedTuple):
     #: a connection accepts a response frame up to twice this.
     largest_fetch_bytes: int
     metadata_recovery_strategy: str
+    metadata_recovery_rebootstrap_trigger_ms: int
+    metadata_cluster_check_enable: bool
     sasl_mechanism: str
     sasl_login_refresh_window_factor: float
     sasl_login_refresh_window_jitter: float
@@ -89,6 +91,10 @@ class NetworkSettings(NamedTuple):
             send_buffer_bytes=int(c["send.buffer.bytes"]),
             largest_fetch_bytes=max(fetch_sizes, default=0),
             metadata_recovery_strategy=str(c["metadata.recovery.strategy"]).lower(),
+            metadata_recovery_rebootstrap_trigger_ms=int(
+                c["metadata.recovery.rebootstrap.trigger.ms"]
+            ),
+            metadata_cluster_check_enable=bool(c["metadata.cluster.check.enable"]),
             sasl_mechanism=str(c["sasl.mechanism"]).upper(),
             sasl_login_refresh_window_factor=float(c["sasl.login.refresh.window.factor"]),
             sasl_login_refresh_window_jitter=float(c["sasl.login.refresh.window.jitter"]),

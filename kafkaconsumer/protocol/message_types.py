@@ -101,6 +101,8 @@ __all__ = [
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
     "FindCoordinatorResponseCoordinator",
+    "GetTelemetrySubscriptionsRequest",
+    "GetTelemetrySubscriptionsResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "IncrementalAlterConfigsRequest",
@@ -170,6 +172,8 @@ __all__ = [
     "ProduceResponseResponsePartitionResponse",
     "ProduceResponseResponsePartitionResponseCurrentLeader",
     "ProduceResponseResponsePartitionResponseRecordError",
+    "PushTelemetryRequest",
+    "PushTelemetryResponse",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
@@ -465,7 +469,7 @@ class MetadataRequestTopic(TypedDict, total=False):
 
 
 class MetadataRequest(TypedDict, total=False):
-    """Metadata (key 3) request body, v0-12."""
+    """Metadata (key 3) request body, v0-13."""
 
     topics: list[MetadataRequestTopic] | None  # nullable v1+
     allow_auto_topic_creation: bool  # v4+
@@ -506,7 +510,7 @@ class MetadataResponseTopic(TypedDict):
 
 
 class MetadataResponse(TypedDict):
-    """Metadata (key 3) response body, v0-12."""
+    """Metadata (key 3) response body, v0-13."""
 
     throttle_time_ms: int  # v3+
     brokers: list[MetadataResponseBroker]
@@ -514,6 +518,7 @@ class MetadataResponse(TypedDict):
     controller_id: int  # v1+
     topics: list[MetadataResponseTopic]
     cluster_authorized_operations: int  # v8-10
+    error_code: int  # v13+
 
 
 class OffsetCommitRequestTopicPartition(TypedDict, total=False):
@@ -873,10 +878,12 @@ class SaslHandshakeResponse(TypedDict):
 
 
 class ApiVersionsRequest(TypedDict, total=False):
-    """ApiVersions (key 18) request body, v0-4."""
+    """ApiVersions (key 18) request body, v0-5."""
 
     client_software_name: str  # v3+
     client_software_version: str  # v3+
+    cluster_id: str | None  # v5+, nullable v5+
+    node_id: int  # v5+
 
 
 class ApiVersionsResponseApiKey(TypedDict):
@@ -904,7 +911,7 @@ class ApiVersionsResponseFinalizedFeature(TypedDict):
 
 
 class ApiVersionsResponse(TypedDict):
-    """ApiVersions (key 18) response body, v0-4."""
+    """ApiVersions (key 18) response body, v0-5."""
 
     error_code: int
     api_keys: list[ApiVersionsResponseApiKey]
@@ -1438,6 +1445,43 @@ class ConsumerGroupDescribeResponse(TypedDict):
 
     throttle_time_ms: int
     groups: list[ConsumerGroupDescribeResponseGroup]
+
+
+class GetTelemetrySubscriptionsRequest(TypedDict, total=False):
+    """GetTelemetrySubscriptions (key 71) request body, v0."""
+
+    client_instance_id: uuid.UUID
+
+
+class GetTelemetrySubscriptionsResponse(TypedDict):
+    """GetTelemetrySubscriptions (key 71) response body, v0."""
+
+    throttle_time_ms: int
+    error_code: int
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval_ms: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
+
+
+class PushTelemetryRequest(TypedDict, total=False):
+    """PushTelemetry (key 72) request body, v0."""
+
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    terminating: bool
+    compression_type: int
+    metrics: bytes
+
+
+class PushTelemetryResponse(TypedDict):
+    """PushTelemetry (key 72) response body, v0."""
+
+    throttle_time_ms: int
+    error_code: int
 
 
 class ShareGroupHeartbeatRequest(TypedDict, total=False):

@@ -31,10 +31,11 @@ def register(spark: Any, *, pushdown: bool = False) -> None:
 
     With ``pushdown=True`` it also turns on ``spark.sql.python.filterPushdown.enabled`` and
     registers the source that narrows its offset ranges by the filters on ``topic``,
-    ``partition``, ``offset`` and ``timestamp``. Spark 4.2 keeps the reader planned for a
-    DataFrame's first filtered action and plans later actions on the same DataFrame with it,
-    filters included; with pushdown on, load the DataFrame again for each query (see
-    docs/spark.md, "Filter pushdown")."""
+    ``partition``, ``offset`` and ``timestamp``. Off by default because Spark 4.2 stores the
+    read planned with pushed filters on the loaded DataFrame's relation
+    (``PythonDataSourceV2.setReadInfo``) and plans that DataFrame's later actions without
+    filters from it, calling no Python that could tell them apart; with pushdown on, load the
+    DataFrame again for each query (see docs/spark.md, "Filter pushdown")."""
     if not pushdown:
         from kafkaconsumer.spark.datasource import KafkaDataSource
 

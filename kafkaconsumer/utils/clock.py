@@ -27,6 +27,11 @@ class Time:
         """Milliseconds from an arbitrary origin that never goes backwards."""
         return _time.monotonic_ns() // 1_000_000
 
+    def nanoseconds(self) -> int:
+        """Monotonic nanoseconds from an arbitrary origin (for measuring how long a call
+        took)."""
+        return _time.monotonic_ns()
+
     def wall_ms(self) -> int:
         """Milliseconds since the Unix epoch (for record timestamps, not for timeouts)."""
         return _time.time_ns() // 1_000_000

@@ -4,6 +4,7 @@ Apache Kafka 4.4, through a subprocess."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -153,3 +154,27 @@ def test_describe_shows_the_members_and_their_assignment(
         assert text.code == 0, text
         assert "Type: share" in text.out and "START-OFFSET" in text.out
         assert m["member_id"] in text.out
+
+
+def test_group_start_by_duration_skips_older_records(
+    cli: Any, broker: Any, admin: KafkaAdminClient
+) -> None:
+    """``--group-start by_duration:PT1H`` sets the group's start: only the records of the last
+    hour are printed."""
+    topic, group = unique_name("cli-share-bd"), unique_name("cli-share-bd-g")
+    admin.create_topics({topic: 1})
+    now = int(time.time() * 1000)
+    produce(broker.bootstrap_servers, topic, 2, timestamp_ms=now - 3 * 3_600_000)
+    produce(broker.bootstrap_servers, topic, 2, timestamp_ms=now - 60_000)
+    run = _share(
+        cli,
+        broker,
+        topic,
+        group,
+        "--group-start",
+        "by_duration:PT1H",
+        "--max-messages",
+        "2",
+        "--print-offset",
+    )
+    assert run.out.splitlines() == ["Offset:2\tv0", "Offset:3\tv1"]

@@ -72,7 +72,7 @@ JAVA_CONSUMER_DEFAULTS: dict[str, object] = {
     "group.remote.assignor": None,
     "security.providers": None,
     "security.protocol": "PLAINTEXT",
-    "metadata.recovery.strategy": "none",
+    "metadata.recovery.strategy": "rebootstrap",
     "metadata.recovery.rebootstrap.trigger.ms": 300000,
     "metadata.cluster.check.enable": True,
     "config.providers": "",

@@ -119,7 +119,6 @@ def test_java_defaults_load() -> None:
 @pytest.mark.parametrize(
     ("cls", "key", "value"),
     [
-        (ConsumerConfig, "metadata.recovery.rebootstrap.trigger.ms", 1000),
         (ProducerConfig, "compression.zstd.level", 10),
         (ProducerConfig, "partitioner.rack.aware", True),
         (ProducerConfig, "transaction.two.phase.commit.enable", True),
@@ -137,9 +136,21 @@ def test_unsupported_values_refused_naming_the_key(
         cls({"bootstrap.servers": "localhost:9092", key: value})
 
 
-def test_cluster_check_false_is_what_the_client_does() -> None:
-    """metadata.cluster.check.enable=false is accepted: the client sends no cluster check."""
+def test_rebootstrap_keys_load_with_any_valid_value() -> None:
+    """The rebootstrap trigger and the cluster check take every value Java takes, and a
+    negative trigger is refused as Java's ``atLeast(0)`` refuses it."""
+    from kafkaconsumer.errors import ConfigError
+
     config = ConsumerConfig(
-        {"bootstrap.servers": "localhost:9092", "metadata.cluster.check.enable": False}
+        {
+            "bootstrap.servers": "localhost:9092",
+            "metadata.recovery.strategy": "REBOOTSTRAP",
+            "metadata.recovery.rebootstrap.trigger.ms": 1000,
+            "metadata.cluster.check.enable": False,
+        }
     )
+    assert config["metadata.recovery.strategy"] == "rebootstrap"
+    assert config["metadata.recovery.rebootstrap.trigger.ms"] == 1000
     assert config["metadata.cluster.check.enable"] is False
+    with pytest.raises(ConfigError, match=r"metadata\.recovery\.rebootstrap\.trigger\.ms"):
+        ConsumerConfig({"bootstrap.servers": "x:1", "metadata.recovery.rebootstrap.trigger.ms": -1})

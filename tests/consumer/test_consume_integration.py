@@ -387,6 +387,14 @@ def test_group_subscribe_commit_and_committed(bootstrap: str, consumer_factory: 
         TopicPartition(topic, 1): 10,
     }
     assert c.group_metadata().group_id == group
+    # Java's consumer-metrics group counts the time spent in both blocking calls.
+    spent = {
+        m.name: v
+        for m, v in c.metrics().items()
+        if m.group == "consumer-metrics" and m.name.endswith("-time-ns-total")
+    }
+    assert spent["commit-sync-time-ns-total"] > 0
+    assert spent["committed-time-ns-total"] > 0
     c.unsubscribe()
     assert c.assignment() == set()
 

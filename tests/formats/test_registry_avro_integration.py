@@ -4,6 +4,7 @@ the deserializer on KafkaConsumer against a real broker."""
 from __future__ import annotations
 
 import io
+import uuid
 from typing import Any
 
 import fastavro
@@ -119,6 +120,21 @@ def test_schema_id_in_a_header(registry: ApicurioRegistry) -> None:
     deserializer = AvroDeserializer(registry.url, subject=subject)
     raw = _avro(V1, {"id": 5, "name": "eve", "legacy": ""})
     assert deserializer.deserialize("users", raw, header)["id"] == 5
+
+
+def test_guid_header_against_a_registry_without_guids(registry: ApicurioRegistry) -> None:
+    """A header naming the schema by GUID is resolved with GET /schemas/guids/{guid}; this
+    registry serves no such path, and the error says that it does not resolve GUIDs and names
+    the GUID (not "unknown schema")."""
+    subject, _, _ = _evolved_subject(registry)
+    guid = uuid.uuid4()
+    header = [("__value_schema_id", b"\x01" + guid.bytes)]
+    deserializer = AvroDeserializer(registry.url, subject=subject)
+    raw = _avro(V1, {"id": 5, "name": "eve", "legacy": ""})
+    with pytest.raises(SchemaRegistryError, match="does not resolve schema GUIDs") as info:
+        deserializer.deserialize("users", raw, header)
+    assert str(guid) in str(info.value)
+    assert f"/schemas/guids/{guid}" in str(info.value)
 
 
 def test_unknown_schema_id_and_unresolvable_writer(registry: ApicurioRegistry) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from kafkaconsumer.errors import SerializationError
 from kafkaconsumer.formats.wire import (
+    describe_schema_id,
     frame,
     read_message_indexes,
     split_frame,
@@ -31,13 +34,24 @@ def test_header_names_the_schema_of_an_unframed_payload() -> None:
     assert split_frame(b"k", both, is_key=True).schema_id == 5
 
 
+def test_guid_header_names_the_schema_by_its_canonical_string() -> None:
+    """Magic byte 1 and 16 bytes in the schema-id header give the GUID as Confluent's
+    registry spells it in GET /schemas/guids/{guid}; the data is all payload."""
+    guid = uuid.UUID("0f8e4b7c-2a1d-4c3e-9b5a-6d7e8f901234")
+    framed = split_frame(b"raw", [("__value_schema_id", b"\x01" + guid.bytes)])
+    assert framed.schema_id == "0f8e4b7c-2a1d-4c3e-9b5a-6d7e8f901234"
+    assert bytes(framed.payload) == b"raw"
+    assert describe_schema_id(framed.schema_id) == f"schema GUID {guid}"
+    assert describe_schema_id(7) == "schema id 7"
+
+
 @pytest.mark.parametrize(
     ("data", "headers", "why"),
     [
         (b"\x00\x00\x01", None, "too short"),
         (b"\x01\x00\x00\x00\x01rest", None, "unknown magic byte 1"),
         (b"{}", [("__value_schema_id", b"\x00\x01")], "2 bytes"),
-        (b"{}", [("__value_schema_id", b"\x01" + bytes(16))], "GUID"),
+        (b"{}", [("__value_schema_id", b"\x01" + bytes(15))], "16-byte GUID"),
     ],
 )
 def test_bad_frames_say_why(data: bytes, headers: list[tuple[str, bytes]] | None, why: str) -> None:

@@ -52,7 +52,9 @@ _ADMIN_APIS = {
     "CONSUMER_GROUP_DESCRIBE": 1,
 }
 EXPECTED: dict[str, dict[str, int]] = {
-    "4.4": {**_CONSUMER_APIS, **_ADMIN_APIS},
+    # 4.4 adds ApiVersions v5 (the cluster check, KIP-1242) and Metadata v13 (a top-level
+    # error code for REBOOTSTRAP_REQUIRED, KIP-1102).
+    "4.4": {**_CONSUMER_APIS, **_ADMIN_APIS, "API_VERSIONS": 5, "METADATA": 13},
     # 3.9 offers the KIP-848 heartbeat and describe at v0 only (v1 came with the 4.0 GA).
     "3.9": {
         **_CONSUMER_APIS,

@@ -48,7 +48,7 @@ def test_bootstrap_metadata_then_real_nodes(make_client: Factory) -> None:
         fut = wait_done(cnc, cnc.send(leader, ApiKey.API_VERSIONS, {}))
         assert fut.succeeded() and fut.value["error_code"] == 0
         # The version used is the highest both sides support.
-        assert cnc.api_version(leader, ApiKey.METADATA) == 12
+        assert cnc.api_version(leader, ApiKey.METADATA) == 13
 
 
 def test_partition_count_change_seen_on_refresh(make_client: Factory) -> None:

@@ -91,7 +91,18 @@ NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
 G = Golden
 GOLDENS: list[Golden] = [
     # ------------------------------------------------------------------ ApiVersions (18)
-    G(18, 0, "request", b"", {"client_software_name": "", "client_software_version": ""}),
+    G(
+        18,
+        0,
+        "request",
+        b"",
+        {
+            "client_software_name": "",
+            "client_software_version": "",
+            "cluster_id": None,
+            "node_id": -1,
+        },
+    ),
     G(
         18,
         3,
@@ -101,7 +112,50 @@ GOLDENS: list[Golden] = [
             "04 312e30",  # client_software_version "1.0"
             "00",  # tagged fields: none
         ),
-        {"client_software_name": "kc", "client_software_version": "1.0"},
+        {
+            "client_software_name": "kc",
+            "client_software_version": "1.0",
+            "cluster_id": None,
+            "node_id": -1,
+        },
+    ),
+    G(
+        18,
+        5,
+        "request",
+        h(
+            "03 6b63",  # client_software_name "kc"
+            "04 312e30",  # client_software_version "1.0"
+            "04 616263",  # cluster_id "abc" (compact nullable: len+1)
+            "00000002",  # node_id 2
+            "00",  # tagged fields: none
+        ),
+        {
+            "client_software_name": "kc",
+            "client_software_version": "1.0",
+            "cluster_id": "abc",
+            "node_id": 2,
+        },
+    ),
+    G(
+        18,
+        5,
+        "response",
+        h(
+            "0081",  # error_code 129 (REBOOTSTRAP_REQUIRED)
+            "01",  # api_keys: none (compact: len+1)
+            "00000000",  # throttle_time_ms 0
+            "00",  # tagged fields: none
+        ),
+        {
+            "error_code": 129,
+            "api_keys": [],
+            "throttle_time_ms": 0,
+            "supported_features": [],
+            "finalized_features_epoch": -1,
+            "finalized_features": [],
+            "zk_migration_ready": False,
+        },
     ),
     G(
         18,
@@ -230,6 +284,7 @@ GOLDENS: list[Golden] = [
                 }
             ],
             "cluster_authorized_operations": -2147483648,
+            "error_code": 0,
         },
     ),
     G(
@@ -286,6 +341,30 @@ GOLDENS: list[Golden] = [
                 }
             ],
             "cluster_authorized_operations": -2147483648,
+            "error_code": 0,
+        },
+    ),
+    G(
+        3,
+        13,
+        "response",
+        h(
+            "00000000",  # throttle_time_ms 0
+            "01",  # brokers: none
+            "00",  # cluster_id null
+            "ffffffff",  # controller_id -1
+            "01",  # topics: none
+            "0081",  # error_code 129 (REBOOTSTRAP_REQUIRED)
+            "00",  # tagged fields
+        ),
+        {
+            "throttle_time_ms": 0,
+            "brokers": [],
+            "cluster_id": None,
+            "controller_id": -1,
+            "topics": [],
+            "cluster_authorized_operations": -2147483648,
+            "error_code": 129,
         },
     ),
     # ------------------------------------------------------------------ FindCoordinator (10)

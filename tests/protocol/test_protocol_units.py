@@ -211,8 +211,8 @@ def test_negotiate_version() -> None:
 
 def test_supported_versions_of_core_apis() -> None:
     expected = {
-        ApiKey.API_VERSIONS: (0, 4),
-        ApiKey.METADATA: (0, 12),
+        ApiKey.API_VERSIONS: (0, 5),
+        ApiKey.METADATA: (0, 13),
         ApiKey.FIND_COORDINATOR: (0, 6),
         ApiKey.LIST_OFFSETS: (0, 9),
         ApiKey.FETCH: (0, 17),

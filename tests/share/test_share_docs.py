@@ -20,7 +20,8 @@ def test_share_groups_page_example_runs(broker: Any, capsys: pytest.CaptureFixtu
     if not broker.is_apache or ApiKey.SHARE_FETCH not in broker.api_versions:
         pytest.skip("share groups need Apache Kafka 4.2 or newer")
     text = (Path(__file__).resolve().parents[2] / "docs" / "share-groups.md").read_text()
-    (code,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    # The page's example is its first Python block; the later ones are fragments.
+    code = re.findall(r"```python\n(.*?)```", text, flags=re.S)[0]
     code = code.replace("localhost:9092", broker.bootstrap_servers)
     code = code.replace("jobs-docs", unique_name("jobs-docs"))
     code = code.replace("workers-docs", unique_name("workers-docs"))

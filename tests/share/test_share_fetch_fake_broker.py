@@ -231,6 +231,58 @@ def test_not_leader_refreshes_metadata_and_the_next_fetch_goes_to_the_new_leader
     pump(client, moved)
 
 
+def test_the_leader_named_in_not_leader_is_used_at_once_and_old_acknowledgements_fail(
+    cluster: FakeCluster, manager: Any
+) -> None:
+    """NOT_LEADER_OR_FOLLOWER with ``current_leader`` and ``node_endpoints`` moves the partition
+    to the named leader without a metadata refresh (the cluster's metadata still names the old
+    one); acknowledgements of records the old leader delivered are reported failed with
+    NOT_LEADER_OR_FOLLOWER, never sent to the new leader."""
+    mgr, client = manager
+    mgr.set_assignment([TP0])
+    old, epoch = cluster.leader(TOPIC, 0)
+    new = 1 - old
+    endpoint = cluster.broker(new)
+    served = share_fetch_answer()
+    calls: list[int] = []
+
+    def not_leader(node: int, header: Any, body: dict[str, Any]) -> dict[str, Any]:
+        calls.append(node)
+        if len(calls) == 1:
+            return served(node, header, body)
+        partition = {
+            "partition_index": 0,
+            "error_code": 6,
+            "current_leader": {"leader_id": new, "leader_epoch": epoch + 1},
+            "records": b"",
+            "acquired_records": [],
+        }
+        return {
+            "acquisition_lock_timeout_ms": 30000,
+            "responses": [{"topic_id": cluster.topic_id(TOPIC), "partitions": [partition]}],
+            "node_endpoints": [
+                {"node_id": new, "host": endpoint.host, "port": endpoint.port, "rack": None}
+            ],
+        }
+
+    cluster.on(ApiKey.SHARE_FETCH, not_leader, node_id=old)
+    cluster.on(ApiKey.SHARE_FETCH, share_fetch_answer(), node_id=new)
+    (first,) = fetch_once(mgr, client)
+    assert first.node == old and first.acquired
+    (errored,) = fetch_once(mgr, client)
+    assert errored.partition_data["error_code"] == 6
+    cluster.clear_requests()
+    stale = accept(0, 1, 2)
+    (second,) = fetch_once(mgr, client, {old: {TP0: stale}})
+    assert second.node == new and second.acquired
+    assert [n for n in cluster.node_ids if cluster.requests(ApiKey.SHARE_FETCH, node_id=n)] == [new]
+    assert stale.error_code == 6 and mgr.take_completed_acknowledgements() == [(TP0, stale)]
+    ((_h, body),) = cluster.requests(ApiKey.SHARE_FETCH, node_id=new)
+    assert all(p["acknowledgement_batches"] == [] for t in body["topics"] for p in t["partitions"])
+    # A later metadata answer that still names the old leader (older epoch) does not undo it.
+    assert cluster.leader(TOPIC, 0) == (old, epoch)
+
+
 def test_commit_without_an_open_session_reports_the_acknowledgements_failed(
     cluster: FakeCluster, manager: Any
 ) -> None:

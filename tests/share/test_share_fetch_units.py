@@ -21,8 +21,10 @@ from kafkaconsumer.internals.fetch.share_session_handler import (
     ShareSessionHandler,
     next_epoch,
 )
+from kafkaconsumer.metadata import ConsumerMetadata, Node
 from kafkaconsumer.record import encode_batch
 from kafkaconsumer.structs import TopicPartition
+from tests.network.test_metadata import response
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -290,3 +292,33 @@ def test_drain_returns_what_was_never_handed_out() -> None:
     cf.fetch_records(2)
     assert cf.drain() == [2, 3, 4]
     assert cf.fetch_records(2).records == []
+
+
+# ---------------------------------------------------------------- leaders named in errors
+
+
+def test_a_leader_named_in_an_error_replaces_an_older_one_and_survives_a_stale_refresh() -> None:
+    """Metadata.update_partition_leadership (Java ``updatePartitionLeadership``): a newer epoch
+    moves the partition (with the new broker's address); an older or equal epoch, an unknown
+    partition or a leader without an address change nothing; a later metadata answer with the
+    old epoch does not undo it."""
+    metadata = ConsumerMetadata({})
+    metadata.update(response(partitions=2, epoch=3, leader=1))
+    tp0, tp1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+    moved = metadata.update_partition_leadership(
+        {
+            tp0: (7, 4),
+            tp1: (2, 3),  # same epoch: ignored
+            TopicPartition("orders", 9): (2, 9),  # unknown partition
+            TopicPartition("other", 0): (5, 9),
+        },
+        [Node(7, "h7", 9099, None)],
+    )
+    cluster = metadata.fetch()
+    assert moved == {tp0}
+    assert cluster.leader_for(tp0) == 7 and cluster.leader_epoch(tp0) == 4
+    assert cluster.broker(7) == Node(7, "h7", 9099, None)
+    assert cluster.leader_for(tp1) == 1 and cluster.topic_id("orders") is not None
+    assert metadata.update_partition_leadership({tp1: (8, 5)}, []) == set()  # no address
+    metadata.update(response(partitions=2, epoch=3, leader=1))
+    assert metadata.fetch().leader_for(tp0) == 7

@@ -1,6 +1,7 @@
 """KafkaShareConsumer.metrics() and client_instance_id(): the share fetch and share coordinator
 groups with Java's metric names, counting what a real consumption against Apache Kafka 4.4
-did; client_instance_id() refuses as Java does when telemetry is off."""
+did; client_instance_id() refuses as Java does when telemetry is off, and answers None when
+no broker gives an id in time."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _by_name(c: KafkaShareConsumer) -> dict[tuple[str, str], float]:
     return {(k.group, k.name): v for k, v in c.metrics().items()}
 
 
-def test_metric_names_and_client_instance_id_without_telemetry() -> None:
+def test_metric_names_and_client_instance_id() -> None:
     c = KafkaShareConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "client.id": "m"})
     try:
         metrics = c.metrics()
@@ -59,12 +60,20 @@ def test_metric_names_and_client_instance_id_without_telemetry() -> None:
             assert (COORDINATOR, name) in names, name
         assert {dict(k.tags)["client-id"] for k in metrics} == {"m"}
         assert _by_name(c)[(COORDINATOR, "last-heartbeat-seconds-ago")] == -1.0
-        with pytest.raises(IllegalStateError, match="does not push client metrics"):
-            c.client_instance_id(1000)
+        # No broker answers at 127.0.0.1:1, so no instance id comes.
+        assert c.client_instance_id(200) is None
         with pytest.raises(ValueError):
             c.client_instance_id(-1)
     finally:
         c.close(timeout_ms=100)
+    off = KafkaShareConsumer(
+        {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "enable.metrics.push": False}
+    )
+    try:
+        with pytest.raises(IllegalStateError, match="enable.metrics.push"):
+            off.client_instance_id(1000)
+    finally:
+        off.close(timeout_ms=100)
     with pytest.raises(IllegalStateError, match="closed"):
         c.client_instance_id(1000)
 

@@ -13,6 +13,7 @@ import pytest
 
 from kafkaconsumer import KafkaShareConsumer
 from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements, AcknowledgeType
+from kafkaconsumer.internals.fetch.acquisition_locks import AcquisitionLocks
 from kafkaconsumer.internals.fetch.share_completed_fetch import ShareCompletedFetch
 from kafkaconsumer.record import encode_batch
 from kafkaconsumer.structs import TopicPartition
@@ -61,6 +62,7 @@ def _consumer(buffered: int) -> tuple[KafkaShareConsumer, _Requests, MockTime]:
     c._current = [ShareCompletedFetch(TP, uuid.UUID(int=1), NODE, part)]
     c._pending = {}
     c._pending_since = {}
+    c._acquisition_locks = AcquisitionLocks()
     c._fetch = requests  # type: ignore[assignment]
     return c, requests, time
 

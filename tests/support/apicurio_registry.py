@@ -25,7 +25,6 @@ in memory: nothing survives the process), waits until the API answers and stops 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import shutil
@@ -41,6 +40,7 @@ from typing import Any
 
 # One cache directory for everything the test harnesses fetch.
 from benchmarks.harness.apache_kafka import _cache_root
+from benchmarks.harness.maven import once, run_maven
 from kafkaconsumer._child_process import (
     LiveProcesses,
     die_with_parent,
@@ -176,44 +176,27 @@ def ensure_registry() -> Path:
     """
     home = _cache_root() / f"apicurio-registry-{VERSION}"
     runner = home / "target" / _RUNNER
-    done = home / "complete"
-    if done.exists():
+    if (home / "complete").exists():
         return runner
     missing = missing_tools()
     if missing:
         raise ApicurioError(missing)
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        # Another session may be building: wait for it, then reuse its result.
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return runner
+
+    def build() -> None:
         (home / "pom.xml").write_text(_pom())
         shutil.rmtree(home / "target", ignore_errors=True)
-        cmd = ["mvn", "-q", "-B", "-f", str(home / "pom.xml"), "package", "-DskipTests"]
         logger.info("building Apicurio Registry %s with Maven into %s", VERSION, home)
         started = time.monotonic()
-        try:
-            result = subprocess.run(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=_MAVEN_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ApicurioError(
-                f"Maven did not build Apicurio Registry {VERSION} within {_MAVEN_TIMEOUT_S:.0f} s"
-            ) from exc
-        if result.returncode != 0 or not runner.exists():
-            output = (result.stdout + result.stderr)[-3000:]
-            raise ApicurioError(
-                f"Maven could not build Apicurio Registry {VERSION} "
-                f"(exit {result.returncode}): {output}"
-            )
-        done.write_text(f"{VERSION}\n")
+        run_maven(
+            ["-f", str(home / "pom.xml"), "package", "-DskipTests"],
+            what=f"build Apicurio Registry {VERSION}",
+            error=ApicurioError,
+            timeout_s=_MAVEN_TIMEOUT_S,
+            produced=runner.exists,
+        )
         logger.info("Apicurio Registry built in %.1f s", time.monotonic() - started)
+
+    once(home, VERSION, build)
     return runner
 
 

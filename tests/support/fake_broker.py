@@ -46,7 +46,9 @@ added: use :func:`response_frame` to frame a malformed body), or never answers (
 
 Default handlers:
 
-* ApiVersions: the ranges of :data:`~kafkaconsumer.protocol.SUPPORTED_VERSIONS`, or those given
+* ApiVersions: the ranges of :data:`~kafkaconsumer.protocol.SUPPORTED_VERSIONS` except the
+  client telemetry APIs (GetTelemetrySubscriptions, PushTelemetry: :data:`DEFAULT_API_VERSIONS`,
+  as a broker without a telemetry receiver advertises), or those given
   as ``api_versions=`` / :meth:`FakeCluster.set_api_versions` (per node if wanted). A request at a
   version we cannot decode, or above the advertised ApiVersions range, gets the v0
   UNSUPPORTED_VERSION answer a real broker gives. Other APIs are served at any version we
@@ -147,6 +149,7 @@ from kafkaconsumer.protocol.schema import Field
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DEFAULT_API_VERSIONS",
     "FakeCluster",
     "FakeBroker",
     "Reply",
@@ -156,6 +159,12 @@ __all__ = [
     "response_frame",
     "ScriptEntry",
 ]
+
+#: What the fake brokers advertise by default: every API we implement but the client telemetry
+#: ones (71, 72), which Apache Kafka advertises only with a telemetry receiver configured.
+DEFAULT_API_VERSIONS: dict[int, tuple[int, int]] = {
+    key: versions for key, versions in SUPPORTED_VERSIONS.items() if key not in (71, 72)
+}
 
 # API keys used by the defaults (plain ints so this module reads without the enum).
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
@@ -187,6 +196,7 @@ _UNKNOWN_LEADER_EPOCH = 75
 _MEMBER_ID_REQUIRED = 79
 _FENCED_INSTANCE_ID = 82
 _UNKNOWN_TOPIC_ID = 100
+_REBOOTSTRAP_REQUIRED = 129
 
 _AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 _MAX_FRAME = 100 * 1024 * 1024
@@ -543,7 +553,7 @@ class FakeCluster:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._api_versions: dict[int | None, dict[int, tuple[int, int]]] = {
-            None: dict(api_versions if api_versions is not None else SUPPORTED_VERSIONS)
+            None: dict(api_versions if api_versions is not None else DEFAULT_API_VERSIONS)
         }
         self._topics: dict[str, _Topic] = {}
         self._groups: dict[str, _Group] = {}
@@ -1382,6 +1392,12 @@ class FakeCluster:
             # An older broker: the v0 answer with UNSUPPORTED_VERSION, so the client retries lower.
             answer = {"error_code": _UNSUPPORTED_VERSION, "api_keys": api_keys}
             return Reply(raw=encode_response(API_VERSIONS, 0, header.correlation_id, answer))
+        expected = body.get("cluster_id")
+        if header.api_version >= 5 and expected is not None:
+            # As an Apache Kafka 4.4 broker (KIP-1242): a client that names another cluster, or
+            # another node, than this one is told to rebootstrap.
+            if expected != self.cluster_id or body.get("node_id") != node:
+                return {"error_code": _REBOOTSTRAP_REQUIRED, "api_keys": [], "throttle_time_ms": 0}
         return {"error_code": _NONE, "api_keys": api_keys, "throttle_time_ms": 0}
 
     def _live(self) -> list[FakeBroker]:

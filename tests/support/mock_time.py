@@ -36,6 +36,12 @@ class MockTime(Time):
             self._now += self._auto_tick
             return now
 
+    def nanoseconds(self) -> int:
+        """The fake monotonic time in nanoseconds (no auto tick: a duration read around a call
+        is the time the fake clock was moved during it)."""
+        with self._lock:
+            return self._now * 1_000_000
+
     def wall_ms(self) -> int:
         """Fake wall-clock milliseconds, moving with the monotonic time."""
         with self._lock:

@@ -22,7 +22,14 @@ from kafkaconsumer.protocol import (
     encode_request,
 )
 from kafkaconsumer.record import decode_fetched_records, encode_batch
-from tests.support.fake_broker import FakeCluster, Reply, error_body, fit_body, response_frame
+from tests.support.fake_broker import (
+    DEFAULT_API_VERSIONS,
+    FakeCluster,
+    Reply,
+    error_body,
+    fit_body,
+    response_frame,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -136,7 +143,9 @@ def test_api_versions_default_and_override(cluster: FakeCluster, client: Client)
     assert body["error_code"] == 0
     assert {
         k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]
-    } == SUPPORTED_VERSIONS
+    } == DEFAULT_API_VERSIONS
+    # Every API we implement but client telemetry, as a broker without a telemetry receiver.
+    assert set(SUPPORTED_VERSIONS) - set(DEFAULT_API_VERSIONS) == {71, 72}
 
     cluster.set_api_versions({18: (0, 3), 3: (0, 9)}, node_id=0)
     body = client.call(ApiKey.API_VERSIONS, 0, {})
@@ -147,7 +156,7 @@ def test_api_versions_default_and_override(cluster: FakeCluster, client: Client)
     other = Client(cluster.broker(1).address)
     try:
         body = other.call(ApiKey.API_VERSIONS, 0, {})
-        assert len(body["api_keys"]) == len(SUPPORTED_VERSIONS)
+        assert len(body["api_keys"]) == len(DEFAULT_API_VERSIONS)
     finally:
         other.close()
 
@@ -160,7 +169,7 @@ def test_api_versions_too_new_gets_v0_unsupported_version(client: Client) -> Non
     correlation_id, body = decode_response(ApiKey.API_VERSIONS, 0, client.recv_frame())
     assert correlation_id == 42
     assert body["error_code"] == 35
-    assert {k["api_key"] for k in body["api_keys"]} == set(SUPPORTED_VERSIONS)
+    assert {k["api_key"] for k in body["api_keys"]} == set(DEFAULT_API_VERSIONS)
 
 
 def test_metadata_lists_brokers_topics_and_leaders(cluster: FakeCluster, client: Client) -> None:
@@ -1026,7 +1035,7 @@ def test_restart_failure_is_raised_to_the_caller(cluster: FakeCluster) -> None:
 def test_reply_without_body_delays_the_default_answer(cluster: FakeCluster, client: Client) -> None:
     cluster.script(ApiKey.API_VERSIONS, [Reply(delay_s=0.1)])
     body = client.call(ApiKey.API_VERSIONS, 3, {})
-    assert len(body["api_keys"]) == len(SUPPORTED_VERSIONS)
+    assert len(body["api_keys"]) == len(DEFAULT_API_VERSIONS)
     # A default that is itself a Reply (Fetch waiting for data) keeps its behaviour.
     cluster.script(ApiKey.FETCH, [Reply(delay_s=0.1)])
     body = client.call(

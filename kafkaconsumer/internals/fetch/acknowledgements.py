@@ -78,6 +78,10 @@ class Acknowledgements:
         calls win, as with :meth:`add`)."""
         self._types.update(dict.fromkeys(range(first, last + 1), int(ack_type)))
 
+    def remove(self, offset: int) -> None:
+        """Drop the acknowledgement of ``offset`` (none is fine)."""
+        self._types.pop(offset, None)
+
     def add_gap(self, offset: int) -> None:
         """Record ``offset`` as a gap (acquired, nothing to deliver)."""
         self._types[offset] = GAP

@@ -11,8 +11,13 @@ none is dropped silently.
 Responses become :class:`~.share_completed_fetch.ShareCompletedFetch` pieces in a buffer that the
 user's thread drains. Partition errors that mean the leader moved or the metadata is stale
 (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
-KAFKA_STORAGE_ERROR) ask for a metadata update; the next fetch goes to the new leader. Other
-partition errors are handed to the user's thread with the data, as Java does.
+KAFKA_STORAGE_ERROR) ask for a metadata update. When NOT_LEADER_OR_FOLLOWER or
+FENCED_LEADER_EPOCH names the new leader (``current_leader`` and ``node_endpoints``, KIP-951),
+the metadata takes it at once and the next fetch goes there without waiting for the refresh, as
+Java's ``updatePartitionLeadership`` does. Acknowledgements of records that a broker delivered
+which no longer leads the partition are not sent: they complete with NOT_LEADER_OR_FOLLOWER
+(the new leader delivers those records again), as in Java. Other partition errors are handed to
+the user's thread with the data, as Java does.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from kafkaconsumer import errors as Errors
 from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements
 from kafkaconsumer.internals.fetch.share_completed_fetch import ShareCompletedFetch
 from kafkaconsumer.internals.fetch.share_session_handler import ShareSessionHandler
+from kafkaconsumer.metadata import Node
 from kafkaconsumer.metrics.share_consumer_metrics import ShareFetchMetricsManager
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
@@ -51,6 +57,10 @@ _REFRESH_METADATA = frozenset(
 )
 # The code reported for acknowledgements whose request never got an answer.
 _SHARE_SESSION_NOT_FOUND = 122
+_NOT_LEADER_OR_FOLLOWER = 6
+_UNKNOWN_TOPIC_ID = 100
+# Partition errors whose answer names the partition's current leader (KIP-951).
+_LEADER_MOVED = frozenset({_NOT_LEADER_OR_FOLLOWER, 74})
 _REQUEST_TIMED_OUT = 7
 _NETWORK_EXCEPTION = 13
 _UNKNOWN_SERVER_ERROR = -1
@@ -76,6 +86,15 @@ class ShareFetchConfig:
 
 #: One partition's acknowledgements as the broker settled them.
 AcknowledgeResult = tuple[TopicPartition, Acknowledgements]
+
+
+def _leader_named(part: Any) -> tuple[int, int] | None:
+    """``(leader_id, leader_epoch)`` of a partition answer's ``current_leader``, or None when
+    the broker named none."""
+    current = part.get("current_leader") or {}
+    leader = int(current.get("leader_id", -1))
+    epoch = int(current.get("leader_epoch", -1))
+    return (leader, epoch) if leader >= 0 and epoch >= 0 else None
 
 
 def _code_for(exc: BaseException) -> int:
@@ -155,6 +174,52 @@ class ShareConsumeRequestManager:
             handler = self._sessions[node] = ShareSessionHandler(node, self.member_id)
         return handler
 
+    def _queue_acknowledgements(
+        self, handler: ShareSessionHandler, tp: TopicPartition, acks: Acknowledgements
+    ) -> None:
+        """Under ``_lock``: queue ``acks`` in ``handler``'s session, or complete them failed when
+        they cannot be applied there (Java ``acknowledgementsCannotBeSentError``): the topic id
+        is gone, or the broker that delivered the records no longer leads the partition (its
+        share partition, with the records' locks, went with the leadership; the new leader
+        delivers the records again)."""
+        cluster = self._metadata.fetch()
+        topic_id = cluster.topic_id(tp.topic)
+        if topic_id is None:
+            acks.complete(_UNKNOWN_TOPIC_ID, "the topic id is no longer known")
+            self._completed_acks.append((tp, acks))
+            return
+        leader = cluster.leader_for(tp)
+        if leader is not None and leader != handler.node:
+            logger.debug(
+                "node %s no longer leads %s (node %s does): failing its acknowledgements",
+                handler.node,
+                tp,
+                leader,
+            )
+            acks.complete(
+                _NOT_LEADER_OR_FOLLOWER,
+                f"node {handler.node} is no longer the leader of {tp} (node {leader} is)",
+            )
+            self._completed_acks.append((tp, acks))
+            return
+        handler.add_partition_to_acknowledge(tp, topic_id, acks)
+
+    def _apply_leaders(
+        self, leaders: Mapping[TopicPartition, tuple[int, int]], response: Any
+    ) -> None:
+        """Take the new leaders a broker named with NOT_LEADER_OR_FOLLOWER or
+        FENCED_LEADER_EPOCH (``current_leader``, ``node_endpoints``) into the metadata at once,
+        so that the next request goes to them without waiting for a metadata refresh."""
+        if not leaders:
+            return
+        nodes = [
+            Node(int(e["node_id"]), str(e["host"]), int(e["port"]), e.get("rack"))
+            for e in response.get("node_endpoints") or ()
+        ]
+        moved = self._metadata.update_partition_leadership(leaders, nodes)
+        if moved:
+            logger.info("share fetch: new leaders from the broker for %s", sorted(moved))
+
     # ------------------------------------------------------------------ buffer --------------
     def take_completed_fetches(self) -> list[ShareCompletedFetch]:
         """Remove and return the buffered partitions, oldest first."""
@@ -178,6 +243,12 @@ class ShareConsumeRequestManager:
                 sum(len(acks) for _tp, acks in out if acks.error_code)
             )
         return out
+
+    def record_acknowledgements_failed(self, count: int) -> None:
+        """Count ``count`` acknowledgements that failed before being sent (their acquisition
+        lock ran out) in the acknowledgement error sensors, as the broker's refusals are."""
+        if self._sensors is not None and count:
+            self._sensors.record_acknowledgements_failed(count)
 
     # ------------------------------------------------------------------ fetch ---------------
     def _leader(self, tp: TopicPartition) -> tuple[int, uuid.UUID] | None:
@@ -214,12 +285,7 @@ class ShareConsumeRequestManager:
             for node, node_acks in acknowledgements.items():
                 handler = self._session(node)
                 for tp, acks in node_acks.items():
-                    topic_id = self._metadata.fetch().topic_id(tp.topic)
-                    if topic_id is None:
-                        acks.complete(100, "the topic id is no longer known")
-                        self._completed_acks.append((tp, acks))
-                        continue
-                    handler.add_partition_to_acknowledge(tp, topic_id, acks)
+                    self._queue_acknowledgements(handler, tp, acks)
             sends: list[tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]]] = []
             for node, partitions in by_node.items():
                 if node in self._in_flight or node in skip:
@@ -291,6 +357,7 @@ class ShareConsumeRequestManager:
         received = self._time.monotonic_ms()
         self._record_fetched(response, received - sent_ms)
         refresh = False
+        leaders: dict[TopicPartition, tuple[int, int]] = {}
         with self._lock:
             self._in_flight.discard(node)
             handler = self._sessions.get(node)
@@ -320,11 +387,14 @@ class ShareConsumeRequestManager:
                         code = int(part.get("error_code", 0))
                         if code in _REFRESH_METADATA:
                             refresh = True
+                            named = _leader_named(part) if code in _LEADER_MOVED else None
+                            if named is not None:
+                                leaders[tp] = named
                         if code or part.get("acquired_records"):
                             self._buffer.append(
                                 ShareCompletedFetch(tp, topic["topic_id"], node, part, received)
                             )
-                if top == 100:
+                if top == _UNKNOWN_TOPIC_ID:
                     refresh = True
             # Acknowledgements the response did not answer failed with its top-level error.
             code = top or _UNKNOWN_SERVER_ERROR
@@ -332,6 +402,7 @@ class ShareConsumeRequestManager:
                 if tp not in settled:
                     partition_acks.complete(code, response.get("error_message"))
                     self._completed_acks.append((tp, partition_acks))
+        self._apply_leaders(leaders, response)
         if refresh:
             self._metadata.request_update()
         if top and top not in (122, 123):
@@ -382,12 +453,7 @@ class ShareConsumeRequestManager:
                 handler = self._session(node)
                 for tp, acks in acknowledgements.get(node, {}).items():
                     handed.append(acks)
-                    topic_id = self._metadata.fetch().topic_id(tp.topic)
-                    if topic_id is None:
-                        acks.complete(100, "the topic id is no longer known")
-                        self._completed_acks.append((tp, acks))
-                        continue
-                    handler.add_partition_to_acknowledge(tp, topic_id, acks)
+                    self._queue_acknowledgements(handler, tp, acks)
                 if node in self._in_flight:
                     self._ack_waiting[node] = close or self._ack_waiting.get(node, False)
                     continue
@@ -444,6 +510,7 @@ class ShareConsumeRequestManager:
         self, node: int, acks: dict[TopicPartition, Acknowledgements], response: Any
     ) -> None:
         refresh = False
+        leaders: dict[TopicPartition, tuple[int, int]] = {}
         with self._lock:
             self._in_flight.discard(node)
             handler = self._sessions.get(node)
@@ -465,6 +532,9 @@ class ShareConsumeRequestManager:
                     code = int(part.get("error_code", 0))
                     if code in _REFRESH_METADATA:
                         refresh = True
+                        named = _leader_named(part) if code in _LEADER_MOVED else None
+                        if named is not None:
+                            leaders[tp] = named
                     if partition_acks is None:
                         continue
                     partition_acks.complete(code, part.get("error_message"))
@@ -475,6 +545,7 @@ class ShareConsumeRequestManager:
                 if tp not in settled:
                     partition_acks.complete(code, response.get("error_message"))
                     self._completed_acks.append((tp, partition_acks))
+        self._apply_leaders(leaders, response)
         if refresh:
             self._metadata.request_update()
         self._after_response(node)

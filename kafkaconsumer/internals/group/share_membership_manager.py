@@ -317,5 +317,6 @@ def share_groups_not_supported(broker: str) -> Errors.UnsupportedVersionError:
     return Errors.UnsupportedVersionError(
         f"share groups need a broker that supports ShareGroupHeartbeat (API 76): Apache Kafka "
         f"4.1 or later with share groups enabled (share.version 1 or more; a fresh 4.2+ node "
-        f"enables them). {broker} does not advertise it."
+        f"enables them). {broker} does not advertise it: it is Apache Kafka 4.0 or older "
+        f"(such as 3.9), or a newer broker whose share groups are off."
     )

@@ -1,12 +1,13 @@
 """The registry of message definitions: every :class:`~kafkaconsumer.protocol.schema.Api` we
-implement, collected from the definition modules (``core``, ``groups``, ``misc``, ``share``).
+implement, collected from the definition modules (``core``, ``groups``, ``misc``, ``share``,
+``telemetry``).
 
 ``APIS`` maps the api key to its definition; ``ALL_APIS`` lists them in key order.
 """
 
 from __future__ import annotations
 
-from kafkaconsumer.protocol.messages import core, groups, misc, share
+from kafkaconsumer.protocol.messages import core, groups, misc, share, telemetry
 from kafkaconsumer.protocol.schema import Api
 
 __all__ = ["APIS", "ALL_APIS"]
@@ -29,6 +30,7 @@ _register(core.APIS)
 _register(groups.APIS)
 _register(misc.APIS)
 _register(share.APIS)
+_register(telemetry.APIS)
 
 #: All definitions, ascending by key.
 ALL_APIS: list[Api] = [APIS[k] for k in sorted(APIS)]

@@ -12,16 +12,19 @@ from kafkaconsumer.protocol.schema import Api, Field, Struct
 __all__ = ["APIS"]
 
 # ---------------------------------------------------------------------------------------------
-# ApiVersions (18). v3 is flexible; the response header stays v0 at every version.
+# ApiVersions (18). v3 is flexible; the response header stays v0 at every version. v5 carries
+# the cluster and node the client means to reach, which the broker checks (KIP-1242).
 
 API_VERSIONS = Api(
     18,
     "ApiVersions",
-    "0-4",
+    "0-5",
     "3+",
     request=[
         Field("client_software_name", "string", "3+", ignorable=True),
         Field("client_software_version", "string", "3+", ignorable=True),
+        Field("cluster_id", "string", "5+", nullable="5+", default=None, ignorable=True),
+        Field("node_id", "int32", "5+", default=-1, ignorable=True),
     ],
     response=[
         Field("error_code", "int16"),
@@ -72,12 +75,13 @@ API_VERSIONS = Api(
 )
 
 # ---------------------------------------------------------------------------------------------
-# Metadata (3). v9 is flexible; v10 adds topic ids; v12 lets a topic be asked for by id alone.
+# Metadata (3). v9 is flexible; v10 adds topic ids; v12 lets a topic be asked for by id alone;
+# v13 adds a top-level error code (REBOOTSTRAP_REQUIRED, KIP-1102).
 
 METADATA = Api(
     3,
     "Metadata",
-    "0-12",
+    "0-13",
     "9+",
     request=[
         # v0: an empty array means every topic; v1+: null means every topic, empty means none.
@@ -129,6 +133,7 @@ METADATA = Api(
             ],
         ),
         Field("cluster_authorized_operations", "int32", "8-10", default=-2147483648),
+        Field("error_code", "int16", "13+", ignorable=True),
     ],
 )
 
