@@ -13,6 +13,9 @@ tool does. Every loop touches every record's value (``len(value)``).
     python benchmarks/share_consume.py --records 200000 --members 1,4
     python benchmarks/share_consume.py --clients kafkaconsumer,java --partitions 2
 
+Before the runs, one record is read through a throwaway share group, so that the broker's
+first share group (which creates the share-state topic) is not charged to the first client.
+
 Prints, per client and member count: records/s and CPU microseconds per record. The clock
 runs, for every client, from just before the members subscribe to the moment the last record
 was read (what Java's tool measures), so joining the share group is included. CPU is the
@@ -262,6 +265,23 @@ def new_group(bootstrap: str) -> str:
     return group
 
 
+def warm_up(bootstrap: str, timeout_s: float = 120.0) -> None:
+    """Read one record through a throwaway share group, so that the broker's first share
+    group (which creates the share-state topic and loads its coordinator: seconds on a fresh
+    broker) is not charged to whichever client runs first."""
+    from benchmarks.consume import produce
+    from kafkaconsumer import KafkaShareConsumer
+
+    topic = "bench-share-warmup-" + uuid.uuid4().hex[:8]
+    produce(bootstrap, topic, 1, 1, 10, "none")
+    group = new_group(bootstrap)
+    with KafkaShareConsumer({"bootstrap.servers": bootstrap, "group.id": group}) as c:
+        c.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not len(c.poll(timeout_ms=500)):
+            pass
+
+
 def rate(r: dict[str, Any]) -> float:
     """Records per second of a row."""
     return float(r["records"] / r["elapsed_s"]) if r["elapsed_s"] > 0 else 0.0
@@ -300,6 +320,13 @@ def main() -> None:
         help="apache (start Apache Kafka 4.4 for the run, the default) or the bootstrap "
         "servers of a running cluster with share groups enabled",
     )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every client this many times, the client order rotating each round (on a "
+        "busy machine, alternating rounds shows how much of a gap is noise)",
+    )
     ap.add_argument("--timeout", type=float, default=600.0, help="per run, seconds")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -324,6 +351,7 @@ def main() -> None:
             from benchmarks.harness.apache_kafka import requested_version
 
             version = requested_version()
+        warm_up(broker.bootstrap)
         topic = "bench-share-" + uuid.uuid4().hex[:8]
         produce(broker.bootstrap, topic, args.partitions, args.records, args.size, "none")
         print(
@@ -332,25 +360,39 @@ def main() -> None:
             flush=True,
         )
         rows = []
-        for count in members:
-            for client in clients:
-                if client == "java":
-                    r = run_java(
-                        broker.bootstrap, topic, args.records, count, args.timeout, version
-                    )
-                else:
-                    r = run_members(
-                        client, broker.bootstrap, topic, args.records, count, args.timeout
-                    )
-                r["expected"] = args.records
-                rows.append(r)
-                print(
-                    f"{client:16} {count} member(s): {r['records']:>9,} records  "
-                    f"{rate(r):>12,.0f} records/s  {cpu_us(r):7.2f} CPU µs/record",
-                    flush=True,
+        for round_no in range(max(1, args.rounds)):
+            shift = round_no % len(clients)
+            for count in members:
+                rows += run_round(
+                    clients[shift:] + clients[:shift], count, broker, topic, args, version
                 )
         print()
         print(markdown(rows))
+
+
+def run_round(
+    clients: list[str],
+    count: int,
+    broker: Any,
+    topic: str,
+    args: argparse.Namespace,
+    version: str,
+) -> list[dict[str, Any]]:
+    """Each of ``clients`` once with ``count`` members, in that order; their rows."""
+    rows = []
+    for client in clients:
+        if client == "java":
+            r = run_java(broker.bootstrap, topic, args.records, count, args.timeout, version)
+        else:
+            r = run_members(client, broker.bootstrap, topic, args.records, count, args.timeout)
+        r["expected"] = args.records
+        rows.append(r)
+        print(
+            f"{client:16} {count} member(s): {r['records']:>9,} records  "
+            f"{rate(r):>12,.0f} records/s  {cpu_us(r):7.2f} CPU µs/record",
+            flush=True,
+        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ are reported failed at once (see ``internals/fetch/acquisition_locks.py``).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import uuid
@@ -70,6 +71,12 @@ AcknowledgementCommitCallback = Callable[
 ]
 
 _POLL_SLICE_MS = 100
+#: A broker gets its next ShareFetch once no more than this many polls' worth of its records
+#: are left to hand out, so that the answer is on its way while the user processes them.
+_FETCH_AHEAD_POLLS = 2
+#: Acknowledgements for a broker whose records are still being handed out ride on its next
+#: ShareFetch; after waiting this long they go on their own in a ShareAcknowledge.
+_ACK_LINGER_MS = 1000
 #: The column ``poll_arrow()`` adds to the consumer's Arrow schema.
 _DELIVERY_COUNT = "delivery_count"
 
@@ -150,11 +157,20 @@ class KafkaShareConsumer:
         self._fetch.member_id = self._member.member_id()
         self._session_generation = 0  # written by the user's thread only
         # Records of the last poll not yet acknowledged: (tp, offset) -> (node, record).
-        self._delivered: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord]] = {}
+        # (None: a row of poll_arrow()).
+        self._delivered: dict[
+            tuple[TopicPartition, int], tuple[int, ShareConsumerRecord | None]
+        ] = {}
         # Acknowledgements not yet sent, by the node that delivered the records.
         self._pending: dict[int, dict[TopicPartition, Acknowledgements]] = {}
         # Records kept with RENEW: still held, to be acknowledged by a later call.
-        self._renewed: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord]] = {}
+        self._renewed: dict[tuple[TopicPartition, int], tuple[int, ShareConsumerRecord | None]] = {}
+        # Implicit mode: what the last poll returned, as (node, tp, offset runs), accepted by
+        # the next poll, commit or close (explicit mode keeps each record in _delivered).
+        self._handed: list[tuple[int, TopicPartition, list[tuple[int, int]]]] = []
+        self._whole_batches = cfg["share.acquire.mode"] == "batch_optimized"
+        # When the acknowledgements now pending for a node (by node) started waiting.
+        self._pending_since: dict[int, int] = {}
         self._current: list[ShareCompletedFetch] = []  # fetched data not yet handed out
         # Lock deadlines of the records handed out (see acquisition_locks), and the
         # acknowledgements taken out because their lock ran out, for the next callbacks.
@@ -275,17 +291,24 @@ class KafkaShareConsumer:
     def _settle_delivered(self) -> None:
         """Before a poll or commit: implicit mode accepts what the last poll returned; explicit
         mode requires it all acknowledged (before a poll)."""
-        if not self._delivered:
-            return
-        if not self._explicit:
-            for (tp, offset), (node, _r) in self._delivered.items():
-                self._add_pending(node, tp, offset, AcknowledgeType.ACCEPT)
-            self._delivered.clear()
+        if self._handed:
+            for node, tp, runs in self._handed:
+                acks = self._pending.setdefault(node, {}).setdefault(tp, Acknowledgements())
+                for first, last in runs:
+                    acks.add_range(first, last, AcknowledgeType.ACCEPT)
+            self._handed = []
 
     def _take_pending(self) -> dict[int, dict[TopicPartition, Acknowledgements]]:
         """The pending acknowledgements, to be sent now, without those of records whose lock
         ran out (they complete failed at once: see acquisition_locks)."""
         pending, self._pending = self._pending, {}
+        return self._without_expired(pending)
+
+    def _without_expired(
+        self, pending: dict[int, dict[TopicPartition, Acknowledgements]]
+    ) -> dict[int, dict[TopicPartition, Acknowledgements]]:
+        """``pending``, about to be sent, without the acknowledgements of records whose lock
+        ran out (they complete failed at once: see acquisition_locks)."""
         if len(self._acquisition_locks):
             now = self._time.monotonic_ms()
             lock_ms = self._fetch.acquisition_lock_timeout_ms()
@@ -425,9 +448,11 @@ class KafkaShareConsumer:
                     self._add_pending(cf.node, cf.tp, offset, AcknowledgeType.RELEASE)
         self._current = []
 
-    def _collect(self) -> dict[TopicPartition, list[ShareConsumerRecord]]:
+    def _collect(self, columns: bool = False) -> dict[TopicPartition, list[Any]]:
+        # By partition: the records handed out, or with ``columns`` the Arrow pieces
+        # (record batch, delivery counts) of poll_arrow().
         self._current.extend(self._fetch.take_completed_fetches())
-        out: dict[TopicPartition, list[ShareConsumerRecord]] = {}
+        out: dict[TopicPartition, list[Any]] = {}
         room = self._max_poll_records
         keep: list[ShareCompletedFetch] = []
         error: Errors.KafkaError | None = None
@@ -445,14 +470,35 @@ class KafkaShareConsumer:
                 continue
             if self._drop_if_expired(cf, now):
                 continue
-            batch = cf.fetch_records(room, self._key_deserializer, self._value_deserializer)
-            self._track_locks(cf, batch.records)
+            if columns:
+                batch = cf.fetch_columns(
+                    room, check_crcs=self._check_crcs, whole_batches=self._whole_batches
+                )
+            else:
+                batch = cf.fetch_records(
+                    room,
+                    self._key_deserializer,
+                    self._value_deserializer,
+                    check_crcs=self._check_crcs,
+                    whole_batches=self._whole_batches,
+                )
+            self._track_locks(cf, batch.handed)
             self._merge_pending(cf.node, cf.tp, batch.acknowledgements)
-            for record in batch.records:
-                self._delivered[(cf.tp, record.offset)] = (cf.node, record)
+            if self._explicit:
+                for record in batch.records:
+                    self._delivered[(cf.tp, record.offset)] = (cf.node, record)
+                if batch.columns is not None:
+                    for offset in batch.columns[2]:
+                        self._delivered[(cf.tp, offset)] = (cf.node, None)
+            elif batch.handed:
+                self._handed.append((cf.node, cf.tp, batch.handed))
             if batch.records:
                 out.setdefault(cf.tp, []).extend(batch.records)
                 room -= len(batch.records)
+            elif batch.columns is not None:
+                record_batch, _epochs, _offsets, counts = batch.columns
+                out.setdefault(cf.tp, []).append((record_batch, counts))
+                room -= record_batch.num_rows
             if not cf.is_consumed:
                 keep.append(cf)
             if batch.error is not None:
@@ -462,10 +508,12 @@ class KafkaShareConsumer:
             raise error
         return out
 
-    def _track_locks(self, cf: ShareCompletedFetch, records: list[ShareConsumerRecord]) -> None:
+    def _track_locks(self, cf: ShareCompletedFetch, runs: list[tuple[int, int]]) -> None:
+        # ``runs``: the offsets handed out, as (first, last) runs.
         deadline = self._lock_deadline(cf)
-        if deadline is not None and records:
-            self._acquisition_locks.track(cf.tp, [r.offset for r in records], deadline)
+        if deadline is not None and runs:
+            offsets = list(itertools.chain.from_iterable(range(a, b + 1) for a, b in runs))
+            self._acquisition_locks.track(cf.tp, offsets, deadline)
 
     def poll(self, timeout_ms: float | Any = 0) -> ConsumerRecords:
         """Records acquired for this consumer, each with ``delivery_count``; waits up to
@@ -501,23 +549,25 @@ class KafkaShareConsumer:
             )
         self._acquire_and_ensure_open()
         try:
-            by_partition = self._poll(timeout_ms)
+            by_partition = self._poll(timeout_ms, columns=True)
         finally:
             self._release()
         names = arrow.schema(include_headers).names
         batches = []
-        for tp, records in by_partition.items():
-            batch, _epochs = arrow.records_to_arrow(records, tp.topic, tp.partition)
-            counts = pa.array([r.delivery_count for r in records], pa.int32())
-            batches.append(batch.select(names).append_column(_DELIVERY_COUNT, counts))
+        for pieces in by_partition.values():
+            for batch, counts in pieces:
+                batches.append(batch.select(names).append_column(_DELIVERY_COUNT, counts))
         if not batches:
             empty = arrow.empty_batch(include_headers)
             return empty.append_column(_DELIVERY_COUNT, pa.array([], pa.int32()))
         return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
-    def _poll(self, timeout_ms: float | Any) -> dict[TopicPartition, list[ShareConsumerRecord]]:
-        """One poll on the user's thread (the guard held): the acquired records by partition,
-        none when ``timeout_ms`` passed first."""
+    def _poll(
+        self, timeout_ms: float | Any, columns: bool = False
+    ) -> dict[TopicPartition, list[Any]]:
+        """One poll on the user's thread (the guard held): the acquired records by partition
+        (with ``columns``, Arrow pieces: see :meth:`_collect`), none when ``timeout_ms``
+        passed first."""
         if not self._member.subscription():
             raise Errors.IllegalStateError("Consumer is not subscribed to any topics.")
         if self._explicit and self._delivered:
@@ -529,9 +579,8 @@ class KafkaShareConsumer:
         while True:
             self._member.poll()
             self._sync_membership()
-            records = self._collect()
-            # Fetch ahead (with the acknowledgements) while the user processes these.
-            self._fetch.send_fetches(self._take_pending())
+            records = self._collect(columns)
+            self._send_requests()
             self._fire_callbacks()
             if records:
                 return records
@@ -539,6 +588,47 @@ class KafkaShareConsumer:
             if timer.is_expired():
                 return {}
             self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+
+    def _send_requests(self) -> None:
+        """After a hand-out, send what is pending.
+
+        A broker gets its next ShareFetch, carrying the acknowledgements so far, once at most
+        :data:`_FETCH_AHEAD_POLLS` polls' worth of its fetched records are left to hand out:
+        it acquires more while the user processes these. Before that it gets no fetch: while
+        this member holds its records it has little to acquire, and a fetch waiting for
+        records would hold back the acknowledgements that free them. Its acknowledgements
+        wait for that fetch (one request carries them, and the broker applies them while it
+        acquires), for :data:`_ACK_LINGER_MS` at most; then they go in a ShareAcknowledge, so
+        that a slow consumer's acknowledgements reach the broker well within the
+        acquisition lock."""
+        # Taken as they are: those that wait are checked against their locks when they go.
+        pending, self._pending = self._pending, {}
+        left: dict[int, int] = {}
+        for cf in self._current:
+            if not cf.is_consumed:
+                left[cf.node] = left.get(cf.node, 0) + cf.remaining()
+        ahead = _FETCH_AHEAD_POLLS * self._max_poll_records
+        busy = frozenset(node for node, count in left.items() if count > ahead)
+        now = self._time.monotonic_ms()
+        for node in list(self._pending_since):
+            if node not in pending:
+                del self._pending_since[node]
+        overdue: dict[int, dict[TopicPartition, Acknowledgements]] = {}
+        for node in busy:
+            acks = pending.pop(node, None)
+            if acks is None:
+                continue
+            since = self._pending_since.setdefault(node, now)
+            if now - since >= _ACK_LINGER_MS and not self._fetch.has_in_flight(node):
+                overdue[node] = acks
+                del self._pending_since[node]
+            else:
+                self._pending[node] = acks
+        if overdue:
+            self._fetch.send_acknowledgements(self._without_expired(overdue))
+        for node in pending:
+            self._pending_since.pop(node, None)
+        self._fetch.send_fetches(self._without_expired(pending), skip=busy)
 
     def __iter__(self) -> Iterator[ShareConsumerRecord]:
         """Poll forever, one record at a time."""

@@ -86,9 +86,16 @@ if os.environ.get("KAFKACONSUMER_NO_EXTENSIONS") != "1":
 if TYPE_CHECKING:
     # Type checkers see the protocol both record classes satisfy.
     from kafkaconsumer.record._common import ConsumerRecord
+    from kafkaconsumer.record._pyrecords import ShareConsumerRecord, share_records
 else:
     #: The record class of the active implementation.
     ConsumerRecord = _impl.ConsumerRecord
+    #: The share consumer's record class of the active implementation (with
+    #: ``delivery_count``).
+    ShareConsumerRecord = _impl.ShareConsumerRecord
+    #: ``share_records(records, start, stop, delivery_count)``: ``records[start:stop]`` as
+    #: ShareConsumerRecords (the extension copies the fields without Python calls).
+    share_records = _impl.share_records
 
 #: ``decode_fetched_records(data, topic, partition, fetch_offset, *, check_crcs=True,
 #: read_committed=False, aborted_transactions=None) -> DecodeResult`` of the active
@@ -107,6 +114,7 @@ __all__ = [
     "ConsumerRecord",
     "ControlRecord",
     "DecodeResult",
+    "ShareConsumerRecord",
     "decode_fetched_records",
     "encode_batch",
     "encode_varint",
@@ -114,4 +122,5 @@ __all__ = [
     "next_offset_after_batches",
     "parse_control_record",
     "set_decompression_limits",
+    "share_records",
 ]

@@ -44,6 +44,16 @@ class ConsumerRecord:
     def headers(self, value: list[tuple[str, bytes | None]]) -> None: ...
     def as_tuple(self) -> tuple[Any, ...]: ...
 
+class ShareConsumerRecord(ConsumerRecord):
+    """A record delivered to a share consumer: a ``ConsumerRecord`` plus ``delivery_count``."""
+
+    delivery_count: int
+
+    def __init__(self, record: Any, delivery_count: int) -> None: ...
+
+def share_records(
+    records: list[Any], start: int, stop: int, delivery_count: int
+) -> list[ShareConsumerRecord]: ...
 def decode_fetched_records(
     data: bytes | bytearray | memoryview | None,
     topic: str,

@@ -151,6 +151,70 @@ class ConsumerRecord:
         )
 
 
+class ShareConsumerRecord:
+    """A record delivered to a share consumer: a ``ConsumerRecord`` plus ``delivery_count``
+    (how many times the broker has delivered it, 1 on the first delivery; Java
+    ``ConsumerRecord.deliveryCount()``).
+
+    Thread-safety: a plain mutable value; not synchronised.
+    """
+
+    __slots__ = (
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestamp_type",
+        "key",
+        "value",
+        "headers",
+        "leader_epoch",
+        "serialized_key_size",
+        "serialized_value_size",
+        "delivery_count",
+    )
+
+    def __init__(self, record: Any, delivery_count: int) -> None:
+        """Copy ``record`` (a decoded ``ConsumerRecord``) and add its ``delivery_count``."""
+        self.topic: str = record.topic
+        self.partition: int = record.partition
+        self.offset: int = record.offset
+        self.timestamp: int = record.timestamp
+        self.timestamp_type: int = record.timestamp_type
+        self.key: Any = record.key
+        self.value: Any = record.value
+        self.headers: list[tuple[str, bytes | None]] = record.headers
+        self.leader_epoch: int | None = record.leader_epoch
+        self.serialized_key_size: int = record.serialized_key_size
+        self.serialized_value_size: int = record.serialized_value_size
+        self.delivery_count: int = delivery_count
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """All attributes, in declaration order."""
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __repr__(self) -> str:
+        return (
+            f"ShareConsumerRecord(topic={self.topic!r}, partition={self.partition}, "
+            f"offset={self.offset}, delivery_count={self.delivery_count}, key={self.key!r}, "
+            f"value={self.value!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareConsumerRecord):
+            return NotImplemented
+        return self.as_tuple() == other.as_tuple()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def share_records(
+    records: list[Any], start: int, stop: int, delivery_count: int
+) -> list[ShareConsumerRecord]:
+    """``records[start:stop]`` as :class:`ShareConsumerRecord` with ``delivery_count``."""
+    return [ShareConsumerRecord(r, delivery_count) for r in records[start:stop]]
+
+
 class BatchInfo(NamedTuple):
     """Header of one batch, as :func:`iter_batches` yields it (legacy: wrapper message).
 

@@ -232,8 +232,10 @@ _CHILD = textwrap.dedent(
     import sys, time
     from kafkaconsumer import KafkaShareConsumer
     bootstrap, group, topic = sys.argv[1:4]
+    # record_limit: five records a poll, not the rest of their record batch with them.
     c = KafkaShareConsumer({"bootstrap.servers": bootstrap, "group.id": group},
-                           fetch_max_wait_ms=200, max_poll_records=5)
+                           fetch_max_wait_ms=200, max_poll_records=5,
+                           share_acquire_mode="record_limit")
     c.subscribe([topic])
     while True:
         records = list(c.poll(timeout_ms=300))

@@ -54,7 +54,7 @@ class Acknowledgements:
     that sends it and back, never shared while in use.
     """
 
-    __slots__ = ("_types", "error_code", "error_message", "completed")
+    __slots__ = ("_types", "error_code", "error_message", "completed", "_followers")
 
     def __init__(self) -> None:
         """An empty set of acknowledgements."""
@@ -65,11 +65,18 @@ class Acknowledgements:
         self.error_message: str | None = None
         #: Whether the broker answered (or the request failed for good).
         self.completed = False
+        # Acknowledgements folded into these ones; they complete with them.
+        self._followers: list[Acknowledgements] = []
 
     def add(self, offset: int, ack_type: int) -> None:
         """Record ``ack_type`` (an :class:`AcknowledgeType` or ``GAP``) for ``offset``; a later
         call for the same offset replaces the earlier one."""
         self._types[offset] = int(ack_type)
+
+    def add_range(self, first: int, last: int, ack_type: int) -> None:
+        """Record ``ack_type`` for every offset from ``first`` to ``last`` inclusive (later
+        calls win, as with :meth:`add`)."""
+        self._types.update(dict.fromkeys(range(first, last + 1), int(ack_type)))
 
     def remove(self, offset: int) -> None:
         """Drop the acknowledgement of ``offset`` (none is fine)."""
@@ -83,6 +90,16 @@ class Acknowledgements:
         """Add ``other``'s acknowledgements to these (``other``'s win for the same offset)."""
         self._types.update(other._types)
         return self
+
+    def take_in(self, earlier: Acknowledgements) -> None:
+        """Carry ``earlier``'s acknowledgements too (these ones' type wins for the same
+        offset); ``earlier`` completes when these do, with the same outcome. Costs the size
+        of these ones, however many ``earlier`` holds: ``earlier``'s table becomes the shared
+        one, so ``earlier`` must not change afterwards."""
+        merged = earlier._types
+        merged.update(self._types)
+        self._types = merged
+        self._followers.append(earlier)
 
     def get(self, offset: int) -> int | None:
         """The type recorded for ``offset``, or None."""
@@ -106,13 +123,16 @@ class Acknowledgements:
 
     def has_renew(self) -> bool:
         """Whether any acknowledgement is a RENEW (the request must say so, v2+)."""
-        return any(t == AcknowledgeType.RENEW for t in self._types.values())
+        # A scan in C: this runs for every request, over every acknowledged offset.
+        return int(AcknowledgeType.RENEW) in self._types.values()
 
     def complete(self, error_code: int, error_message: str | None = None) -> None:
         """The broker answered ``error_code`` for this partition (0: all applied)."""
         self.error_code = error_code
         self.error_message = error_message
         self.completed = True
+        for follower in self._followers:
+            follower.complete(error_code, error_message)
 
     def exception(self) -> Errors.KafkaError | None:
         """The error the broker's answer stands for, or None when it was applied."""
@@ -124,6 +144,14 @@ class Acknowledgements:
         """The protocol's acknowledgement batches: each run of consecutive offsets becomes one
         batch, with a single type when every offset of the run has the same one, else one type
         per offset."""
+        types_by_offset = self._types
+        if not types_by_offset:
+            return []
+        low, high = min(types_by_offset), max(types_by_offset)
+        kinds = set(types_by_offset.values())
+        if high - low + 1 == len(types_by_offset) and len(kinds) == 1:
+            # One run of one type (what implicit acknowledgement produces), without a walk.
+            return [{"first_offset": low, "last_offset": high, "acknowledge_types": [*kinds]}]
         out: list[dict[str, object]] = []
         first = last = -2
         types: list[int] = []

@@ -260,12 +260,16 @@ class ShareConsumeRequestManager:
         return leader, topic_id
 
     def send_fetches(
-        self, acknowledgements: Mapping[int, Mapping[TopicPartition, Acknowledgements]]
+        self,
+        acknowledgements: Mapping[int, Mapping[TopicPartition, Acknowledgements]],
+        *,
+        skip: frozenset[int] = frozenset(),
     ) -> int:
         """Send a ShareFetch to each leader of an assigned partition that has none in flight,
         carrying ``acknowledgements`` (by the node that delivered the records) for that node.
         Acknowledgements for a node with a request in flight, or that leads no assigned
         partition, wait in its session for the next request (see :meth:`send_acknowledgements`).
+        Nodes in ``skip`` get no fetch (their fetched records are still being handed out).
         Returns how many requests were sent."""
         with self._lock:
             if self._closed:
@@ -284,7 +288,7 @@ class ShareConsumeRequestManager:
                     self._queue_acknowledgements(handler, tp, acks)
             sends: list[tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]]] = []
             for node, partitions in by_node.items():
-                if node in self._in_flight:
+                if node in self._in_flight or node in skip:
                     continue
                 handler = self._session(node)
                 for tp, topic_id in partitions:

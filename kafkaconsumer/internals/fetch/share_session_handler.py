@@ -101,12 +101,11 @@ class ShareSessionHandler:
         """Send ``acks`` for ``tp`` in the next request (ShareAcknowledge or ShareFetch).
         Acknowledgements still waiting for that request (queued while one was in flight)
         are folded into ``acks``, the later type winning for an offset, so none is lost;
-        ``acks`` then completes for them all."""
+        ``acks`` then completes for them all (and the queued ones with it). The fold costs
+        the size of ``acks``, however long the queue grew."""
         queued = self._next_acknowledgements.get(tp)
         if queued is not None and queued[1] is not acks:
-            for offset, kind in queued[1].items():
-                if acks.get(offset) is None:
-                    acks.add(offset, kind)
+            acks.take_in(queued[1])
         self._next_acknowledgements[tp] = (topic_id, acks)
 
     def build_share_fetch(self) -> tuple[dict[str, Any], dict[TopicPartition, Acknowledgements]]:

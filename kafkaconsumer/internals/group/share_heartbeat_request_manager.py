@@ -39,6 +39,11 @@ _FATAL = {
     Errors.UnsupportedVersionError.errno,
 }
 _IDLE_WAIT_MS = 1000
+#: A member given its epoch but no partitions yet asks again this often (for at most one
+#: heartbeat interval): the coordinator computes assignments in the background
+#: (``group.share.assignment.interval.ms``, 1 s by default) and hands them out only in a
+#: heartbeat answer, so waiting the full interval (5 s by default) would idle a new member.
+_FIRST_ASSIGNMENT_WAIT_MS = 250
 _CONNECT_WAIT_MS = 10
 
 
@@ -61,6 +66,7 @@ class ShareHeartbeatRequestManager(threading.Thread):
         self._in_flight = False  # guarded by member.lock
         self._next_at = 0  # guarded by member.lock
         self._attempts = 0  # guarded by member.lock
+        self._joined_at: int | None = None  # guarded by member.lock: last join's answer
         self._poll_deadline = (  # guarded by member.lock
             member.time.monotonic_ms() + member.rebalance_config.rebalance_timeout_ms
         )
@@ -160,6 +166,21 @@ class ShareHeartbeatRequestManager(threading.Thread):
         request.add_callback(self._on_response, epoch)
         request.add_errback(self._on_failure)
 
+    def _await_first_assignment(self, sent_epoch: int, now: int) -> None:
+        # Lock held: until a member that just joined has partitions, the next heartbeat goes
+        # sooner than the interval; one interval after joining, the normal cadence resumes.
+        m = self._m
+        if sent_epoch == 0:
+            self._joined_at = now
+        joined = self._joined_at
+        if joined is None or m.has_assignment():
+            self._joined_at = None
+            return
+        if now - joined < m.heartbeat_interval_ms:
+            self._next_at = min(self._next_at, now + _FIRST_ASSIGNMENT_WAIT_MS)
+        else:
+            self._joined_at = None
+
     def _backoff(self, now: int) -> None:
         self._next_at = now + self._m.retry_backoff.backoff(self._attempts)
         self._attempts += 1
@@ -196,6 +217,7 @@ class ShareHeartbeatRequestManager(threading.Thread):
                     return  # the answer to a heartbeat from before the member was fenced
                 m.on_heartbeat_success(response)
                 self._next_at = now + max(1, m.heartbeat_interval_ms)
+                self._await_first_assignment(sent_epoch, now)
                 m.condition.notify_all()
                 return
             name = Errors.for_code(code).name

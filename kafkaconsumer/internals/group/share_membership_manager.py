@@ -155,6 +155,10 @@ class ShareMembershipManager(GroupMember):
                 if self.state is ShareMemberState.JOINING:
                     thread.request_heartbeat()
 
+    def has_assignment(self) -> bool:
+        """Whether the coordinator has given this member any partition (lock held)."""
+        return bool(self._assigned)
+
     def assignment(self) -> frozenset[TopicPartition]:
         """The assigned partitions whose topic names the metadata knows (a refresh is asked
         for the others)."""
