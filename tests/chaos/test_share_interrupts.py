@@ -39,7 +39,7 @@ def _engine_locks(consumer: Any) -> dict[str, Any]:
         "share fetch": consumer._fetch._lock,
         "metadata": consumer._metadata._lock,
         "network": consumer._client._lock,
-        "guard": consumer._guard,
+        "guard": consumer._guard._lock,
     }
 
 
