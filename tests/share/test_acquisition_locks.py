@@ -80,3 +80,22 @@ def test_forget_and_clear() -> None:
     assert len(locks) == 1
     locks.clear()
     assert len(locks) == 0
+
+
+def test_acknowledged_offsets_stop_being_tracked_while_every_lock_holds() -> None:
+    """Before the earliest deadline and with no RENEW, acknowledging takes offsets out of the
+    tracking (some of a partition's, then the rest) and sends every acknowledgement."""
+    locks = AcquisitionLocks()
+    locks.track(TP, list(range(10)), deadline_ms=5_000)
+    some = acks(AcknowledgeType.ACCEPT, *range(4))
+    assert locks.take_expired(TP, some, now_ms=1_000, lock_ms=5_000) is None
+    assert some.as_dict() == dict.fromkeys(range(4), 1)
+    assert len(locks) == 6 and locks.deadline(TP, 3) is None and locks.deadline(TP, 4) == 5_000
+    rest = acks(AcknowledgeType.REJECT, *range(4, 10))
+    assert locks.take_expired(TP, rest, now_ms=2_000, lock_ms=5_000) is None
+    assert len(rest) == 6 and len(locks) == 0
+    # Once a deadline has passed the offsets are checked one by one again.
+    locks.track(TP, [20, 21], deadline_ms=3_000)
+    late = acks(AcknowledgeType.ACCEPT, 20, 21)
+    expired = locks.take_expired(TP, late, now_ms=3_000, lock_ms=5_000)
+    assert expired is not None and expired.as_dict() == {20: 1, 21: 1} and not late

@@ -13,7 +13,7 @@ into the protocol's acknowledgement batches and, once the broker answered, carri
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, KeysView, Mapping
 
 from kafkaconsumer import errors as Errors
 
@@ -114,6 +114,10 @@ class Acknowledgements:
         types = self._types
         for offset in sorted(types):
             yield offset, types[offset]
+
+    def acknowledged(self) -> KeysView[int]:
+        """The acknowledged offsets, unordered (a live view, for set operations in C)."""
+        return self._types.keys()
 
     def __len__(self) -> int:
         return len(self._types)

@@ -91,6 +91,15 @@ class AcquisitionLocks:
         deadlines = self._deadlines.get(tp)
         if not deadlines:
             return None
+        if self._earliest.get(tp, 0) > now_ms and not acks.has_renew():
+            # The common case (no lock can have run out, nothing renewed): the acknowledged
+            # offsets only stop being tracked, with set operations in C instead of a walk.
+            left = deadlines.keys() - acks.acknowledged()
+            if not left:
+                self.forget(tp)
+            elif len(left) != len(deadlines):
+                self._deadlines[tp] = {offset: deadlines[offset] for offset in left}
+            return None
         expired: Acknowledgements | None = None
         fresh = self._earliest.get(tp, 0) > now_ms
         renew = int(AcknowledgeType.RENEW)
