@@ -23,11 +23,8 @@ from kafkaconsumer.errors import (
     WakeupError,
 )
 from kafkaconsumer.metadata import ConsumerMetadata
-from kafkaconsumer.network.client import (
-    NetworkClient,
-    coordinator_node_id,
-    parse_bootstrap_servers,
-)
+from kafkaconsumer.network.client import NetworkClient, coordinator_node_id
+from kafkaconsumer.network.client_utils import parse_bootstrap_servers
 from kafkaconsumer.network.connection import ConnectionState
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.future import Future

@@ -19,7 +19,7 @@ from benchmarks.harness.proxy import FaultProxy
 from benchmarks.harness.tls_proxy import TlsProxy, make_pki
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.errors import ConfigError, KafkaTimeoutError
-from kafkaconsumer.network.client import resolve_bootstrap_servers
+from kafkaconsumer.network.client_utils import resolve_bootstrap_servers
 from kafkaconsumer.protocol import ApiKey
 from tests.helpers import wait_for
 from tests.support.fake_broker import FakeCluster, Reply

@@ -20,11 +20,8 @@ from kafkaconsumer.errors import (
     UnknownTopicOrPartitionError,
     WakeupError,
 )
-from kafkaconsumer.network.client import (
-    NetworkClient,
-    coordinator_node_id,
-    parse_bootstrap_servers,
-)
+from kafkaconsumer.network.client import NetworkClient, coordinator_node_id
+from kafkaconsumer.network.client_utils import parse_bootstrap_servers
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey

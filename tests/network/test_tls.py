@@ -24,7 +24,8 @@ from kafkaconsumer.errors import (
     SslAuthenticationError,
 )
 from kafkaconsumer.metadata import ConsumerMetadata
-from kafkaconsumer.network.client import NetworkClient, parse_bootstrap_servers
+from kafkaconsumer.network.client import NetworkClient
+from kafkaconsumer.network.client_utils import parse_bootstrap_servers
 from kafkaconsumer.network.consumer_client import ConsumerNetworkClient
 from kafkaconsumer.network.ssl_context import build_ssl_context
 from kafkaconsumer.protocol import ApiKey
