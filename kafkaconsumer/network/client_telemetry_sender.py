@@ -203,8 +203,8 @@ PayloadBuilder = Callable[[ClientTelemetrySubscription, int], tuple[bytes, int]]
 class ClientTelemetrySender:
     """The telemetry cycle of one client.
 
-    Thread-safety: every method may be called from any thread; ``_cond`` (a ``Condition`` on a
-    leaf lock) guards the state and wakes :meth:`client_instance_id` waiters. The payload is
+    Thread-safety: every method may be called from any thread; ``_lock`` (a leaf) guards the
+    state, and ``_cond`` over it wakes :meth:`client_instance_id` waiters. The payload is
     built outside it.
     """
 
@@ -220,56 +220,60 @@ class ClientTelemetrySender:
         self._time = time  # set once
         self._payload = payload  # set once
         self._on_temporality_change = on_temporality_change  # set once
-        self._random = rng or random.Random()  # used under _cond
-        self._cond = threading.Condition(threading.Lock())  # a leaf
-        self._state = ClientTelemetryState.SUBSCRIPTION_NEEDED  # guarded by _cond
-        self._subscription: ClientTelemetrySubscription | None = None  # guarded by _cond
+        self._random = rng or random.Random()  # used under _lock
+        # A leaf lock, taken with ``with self._lock`` (its __enter__ is C code): a Ctrl-C
+        # landing inside a Python-level Condition.__enter__ could leave it held for good.
+        # The Condition over it is only for wait() and notify_all().
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._state = ClientTelemetryState.SUBSCRIPTION_NEEDED  # guarded by _lock
+        self._subscription: ClientTelemetrySubscription | None = None  # guarded by _lock
         # When the last request was answered (or failed), and how long after it the next is
-        # due; 0 and 0 ask at once. Guarded by _cond.
+        # due; 0 and 0 ask at once. Guarded by _lock.
         self._last_request_ms = 0
         self._interval_ms = 0
-        self._enabled = True  # guarded by _cond
+        self._enabled = True  # guarded by _lock
         # Compression types that failed to compress here: the next push uses another.
-        self._unusable_compression: set[int] = set()  # guarded by _cond
-        self._pushes = 0  # guarded by _cond
-        self._terminating_done = False  # guarded by _cond: the last push was answered
+        self._unusable_compression: set[int] = set()  # guarded by _lock
+        self._pushes = 0  # guarded by _lock
+        self._terminating_done = False  # guarded by _lock: the last push was answered
 
     # ------------------------------------------------------------------ views ---------------
     @property
     def state(self) -> ClientTelemetryState:
         """The current state."""
-        with self._cond:
+        with self._lock:
             return self._state
 
     @property
     def enabled(self) -> bool:
         """False once telemetry is off for good (an unrecoverable error, or closed)."""
-        with self._cond:
+        with self._lock:
             return self._enabled
 
     @property
     def subscription(self) -> ClientTelemetrySubscription | None:
         """The last subscription received, if any."""
-        with self._cond:
+        with self._lock:
             return self._subscription
 
     @property
     def push_count(self) -> int:
         """How many pushes were answered without error (the terminating one included)."""
-        with self._cond:
+        with self._lock:
             return self._pushes
 
     @property
     def interval_ms(self) -> int:
         """The wait after the last request before the next."""
-        with self._cond:
+        with self._lock:
             return self._interval_ms
 
     # ------------------------------------------------------------------ timing --------------
     def time_to_next_update(self, request_timeout_ms: int) -> int:
         """Milliseconds until a request is due (0: now); a request in flight counts as
         ``request_timeout_ms``."""
-        with self._cond:
+        with self._lock:
             if not self._enabled:
                 return DISABLED_INTERVAL_MS
             state = self._state
@@ -286,7 +290,7 @@ class ClientTelemetrySender:
     def create_request(self) -> tuple[int, dict[str, Any]] | None:
         """The due request as ``(api_key, body)``, moving to its in-progress state; None when
         there is nothing to send."""
-        with self._cond:
+        with self._lock:
             state = self._state
             subscription = self._subscription
             if state in (_S.SUBSCRIPTION_NEEDED, _S.PUSH_NEEDED) and (
@@ -320,7 +324,7 @@ class ClientTelemetrySender:
             metrics, used = self._payload(subscription, codec)
         except Exception:  # noqa: BLE001 - a payload failure skips one push, as in Java
             logger.warning("the client telemetry payload could not be built", exc_info=True)
-            with self._cond:
+            with self._lock:
                 self._update_error_result(subscription.push_interval_ms)
                 if terminating:
                     self._terminating_done = True
@@ -329,7 +333,7 @@ class ClientTelemetrySender:
                     self._set_state(_S.PUSH_NEEDED)
             return None
         if used != codec:
-            with self._cond:
+            with self._lock:
                 self._unusable_compression.add(codec)
         logger.debug(
             "pushing telemetry (client instance id %s, %d bytes, compression type %d%s)",
@@ -349,7 +353,7 @@ class ClientTelemetrySender:
     # ------------------------------------------------------------------ responses -----------
     def handle_subscriptions_response(self, body: Any) -> None:
         """Take a GetTelemetrySubscriptions response."""
-        with self._cond:
+        with self._lock:
             if self._state in _TERMINATING:
                 return  # closing began while the request was out
             old = self._subscription
@@ -415,7 +419,7 @@ class ClientTelemetrySender:
 
     def handle_push_response(self, body: Any, terminating: bool = False) -> None:
         """Take a PushTelemetry response (of the terminating push when ``terminating``)."""
-        with self._cond:
+        with self._lock:
             if terminating:
                 # The last push: answered, whatever the answer; nothing follows it.
                 if not body["error_code"]:
@@ -444,7 +448,7 @@ class ClientTelemetrySender:
         response: wait five minutes when the failure is retriable, else turn telemetry off
         (quietly when the broker lacks the API)."""
         logger.debug("telemetry request %s failed: %r", api_key, error)
-        with self._cond:
+        with self._lock:
             if terminating:
                 self._terminating_done = True
                 self._cond.notify_all()
@@ -474,7 +478,7 @@ class ClientTelemetrySender:
         if timeout_ms < 0:
             raise ValueError("the timeout cannot be negative")
         deadline = self._time.monotonic_ms() + timeout_ms
-        with self._cond:
+        with self._lock:
             while self._subscription is None and self._enabled:
                 remaining = deadline - self._time.monotonic_ms()
                 if remaining <= 0:
@@ -488,7 +492,7 @@ class ClientTelemetrySender:
     def initiate_close(self) -> bool:
         """Ask for a terminating push when a subscription that wants metrics is loaded; True
         when one is due."""
-        with self._cond:
+        with self._lock:
             if self._subscription is None or self._state is _S.SUBSCRIPTION_NEEDED:
                 logger.debug("telemetry subscription not loaded: no terminating push")
                 return False
@@ -500,7 +504,7 @@ class ClientTelemetrySender:
 
     def terminating_push_pending(self) -> bool:
         """True while the terminating push is due or awaits its response."""
-        with self._cond:
+        with self._lock:
             state = self._state
             return state is _S.TERMINATING_PUSH_NEEDED or (
                 state is _S.TERMINATING_PUSH_IN_PROGRESS and not self._terminating_done
@@ -509,7 +513,7 @@ class ClientTelemetrySender:
     def wait_terminating_push(self, timeout_ms: float) -> bool:
         """Wait up to ``timeout_ms`` for the terminating push to be answered; True if it was."""
         deadline = self._time.monotonic_ms() + timeout_ms
-        with self._cond:
+        with self._lock:
             while self._state is _S.TERMINATING_PUSH_IN_PROGRESS and not self._terminating_done:
                 remaining = deadline - self._time.monotonic_ms()
                 if remaining <= 0:
@@ -519,7 +523,7 @@ class ClientTelemetrySender:
 
     def close(self) -> None:
         """End the cycle: nothing more is sent."""
-        with self._cond:
+        with self._lock:
             if self._state is not _S.TERMINATED:
                 self._set_state(_S.TERMINATED)
             self._enabled = False
@@ -527,7 +531,7 @@ class ClientTelemetrySender:
 
     # ------------------------------------------------------------------ helpers -------------
     def _set_state(self, new: ClientTelemetryState) -> bool:
-        # Under _cond.
+        # Under _lock.
         try:
             old, self._state = self._state, self._state.validate_transition(new)
         except ValueError:
@@ -541,7 +545,7 @@ class ClientTelemetrySender:
         return True
 
     def _update_error_result(self, interval_ms: int) -> None:
-        # Under _cond.
+        # Under _lock.
         self._interval_ms = interval_ms
         self._last_request_ms = self._time.monotonic_ms()
         if interval_ms == DISABLED_INTERVAL_MS:

@@ -70,17 +70,23 @@ def _check_after_interrupt(consumer: Any, where: str) -> None:
     # The heartbeat thread needs these two; a lock left held by a stale hand-off would stop it.
     results: list[bool] = []
 
+    # And the telemetry sender's leaf lock, which every network poll takes (a plain Lock: only
+    # trying it tells whether it was left held).
+    needed = [locks["coordinator"], locks["network"]]
+    if consumer._telemetry is not None:
+        needed.append(consumer._telemetry.sender._lock)
+
     def take() -> None:
-        for name in ("coordinator", "network"):
-            ok = locks[name].acquire(timeout=10)
+        for lock in needed:
+            ok = lock.acquire(timeout=10)
             results.append(ok)
             if ok:
-                locks[name].release()
+                lock.release()
 
     t = threading.Thread(target=take)
     t.start()
-    t.join(30)
-    assert results == [True, True], f"{where}: another thread could not take the locks"
+    t.join(40)
+    assert results == [True] * len(needed), f"{where}: another thread could not take the locks"
 
 
 def _close_in_time(consumer: KafkaConsumer, where: str) -> None:

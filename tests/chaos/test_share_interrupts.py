@@ -40,6 +40,11 @@ def _engine_locks(consumer: Any) -> dict[str, Any]:
         "metadata": consumer._metadata._lock,
         "network": consumer._client._lock,
         "guard": consumer._guard._lock,
+        **(
+            {"telemetry": consumer._telemetry.sender._lock}
+            if consumer._telemetry is not None
+            else {}
+        ),
     }
 
 
