@@ -151,7 +151,7 @@ def stale_metadata(cluster: FakeCluster, leaders: dict[int, tuple[int, int]]) ->
                 {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": None}
                 for b in cluster.brokers
             ],
-            "cluster_id": "fake",
+            "cluster_id": cluster.cluster_id,
             "controller_id": 0,
             "topics": [
                 {
