@@ -161,15 +161,9 @@ class KafkaConsumer:
             NetworkSettings.from_config(cfg), time=self._time, metadata=self._metadata
         )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
-        self._telemetry: ClientTelemetryReporter | None = None
-        if cfg["enable.metrics.push"]:
-            self._telemetry = self._client.telemetry = ClientTelemetryReporter(
-                self._metrics,
-                cfg,
-                self._time,
-                request_timeout_ms=self._request_timeout_ms,
-                reconnect_backoff_ms=int(cfg["reconnect.backoff.ms"]),
-            )
+        self._telemetry = ClientTelemetryReporter.install(
+            self._client, self._metrics, cfg, self._time
+        )
         try:
             self._fetcher = Fetcher(
                 self._client,

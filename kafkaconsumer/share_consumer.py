@@ -117,15 +117,9 @@ class KafkaShareConsumer:
         )
         self._client = ConsumerNetworkClient(self._net, self._metadata)
         self._metrics = Metrics.from_config(cfg, time=self._time)
-        self._telemetry: ClientTelemetryReporter | None = None
-        if cfg["enable.metrics.push"]:
-            self._telemetry = self._client.telemetry = ClientTelemetryReporter(
-                self._metrics,
-                cfg,
-                self._time,
-                request_timeout_ms=int(cfg["request.timeout.ms"]),
-                reconnect_backoff_ms=int(cfg["reconnect.backoff.ms"]),
-            )
+        self._telemetry = ClientTelemetryReporter.install(
+            self._client, self._metrics, cfg, self._time
+        )
         client_id = str(cfg["client.id"] or "")
         self._member = ShareMembershipManager(
             GroupRebalanceConfig.from_config(cfg),

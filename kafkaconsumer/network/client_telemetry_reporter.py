@@ -180,6 +180,28 @@ class ClientTelemetryReporter:
                 return None
             client.poll(min(remaining, 100), disable_wakeup=True)
 
+    @classmethod
+    def install(
+        cls,
+        client: ConsumerNetworkClient,
+        metrics: Metrics,
+        config: Mapping[str, Any],
+        time: Time,
+    ) -> ClientTelemetryReporter | None:
+        """The reporter of a consumer whose ``enable.metrics.push`` is on, set as
+        ``client.telemetry`` so that its polls drive it; None when push is off."""
+        if not config["enable.metrics.push"]:
+            return None
+        reporter = cls(
+            metrics,
+            config,
+            time,
+            request_timeout_ms=int(config["request.timeout.ms"]),
+            reconnect_backoff_ms=int(config["reconnect.backoff.ms"]),
+        )
+        client.telemetry = reporter
+        return reporter
+
     @staticmethod
     def instance_id_of(
         reporter: ClientTelemetryReporter | None, client: ConsumerNetworkClient, timeout_ms: int

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
@@ -193,6 +194,24 @@ class ShareCompletedFetch:
             self._batch_ends = [b.last_offset for b in iter_batches(raw)]
         return None
 
+    def _begin(
+        self, initialize: Callable[[bool], Errors.KafkaError | None], check_crcs: bool
+    ) -> tuple[ShareInFlightBatch, bool]:
+        """The start of a hand-out: a new batch, and True when it is already the answer (an
+        error kept from before, the data used up, or a failed first decode)."""
+        batch = ShareInFlightBatch(self.tp)
+        if self._pending_error is not None:
+            batch.error = self._pending_error
+            self._pending_error = None
+            return batch, True
+        if self.is_consumed:
+            return batch, True
+        if not self._initialized:
+            error = initialize(check_crcs)
+            if error is not None:
+                return self._reject_all(batch, error), True
+        return batch, False
+
     def fetch_records(
         self,
         max_records: int,
@@ -207,17 +226,9 @@ class ShareCompletedFetch:
         ``share.acquire.mode=batch_optimized``); gaps before and between them are
         acknowledged in the batch. When the data is used up, every acquired offset left
         without a record is a gap too."""
-        batch = ShareInFlightBatch(self.tp)
-        if self._pending_error is not None:
-            batch.error = self._pending_error
-            self._pending_error = None
+        batch, done = self._begin(self._initialize, check_crcs)
+        if done:
             return batch
-        if self.is_consumed:
-            return batch
-        if not self._initialized:
-            error = self._initialize(check_crcs)
-            if error is not None:
-                return self._reject_all(batch, error)
         if self._columns is not None:
             # Decoded as columns by an earlier poll_arrow(): the rows become records.
             return self._rows_as_records(
@@ -350,17 +361,9 @@ class ShareCompletedFetch:
         """:meth:`fetch_records` for ``poll_arrow()``: the rows in ``batch.columns``, decoded
         by the Arrow column decoder (no object per record), with a ``delivery_count`` array
         built from the acquired ranges. Keys and values stay raw bytes. Needs ``pyarrow``."""
-        batch = ShareInFlightBatch(self.tp)
-        if self._pending_error is not None:
-            batch.error = self._pending_error
-            self._pending_error = None
+        batch, done = self._begin(self._initialize_columns, check_crcs)
+        if done:
             return batch
-        if self.is_consumed:
-            return batch
-        if not self._initialized:
-            error = self._initialize_columns(check_crcs)
-            if error is not None:
-                return self._reject_all(batch, error)
         if self._columns is None:
             # Decoded as objects by an earlier poll(): the records become rows.
             return self._records_as_rows(
