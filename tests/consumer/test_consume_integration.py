@@ -523,8 +523,13 @@ def test_next_fetch_goes_out_before_a_response_is_decoded(
 
     set_decoded = CompletedFetch.set_decoded
 
+    polls = 0
+    # (fetches sent, poll number) when each response's records were decoded
+    at_decode_poll: list[tuple[int, int]] = []
+
     def recording_set_decoded(self: CompletedFetch, records: Any, next_offset: int) -> None:
         at_decode.append(sent)
+        at_decode_poll.append((sent, polls))
         set_decoded(self, records, next_offset)
 
     monkeypatch.setattr(fetcher, "send_fetches", counting_send)
@@ -532,6 +537,7 @@ def test_next_fetch_goes_out_before_a_response_is_decoded(
     got = 0
     deadline = time.monotonic() + 30
     while got < 200 and time.monotonic() < deadline:
+        polls += 1
         if path == "poll":
             got += len(c.poll(timeout_ms=1000))
         else:
@@ -539,6 +545,16 @@ def test_next_fetch_goes_out_before_a_response_is_decoded(
     assert got == 200
     assert len(at_decode) >= 3
     # The k-th response (from 1) was decoded after fetch k+1 had gone out: every response
-    # but the last one said more records follow.
-    for k, sent_then in enumerate(at_decode[:-1], start=1):
-        assert sent_then >= k + 1, at_decode
+    # but the last one said more records follow. One exception is by design: a response that
+    # arrived while the one before it was still being handed out waits, with no prefetch of
+    # its own (the prefetch bound: one response handed out, one buffered, one in flight),
+    # and may be decoded in that same poll; its prefetch goes out when the poll ends.
+    checked = 0
+    for k, (sent_then, poll_no) in enumerate(at_decode_poll[:-1], start=1):
+        stacked = k > 1 and at_decode_poll[k - 2][1] == poll_no
+        if stacked:
+            assert sent_then >= k, at_decode
+        else:
+            assert sent_then >= k + 1, at_decode
+            checked += 1
+    assert checked >= 2, at_decode_poll
