@@ -119,6 +119,10 @@ class SubscriptionState:
         self._no_reset_until: (
             tuple[tuple[int, dict[TopicPartition, TopicPartitionState]], int | None] | None
         ) = None
+        # The same for validations.
+        self._no_validation_until: (
+            tuple[tuple[int, dict[TopicPartition, TopicPartitionState]], int | None] | None
+        ) = None
 
     # -- subscription --------------------------------------------------------------------
     def _set_subscription_type(self, kind: SubscriptionType) -> None:
@@ -587,6 +591,13 @@ class SubscriptionState:
         with self._lock:
             return self._assigned_state(tp).reset_strategy
 
+    def reset_strategies(
+        self, partitions: Iterable[TopicPartition]
+    ) -> list[tuple[TopicPartition, OffsetResetStrategy | None]]:
+        """:meth:`reset_strategy` of each of ``partitions``, under one hold of the lock."""
+        with self._lock:
+            return [(tp, self._assigned_state(tp).reset_strategy) for tp in partitions]
+
     def initializing_partitions(self) -> list[TopicPartition]:
         """Partitions with neither a position nor a pending reset."""
         with self._lock:
@@ -659,16 +670,38 @@ class SubscriptionState:
         with self._lock:
             if self._unchanged_since(self._none_validating_at):
                 return []
+            # As partitions_needing_reset: also while the validations' answers are awaited.
+            idle = self._no_validation_until
+            if (
+                idle is not None
+                and self._unchanged_since(idle[0])
+                and (idle[1] is None or now_ms < idle[1])
+            ):
+                return []
             mark = (TopicPartitionState.last_transition, self._assignment)
-            waiting = [(tp, st) for tp, st in self._assignment.items() if st.awaiting_validation]
+            ready: list[TopicPartition] = []
+            waiting = False
+            earliest: int | None = None
+            for tp, st in self._assignment.items():
+                if not st.awaiting_validation:
+                    continue
+                waiting = True
+                if st.awaiting_retry_backoff(now_ms):
+                    retry = st.next_retry_time_ms
+                    if retry is not None and (earliest is None or retry < earliest):
+                        earliest = retry
+                else:
+                    ready.append(tp)
             if not waiting:
                 self._none_validating_at = mark
-            return [tp for tp, st in waiting if not st.awaiting_retry_backoff(now_ms)]
+            elif not ready:
+                self._no_validation_until = (mark, earliest)
+            return ready
 
     def set_next_allowed_retry(self, partitions: Iterable[TopicPartition], next_ms: int) -> None:
         """Hold resets/validations of ``partitions`` until ``next_ms`` (request in flight)."""
         with self._lock:
-            self._no_reset_until = None
+            self._no_reset_until = self._no_validation_until = None
             for tp in partitions:
                 state = self._assignment.get(tp)
                 if state is not None:

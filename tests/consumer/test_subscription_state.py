@@ -170,6 +170,26 @@ def test_a_shorter_backoff_makes_a_reset_due_at_its_own_end() -> None:
     assert s.partitions_needing_reset(30_000) == [T0, T1]
 
 
+def test_a_shorter_backoff_makes_a_validation_due_at_its_own_end() -> None:
+    """A validation held for its in-flight request, then failed with a shorter backoff, is due
+    when the shorter backoff ends; a partition entering validation is due at once."""
+    s = SubscriptionState()
+    s.assign_from_user([T0, T1])
+    s.seek_unvalidated(T0, FetchPosition(5, 1, LeaderAndEpoch(0, 2)))
+    assert s.partitions_needing_validation(0) == [T0]
+    s.set_next_allowed_retry([T0], 30_000)
+    assert s.partitions_needing_validation(10) == []
+    assert s.partitions_needing_validation(20) == []
+    s.request_failed([T0], 100)
+    assert s.partitions_needing_validation(99) == []
+    assert s.partitions_needing_validation(100) == [T0]
+    s.set_next_allowed_retry([T0], 30_000)
+    assert s.partitions_needing_validation(200) == []
+    s.seek_unvalidated(T1, FetchPosition(7, 1, LeaderAndEpoch(0, 2)))
+    assert s.partitions_needing_validation(200) == [T1]
+    assert s.partitions_needing_validation(30_000) == [T0, T1]
+
+
 def test_initializing_partitions_of_a_new_assignment_are_reset() -> None:
     """Once no partition is initializing, partitions of a new assignment and partitions whose
     position is forgotten are reset again by reset_initializing_positions."""

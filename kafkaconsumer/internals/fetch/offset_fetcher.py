@@ -464,8 +464,7 @@ class OffsetFetcher:
             return
         timestamps: dict[TopicPartition, int] = {}
         strategies: dict[TopicPartition, OffsetResetStrategy] = {}
-        for tp in needing:
-            strategy = self._subscriptions.reset_strategy(tp)
+        for tp, strategy in self._subscriptions.reset_strategies(needing):
             if strategy is None or strategy is OffsetResetStrategy.NONE:
                 continue
             timestamps[tp] = self._reset_timestamp(strategy)
