@@ -222,7 +222,11 @@ class OffsetFetcher:
                 ts,
                 -1 if leader.epoch is None else leader.epoch,
             )
-        if no_leader:
+        if no_leader and not self._metadata.update_requested():
+            # A refresh already asked for (the first one of a new consumer, in flight while
+            # poll() asks again on each wakeup) brings these leaders or ends with none, and
+            # then the next call asks again: another request now would only repeat it (a full
+            # one, of every partition's metadata).
             self._metadata.request_update()
         return by_node, no_leader
 
