@@ -109,6 +109,20 @@ class SubscriptionState:
         self._none_validating_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = (
             None
         )
+        # (transition number, assignment dict) when no partition was INITIALIZING.
+        self._none_initializing_at: tuple[int, dict[TopicPartition, TopicPartitionState]] | None = (
+            None
+        )
+        # ((transition number, assignment dict), earliest retry ms or None) when no partition
+        # could be reset: none awaited a reset, or all that did were backing off until then.
+        # Backoffs change without a transition, so set_next_allowed_retry clears it.
+        self._no_reset_until: (
+            tuple[tuple[int, dict[TopicPartition, TopicPartitionState]], int | None] | None
+        ) = None
+        # The same for validations.
+        self._no_validation_until: (
+            tuple[tuple[int, dict[TopicPartition, TopicPartitionState]], int | None] | None
+        ) = None
 
     # -- subscription --------------------------------------------------------------------
     def _set_subscription_type(self, kind: SubscriptionType) -> None:
@@ -577,6 +591,13 @@ class SubscriptionState:
         with self._lock:
             return self._assigned_state(tp).reset_strategy
 
+    def reset_strategies(
+        self, partitions: Iterable[TopicPartition]
+    ) -> list[tuple[TopicPartition, OffsetResetStrategy | None]]:
+        """:meth:`reset_strategy` of each of ``partitions``, under one hold of the lock."""
+        with self._lock:
+            return [(tp, self._assigned_state(tp).reset_strategy) for tp in partitions]
+
     def initializing_partitions(self) -> list[TopicPartition]:
         """Partitions with neither a position nor a pending reset."""
         with self._lock:
@@ -594,42 +615,93 @@ class SubscriptionState:
         Raises :class:`NoOffsetForPartitionError` naming them when the policy is ``none``.
         """
         with self._lock:
+            # poll() asks on every network wakeup; the partitions only leave INITIALIZING.
+            if include is None and self._unchanged_since(self._none_initializing_at):
+                return
+            mark = (TopicPartitionState.last_transition, self._assignment)
             missing: list[TopicPartition] = []
+            initializing = False
             for tp, st in self._assignment.items():
                 if st.fetch_state is not FetchStates.INITIALIZING:
                     continue
+                initializing = True
                 if include is not None and not include(tp):
                     continue
                 if self._default_reset_strategy is OffsetResetStrategy.NONE:
                     missing.append(tp)
                 else:
                     st.reset(self._default_reset_strategy)
+            if not initializing:
+                self._none_initializing_at = mark
             if missing:
                 raise NoOffsetForPartitionError(missing)
 
     def partitions_needing_reset(self, now_ms: int) -> list[TopicPartition]:
         """AWAIT_RESET partitions not in retry backoff."""
         with self._lock:
-            return [
-                tp
-                for tp, st in self._assignment.items()
-                if st.awaiting_reset and not st.awaiting_retry_backoff(now_ms)
-            ]
+            # poll() asks on every network wakeup, also while the resets' answers are awaited
+            # (every partition then backs off): the answer holds until a transition, a backoff
+            # change or the earliest backoff's end.
+            idle = self._no_reset_until
+            if (
+                idle is not None
+                and self._unchanged_since(idle[0])
+                and (idle[1] is None or now_ms < idle[1])
+            ):
+                return []
+            mark = (TopicPartitionState.last_transition, self._assignment)
+            ready: list[TopicPartition] = []
+            earliest: int | None = None
+            for tp, st in self._assignment.items():
+                if not st.awaiting_reset:
+                    continue
+                if st.awaiting_retry_backoff(now_ms):
+                    retry = st.next_retry_time_ms
+                    if retry is not None and (earliest is None or retry < earliest):
+                        earliest = retry
+                else:
+                    ready.append(tp)
+            if not ready:
+                self._no_reset_until = (mark, earliest)
+            return ready
 
     def partitions_needing_validation(self, now_ms: int) -> list[TopicPartition]:
         """AWAIT_VALIDATION partitions not in retry backoff."""
         with self._lock:
             if self._unchanged_since(self._none_validating_at):
                 return []
+            # As partitions_needing_reset: also while the validations' answers are awaited.
+            idle = self._no_validation_until
+            if (
+                idle is not None
+                and self._unchanged_since(idle[0])
+                and (idle[1] is None or now_ms < idle[1])
+            ):
+                return []
             mark = (TopicPartitionState.last_transition, self._assignment)
-            waiting = [(tp, st) for tp, st in self._assignment.items() if st.awaiting_validation]
+            ready: list[TopicPartition] = []
+            waiting = False
+            earliest: int | None = None
+            for tp, st in self._assignment.items():
+                if not st.awaiting_validation:
+                    continue
+                waiting = True
+                if st.awaiting_retry_backoff(now_ms):
+                    retry = st.next_retry_time_ms
+                    if retry is not None and (earliest is None or retry < earliest):
+                        earliest = retry
+                else:
+                    ready.append(tp)
             if not waiting:
                 self._none_validating_at = mark
-            return [tp for tp, st in waiting if not st.awaiting_retry_backoff(now_ms)]
+            elif not ready:
+                self._no_validation_until = (mark, earliest)
+            return ready
 
     def set_next_allowed_retry(self, partitions: Iterable[TopicPartition], next_ms: int) -> None:
         """Hold resets/validations of ``partitions`` until ``next_ms`` (request in flight)."""
         with self._lock:
+            self._no_reset_until = self._no_validation_until = None
             for tp in partitions:
                 state = self._assignment.get(tp)
                 if state is not None:

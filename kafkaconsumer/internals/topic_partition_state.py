@@ -101,10 +101,18 @@ class FetchStates(enum.Enum):
     AWAIT_RESET = "AWAIT_RESET"
     AWAIT_VALIDATION = "AWAIT_VALIDATION"
 
+    # Members are singletons compared by identity: hashing by identity (in C) keeps the
+    # transition table's lookups, made four times per partition as a consumer starts, off
+    # Enum's Python-level __hash__.
+    __hash__ = object.__hash__
+
     @property
     def requires_position(self) -> bool:
         """States that must carry a position."""
-        return self in (FetchStates.FETCHING, FetchStates.AWAIT_VALIDATION)
+        return self in _REQUIRES_POSITION
+
+
+_REQUIRES_POSITION = frozenset({FetchStates.FETCHING, FetchStates.AWAIT_VALIDATION})
 
 
 _VALID_TRANSITIONS: dict[FetchStates, frozenset[FetchStates]] = {
@@ -241,7 +249,7 @@ class TopicPartitionState:
             self.position = position
         if on_transition is not None:
             on_transition()
-        if new_state.requires_position:
+        if new_state in _REQUIRES_POSITION:
             if self.position is None:
                 raise IllegalStateError(f"transitioned to {new_state.value} without a position")
         else:

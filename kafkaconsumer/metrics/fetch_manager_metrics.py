@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Collection, Mapping
 
+from kafkaconsumer.metrics.metric_config import MetricConfig
 from kafkaconsumer.metrics.metric_name import MetricName
-from kafkaconsumer.metrics.metrics import Metrics, Sensor
+from kafkaconsumer.metrics.metrics import KafkaMetric, Metrics, Sensor
 from kafkaconsumer.metrics.stats import (
     Avg,
     CumulativeCount,
@@ -15,7 +17,6 @@ from kafkaconsumer.metrics.stats import (
     Min,
     Rate,
     Stat,
-    Value,
     WindowedCount,
 )
 from kafkaconsumer.structs import TopicPartition
@@ -24,6 +25,138 @@ from kafkaconsumer.structs import TopicPartition
 def _topic_tag(topic: str) -> str:
     # Java's fetch-manager metrics write topic names with '.' replaced by '_' in tags.
     return topic.replace(".", "_")
+
+
+# The statistics of one partition's lag and lead, in the order they are published:
+# records-lag, -lag-max, -lag-avg, records-lead, -lead-min, -lead-avg.
+_LAG, _LAG_MAX, _LAG_AVG, _LEAD, _LEAD_MIN, _LEAD_AVG = range(6)
+# A windowed statistic's starting value per window (Max, Avg and Min of stats.py).
+_INITIAL = {_LAG_MAX: -math.inf, _LAG_AVG: 0.0, _LEAD_MIN: math.inf, _LEAD_AVG: 0.0}
+
+
+class _PartitionLagLead:
+    """The six lag and lead statistics of one partition in one object: the latest values, and
+    the time windows of the largest, smallest and average values.
+
+    They behave as ``Value``, ``Max``, ``Avg``, ``Value``, ``Min`` and ``Avg`` of stats.py would
+    (same windows, same purging, NaN with no samples), but a consumer of thousands of
+    partitions makes one object per partition (and four lists on its first record) instead
+    of two sensors and six statistics with a list and a sample object each: that set-up, and
+    the garbage collections its allocations triggered, were most of the fixed cost of a
+    partition's first fetch. Each windowed statistic keeps its windows in one flat list,
+    ``[current, start_ms, count, value, start_ms, count, value, ...]``.
+
+    Thread-safety: not thread-safe itself; recorded and measured under the registry's
+    ``Metrics._lock``, as a sensor's statistics are.
+    """
+
+    __slots__ = ("lag", "lead", "_windows")
+
+    def __init__(self) -> None:
+        # All guarded by the registry's Metrics._lock.
+        self.lag = math.nan
+        self.lead = math.nan
+        # The windows of each statistic by its index (None for the latest values and those not
+        # recorded yet); made on the first record.
+        self._windows: list[list[float] | None] | None = None
+
+    def record_lag(self, config: MetricConfig, lag: float, now_ms: int) -> None:
+        """Account one lag value."""
+        self.lag = lag
+        self._record(_LAG_MAX, config, lag, now_ms)
+        self._record(_LAG_AVG, config, lag, now_ms)
+
+    def record_lead(self, config: MetricConfig, lead: float, now_ms: int) -> None:
+        """Account one lead value."""
+        self.lead = lead
+        self._record(_LEAD_MIN, config, lead, now_ms)
+        self._record(_LEAD_AVG, config, lead, now_ms)
+
+    def record_one(self, which: int, config: MetricConfig, value: float, now_ms: int) -> None:
+        """Account ``value`` in the statistic ``which`` alone."""
+        if which == _LAG:
+            self.lag = value
+        elif which == _LEAD:
+            self.lead = value
+        else:
+            self._record(which, config, value, now_ms)
+
+    def _record(self, which: int, config: MetricConfig, value: float, now_ms: int) -> None:
+        windows = self._windows
+        if windows is None:
+            windows = self._windows = [None] * 6
+        w = windows[which]
+        if w is None:
+            w = windows[which] = [0, now_ms, 0, _INITIAL[which]]
+        i = 1 + 3 * int(w[0])
+        if now_ms - w[i] >= config.time_window_ms:
+            # The next window, reused round-robin once there are config.samples of them.
+            current = (int(w[0]) + 1) % config.samples
+            w[0] = current
+            i = 1 + 3 * current
+            if i >= len(w):
+                w += (now_ms, 0, _INITIAL[which])
+            else:
+                w[i] = now_ms
+                w[i + 1] = 0
+                w[i + 2] = _INITIAL[which]
+        if which == _LAG_MAX:
+            w[i + 2] = max(w[i + 2], value)
+        elif which == _LEAD_MIN:
+            w[i + 2] = min(w[i + 2], value)
+        else:
+            w[i + 2] += value
+        w[i + 1] += 1
+
+    def measure(self, which: int, config: MetricConfig, now_ms: int) -> float:
+        """The current value of the statistic ``which``."""
+        if which == _LAG:
+            return self.lag
+        if which == _LEAD:
+            return self.lead
+        windows = self._windows
+        w = None if windows is None else windows[which]
+        if w is None:
+            return math.nan
+        # A window older than the whole sampled span no longer counts.
+        expire = config.samples * config.time_window_ms
+        initial = _INITIAL[which]
+        for i in range(1, len(w), 3):
+            if now_ms - w[i] >= expire:
+                w[i] = now_ms
+                w[i + 1] = 0
+                w[i + 2] = initial
+        count = sum(w[2::3])
+        if count == 0:
+            return math.nan
+        values = w[3::3]
+        if which == _LAG_MAX:
+            return float(max(values))
+        if which == _LEAD_MIN:
+            return float(min(values))
+        return float(sum(values)) / count
+
+
+class _PartitionStat(Stat):
+    """One of a partition's lag and lead statistics, as its published metric reads it.
+
+    Thread-safety: as :class:`_PartitionLagLead`.
+    """
+
+    __slots__ = ("_stats", "_which")
+
+    def __init__(self, stats: _PartitionLagLead, which: int) -> None:
+        """The statistic ``which`` (``_LAG`` ... ``_LEAD_AVG``) of ``stats``."""
+        self._stats = stats  # set once
+        self._which = which  # set once
+
+    def record(self, config: MetricConfig, value: float, now_ms: int) -> None:
+        """Account ``value`` in this statistic alone."""
+        self._stats.record_one(self._which, config, value, now_ms)
+
+    def measure(self, config: MetricConfig, now_ms: int) -> float:
+        """The statistic's current value."""
+        return self._stats.measure(self._which, config, now_ms)
 
 
 class FetchManagerMetrics:
@@ -77,12 +210,12 @@ class FetchManagerMetrics:
         self._throttle.add(
             m("fetch-throttle-time-max", g, "Largest broker throttle time (ms)", t), Max()
         )
-        # The sensors made per topic and per partition, found without building their names
-        # again (the fetcher records per partition response).
+        # The sensors made per topic, and the statistics per partition, found without building
+        # their names again (the fetcher records per partition response).
         # Written under _lock; looked up without it first (one dict read), then again under it.
         self._topic_sensors: dict[str, tuple[Sensor, Sensor]] = {}
-        self._partition_sensors: dict[TopicPartition, tuple[Sensor, Sensor]] = {}
-        # Partitions whose sensors record but whose metrics are not published yet.
+        self._partition_stats: dict[TopicPartition, _PartitionLagLead] = {}
+        # Partitions whose statistics record but whose metrics are not published yet.
         self._unpublished: set[TopicPartition] = set()  # guarded by _lock
         #: Below Metrics.publish_lock, above Metrics._lock.
         self._lock = threading.RLock()
@@ -120,15 +253,11 @@ class FetchManagerMetrics:
 
     def record_lag(self, tp: TopicPartition, lag: int) -> None:
         """Records between the position and the high watermark (or LSO)."""
-        now = self.metrics.time.monotonic_ms()
-        self._lag.record(lag, now)
-        self._sensors_of_partition(tp)[0].record(lag, now)
+        self.record_lag_and_lead(tp, lag, None)
 
     def record_lead(self, tp: TopicPartition, lead: int) -> None:
         """Records between the log start offset and the position."""
-        now = self.metrics.time.monotonic_ms()
-        self._lead.record(lead, now)
-        self._sensors_of_partition(tp)[1].record(lead, now)
+        self.record_lag_and_lead(tp, None, lead)
 
     def record_lag_and_lead(self, tp: TopicPartition, lag: int | None, lead: int | None) -> None:
         """:meth:`record_lag` and :meth:`record_lead` together (either skipped when None), at
@@ -138,22 +267,24 @@ class FetchManagerMetrics:
             return
         registry = self.metrics
         now = registry.time.monotonic_ms()
-        lag_sensor, lead_sensor = self._sensors_of_partition(tp)
-        values: list[tuple[Sensor, float]] = []
-        if lag is not None:
-            values += ((self._lag, lag), (lag_sensor, lag))
-        if lead is not None:
-            values += ((self._lead, lead), (lead_sensor, lead))
-        registry.record_all(values, now)
+        stats = self._stats_of_partition(tp)
+        config = registry.config
+        with registry._lock:
+            if lag is not None:
+                self._lag._record_locked(config, lag, now)
+                stats.record_lag(config, lag, now)
+            if lead is not None:
+                self._lead._record_locked(config, lead, now)
+                stats.record_lead(config, lead, now)
 
     def remove_partition(self, tp: TopicPartition) -> None:
         """Drop the per-partition metrics of an unassigned partition."""
         # Under the publish lock: a publication running now finishes before the partition is
-        # forgotten, or later finds it gone. The sensors (and the reporters told of their
-        # metrics) go after that lock is let go.
+        # forgotten, or later finds it gone. The metrics (and the reporters told of them) go
+        # after that lock is let go; they are filed under the two sensor names Java uses.
         with self.metrics.publish_lock:
             with self._lock:
-                self._partition_sensors.pop(tp, None)
+                self._partition_stats.pop(tp, None)
                 self._unpublished.discard(tp)
         self.metrics.remove_sensor(f"{tp}.records-lag")
         self.metrics.remove_sensor(f"{tp}.records-lead")
@@ -162,7 +293,7 @@ class FetchManagerMetrics:
         """Drop the per-partition metrics of every partition not in ``assigned`` (Java's
         ``FetchMetricsManager.maybeUpdateAssignment``, on each assignment change)."""
         with self._lock:
-            gone = [tp for tp in self._partition_sensors if tp not in assigned]
+            gone = [tp for tp in self._partition_stats if tp not in assigned]
         for tp in gone:
             self.remove_partition(tp)
 
@@ -206,44 +337,28 @@ class FetchManagerMetrics:
         )
         return b, r
 
-    def _sensors_of_partition(self, tp: TopicPartition) -> tuple[Sensor, Sensor]:
-        sensors = self._partition_sensors.get(tp)
-        if sensors is not None:
-            return sensors
-        registry = self.metrics
-        if registry.has_reporters:
+    def _stats_of_partition(self, tp: TopicPartition) -> _PartitionLagLead:
+        stats = self._partition_stats.get(tp)
+        if stats is not None:
+            return stats
+        if self.metrics.has_reporters:
             # Reporters hear of each metric as it is made (and run outside our lock).
-            sensors = self._new_partition_sensors(tp, publish=True)
+            made = _PartitionLagLead()
             with self._lock:
-                return self._partition_sensors.setdefault(tp, sensors)
+                stats = self._partition_stats.setdefault(tp, made)
+            if stats is made:
+                self._publish_partition(tp, stats)
+            return stats
         with self._lock:
-            sensors = self._partition_sensors.get(tp)
-            if sensors is not None:
-                return sensors
-            sensors = self._partition_sensors[tp] = self._new_partition_sensors(tp, publish=False)
+            stats = self._partition_stats.get(tp)
+            if stats is not None:
+                return stats
+            stats = self._partition_stats[tp] = _PartitionLagLead()
             first = not self._unpublished
             self._unpublished.add(tp)
         if first:
-            registry.defer(self._publish_partitions)
-        return sensors
-
-    def _new_partition_sensors(self, tp: TopicPartition, publish: bool) -> tuple[Sensor, Sensor]:
-        lag = self.metrics.sensor(f"{tp}.records-lag")
-        lead = self.metrics.sensor(f"{tp}.records-lead")
-        if publish:
-            names = self._partition_metric_names(tp)
-            for i, stat in enumerate(self._partition_stats()):
-                (lag if i < 3 else lead).add(names[i], stat)
-        else:
-            stats = self._partition_stats()
-            lag.add_stats(stats[:3])
-            lead.add_stats(stats[3:])
-        return lag, lead
-
-    @staticmethod
-    def _partition_stats() -> tuple[Stat, ...]:
-        # records-lag, -lag-max, -lag-avg, records-lead, -lead-min, -lead-avg
-        return (Value(), Max(), Avg(), Value(), Min(), Avg())
+            self.metrics.defer(self._publish_partitions)
+        return stats
 
     def _partition_metric_names(self, tp: TopicPartition) -> tuple[MetricName, ...]:
         g = self.GROUP
@@ -266,10 +381,14 @@ class FetchManagerMetrics:
         # Run by the registry under its publish lock (see remove_partition).
         with self._lock:
             pending, self._unpublished = self._unpublished, set()
-            sensors_of = [(tp, self._partition_sensors.get(tp)) for tp in pending]
-        for tp, sensors in sensors_of:
-            if sensors is None:
-                continue
-            stats = sensors[0].stats + sensors[1].stats
-            for i, name in enumerate(self._partition_metric_names(tp)):
-                sensors[0 if i < 3 else 1].publish(name, stats[i])
+            stats_of = [(tp, self._partition_stats.get(tp)) for tp in pending]
+        for tp, stats in stats_of:
+            if stats is not None:
+                self._publish_partition(tp, stats)
+
+    def _publish_partition(self, tp: TopicPartition, stats: _PartitionLagLead) -> None:
+        registry = self.metrics
+        sensors = (f"{tp}.records-lag", f"{tp}.records-lead")
+        for which, name in enumerate(self._partition_metric_names(tp)):
+            metric = KafkaMetric(name, stat=_PartitionStat(stats, which), registry=registry)
+            registry._register(metric, sensor=sensors[which // 3])

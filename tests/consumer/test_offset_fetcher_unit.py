@@ -209,6 +209,25 @@ def test_reset_with_an_unknown_leader_waits_for_metadata_not_for_a_backoff() -> 
     assert [node for node, _body in client.sent] == [3]
 
 
+def test_reset_with_an_unknown_leader_asks_once_for_metadata_while_a_refresh_is_pending() -> None:
+    """Polls that find no leader while a metadata refresh is pending ask for none more; once
+    the refresh came without the leader, the next one asks again."""
+    time = MockTime()
+    subs = SubscriptionState("earliest")
+    subs.assign_from_user([T0])
+    subs.request_offset_reset(T0)
+    md = FakeMetadata({})
+    client = RecordingClient()
+    of = OffsetFetcher(client, md, subs, {"retry.backoff.ms": 100}, time=time)
+    for _ in range(3):
+        of.reset_positions_if_needed()
+    assert md.updates == 1
+    md.requested = False  # the refresh came, naming no leader yet
+    of.reset_positions_if_needed()
+    assert md.updates == 2
+    assert client.sent == []
+
+
 class MetadataLandingClient(RecordingClient):
     """Answers ListOffsets at once; a metadata wait makes ``md`` name node 3 as T0's leader."""
 

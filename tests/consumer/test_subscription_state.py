@@ -151,6 +151,59 @@ def test_retry_backoff_hides_partitions_until_due() -> None:
     assert s.partitions_needing_reset(1000) == [T0]
 
 
+def test_a_shorter_backoff_makes_a_reset_due_at_its_own_end() -> None:
+    """A reset held for its in-flight request, then failed with a shorter backoff, is due when
+    the shorter backoff ends; a new reset request makes its partition due at once."""
+    s = SubscriptionState()
+    s.assign_from_user([T0, T1])
+    s.request_offset_reset(T0)
+    s.set_next_allowed_retry([T0], 30_000)
+    assert s.partitions_needing_reset(10) == []
+    assert s.partitions_needing_reset(20) == []
+    s.request_failed([T0], 100)
+    assert s.partitions_needing_reset(99) == []
+    assert s.partitions_needing_reset(100) == [T0]
+    s.set_next_allowed_retry([T0], 30_000)
+    assert s.partitions_needing_reset(200) == []
+    s.request_offset_reset(T1)
+    assert s.partitions_needing_reset(200) == [T1]
+    assert s.partitions_needing_reset(30_000) == [T0, T1]
+
+
+def test_a_shorter_backoff_makes_a_validation_due_at_its_own_end() -> None:
+    """A validation held for its in-flight request, then failed with a shorter backoff, is due
+    when the shorter backoff ends; a partition entering validation is due at once."""
+    s = SubscriptionState()
+    s.assign_from_user([T0, T1])
+    s.seek_unvalidated(T0, FetchPosition(5, 1, LeaderAndEpoch(0, 2)))
+    assert s.partitions_needing_validation(0) == [T0]
+    s.set_next_allowed_retry([T0], 30_000)
+    assert s.partitions_needing_validation(10) == []
+    assert s.partitions_needing_validation(20) == []
+    s.request_failed([T0], 100)
+    assert s.partitions_needing_validation(99) == []
+    assert s.partitions_needing_validation(100) == [T0]
+    s.set_next_allowed_retry([T0], 30_000)
+    assert s.partitions_needing_validation(200) == []
+    s.seek_unvalidated(T1, FetchPosition(7, 1, LeaderAndEpoch(0, 2)))
+    assert s.partitions_needing_validation(200) == [T1]
+    assert s.partitions_needing_validation(30_000) == [T0, T1]
+
+
+def test_initializing_partitions_of_a_new_assignment_are_reset() -> None:
+    """Once no partition is initializing, partitions of a new assignment and partitions whose
+    position is forgotten are reset again by reset_initializing_positions."""
+    s = SubscriptionState(OffsetResetStrategy.EARLIEST)
+    s.assign_from_user([T0])
+    s.reset_initializing_positions()
+    s.reset_initializing_positions()
+    assert s.partitions_needing_reset(0) == [T0]
+    s.assign_from_user([T0, U0])
+    s.reset_initializing_positions()
+    assert s.is_offset_reset_needed(U0)
+    assert s.partitions_needing_reset(0) == [T0, U0]
+
+
 def test_pause_resume_and_pending_revocation_gate_fetching() -> None:
     s = SubscriptionState()
     s.assign_from_user([T0, T1])

@@ -219,8 +219,9 @@ class Fetcher:
         cache[node] = result
         return result
 
-    def _topic_id(self, topic: str) -> uuid.UUID:
-        tid = self._metadata.cluster.topic_id(topic)
+    @staticmethod
+    def _topic_id(cluster: ClusterView, topic: str) -> uuid.UUID:
+        tid = cluster.topic_id(topic)
         return ZERO_UUID if tid is None else tid
 
     def _prepare_fetch_requests(self) -> list[_FetchTarget]:
@@ -279,6 +280,9 @@ class Fetcher:
         seek_fetching = self._seek_fetching()
         unavailable: dict[int, bool] = {}
         fetch_size = self._config.fetch_size
+        # Topic ids from the snapshot the walk is marked with, looked up once per topic (each
+        # read of the metadata's snapshot takes its lock).
+        topic_ids: dict[str, uuid.UUID] = {}
         for tp, state in subs.fetchable_states(buffered):
             position = state.position
             if position is None:
@@ -339,10 +343,13 @@ class Fetcher:
             if hw is None or offset < hw:
                 lagging.add(node)
             epoch = position.current_leader.epoch
+            topic_id = topic_ids.get(tp.topic)
+            if topic_id is None:
+                topic_id = topic_ids[tp.topic] = self._topic_id(mark[2], tp.topic)
             builder.add(
                 tp,
                 PartitionData(
-                    self._topic_id(tp.topic),
+                    topic_id,
                     offset,
                     -1,
                     fetch_size,

@@ -212,8 +212,9 @@ class OffsetFetcher:
         """Split ``timestamps`` per leader node; also return partitions with no leader."""
         by_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
         no_leader: set[TopicPartition] = set()
+        cluster = self._metadata.cluster  # one snapshot (each read takes the metadata lock)
         for tp, ts in timestamps.items():
-            leader = self._leader(tp)
+            leader = current_leader(cluster, tp)
             if leader.leader is None:
                 no_leader.add(tp)
                 continue
@@ -221,7 +222,11 @@ class OffsetFetcher:
                 ts,
                 -1 if leader.epoch is None else leader.epoch,
             )
-        if no_leader:
+        if no_leader and not self._metadata.update_requested():
+            # A refresh already asked for (the first one of a new consumer, in flight while
+            # poll() asks again on each wakeup) brings these leaders or ends with none, and
+            # then the next call asks again: another request now would only repeat it (a full
+            # one, of every partition's metadata).
             self._metadata.request_update()
         return by_node, no_leader
 
@@ -463,8 +468,7 @@ class OffsetFetcher:
             return
         timestamps: dict[TopicPartition, int] = {}
         strategies: dict[TopicPartition, OffsetResetStrategy] = {}
-        for tp in needing:
-            strategy = self._subscriptions.reset_strategy(tp)
+        for tp, strategy in self._subscriptions.reset_strategies(needing):
             if strategy is None or strategy is OffsetResetStrategy.NONE:
                 continue
             timestamps[tp] = self._reset_timestamp(strategy)
@@ -515,6 +519,7 @@ class OffsetFetcher:
             if result.to_retry:
                 self._retry_later(result.to_retry, now)
                 self._metadata.request_update()
+            cluster = self._metadata.cluster  # one snapshot (each read takes the metadata lock)
             for tp, (offset, _ts, epoch) in result.fetched.items():
                 if offset < 0 and strategies[tp] is OffsetResetStrategy.BY_DURATION:
                     # No record that recent: the next one written is the first in the window.
@@ -524,7 +529,7 @@ class OffsetFetcher:
                     # No answer for this partition; back off and ask again.
                     self._retry_later([tp], now)
                     continue
-                position = FetchPosition(offset, epoch, self._leader(tp))
+                position = FetchPosition(offset, epoch, current_leader(cluster, tp))
                 logger.info(
                     "resetting offset for %s to position %d (%s)", tp, offset, strategies[tp].value
                 )
@@ -617,8 +622,9 @@ class OffsetFetcher:
         subs = self._subscriptions
         # Asked once per leader, not per partition: each question takes the network lock.
         supports_by_node: dict[int, bool] = {}
+        cluster = self._metadata.cluster  # one snapshot (each read takes the metadata lock)
         for tp in subs.assigned_partitions_list():
-            leader = self._leader(tp)
+            leader = current_leader(cluster, tp)
             supports = True
             node = leader.leader
             if node is not None:
