@@ -49,7 +49,9 @@ _CHUNK = 65536
 # a zero fill too: see _large_buffer), more than receiving into it (a third of the consumer's
 # CPU with 50 MB responses).
 _POOL_MIN = 1 << 20
-_POOL_SIZE = 2
+# One a response being received, one buffered, one being handed out: the fetcher's prefetch
+# bound, which the network thread reaches while the user's thread decodes.
+_POOL_SIZE = 3
 # While a response of at least _LOWAT_MIN bytes is partly received, the socket's SO_RCVLOWAT
 # asks the selector to report it readable only once up to _LOWAT_MAX more bytes of it are in
 # (never more than the rest): a multi-MiB response then takes a few large reads instead of one
@@ -336,6 +338,9 @@ class NetworkReceive(abc.ABC):
         to any more (its responses are decoded and dropped), else a new one."""
         if size < _POOL_MIN:
             return bytearray(size)
+        # Rounded up to a power of two, so that a pooled buffer fits the next responses, whose
+        # sizes vary a little: a page of an mmap costs nothing until it is written.
+        size = 1 << (size - 1).bit_length()
         pool = self._pool
         for i in range(len(pool)):
             buf = pool[i]

@@ -29,21 +29,31 @@ def test_a_buffer_with_a_live_view_is_never_handed_out_again() -> None:
     second = c._frame_buffer(BIG)
     second[:4] = b"over"
     assert bytes(view) == b"keep"
-    third = c._frame_buffer(BIG)  # the pool is full of busy buffers: a fresh one
-    assert third is not second
-    del view, third
+    busy = [second]
+    for _ in range(network_receive._POOL_SIZE - 1):
+        busy.append(c._frame_buffer(BIG))
+    assert len(c._pool) == network_receive._POOL_SIZE
+    extra = c._frame_buffer(BIG)  # the pool is full of busy buffers: a fresh one, not pooled
+    assert all(extra is not b for b in busy) and len(c._pool) == network_receive._POOL_SIZE
+    assert bytes(view) == b"keep"
+    del view, busy, extra
 
 
 def test_a_released_buffer_is_reused_and_an_idle_small_one_replaced() -> None:
     c = _conn()
     first = c._frame_buffer(BIG + 100)
     ident = id(first)
+    # Rounded up to a power of two, so that the next responses of about that size fit it.
+    assert len(first) == 2 * BIG
     del first
     again = c._frame_buffer(BIG)
-    assert id(again) == ident and len(again) == BIG + 100  # callers use `size` bytes of it
+    assert id(again) == ident  # callers use `size` bytes of it
     del again
-    bigger = c._frame_buffer(2 * BIG)
-    assert len(bigger) == 2 * BIG and len(c._pool) == 1
+    same = c._frame_buffer(2 * BIG - 7)
+    assert id(same) == ident
+    del same
+    bigger = c._frame_buffer(3 * BIG)
+    assert len(bigger) == 4 * BIG and len(c._pool) == 1 and id(bigger) != ident
 
 
 def test_small_responses_are_not_pooled() -> None:
