@@ -14,7 +14,10 @@ delivered twice. Not in CI; numbers are for the report, never asserted.
 
 ::
 
-    python -m benchmarks.chaos_compare [--faults network|broker|all] [--rounds 1]
+    python -m benchmarks.chaos_compare [--faults network|broker|all] [--rounds 1] [--only TEXT]
+
+``--only`` keeps the faults whose name contains ``TEXT`` (``--only SIGKILL``: the killed
+leader alone).
 """
 
 from __future__ import annotations
@@ -178,12 +181,15 @@ def _row(name: str, client: str, run: Callable[[], Outcome]) -> Row:
     return (name, client, out.recovery_s, out.worst_delay_s, len(out.duplicates))
 
 
-def network_rows(rounds: int) -> list[Row]:
-    """The proxy faults on one node, each with both clients."""
+def network_rows(rounds: int, only: str = "") -> list[Row]:
+    """The proxy faults on one node (those whose name contains ``only``), each with both
+    clients."""
     rows: list[Row] = []
     with ProxiedKafkaCluster(brokers=1) as cluster:
         for _ in range(rounds):
             for name, a_extra, fault in _faults(cluster):
+                if only not in name:
+                    continue
                 for client, cls in CLIENTS:
                     topic = unique_name("cmp")
                     cluster.create_topic(topic, partitions=6)
@@ -214,13 +220,15 @@ def _broker_outcome(cluster: Any, name: str, build: Any, cls: type[Member]) -> O
     return run_broker_fault(cluster, name, build, cls)[0]
 
 
-def broker_rows(rounds: int) -> list[Row]:
-    """The broker faults on three brokers, each with both clients; the cluster is healed
-    (stopped brokers started, ISRs full) between runs."""
+def broker_rows(rounds: int, only: str = "") -> list[Row]:
+    """The broker faults on three brokers (those whose name contains ``only``), each with both
+    clients; the cluster is healed (stopped brokers started, ISRs full) between runs."""
     rows: list[Row] = []
     with KafkaCluster(brokers=3, racks=True) as cluster:
         for _ in range(rounds):
             for name, build in BROKER_FAULTS:
+                if only not in name:
+                    continue
                 for client, cls in CLIENTS:
                     run = functools.partial(
                         _broker_outcome, cluster, f"{client}: {name}", build, cls
@@ -237,12 +245,13 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--faults", choices=("network", "broker", "all"), default="all")
+    ap.add_argument("--only", default="", help="run the faults whose name contains this")
     args = ap.parse_args(argv)
     rows: list[Row] = []
     if args.faults in ("network", "all"):
-        rows += network_rows(args.rounds)
+        rows += network_rows(args.rounds, args.only)
     if args.faults in ("broker", "all"):
-        rows += broker_rows(args.rounds)
+        rows += broker_rows(args.rounds, args.only)
     print("\n| fault | client | recovery after heal (s) | worst record delay (s) | twice |")
     print("|---|---|---|---|---|")
     for name, client, rec, worst, dup in rows:

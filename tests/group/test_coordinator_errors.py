@@ -126,6 +126,45 @@ def test_dead_coordinator_is_rediscovered_by_the_heartbeat_thread(cluster: FakeC
         s.close()
 
 
+def test_a_dead_coordinator_the_brokers_still_name_is_looked_up_with_backoff(
+    cluster: FakeCluster,
+) -> None:
+    """Until the controller fences a killed broker, the other brokers keep naming it as the
+    coordinator: each lookup that names a coordinator that cannot be connected to backs off
+    (retry.backoff.ms, growing to retry.backoff.max.ms) before the next one, rather than asking
+    again at once; the commit goes through once the coordinator has moved, and the backoff
+    starts over once connected to it."""
+    s = joined(cluster, retry_backoff_ms=100, retry_backoff_max_ms=1000)
+    try:
+        assert s.coordinator.coordinator == coordinator_node_id(0)
+        dead = cluster.broker(0)
+
+        def stale(node: int, header: Any, body: dict[str, Any]) -> dict[str, Any]:
+            entry = {"error_code": 0, "node_id": 0, "host": dead.host, "port": dead.port}
+            if header.api_version >= 4:
+                keys = body["coordinator_keys"]
+                return {"coordinators": [dict(entry, key=k) for k in keys]}
+            return entry
+
+        cluster.on(ApiKey.FIND_COORDINATOR, stale)
+        cluster.kill(0)
+        finds = count(cluster, ApiKey.FIND_COORDINATOR)
+        assert not s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(3000))
+        # 100, 200, 400, 800, 1000 ms... (the heartbeat thread looks up too, at the same pace);
+        # without the backoff, they were counted in thousands.
+        assert count(cluster, ApiKey.FIND_COORDINATOR) - finds <= 20
+        assert s.coordinator.lookup_backoff_ms() > 120
+        cluster.on(ApiKey.FIND_COORDINATOR, None)
+        cluster.coordinator_id = 1
+        assert s.coordinator.commits.commit_offsets_sync(OFFSETS, s.timer(10_000))
+        assert cluster.committed("g")[(TOPIC, 0)][0] == 42
+        # Connected to the new coordinator: a later loss starts from retry.backoff.ms again.
+        assert not s.coordinator.coordinator_unknown()
+        assert s.coordinator.lookup_backoff_ms() <= 120
+    finally:
+        s.close()
+
+
 # --------------------------------------------------------------------------------- JoinGroup
 
 

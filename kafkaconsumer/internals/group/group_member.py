@@ -213,6 +213,9 @@ class GroupMember:
         )
         # Consecutive failed coordinator lookups.
         self._lookup_attempts = 0  # guarded by _lock
+        # Consecutive lookups that named a coordinator this client cannot connect to; reset
+        # once connected to the coordinator.
+        self._unavailable_lookups = 0  # guarded by _lock
         # After a fatal join or heartbeat error: when to try again, what was logged (the
         # user's thread only).
         self.group_error_backoff = GroupErrorBackoff(
@@ -270,6 +273,10 @@ class GroupMember:
             if node is not None and self.client.is_unavailable(node):
                 self.mark_coordinator_unknown("coordinator unavailable", is_disconnected=True)
                 return None
+            if node is not None and self._unavailable_lookups and self.client.ready(node):
+                # Connected to the coordinator, whichever thread found it: the next loss
+                # starts the lookup backoff over.
+                self._unavailable_lookups = 0
             return node
 
     def mark_coordinator_unknown(self, cause: str, is_disconnected: bool = False) -> None:
@@ -431,11 +438,16 @@ class GroupMember:
                         self.fatal_find_coordinator_error = None
                     raise exc
             else:
-                node = self.check_and_get_coordinator()
+                with self._lock:
+                    node = self.coordinator
                 if node is not None and self.client.is_unavailable(node):
-                    # Found one but cannot connect to it: back off before asking again.
-                    self.mark_coordinator_unknown("coordinator unavailable")
-                    self._count_lookup(failed=True)
+                    # Found one but cannot connect to it (a broker that died, which the
+                    # brokers name as coordinator until the controller fences it): back off
+                    # before asking again, growing as for a failed lookup. Read without
+                    # check_and_get_coordinator, which would forget it and skip the backoff.
+                    self.mark_coordinator_unknown("coordinator unavailable", is_disconnected=True)
+                    with self._lock:
+                        self._unavailable_lookups += 1
                     self.backoff_wait(timer, self.lookup_backoff_ms())
             if not self.coordinator_unknown():
                 return True
@@ -449,7 +461,8 @@ class GroupMember:
         Thread-safe; the heartbeat thread also waits this long before rediscovering.
         """
         with self._lock:
-            return self.retry_backoff.backoff(max(0, self._lookup_attempts - 1))
+            failures = max(self._lookup_attempts, self._unavailable_lookups)
+            return self.retry_backoff.backoff(max(0, failures - 1))
 
     def backoff_wait(self, timer: Timer, backoff_ms: int) -> None:
         """Wait ``backoff_ms`` (at most what ``timer`` has left) without holding any lock.
