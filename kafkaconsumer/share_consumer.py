@@ -140,6 +140,8 @@ class KafkaShareConsumer:
                 batch_size=self._max_poll_records,
                 acquire_mode=1 if cfg["share.acquire.mode"] == "record_limit" else 0,
                 check_crcs=self._check_crcs,
+                retry_backoff_ms=int(cfg["retry.backoff.ms"]),
+                retry_backoff_max_ms=int(cfg["retry.backoff.max.ms"]),
             ),
             time=self._time,
             metrics=ShareFetchMetricsManager(self._metrics, client_id),
@@ -367,25 +369,38 @@ class KafkaShareConsumer:
         self, timeout_ms: float | Any | None = None
     ) -> dict[TopicPartition, Errors.KafkaError | None]:
         """Send every pending acknowledgement and wait for the broker: per partition, None
-        when applied, else the error (Java ``commitSync``)."""
+        when applied, else the error (Java ``commitSync``). A retriable error sends them again
+        (after ``retry.backoff.ms``) until ``timeout_ms`` (default ``default.api.timeout.ms``)
+        has passed; then they fail with ``RequestTimedOutError``."""
         self._acquire_and_ensure_open()
         try:
             self._settle_delivered()
             timer = self._timer(timeout_ms)
-            handed = self._fetch.send_acknowledgements(self._take_pending())
+            handed = self._fetch.send_acknowledgements(
+                self._take_pending(), deadline_ms=self._time.monotonic_ms() + timer.remaining_ms
+            )
             while not all(a.completed for a in handed) and timer.not_expired():
-                self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+                wait = min(timer.remaining_ms, _POLL_SLICE_MS)
+                retry_in = self._fetch.retry_acknowledgements()
+                self._client.poll(timeout_ms=wait if retry_in is None else min(wait, retry_in))
                 timer.update()
+            # Those still waiting for a retry when the time ran out fail now.
+            self._fetch.retry_acknowledgements()
             return self._fire_callbacks()
         finally:
             self._release()
 
     def commit_async(self) -> None:
-        """Send every pending acknowledgement; the outcome reaches the callback later."""
+        """Send every pending acknowledgement; the outcome reaches the callback later. A
+        retriable error sends them again, driven by the next calls of the consumer, until
+        ``default.api.timeout.ms`` has passed (Java ``commitAsync``)."""
         self._acquire_and_ensure_open()
         try:
             self._settle_delivered()
-            self._fetch.send_acknowledgements(self._take_pending())
+            self._fetch.send_acknowledgements(
+                self._take_pending(),
+                deadline_ms=self._time.monotonic_ms() + self._default_api_timeout_ms,
+            )
             self._client.poll(timeout_ms=0)
             self._fire_callbacks()
         finally:
@@ -620,6 +635,7 @@ class KafkaShareConsumer:
                 self._pending[node] = acks
         if overdue:
             self._fetch.send_acknowledgements(self._without_expired(overdue))
+        self._fetch.retry_acknowledgements()
         for node in pending:
             self._pending_since.pop(node, None)
         self._fetch.send_fetches(self._without_expired(pending), skip=busy)
