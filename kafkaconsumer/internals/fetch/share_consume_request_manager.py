@@ -167,6 +167,8 @@ class ShareConsumeRequestManager:
         self._backoff = ExponentialBackoff(
             config.retry_backoff_ms, 2.0, config.retry_backoff_max_ms, 0.2
         )
+        # Smoothed round trip of the ShareFetches that brought records (None before one).
+        self._fetch_latency_ms: float | None = None  # guarded by _lock
         # Acknowledgements to send again after a retriable error: (due ms, node, tp, acks).
         self._retries: list[tuple[int, int, TopicPartition, Acknowledgements]] = []  # _lock
 
@@ -185,6 +187,12 @@ class ShareConsumeRequestManager:
         """The acquisition lock duration the brokers last reported, or None before any."""
         with self._lock:
             return self._acquisition_lock_timeout_ms
+
+    def fetch_latency_ms(self) -> float | None:
+        """The smoothed round trip (ms) of the ShareFetches that brought records, or None
+        before the first."""
+        with self._lock:
+            return self._fetch_latency_ms
 
     def has_in_flight(self, node: int | None = None) -> bool:
         """Whether a request is out (to ``node``, or to any broker)."""
@@ -386,6 +394,7 @@ class ShareConsumeRequestManager:
             handler = self._sessions.get(node)
             top = int(response.get("error_code", 0))
             usable = handler.handle_response(top) if handler is not None else False
+            brought = False
             timeout = response.get("acquisition_lock_timeout_ms")
             if timeout:
                 self._acquisition_lock_timeout_ms = int(timeout)
@@ -413,12 +422,19 @@ class ShareConsumeRequestManager:
                             named = _leader_named(part) if code in _LEADER_MOVED else None
                             if named is not None:
                                 leaders[tp] = named
+                        brought = brought or bool(part.get("acquired_records"))
                         if code or part.get("acquired_records"):
                             self._buffer.append(
                                 ShareCompletedFetch(tp, topic["topic_id"], node, part, received)
                             )
                 if top == _UNKNOWN_TOPIC_ID:
                     refresh = True
+            if brought:
+                # Only answers with records: one that waited fetch.max.wait.ms for records
+                # says nothing about the round trip.
+                last = self._fetch_latency_ms
+                sample = float(received - sent_ms)
+                self._fetch_latency_ms = sample if last is None else last + 0.2 * (sample - last)
             # Acknowledgements the response did not answer failed with its top-level error.
             code = top or _UNKNOWN_SERVER_ERROR
             for tp, partition_acks in acks.items():
