@@ -579,7 +579,7 @@ class KafkaShareConsumer:
                 batches.append(batch.select(names).append_column(_DELIVERY_COUNT, counts))
         if not batches:
             empty = arrow.empty_batch(include_headers)
-            return empty.append_column(_DELIVERY_COUNT, pa.array([], pa.int32()))
+            return empty.append_column(_DELIVERY_COUNT, pa.nulls(0, pa.int32()))
         return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
     def _poll(
