@@ -1,13 +1,30 @@
 """Share-group consume throughput: KafkaShareConsumer against confluent-kafka's ShareConsumer
 and Java's own share consumer (``org.apache.kafka.tools.ShareConsumerPerformance``), on one
-Apache Kafka broker started for the run.
+Apache Kafka broker started for the run, beside the broker's own ceiling.
 
 One run: produce ``--records`` values of ``--size`` bytes into a fresh topic of
 ``--partitions`` partitions (written once by confluent-kafka), then for each client and each
 member count of ``--members`` let a fresh share group (``share.auto.offset.reset=earliest``)
 consume every record with implicit acknowledgement. Our client and confluent-kafka run each
 member in its own process; Java runs its members as threads of one JVM (``--threads``), as its
-tool does. Every loop touches every record's value (``len(value)``).
+tool does. Every loop touches every record's value (``len(value)``; for ``poll_arrow()`` the
+sum of the value column's lengths).
+
+The clients:
+
+- ``kafkaconsumer``: ``KafkaShareConsumer.poll()``, one ``ShareConsumerRecord`` per record;
+- ``kafkaconsumer-arrow``: ``KafkaShareConsumer.poll_arrow()``, one Arrow batch per poll;
+- ``confluent-kafka``: confluent-kafka's ``ShareConsumer.poll()``;
+- ``java``: Java's ``ShareConsumerPerformance``;
+- ``ceiling``: how fast the broker serves share fetches here. A member of the group (our
+  membership) sends ShareFetch after ShareFetch through our protocol layer, each accepting the
+  records acquired by the one before (piggybacked, as implicit acknowledgement does), and never
+  decodes a record batch: it counts the acquired offsets and the bytes of the records field.
+  No client that decodes and hands out records can go faster against this broker.
+
+``--max-poll-records`` sets ``max.poll.records`` of our members (``kafkaconsumer``,
+``kafkaconsumer-arrow``, ``ceiling``), which is what our ShareFetch asks for; it defaults to
+the consumer's default.
 
     python benchmarks/share_consume.py                         # 1,000,000 records, 8 partitions
     python benchmarks/share_consume.py --records 200000 --members 1,4
@@ -46,7 +63,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-CLIENTS = ("kafkaconsumer", "confluent-kafka", "java")
+CLIENTS = ("kafkaconsumer", "kafkaconsumer-arrow", "confluent-kafka", "java", "ceiling")
 #: A member of several stops when no record came for this long: the group may be done.
 IDLE_S = 3.0
 #: How long a member waits for its first record before the idle time starts counting.
@@ -54,10 +71,17 @@ JOIN_GRACE_S = 20.0
 
 
 # ---------------------------------------------------------------------------- members
-def _our_member(bootstrap: str, topic: str, group: str) -> Any:
+def _our_configs(bootstrap: str, group: str, max_poll_records: int | None) -> dict[str, Any]:
+    configs: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group}
+    if max_poll_records:
+        configs["max.poll.records"] = max_poll_records
+    return configs
+
+
+def _our_member(bootstrap: str, topic: str, group: str, max_poll_records: int | None) -> Any:
     from kafkaconsumer import KafkaShareConsumer
 
-    c = KafkaShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    c = KafkaShareConsumer(_our_configs(bootstrap, group, max_poll_records))
 
     def step() -> tuple[int, int]:
         n = total = 0
@@ -70,7 +94,60 @@ def _our_member(bootstrap: str, topic: str, group: str) -> Any:
     return c, lambda: c.subscribe([topic]), step, lambda: c.close(timeout_ms=5000)
 
 
-def _confluent_member(bootstrap: str, topic: str, group: str) -> Any:
+def _our_arrow_member(bootstrap: str, topic: str, group: str, max_poll_records: int | None) -> Any:
+    import pyarrow.compute as pc
+
+    import kafkaconsumer.record.arrow  # noqa: F401  (loaded here, outside the measured span)
+    from kafkaconsumer import KafkaShareConsumer
+
+    c = KafkaShareConsumer(_our_configs(bootstrap, group, max_poll_records))
+
+    def step() -> tuple[int, int]:
+        batch = c.poll_arrow(timeout_ms=100)
+        if not batch.num_rows:
+            return 0, 0
+        total = pc.sum(pc.binary_length(batch.column("value"))).as_py() or 0
+        return batch.num_rows, int(total)
+
+    return c, lambda: c.subscribe([topic]), step, lambda: c.close(timeout_ms=5000)
+
+
+def _ceiling_member(bootstrap: str, topic: str, group: str, max_poll_records: int | None) -> Any:
+    """A share-group member that only fetches: each ShareFetch accepts what the one before
+    acquired, and no record batch is decoded (see the module's docstring)."""
+    from kafkaconsumer import KafkaShareConsumer
+    from kafkaconsumer.internals.fetch.acknowledgements import Acknowledgements, AcknowledgeType
+    from kafkaconsumer.structs import TopicPartition
+
+    c = KafkaShareConsumer(_our_configs(bootstrap, group, max_poll_records))
+    # The consumer's own membership, share sessions and request manager, driven directly.
+    member, fetch, client = c._member, c._fetch, c._client
+    pending: dict[int, dict[TopicPartition, Acknowledgements]] = {}
+
+    def step() -> tuple[int, int]:
+        nonlocal pending
+        member.poll()
+        c._sync_membership()
+        n = total = 0
+        for cf in fetch.take_completed_fetches():
+            data = cf.partition_data
+            raw = data.get("records")
+            total += len(raw) if raw else 0
+            acks = pending.setdefault(cf.node, {}).setdefault(cf.tp, Acknowledgements())
+            for r in data.get("acquired_records") or ():
+                first, last = int(r["first_offset"]), int(r["last_offset"])
+                acks.add_range(first, last, AcknowledgeType.ACCEPT)
+                n += last - first + 1
+        fetch.take_completed_acknowledgements()
+        fetch.send_fetches(pending)
+        pending = {}
+        client.poll(timeout_ms=100)
+        return n, total
+
+    return c, lambda: c.subscribe([topic]), step, lambda: c.close(timeout_ms=5000)
+
+
+def _confluent_member(bootstrap: str, topic: str, group: str, _max_poll_records: int | None) -> Any:
     import confluent_kafka
 
     c = confluent_kafka.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
@@ -88,7 +165,12 @@ def _confluent_member(bootstrap: str, topic: str, group: str) -> Any:
     return c, lambda: c.subscribe([topic]), step, c.close
 
 
-MEMBERS = {"kafkaconsumer": _our_member, "confluent-kafka": _confluent_member}
+MEMBERS = {
+    "kafkaconsumer": _our_member,
+    "kafkaconsumer-arrow": _our_arrow_member,
+    "confluent-kafka": _confluent_member,
+    "ceiling": _ceiling_member,
+}
 
 
 def _cpu_s() -> float:
@@ -100,7 +182,9 @@ def worker_main(args: argparse.Namespace) -> None:
     """One member: consume until it read ``--records`` (all of them: the only member) or
     nothing came for ``--idle`` seconds (after :data:`JOIN_GRACE_S` for the first record);
     print what it saw as one JSON line."""
-    _c, subscribe, step, close = MEMBERS[args.worker](args.bootstrap, args.topic, args.group)
+    _c, subscribe, step, close = MEMBERS[args.worker](
+        args.bootstrap, args.topic, args.group, args.max_poll_records
+    )
     start_wall, start_cpu = time.time(), _cpu_s()
     subscribe()
     n = total = 0
@@ -130,7 +214,13 @@ def worker_main(args: argparse.Namespace) -> None:
 
 
 def run_members(
-    client: str, bootstrap: str, topic: str, records: int, members: int, timeout_s: float
+    client: str,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    members: int,
+    timeout_s: float,
+    max_poll_records: int | None = None,
 ) -> dict[str, Any]:
     """``members`` processes of ``client`` in one fresh share group; the group's totals."""
     group = new_group(bootstrap)
@@ -139,6 +229,8 @@ def run_members(
     # With one member it knows when it is done; with several, each waits out the idle time.
     idle = str(IDLE_S if members > 1 else timeout_s)
     cmd += ["--records", str(records), "--idle", idle]
+    if max_poll_records:
+        cmd += ["--max-poll-records", str(max_poll_records)]
     env = dict(os.environ, PYTHONPATH=_ROOT)
     procs = [
         subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -328,6 +420,12 @@ def main() -> None:
         "busy machine, alternating rounds shows how much of a gap is noise)",
     )
     ap.add_argument("--timeout", type=float, default=600.0, help="per run, seconds")
+    ap.add_argument(
+        "--max-poll-records",
+        type=int,
+        default=None,
+        help="max.poll.records of our members (kafkaconsumer, kafkaconsumer-arrow, ceiling)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
@@ -384,7 +482,15 @@ def run_round(
         if client == "java":
             r = run_java(broker.bootstrap, topic, args.records, count, args.timeout, version)
         else:
-            r = run_members(client, broker.bootstrap, topic, args.records, count, args.timeout)
+            r = run_members(
+                client,
+                broker.bootstrap,
+                topic,
+                args.records,
+                count,
+                args.timeout,
+                args.max_poll_records,
+            )
         r["expected"] = args.records
         rows.append(r)
         print(

@@ -77,6 +77,8 @@ _FETCH_AHEAD_POLLS = 2
 #: Acknowledgements for a broker whose records are still being handed out ride on its next
 #: ShareFetch; after waiting this long they go on their own in a ShareAcknowledge.
 _ACK_LINGER_MS = 1000
+#: Weight of the newest sample in the smoothed time the application spends between polls.
+_THINK_TIME_WEIGHT = 0.2
 #: The column ``poll_arrow()`` adds to the consumer's Arrow schema.
 _DELIVERY_COUNT = "delivery_count"
 
@@ -140,6 +142,8 @@ class KafkaShareConsumer:
                 batch_size=self._max_poll_records,
                 acquire_mode=1 if cfg["share.acquire.mode"] == "record_limit" else 0,
                 check_crcs=self._check_crcs,
+                retry_backoff_ms=int(cfg["retry.backoff.ms"]),
+                retry_backoff_max_ms=int(cfg["retry.backoff.max.ms"]),
             ),
             time=self._time,
             metrics=ShareFetchMetricsManager(self._metrics, client_id),
@@ -171,6 +175,12 @@ class KafkaShareConsumer:
         self._acquisition_locks = AcquisitionLocks()
         self._expired: list[tuple[TopicPartition, Acknowledgements]] = []
         self._callback: AcknowledgementCommitCallback | None = None
+        # When the last poll() that returned records returned (monotonic ms), and the smoothed
+        # time the application then spent before polling again (None before a sample).
+        self._returned_ms: int | None = None
+        self._think_ms: float | None = None
+        # The nodes whose records the current poll handed out.
+        self._handed_nodes: set[int] = set()
         self._closed = False
 
     # ------------------------------------------------------------------ the thread guard
@@ -367,25 +377,38 @@ class KafkaShareConsumer:
         self, timeout_ms: float | Any | None = None
     ) -> dict[TopicPartition, Errors.KafkaError | None]:
         """Send every pending acknowledgement and wait for the broker: per partition, None
-        when applied, else the error (Java ``commitSync``)."""
+        when applied, else the error (Java ``commitSync``). A retriable error sends them again
+        (after ``retry.backoff.ms``) until ``timeout_ms`` (default ``default.api.timeout.ms``)
+        has passed; then they fail with ``RequestTimedOutError``."""
         self._acquire_and_ensure_open()
         try:
             self._settle_delivered()
             timer = self._timer(timeout_ms)
-            handed = self._fetch.send_acknowledgements(self._take_pending())
+            handed = self._fetch.send_acknowledgements(
+                self._take_pending(), deadline_ms=self._time.monotonic_ms() + timer.remaining_ms
+            )
             while not all(a.completed for a in handed) and timer.not_expired():
-                self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
+                wait = min(timer.remaining_ms, _POLL_SLICE_MS)
+                retry_in = self._fetch.retry_acknowledgements()
+                self._client.poll(timeout_ms=wait if retry_in is None else min(wait, retry_in))
                 timer.update()
+            # Those still waiting for a retry when the time ran out fail now.
+            self._fetch.retry_acknowledgements()
             return self._fire_callbacks()
         finally:
             self._release()
 
     def commit_async(self) -> None:
-        """Send every pending acknowledgement; the outcome reaches the callback later."""
+        """Send every pending acknowledgement; the outcome reaches the callback later. A
+        retriable error sends them again, driven by the next calls of the consumer, until
+        ``default.api.timeout.ms`` has passed (Java ``commitAsync``)."""
         self._acquire_and_ensure_open()
         try:
             self._settle_delivered()
-            self._fetch.send_acknowledgements(self._take_pending())
+            self._fetch.send_acknowledgements(
+                self._take_pending(),
+                deadline_ms=self._time.monotonic_ms() + self._default_api_timeout_ms,
+            )
             self._client.poll(timeout_ms=0)
             self._fire_callbacks()
         finally:
@@ -446,6 +469,7 @@ class KafkaShareConsumer:
         # By partition: the records handed out, or with ``columns`` the Arrow pieces
         # (record batch, delivery counts) of poll_arrow().
         self._current.extend(self._fetch.take_completed_fetches())
+        self._handed_nodes = set()
         out: dict[TopicPartition, list[Any]] = {}
         room = self._max_poll_records
         keep: list[ShareCompletedFetch] = []
@@ -486,6 +510,8 @@ class KafkaShareConsumer:
                         self._delivered[(cf.tp, offset)] = (cf.node, None)
             elif batch.handed:
                 self._handed.append((cf.node, cf.tp, batch.handed))
+            if batch.handed:
+                self._handed_nodes.add(cf.node)
             if batch.records:
                 out.setdefault(cf.tp, []).extend(batch.records)
                 room -= len(batch.records)
@@ -553,7 +579,7 @@ class KafkaShareConsumer:
                 batches.append(batch.select(names).append_column(_DELIVERY_COUNT, counts))
         if not batches:
             empty = arrow.empty_batch(include_headers)
-            return empty.append_column(_DELIVERY_COUNT, pa.array([], pa.int32()))
+            return empty.append_column(_DELIVERY_COUNT, pa.nulls(0, pa.int32()))
         return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
     def _poll(
@@ -569,22 +595,44 @@ class KafkaShareConsumer:
                 "All records must be acknowledged in explicit acknowledgement mode."
             )
         self._settle_delivered()
+        now = self._time.monotonic_ms()
+        if self._returned_ms is not None:
+            sample = float(now - self._returned_ms)
+            last = self._think_ms
+            self._think_ms = sample if last is None else last + _THINK_TIME_WEIGHT * (sample - last)
+            self._returned_ms = None
         timer = self._time.timer(to_timeout_ms(timeout_ms, 0))
         while True:
             self._member.poll()
             self._sync_membership()
             records = self._collect(columns)
-            self._send_requests()
+            self._send_requests(self._deferred_fetches() if records else frozenset())
             self._fire_callbacks()
             if records:
+                self._returned_ms = self._time.monotonic_ms()
                 return records
             timer.update()
             if timer.is_expired():
                 return {}
             self._client.poll(timeout_ms=min(timer.remaining_ms, _POLL_SLICE_MS))
 
-    def _send_requests(self) -> None:
-        """After a hand-out, send what is pending.
+    def _deferred_fetches(self) -> frozenset[int]:
+        """The nodes whose next ShareFetch waits for the next poll, after this poll handed out
+        their records: all of them when the application comes back sooner than a ShareFetch
+        answers (smoothed, both). A fetch sent now would carry the acknowledgements of the
+        poll before and leave this poll's records acquired until the fetch after it; sent at
+        the next poll it carries them (implicit mode accepts them there) and costs at most the
+        application's short time between polls. When the application takes longer, fetching
+        ahead hides the round trip and the records are on their way while it works."""
+        think, latency = self._think_ms, self._fetch.fetch_latency_ms()
+        if think is None or latency is None or think >= latency:
+            return frozenset()
+        return frozenset(self._handed_nodes)
+
+    def _send_requests(self, deferred: frozenset[int] = frozenset()) -> None:
+        """After a hand-out, send what is pending (``deferred``: nodes whose fetch waits for
+        the next poll, see :meth:`_deferred_fetches`; their acknowledgements wait as those of
+        a node with records left do).
 
         A broker gets its next ShareFetch, carrying the acknowledgements so far, once at most
         :data:`_FETCH_AHEAD_POLLS` polls' worth of its fetched records are left to hand out:
@@ -602,7 +650,7 @@ class KafkaShareConsumer:
             if not cf.is_consumed:
                 left[cf.node] = left.get(cf.node, 0) + cf.remaining()
         ahead = _FETCH_AHEAD_POLLS * self._max_poll_records
-        busy = frozenset(node for node, count in left.items() if count > ahead)
+        busy = frozenset(node for node, count in left.items() if count > ahead) | deferred
         now = self._time.monotonic_ms()
         for node in list(self._pending_since):
             if node not in pending:
@@ -620,6 +668,7 @@ class KafkaShareConsumer:
                 self._pending[node] = acks
         if overdue:
             self._fetch.send_acknowledgements(self._without_expired(overdue))
+        self._fetch.retry_acknowledgements()
         for node in pending:
             self._pending_since.pop(node, None)
         self._fetch.send_fetches(self._without_expired(pending), skip=busy)

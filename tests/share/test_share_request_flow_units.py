@@ -44,6 +44,9 @@ class _Requests:
     def has_in_flight(self, node: int | None = None) -> bool:
         return node in self.in_flight
 
+    def retry_acknowledgements(self) -> int | None:
+        return None
+
 
 def _consumer(buffered: int) -> tuple[KafkaShareConsumer, _Requests, MockTime]:
     """A consumer holding ``buffered`` fetched records of one partition from NODE, 10 records

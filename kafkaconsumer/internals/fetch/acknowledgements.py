@@ -54,7 +54,15 @@ class Acknowledgements:
     that sends it and back, never shared while in use.
     """
 
-    __slots__ = ("_types", "error_code", "error_message", "completed", "_followers")
+    __slots__ = (
+        "_types",
+        "error_code",
+        "error_message",
+        "completed",
+        "_followers",
+        "retry_deadline_ms",
+        "attempts",
+    )
 
     def __init__(self) -> None:
         """An empty set of acknowledgements."""
@@ -67,6 +75,11 @@ class Acknowledgements:
         self.completed = False
         # Acknowledgements folded into these ones; they complete with them.
         self._followers: list[Acknowledgements] = []
+        #: Until when (monotonic ms) a retriable answer sends them again (None: never), as
+        #: ``commit_sync``/``commit_async`` ask; set before they are queued.
+        self.retry_deadline_ms: int | None = None
+        #: How many times they were sent and got a retriable answer.
+        self.attempts = 0
 
     def add(self, offset: int, ack_type: int) -> None:
         """Record ``ack_type`` (an :class:`AcknowledgeType` or ``GAP``) for ``offset``; a later
@@ -100,6 +113,10 @@ class Acknowledgements:
         merged.update(self._types)
         self._types = merged
         self._followers.append(earlier)
+        # Folded together they are retried as long as either one asked for.
+        if earlier.retry_deadline_ms is not None:
+            mine = self.retry_deadline_ms
+            self.retry_deadline_ms = max(mine if mine is not None else 0, earlier.retry_deadline_ms)
 
     def get(self, offset: int) -> int | None:
         """The type recorded for ``offset``, or None."""

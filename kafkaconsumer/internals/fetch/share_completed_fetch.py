@@ -12,6 +12,7 @@ delivery may succeed with a fixed deserializer) and the error raised; corrupt da
 
 from __future__ import annotations
 
+import array
 import bisect
 import logging
 from collections.abc import Callable
@@ -81,6 +82,16 @@ class ShareInFlightBatch:
         self.columns: tuple[Any, Any, list[int], Any] | None = None
         self.acknowledgements = Acknowledgements()
         self.error: Errors.KafkaError | None = None
+
+
+def _int32_array(values: array.array[int]) -> Any:
+    """``values`` (typecode ``i``) as a ``pyarrow`` int32 array, from their buffer.
+
+    Not ``pa.array(list)``: its first call in a process imports pandas when installed (a
+    quarter of a second of CPU, in the first ``poll_arrow()``)."""
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
 
 
 class ShareCompletedFetch:
@@ -448,15 +459,12 @@ class ShareCompletedFetch:
         return None
 
     def _delivery_counts(self, offsets: list[int]) -> Any:
-        import pyarrow as pa
-
         if len(self._counts) == 1:
-            return pa.array([next(iter(self._counts))] * len(offsets), pa.int32())
+            return _int32_array(array.array("i", [next(iter(self._counts))]) * len(offsets))
         acquired = self.acquired
-        return pa.array([acquired[offset] for offset in offsets], pa.int32())
+        return _int32_array(array.array("i", [acquired[offset] for offset in offsets]))
 
     def _records_as_rows(self, batch: ShareInFlightBatch) -> ShareInFlightBatch:
-        import pyarrow as pa
 
         from kafkaconsumer.record import arrow
 
@@ -464,7 +472,7 @@ class ShareCompletedFetch:
             record_batch, epochs = arrow.records_to_arrow(
                 batch.records, self.tp.topic, self.tp.partition
             )
-            counts = pa.array([r.delivery_count for r in batch.records], pa.int32())
+            counts = _int32_array(array.array("i", [r.delivery_count for r in batch.records]))
             batch.columns = (record_batch, epochs, [r.offset for r in batch.records], counts)
             batch.records = []
         return batch

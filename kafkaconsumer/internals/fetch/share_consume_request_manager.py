@@ -18,6 +18,16 @@ Java's ``updatePartitionLeadership`` does. Acknowledgements of records that a br
 which no longer leads the partition are not sent: they complete with NOT_LEADER_OR_FOLLOWER
 (the new leader delivers those records again), as in Java. Other partition errors are handed to
 the user's thread with the data, as Java does.
+
+Acknowledgements sent by ``commit_sync`` or ``commit_async`` carry a deadline (the call's
+timeout, or ``default.api.timeout.ms``): when a ShareAcknowledge answers them with a retriable
+error (REQUEST_TIMED_OUT, COORDINATOR_LOAD_IN_PROGRESS, ...), for their partition or for the
+whole request, they are sent again after ``retry.backoff.ms`` (doubling up to
+``retry.backoff.max.ms``) until that deadline, and then complete with REQUEST_TIMED_OUT, as
+Java's ``AcknowledgeRequestState`` does. Errors that mean the records' locks went with the
+partition (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION,
+UNKNOWN_TOPIC_ID), a request that failed on the network, acknowledgements piggybacked on a
+ShareFetch and the closing acknowledgements are not retried, as in Java.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from kafkaconsumer.metrics.share_consumer_metrics import ShareFetchMetricsManage
 from kafkaconsumer.network.future import Future
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import TopicPartition
+from kafkaconsumer.utils.backoff import ExponentialBackoff
 from kafkaconsumer.utils.clock import SYSTEM_TIME, Time
 
 logger = logging.getLogger(__name__)
@@ -64,6 +75,9 @@ _LEADER_MOVED = frozenset({_NOT_LEADER_OR_FOLLOWER, 74})
 _REQUEST_TIMED_OUT = 7
 _NETWORK_EXCEPTION = 13
 _UNKNOWN_SERVER_ERROR = -1
+# Retriable errors after which acknowledgements are not sent again: the partition (and the
+# acquisition locks with it) is no longer where they were sent.
+_NOT_RETRIED = frozenset({3, _NOT_LEADER_OR_FOLLOWER, 74, _UNKNOWN_TOPIC_ID})
 
 
 @dataclass(frozen=True)
@@ -82,6 +96,10 @@ class ShareFetchConfig:
     #: 0 batch_optimized, 1 record_limit (KIP-1206).
     acquire_mode: int = 0
     check_crcs: bool = True
+    #: The first wait before acknowledgements are sent again after a retriable error, and
+    #: its cap (it doubles per attempt, with 20% jitter).
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
 
 
 #: One partition's acknowledgements as the broker settled them.
@@ -146,6 +164,13 @@ class ShareConsumeRequestManager:
         self._completed_acks: list[AcknowledgeResult] = []  # guarded by _lock
         self._acquisition_lock_timeout_ms: int | None = None  # guarded by _lock
         self._closed = False  # guarded by _lock
+        self._backoff = ExponentialBackoff(
+            config.retry_backoff_ms, 2.0, config.retry_backoff_max_ms, 0.2
+        )
+        # Smoothed round trip of the ShareFetches that brought records (None before one).
+        self._fetch_latency_ms: float | None = None  # guarded by _lock
+        # Acknowledgements to send again after a retriable error: (due ms, node, tp, acks).
+        self._retries: list[tuple[int, int, TopicPartition, Acknowledgements]] = []  # _lock
 
     # ------------------------------------------------------------------ state ---------------
     def set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
@@ -162,6 +187,12 @@ class ShareConsumeRequestManager:
         """The acquisition lock duration the brokers last reported, or None before any."""
         with self._lock:
             return self._acquisition_lock_timeout_ms
+
+    def fetch_latency_ms(self) -> float | None:
+        """The smoothed round trip (ms) of the ShareFetches that brought records, or None
+        before the first."""
+        with self._lock:
+            return self._fetch_latency_ms
 
     def has_in_flight(self, node: int | None = None) -> bool:
         """Whether a request is out (to ``node``, or to any broker)."""
@@ -363,6 +394,7 @@ class ShareConsumeRequestManager:
             handler = self._sessions.get(node)
             top = int(response.get("error_code", 0))
             usable = handler.handle_response(top) if handler is not None else False
+            brought = False
             timeout = response.get("acquisition_lock_timeout_ms")
             if timeout:
                 self._acquisition_lock_timeout_ms = int(timeout)
@@ -390,12 +422,19 @@ class ShareConsumeRequestManager:
                             named = _leader_named(part) if code in _LEADER_MOVED else None
                             if named is not None:
                                 leaders[tp] = named
+                        brought = brought or bool(part.get("acquired_records"))
                         if code or part.get("acquired_records"):
                             self._buffer.append(
                                 ShareCompletedFetch(tp, topic["topic_id"], node, part, received)
                             )
                 if top == _UNKNOWN_TOPIC_ID:
                     refresh = True
+            if brought:
+                # Only answers with records: one that waited fetch.max.wait.ms for records
+                # says nothing about the round trip.
+                last = self._fetch_latency_ms
+                sample = float(received - sent_ms)
+                self._fetch_latency_ms = sample if last is None else last + 0.2 * (sample - last)
             # Acknowledgements the response did not answer failed with its top-level error.
             code = top or _UNKNOWN_SERVER_ERROR
             for tp, partition_acks in acks.items():
@@ -434,6 +473,7 @@ class ShareConsumeRequestManager:
         acknowledgements: Mapping[int, Mapping[TopicPartition, Acknowledgements]],
         *,
         close: bool = False,
+        deadline_ms: int | None = None,
     ) -> list[Acknowledgements]:
         """Send ``acknowledgements`` (by the node that delivered the records) in ShareAcknowledge
         requests, plus whatever waits in each session; with ``close``, to every broker with a
@@ -441,7 +481,9 @@ class ShareConsumeRequestManager:
         request per share session at a time, so that the epochs stay in order).
         Acknowledgements for a broker without an open session cannot be applied (its records
         were released when the session ended) and complete at once with
-        SHARE_SESSION_NOT_FOUND. Returns the acknowledgements handed in; each completes when
+        SHARE_SESSION_NOT_FOUND. With ``deadline_ms`` (monotonic), a retriable answer sends them
+        again until then (see :meth:`retry_acknowledgements`); closing sends those waiting to
+        be retried along, once. Returns the acknowledgements handed in; each completes when
         settled (see :meth:`take_completed_acknowledgements`)."""
         sends: list[tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]]] = []
         handed: list[Acknowledgements] = []
@@ -449,10 +491,16 @@ class ShareConsumeRequestManager:
             nodes = set(acknowledgements)
             if close:
                 nodes |= set(self._sessions)
+                for _due, node, tp, acks in self._retries:
+                    acks.retry_deadline_ms = None
+                    self._queue_acknowledgements(self._session(node), tp, acks)
+                    nodes.add(node)
+                self._retries = []
             for node in sorted(nodes):
                 handler = self._session(node)
                 for tp, acks in acknowledgements.get(node, {}).items():
                     handed.append(acks)
+                    acks.retry_deadline_ms = None if close else deadline_ms
                     self._queue_acknowledgements(handler, tp, acks)
                 if node in self._in_flight:
                     self._ack_waiting[node] = close or self._ack_waiting.get(node, False)
@@ -537,18 +585,86 @@ class ShareConsumeRequestManager:
                             leaders[tp] = named
                     if partition_acks is None:
                         continue
-                    partition_acks.complete(code, part.get("error_message"))
-                    self._completed_acks.append((tp, partition_acks))
                     settled.add(tp)
+                    if not self._retry_later(node, tp, partition_acks, code):
+                        partition_acks.complete(code, part.get("error_message"))
+                        self._completed_acks.append((tp, partition_acks))
             code = top or _UNKNOWN_SERVER_ERROR
             for tp, partition_acks in acks.items():
-                if tp not in settled:
+                if tp not in settled and not self._retry_later(node, tp, partition_acks, code):
                     partition_acks.complete(code, response.get("error_message"))
                     self._completed_acks.append((tp, partition_acks))
         self._apply_leaders(leaders, response)
         if refresh:
             self._metadata.request_update()
         self._after_response(node)
+
+    def _retry_later(
+        self, node: int, tp: TopicPartition, acks: Acknowledgements, code: int
+    ) -> bool:
+        """Under ``_lock``: whether ``acks``, answered with ``code``, are to be sent again (then
+        they are scheduled after the backoff): a retriable error other than a moved partition,
+        before their deadline, while the member is not closing."""
+        deadline = acks.retry_deadline_ms
+        if (
+            not code
+            or deadline is None
+            or self._closed
+            or code in _NOT_RETRIED
+            or not getattr(Errors.for_code(code), "retriable", False)
+        ):
+            return False
+        now = self._time.monotonic_ms()
+        if now >= deadline:
+            return False
+        acks.attempts += 1
+        acks.error_code = code
+        due = now + self._backoff.backoff(acks.attempts - 1)
+        logger.debug(
+            "acknowledgements of %s answered with retriable error %s (attempt %d): again in %d ms",
+            tp,
+            code,
+            acks.attempts,
+            due - now,
+        )
+        self._retries.append((due, node, tp, acks))
+        return True
+
+    def retry_acknowledgements(self) -> int | None:
+        """Send again the acknowledgements whose retry backoff is over (to a broker with no
+        request in flight), and complete with REQUEST_TIMED_OUT those whose deadline passed.
+        Returns the milliseconds until the next retry is due, or None when none waits."""
+        sends: list[tuple[int, dict[str, Any], dict[TopicPartition, Acknowledgements]]] = []
+        with self._lock:
+            if not self._retries:
+                return None
+            now = self._time.monotonic_ms()
+            waiting: list[tuple[int, int, TopicPartition, Acknowledgements]] = []
+            ready: set[int] = set()
+            for entry in self._retries:
+                due, node, tp, acks = entry
+                deadline = acks.retry_deadline_ms
+                if deadline is not None and now >= deadline:
+                    acks.complete(
+                        _REQUEST_TIMED_OUT,
+                        f"acknowledgements not applied before the timeout after {acks.attempts} "
+                        f"attempts (last error {acks.error_code})",
+                    )
+                    self._completed_acks.append((tp, acks))
+                elif due > now or node in self._in_flight:
+                    waiting.append(entry)
+                else:
+                    self._queue_acknowledgements(self._session(node), tp, acks)
+                    ready.add(node)
+            self._retries = waiting
+            for node in sorted(ready):
+                send = self._build_acknowledge(node, False)
+                if send is not None:
+                    sends.append(send)
+            next_due = min((due for due, *_ in waiting), default=None)
+        for send in sends:
+            self._send_acknowledge(*send)
+        return None if next_due is None else max(0, next_due - now)
 
     def release_sessions(self) -> None:
         """Forget every share session (the member left the group or was fenced): the brokers
