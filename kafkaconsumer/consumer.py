@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import logging
 import re
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -215,13 +216,15 @@ class KafkaConsumer:
 
     # -- single-thread guard (Java acquire/release) ---------------------------------------
     def _acquire(self) -> None:
-        self._guard.acquire()
+        # The caller is the guarded call: its frame ends the entry should its release be
+        # skipped by an interrupt (see ThreadGuard).
+        self._guard.acquire(sys._getframe(1))
 
     def _release(self) -> None:
         self._guard.release()
 
     def _acquire_and_ensure_open(self) -> None:
-        self._acquire()
+        self._guard.acquire(sys._getframe(1))
         if self._closed:
             self._release()
             raise Errors.IllegalStateError("This consumer has already been closed.")

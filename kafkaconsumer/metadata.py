@@ -18,7 +18,9 @@ topics, partitions with leader, leader epoch, replicas, ISR and offline replicas
 
 Transient topics (looked up once, say by ``partitions_for``) are dropped after
 ``metadata.max.idle.ms`` without use. A partition's metadata whose leader epoch is older than the
-epoch already known is ignored (a stale broker must not move the client backwards).
+epoch already known is ignored (a stale broker must not move the client backwards), unless its
+topic id differs from the snapshot's: the topic was recreated, or a rebootstrap dropped the
+snapshot (the epochs seen are kept).
 """
 
 from __future__ import annotations
@@ -471,15 +473,16 @@ class Metadata:
                         if err_cls.retriable or err_cls.invalid_metadata:
                             retry_soon = True
                     continue
+                new_id: uuid.UUID | None = None
                 if isinstance(tid, uuid.UUID) and tid != _ZERO_UUID:
-                    topic_ids[name] = tid
+                    topic_ids[name] = new_id = tid
                 if t.get("is_internal"):
                     internal.append(name)
                 parts = t.get("partitions") or []
                 if not parts:
                     no_partitions.append(name)
                 for p in parts:
-                    info = self._partition_info(name, p, old)
+                    info = self._partition_info(name, p, old, new_id)
                     if info is None:
                         continue
                     if int(p.get("error_code", 0)) == _LEADER_NOT_AVAILABLE or info.leader < 0:
@@ -522,8 +525,21 @@ class Metadata:
         logger.debug("metadata updated: %r", cluster)
 
     def _partition_info(
-        self, topic: str, p: MetadataResponseTopicPartition, old: Cluster
+        self,
+        topic: str,
+        p: MetadataResponseTopicPartition,
+        old: Cluster,
+        topic_id: uuid.UUID | None,
     ) -> PartitionInfo | None:
+        """The partition's entry of the new snapshot: the answer's, or the old snapshot's (None:
+        none) when the answer's leader epoch is older than one already seen for the same topic.
+
+        As in Java's ``Metadata.updateLatestMetadata``, an answer whose topic id (``topic_id``,
+        None when the answer has none) differs from the old snapshot's is taken whatever its
+        epoch: the topic was deleted and recreated, or the old snapshot is gone (a rebootstrap
+        keeps the epochs seen but not the cluster view, which would otherwise drop the
+        partition until a broker reports an epoch as new as the last one seen).
+        """
         index = int(p["partition_index"])
         tp = TopicPartition(topic, index)
         epoch_raw = p.get("leader_epoch", -1)
@@ -540,11 +556,20 @@ class Metadata:
         known = self._last_seen_epochs.get(tp)
         if epoch is not None:
             if known is not None and epoch < known:
-                # A broker with an older view answered: keep what we had (if anything) and look
-                # again soon.
-                logger.debug("metadata: ignoring %s leader epoch %d < %d", tp, epoch, known)
-                self._request_update_locked()
-                return old.partition(tp)
+                if topic_id is None or topic_id == old.topic_id(topic):
+                    # A broker with an older view answered: keep what we had (if anything) and
+                    # look again soon.
+                    logger.debug("metadata: ignoring %s leader epoch %d < %d", tp, epoch, known)
+                    self._request_update_locked()
+                    return old.partition(tp)
+                logger.info(
+                    "metadata: %s leader epoch reset from %d to %d (topic id %s, was %s)",
+                    tp,
+                    known,
+                    epoch,
+                    topic_id,
+                    old.topic_id(topic),
+                )
             self._last_seen_epochs[tp] = epoch
         return info
 

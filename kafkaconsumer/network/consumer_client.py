@@ -456,12 +456,14 @@ class ConsumerNetworkClient:
                 self._fail_expired(now)
         finally:
             fired = self._fire_pending_completions()
+        holder = self._holder
+        if fired and (background or holder not in (0, threading.get_ident())):
+            # What this poll completed (a fetch response buffered, a future done) may be what
+            # a thread that took the lock meanwhile waits for: it looked before the completion
+            # was done (once taken from the queue, it no longer cuts that thread's wait short),
+            # so its wait must end at once.
+            self.client.wakeup()
         if background:
-            if fired:
-                # What this poll completed (a fetch response buffered, a future done) may be
-                # what a thread that took the lock meanwhile is about to wait for: its wait
-                # must end at once.
-                self.client.wakeup()
             # A fatal metadata error is for poll() to raise, not for this thread.
             return
         if self.metadata is not None:

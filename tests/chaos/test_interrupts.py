@@ -7,7 +7,9 @@ good: the heartbeat thread then blocks on it while holding the coordinator lock,
 ``except KeyboardInterrupt: consumer.close()`` never returns. These tests walk the interrupt
 through a sample of the points of a fetching poll and of a first poll that joins the group, and
 check after each that the user's thread holds no engine lock, that another thread can take the
-coordinator and network locks, and that ``close()`` returns within its timeout.
+coordinator and network locks, that the same thread and another one can still call in (the
+single-thread guard was not left owned), and that ``close()`` returns within its timeout, also
+when another thread closes it.
 """
 
 from __future__ import annotations
@@ -87,13 +89,47 @@ def _check_after_interrupt(consumer: Any, where: str) -> None:
     t.start()
     t.join(40)
     assert results == [True] * len(needed), f"{where}: another thread could not take the locks"
+    _check_usable(consumer, where)
 
 
-def _close_in_time(consumer: KafkaConsumer, where: str) -> None:
+def _check_usable(consumer: KafkaConsumer, where: str) -> None:
+    # The guard is free: no call is running, so any thread may call in.
+    consumer.assignment()
+    raised: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            consumer.assignment()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            raised.append(exc)
+
+    t = threading.Thread(target=call)
+    t.start()
+    t.join(40)
+    assert not raised, f"{where}: another thread could not call in: {raised[0]!r}"
+
+
+def _close_in_time(consumer: KafkaConsumer, where: str, elsewhere: bool = False) -> None:
+    """Close on this thread, or on another one when ``elsewhere``."""
     start = time.monotonic()
-    consumer.close(timeout_ms=CLOSE_MS)
+    if elsewhere:
+        raised: list[BaseException] = []
+
+        def close() -> None:
+            try:
+                consumer.close(timeout_ms=CLOSE_MS)
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                raised.append(exc)
+
+        t = threading.Thread(target=close)
+        t.start()
+        t.join(CLOSE_BOUND_S + 30)
+        assert not raised, f"{where}: close() on another thread raised {raised[0]!r}"
+    else:
+        consumer.close(timeout_ms=CLOSE_MS)
     took = time.monotonic() - start
     assert took < CLOSE_BOUND_S, f"{where}: close() took {took:.1f} s"
+    assert consumer._closed, f"{where}: not closed"
 
 
 def test_interrupts_through_fetching_polls(broker: Any, topic: str) -> None:
@@ -138,7 +174,7 @@ def test_interrupts_through_a_joining_poll(broker: Any, topic: str) -> None:
         _close_in_time(probe, "the probe")
         assert points > 100, points
         rng = random.Random(12)
-        for at in sorted(rng.sample(range(1, points + 1), min(10, points))):
+        for n, at in enumerate(sorted(rng.sample(range(1, points + 1), min(10, points)))):
             member = _consumer(broker, group)
             member.subscribe([topic])
             try:
@@ -155,7 +191,10 @@ def test_interrupts_through_a_joining_poll(broker: Any, topic: str) -> None:
                     stop.set()
                     keeper.join(30)
             finally:
-                _close_in_time(member, f"joining poll interrupted at point {at}")
+                # Java lets any thread close a consumer no thread is inside.
+                _close_in_time(
+                    member, f"joining poll interrupted at point {at}", elsewhere=n % 2 == 1
+                )
     finally:
         other.close(timeout_ms=CLOSE_MS)
 

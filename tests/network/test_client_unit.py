@@ -450,6 +450,53 @@ def test_callbacks_run_outside_the_lock(make_client: Factory) -> None:
         assert held == [True]
 
 
+def test_a_completion_fired_after_the_lock_is_let_go_wakes_the_thread_holding_it(
+    bare_client: Callable[[str], ConsumerNetworkClient],
+) -> None:
+    """A response the heartbeat thread received, whose completion it runs after letting go of
+    the lock while the user's thread took the lock and blocked waiting for that very future,
+    ends the user's wait at once."""
+    cnc = bare_client(f"127.0.0.1:{free_port()}")
+    real_poll, real_wakeup = cnc.client.poll, cnc.client.wakeup
+    log: list[str] = []
+    firing, blocked = threading.Event(), threading.Event()
+    response: Future[int] = Future()
+    awaited: Future[int] = Future()
+
+    def poll(timeout_ms: float) -> None:
+        if threading.current_thread() is heartbeat:
+            # The response arrives in the heartbeat thread's poll.
+            cnc._complete(response, 1, None)
+        elif timeout_ms > 0 and firing.is_set():
+            blocked.set()
+        real_poll(timeout_ms)
+
+    def wakeup() -> None:
+        log.append("wakeup")
+        real_wakeup()
+
+    def handle(value: int) -> None:
+        # Run by the heartbeat thread once it let go of the lock: the user's thread takes
+        # the lock and blocks on the future this handler completes.
+        firing.set()
+        assert blocked.wait(30)
+        awaited.success(value)
+        log.append("done")
+
+    response.add_callback(handle)
+    cnc.client.poll = poll  # type: ignore[method-assign]
+    cnc.client.wakeup = wakeup  # type: ignore[method-assign]
+    heartbeat = threading.Thread(target=cnc.poll_no_wakeup)
+    heartbeat.start()
+    try:
+        assert firing.wait(30)
+        assert cnc.poll(timeout_ms=30_000, future=awaited)
+    finally:
+        blocked.set()
+        heartbeat.join(30)
+    assert "done" in log and "wakeup" in log[log.index("done") :], log
+
+
 def test_close_fails_pending_requests() -> None:
     port = free_port()
     cnc = ConsumerNetworkClient(

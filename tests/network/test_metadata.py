@@ -97,6 +97,40 @@ def test_older_leader_epoch_is_ignored() -> None:
     assert md.cluster.leader_for(tp) == 2 and md.cluster.leader_epoch(tp) == 6
 
 
+def test_older_leader_epoch_after_a_rebootstrap_is_taken() -> None:
+    """After a rebootstrap an answer with an older epoch than the last seen one is taken (its
+    topic id is new to the empty snapshot) instead of leaving the partition out."""
+    md = Metadata({})
+    md.update(response(epoch=5, leader=1))
+    tp = TopicPartition("orders", 0)
+    md.rebootstrap()
+    assert md.cluster.partition(tp) is None
+    md.update(response(epoch=3, leader=2))  # a broker whose view is behind the last one seen
+    assert md.cluster.leader_for(tp) == 2 and md.cluster.leader_epoch(tp) == 3
+    assert [p.partition for p in md.cluster.partitions_for_topic("orders") or []] == [0, 1]
+    # The epoch seen is now the answer's: a later older one is ignored again.
+    md.update(response(epoch=2, leader=1))
+    assert md.cluster.leader_for(tp) == 2 and md.cluster.leader_epoch(tp) == 3
+
+
+def test_older_leader_epoch_of_a_recreated_topic_is_taken() -> None:
+    """An answer whose topic id differs from the snapshot's (the topic was recreated) is taken
+    whatever its epoch; one without a topic id is still held to the epoch seen."""
+    md = Metadata({})
+    md.update(response(epoch=5, leader=1))
+    tp = TopicPartition("orders", 0)
+    recreated = uuid.UUID(int=7)
+    md.update(response(epoch=0, leader=2, topic_id=recreated))
+    assert md.cluster.leader_for(tp) == 2 and md.cluster.leader_epoch(tp) == 0
+    assert md.cluster.topic_id("orders") == recreated
+    md.rebootstrap()
+    md.update(response(epoch=5, leader=1))
+    md.rebootstrap()
+    md.update(response(epoch=1, leader=2, topic_id=uuid.UUID(int=0)))  # no topic id
+    assert md.cluster.partition(tp) is None
+    assert md.update_requested()
+
+
 def test_last_seen_epoch_from_fetch_requests_update() -> None:
     md = Metadata({})
     md.update(response(epoch=2))
