@@ -66,6 +66,8 @@ if _ROOT not in sys.path:
 CLIENTS = ("kafkaconsumer", "kafkaconsumer-arrow", "confluent-kafka", "java", "ceiling")
 #: A member of several stops when no record came for this long: the group may be done.
 IDLE_S = 3.0
+# Records read before the measured runs (at most --records): see warm_up().
+WARM_UP_RECORDS = 500_000
 #: How long a member waits for its first record before the idle time starts counting.
 JOIN_GRACE_S = 20.0
 
@@ -357,21 +359,25 @@ def new_group(bootstrap: str) -> str:
     return group
 
 
-def warm_up(bootstrap: str, timeout_s: float = 120.0) -> None:
-    """Read one record through a throwaway share group, so that the broker's first share
-    group (which creates the share-state topic and loads its coordinator: seconds on a fresh
-    broker) is not charged to whichever client runs first."""
+def warm_up(
+    bootstrap: str, records: int = 1, size: int = 10, partitions: int = 1, timeout_s: float = 120.0
+) -> None:
+    """Read ``records`` records through a throwaway share group, so that neither the broker's
+    first share group (which creates the share-state topic and loads its coordinator: seconds
+    on a fresh broker) nor the broker's just-in-time compilation of its share-fetch path is
+    charged to whichever client runs first."""
     from benchmarks.consume import produce
     from kafkaconsumer import KafkaShareConsumer
 
     topic = "bench-share-warmup-" + uuid.uuid4().hex[:8]
-    produce(bootstrap, topic, 1, 1, 10, "none")
+    produce(bootstrap, topic, partitions, records, size, "none")
     group = new_group(bootstrap)
     with KafkaShareConsumer({"bootstrap.servers": bootstrap, "group.id": group}) as c:
         c.subscribe([topic])
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not len(c.poll(timeout_ms=500)):
-            pass
+        seen = 0
+        while time.monotonic() < deadline and seen < records:
+            seen += len(c.poll(timeout_ms=500))
 
 
 def rate(r: dict[str, Any]) -> float:
@@ -449,7 +455,7 @@ def main() -> None:
             from benchmarks.harness.apache_kafka import requested_version
 
             version = requested_version()
-        warm_up(broker.bootstrap)
+        warm_up(broker.bootstrap, min(args.records, WARM_UP_RECORDS), args.size, args.partitions)
         topic = "bench-share-" + uuid.uuid4().hex[:8]
         produce(broker.bootstrap, topic, args.partitions, args.records, args.size, "none")
         print(
