@@ -987,12 +987,13 @@ def test_kafka_python_group_consumer_round_trip() -> None:
             group_id="g",
             auto_offset_reset="earliest",
             enable_auto_commit=False,
+            # On a busy machine kafka-python's leader may assign before its metadata names the
+            # topic's partitions ("No partition metadata for topic t"): it then assigns nothing
+            # and rejoins only once a metadata refresh shows them, by default after 5 minutes.
+            metadata_max_age_ms=1000,
         )
         try:
             got: list[tuple[int, int, bytes]] = []
-            # Bounded by time, not by a count of polls: kafka-python's poll() returns at once
-            # while it looks for the coordinator and joins, which takes longer on a busy
-            # machine.
             deadline = time.monotonic() + 45
             while len(got) < 4 and time.monotonic() < deadline:
                 for tp, records in consumer.poll(timeout_ms=200).items():
