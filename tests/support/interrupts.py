@@ -30,6 +30,16 @@ _GENERATOR_FLAGS = 0x20 | 0x80 | 0x200
 
 _OFFSETS: dict[tuple[CodeType, str], frozenset[int]] = {}
 
+# The callbacks of weak containers (a WeakSet drops a dead member: threading keeps its threads
+# in one) and finalizers run whenever an object dies, at no fixed point of the traced call, and
+# an exception raised in them is swallowed as unraisable, never seen by the call: their points
+# are not counted.
+_WEAK_CALLBACK_FILES = ("_weakrefset.py", "weakref.py")
+
+
+def _runs_when_an_object_dies(code: CodeType) -> bool:
+    return code.co_name == "__del__" or code.co_filename.endswith(_WEAK_CALLBACK_FILES)
+
 
 def _offsets(code: CodeType, opname: str) -> frozenset[int]:
     key = (code, opname)
@@ -63,8 +73,10 @@ def run_interrupted_at(fn: Callable[[], Any], at: int) -> tuple[bool, int, str]:
     def trace(frame: FrameType, event: str, arg: Any) -> Any:
         if done or threading.get_ident() != me:
             return None
-        frame.f_trace_opcodes = True
         code = frame.f_code
+        if _runs_when_an_object_dies(code):
+            return None
+        frame.f_trace_opcodes = True
         if event == "call":
             point(lambda: f"start of {code.co_name} ({code.co_filename}:{frame.f_lineno})")
         elif event == "return":
@@ -86,6 +98,8 @@ def run_interrupted_at(fn: Callable[[], Any], at: int) -> tuple[bool, int, str]:
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
         if done or event != "c_return" or threading.get_ident() != me:
+            return
+        if _runs_when_an_object_dies(frame.f_code):
             return
         point(
             lambda: (
