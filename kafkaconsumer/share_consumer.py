@@ -387,8 +387,9 @@ class KafkaShareConsumer:
         try:
             self._settle_delivered()
             timer = self._timer(timeout_ms)
+            pending = self._take_pending()
             handed = self._fetch.send_acknowledgements(
-                self._take_pending(), deadline_ms=self._time.monotonic_ms() + timer.remaining_ms
+                pending, deadline_ms=self._time.monotonic_ms() + timer.remaining_ms
             )
             while not all(a.completed for a in handed) and timer.not_expired():
                 wait = min(timer.remaining_ms, _POLL_SLICE_MS)
@@ -397,7 +398,16 @@ class KafkaShareConsumer:
                 timer.update()
             # Those still waiting for a retry when the time ran out fail now.
             self._fetch.retry_acknowledgements()
-            return self._fire_callbacks()
+            results = self._fire_callbacks()
+            # Those still unanswered (a request in flight when the time ran out) are reported
+            # as timed out here; the broker's answer reaches the callback when it comes.
+            for by_partition in pending.values():
+                for tp, acks in by_partition.items():
+                    if not acks.completed and tp not in results:
+                        results[tp] = Errors.RequestTimedOutError(
+                            f"acknowledgements of {tp} not answered within the timeout"
+                        )
+            return results
         finally:
             self._release()
 
