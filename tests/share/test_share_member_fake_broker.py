@@ -5,6 +5,7 @@ deadline."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -201,6 +202,33 @@ def test_commit_sync_reports_a_timeout_when_retriable_errors_outlast_it(
         result = c.commit_sync(timeout_ms=500)
         assert isinstance(result[TopicPartition(TOPIC, 0)], RequestTimedOutError)
         assert len(cluster.requests(ApiKey.SHARE_ACKNOWLEDGE)) >= 2
+
+
+def test_commit_sync_reports_a_timeout_when_the_answer_is_still_in_flight(
+    cluster: FakeCluster,
+) -> None:
+    """commit_sync() whose time runs out while the broker has not answered reports the
+    partition's acknowledgements as timed out; the answer, when it comes, reaches the
+    callback."""
+    c, tid = _member_with_records(cluster)
+    with c:
+        outcomes: list[tuple[Any, Any]] = []
+        c.set_acknowledgement_commit_callback(
+            lambda offsets, error: outcomes.append((offsets, error))
+        )
+
+        def slow(_n: Any, _h: Any, _b: Any) -> dict[str, Any]:
+            time.sleep(1.0)
+            return _acknowledge_answer(tid, 0)
+
+        cluster.on(ApiKey.SHARE_ACKNOWLEDGE, slow)
+        result = c.commit_sync(timeout_ms=300)
+        assert isinstance(result[TopicPartition(TOPIC, 0)], RequestTimedOutError)
+        assert outcomes == []
+        deadline = time.monotonic() + 10
+        while not outcomes and time.monotonic() < deadline:
+            c.commit_sync(timeout_ms=200)
+        assert outcomes == [({TopicPartition(TOPIC, 0): {0, 1, 2}}, None)]
 
 
 def test_a_moved_partition_is_not_retried(cluster: FakeCluster) -> None:
