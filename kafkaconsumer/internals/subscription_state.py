@@ -636,6 +636,26 @@ class SubscriptionState:
             if missing:
                 raise NoOffsetForPartitionError(missing)
 
+    def _ready_after_backoff(
+        self, awaiting: Callable[[TopicPartitionState], bool], now_ms: int
+    ) -> tuple[list[TopicPartition], bool, int | None]:
+        """Under ``_lock``: the partitions ``awaiting`` something and not in retry backoff,
+        whether any awaits it, and the earliest end of a backoff among those that wait."""
+        ready: list[TopicPartition] = []
+        waiting = False
+        earliest: int | None = None
+        for tp, st in self._assignment.items():
+            if not awaiting(st):
+                continue
+            waiting = True
+            if st.awaiting_retry_backoff(now_ms):
+                retry = st.next_retry_time_ms
+                if retry is not None and (earliest is None or retry < earliest):
+                    earliest = retry
+            else:
+                ready.append(tp)
+        return ready, waiting, earliest
+
     def partitions_needing_reset(self, now_ms: int) -> list[TopicPartition]:
         """AWAIT_RESET partitions not in retry backoff."""
         with self._lock:
@@ -650,17 +670,7 @@ class SubscriptionState:
             ):
                 return []
             mark = (TopicPartitionState.last_transition, self._assignment)
-            ready: list[TopicPartition] = []
-            earliest: int | None = None
-            for tp, st in self._assignment.items():
-                if not st.awaiting_reset:
-                    continue
-                if st.awaiting_retry_backoff(now_ms):
-                    retry = st.next_retry_time_ms
-                    if retry is not None and (earliest is None or retry < earliest):
-                        earliest = retry
-                else:
-                    ready.append(tp)
+            ready, _, earliest = self._ready_after_backoff(lambda st: st.awaiting_reset, now_ms)
             if not ready:
                 self._no_reset_until = (mark, earliest)
             return ready
@@ -679,19 +689,9 @@ class SubscriptionState:
             ):
                 return []
             mark = (TopicPartitionState.last_transition, self._assignment)
-            ready: list[TopicPartition] = []
-            waiting = False
-            earliest: int | None = None
-            for tp, st in self._assignment.items():
-                if not st.awaiting_validation:
-                    continue
-                waiting = True
-                if st.awaiting_retry_backoff(now_ms):
-                    retry = st.next_retry_time_ms
-                    if retry is not None and (earliest is None or retry < earliest):
-                        earliest = retry
-                else:
-                    ready.append(tp)
+            ready, waiting, earliest = self._ready_after_backoff(
+                lambda st: st.awaiting_validation, now_ms
+            )
             if not waiting:
                 self._none_validating_at = mark
             elif not ready:
