@@ -240,6 +240,56 @@ def test_poll_stops_at_the_byte_bound_and_continues_exactly() -> None:
         assert position is not None and position.offset == 120
 
 
+def test_two_buffered_responses_are_handed_out_as_slices_not_concatenations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With two responses of the same partitions buffered, a poll hands out the first one's
+    rows (one slice of the columns they were decoded into) and the next poll the second's:
+    joining a partition's second piece to the others would copy the whole batch."""
+    if not arrow.builder_available():
+        pytest.skip("needs the Cython Arrow decoder")
+
+    def no_copy(batches: Any) -> Any:
+        raise AssertionError(f"poll_arrow concatenated {len(batches)} batches")
+
+    monkeypatch.setattr(arrow, "concat_batches", no_copy)
+    f, client, subs = _fetcher()
+    try:
+        first = {tp: _data(tp, batches=1, codec="none") for tp in PARTITIONS}
+        client.sent[0][2].success(response({tp: (d, 80) for tp, d in first.items()}))
+        assert f.send_fetches() == 1  # the prefetch from where the buffered data ends
+        second = {
+            tp: encode_batch(
+                [(None, b"%d-%d" % (tp.partition, 40 + i), [], 2000 + i) for i in range(40)],
+                base_offset=40,
+            )
+            for tp in PARTITIONS
+        }
+        client.sent[1][2].success(response({tp: (d, 80) for tp, d in second.items()}))
+        sizes: list[int] = []
+        seen: list[tuple[int, int]] = []
+        while True:
+            fetch = f.collect_fetch(100_000, ArrowDecoder())
+            if fetch.is_empty():
+                break
+            joined = arrow.join_records(list(fetch.records.values()), False)
+            sizes.append(joined.num_rows)
+            seen.extend(
+                zip(
+                    joined.column("partition").to_pylist(),
+                    joined.column("offset").to_pylist(),
+                    strict=True,
+                )
+            )
+    finally:
+        f.close()
+    assert sizes == [240, 240]
+    assert sorted(seen) == [(tp.partition, o) for tp in PARTITIONS for o in range(80)]
+    for tp in PARTITIONS:
+        position = subs.position(tp)
+        assert position is not None and position.offset == 80
+
+
 def test_decode_threads_key_is_checked_at_construction() -> None:
     base = {"bootstrap.servers": "localhost:9092"}
     with pytest.raises(ConfigError, match="arrow.decode.threads"):

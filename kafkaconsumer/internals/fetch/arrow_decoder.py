@@ -159,8 +159,11 @@ class ArrowDecoder:
         free, not stale partitions. Each keeps its result (``predecoded``) for
         :meth:`decode`; on any decoding error nothing is kept and the loop decodes each
         partition alone, raising where it would. Returns how many records the collect may
-        hand out: ``want``, or fewer when ``arrow.poll.max.bytes`` stopped the decoding (the
-        partitions decoded until then).
+        hand out: ``want``, or fewer when the decoding stopped early (the partitions decoded
+        until then): at ``arrow.poll.max.bytes``, at a second piece of a partition after
+        another partition's (the rows are handed out grouped by partition, so the batch would
+        otherwise not be one slice of the columns), or at the end of what was buffered when
+        the decoding started.
         """
         max_records = want
         buffer = collector.buffer
@@ -181,6 +184,11 @@ class ArrowDecoder:
         )
         expected: dict[TopicPartition, int] = {}
         chosen: list[tuple[CompletedFetch, int, int, int, bool]] = []
+        # The partitions in the builder, and the last one: poll_arrow() groups its rows by
+        # partition, so a second piece of a partition decoded after another partition's rows
+        # would make the batch a concatenation (a copy of every row) instead of a slice.
+        in_builder: set[TopicPartition] = set()
+        last_tp: TopicPartition | None = None
         builder = None
         decoded_bytes = 0
         limit = max_records
@@ -204,6 +212,11 @@ class ArrowDecoder:
             position = subs.position(tp) if subs.is_fetchable(tp) else None
             if position is None or cf.fetch_offset != expected.get(tp, position.offset):
                 continue
+            if shared and tp != last_tp and tp in in_builder:
+                # That piece waits for the next poll (while a fetch's partitions drain, two
+                # responses are buffered, and each poll would otherwise copy its batch).
+                limit = max_records - want
+                break
             if ahead is not None:
                 ahead.before(cf)
             ready = _taken(cf)
@@ -241,8 +254,16 @@ class ArrowDecoder:
                     return max_records
                 chosen.append((cf, start, rows, next_offset, partial))
                 decoded_bytes = builder.data_bytes
+                in_builder.add(tp)
+                last_tp = tp
             expected[tp] = max(next_offset, cf.fetch_offset)
             want -= rows
+        else:
+            if builder is not None and want > 0:
+                # Every buffered partition is decoded: a response landing meanwhile (the
+                # network thread appends while this poll decodes) waits for the next poll,
+                # whose columns it starts, instead of joining this batch by a copy.
+                limit = max_records - want
         if builder is None:
             return limit
         try:
