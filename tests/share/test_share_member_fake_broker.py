@@ -231,6 +231,36 @@ def test_commit_sync_reports_a_timeout_when_the_answer_is_still_in_flight(
         assert outcomes == [({TopicPartition(TOPIC, 0): {0, 1, 2}}, None)]
 
 
+def test_a_retriable_answer_after_the_deadline_completes_as_a_timeout(
+    cluster: FakeCluster,
+) -> None:
+    """A retriable error answered only after commit_sync()'s deadline is not sent again: the
+    acknowledgements complete as timed out (the retries ran out of time), not with the
+    broker's retriable error."""
+    c, tid = _member_with_records(cluster)
+    with c:
+        outcomes: list[tuple[Any, Any]] = []
+        c.set_acknowledgement_commit_callback(
+            lambda offsets, error: outcomes.append((offsets, error))
+        )
+
+        def late(_n: Any, _h: Any, _b: Any) -> dict[str, Any]:
+            time.sleep(0.6)
+            return _acknowledge_answer(tid, 14)
+
+        cluster.on(ApiKey.SHARE_ACKNOWLEDGE, late)
+        result = c.commit_sync(timeout_ms=200)
+        assert isinstance(result[TopicPartition(TOPIC, 0)], RequestTimedOutError)
+        deadline = time.monotonic() + 10
+        while not outcomes and time.monotonic() < deadline:
+            c.commit_sync(timeout_ms=200)
+        assert len(outcomes) == 1
+        offsets, error = outcomes[0]
+        assert offsets == {TopicPartition(TOPIC, 0): {0, 1, 2}}
+        assert isinstance(error, RequestTimedOutError)
+        assert len(cluster.requests(ApiKey.SHARE_ACKNOWLEDGE)) == 1
+
+
 def test_a_moved_partition_is_not_retried(cluster: FakeCluster) -> None:
     """commit_sync() does not send again acknowledgements answered with NOT_LEADER_OR_FOLLOWER
     (the records' locks went with the leadership): it reports the error at once."""

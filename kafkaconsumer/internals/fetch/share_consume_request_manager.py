@@ -602,9 +602,11 @@ class ShareConsumeRequestManager:
     def _retry_later(
         self, node: int, tp: TopicPartition, acks: Acknowledgements, code: int
     ) -> bool:
-        """Under ``_lock``: whether ``acks``, answered with ``code``, are to be sent again (then
-        they are scheduled after the backoff): a retriable error other than a moved partition,
-        before their deadline, while the member is not closing."""
+        """Under ``_lock``: whether ``acks``, answered with ``code``, are taken care of here: a
+        retriable error other than a moved partition, while the member is not closing, is
+        scheduled again after the backoff before their deadline, and completes them with
+        REQUEST_TIMED_OUT once it has passed (the retries ran out of time, whichever answer came
+        last). False: the caller completes them with ``code``."""
         deadline = acks.retry_deadline_ms
         if (
             not code
@@ -616,7 +618,13 @@ class ShareConsumeRequestManager:
             return False
         now = self._time.monotonic_ms()
         if now >= deadline:
-            return False
+            acks.complete(
+                _REQUEST_TIMED_OUT,
+                f"acknowledgements not applied before the timeout after {acks.attempts + 1} "
+                f"attempts (last error {code})",
+            )
+            self._completed_acks.append((tp, acks))
+            return True
         acks.attempts += 1
         acks.error_code = code
         due = now + self._backoff.backoff(acks.attempts - 1)
