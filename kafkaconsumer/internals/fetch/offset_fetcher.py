@@ -110,7 +110,7 @@ class OffsetFetcher:
 
     Thread-safety: called from the user's thread; response callbacks may run on whichever
     thread polls the network client, so the little shared state (the cached reset error) is
-    guarded by a lock, as are the per-partition failure counts of the retry backoff.
+    guarded by a lock.
     SubscriptionState is itself thread-safe.
     """
 
@@ -130,15 +130,20 @@ class OffsetFetcher:
         self._subscriptions = subscriptions
         self._time = time if time is not None else SYSTEM_TIME
         self._request_timeout_ms = int(config_value(config, "request.timeout.ms"))
-        # KIP-580: each consecutive failure of a partition's reset or validation (and each
-        # round of a blocking lookup) waits longer, from retry.backoff.ms up to its max.
+        # A partition whose reset or validation failed is retried after retry.backoff.ms, the
+        # same wait each time, as Java's OffsetFetcherUtils does: a leader that has just taken
+        # over answers UNKNOWN_LEADER_EPOCH or NOT_LEADER a few times in a row while it catches
+        # up, and a growing wait (100, 200, 400, 800 ms) kept the partition from fetching for
+        # up to a second after the leader was ready.
+        self._retry_backoff_ms = int(config_value(config, "retry.backoff.ms"))
+        # KIP-580: each round of a blocking lookup waits longer, from retry.backoff.ms up to
+        # its max.
         self._backoff = ExponentialBackoff(
             int(config_value(config, "retry.backoff.ms")),
             2.0,
             int(config_value(config, "retry.backoff.max.ms")),
             0.2,
         )
-        self._failures: dict[TopicPartition, int] = {}  # guarded by _lock
         self._isolation = (
             _READ_COMMITTED if config.get("isolation.level") == "read_committed" else 0
         )
@@ -151,19 +156,8 @@ class OffsetFetcher:
 
     # -- helpers -------------------------------------------------------------------------
     def _retry_later(self, partitions: Iterable[TopicPartition], now: int) -> None:
-        """Back the partitions' next reset or validation off, longer per consecutive failure."""
-        with self._lock:
-            deadlines = {}
-            for tp in partitions:
-                failures = self._failures.get(tp, 0)
-                self._failures[tp] = failures + 1
-                deadlines[tp] = now + self._backoff.backoff(failures)
-        for tp, deadline in deadlines.items():
-            self._subscriptions.request_failed([tp], deadline)
-
-    def _succeeded(self, tp: TopicPartition) -> None:
-        with self._lock:
-            self._failures.pop(tp, None)
+        """Back the partitions' next reset or validation off by retry.backoff.ms."""
+        self._subscriptions.request_failed(partitions, now + self._retry_backoff_ms)
 
     def _leader(self, tp: TopicPartition) -> LeaderAndEpoch:
         return current_leader(self._metadata.cluster, tp)
@@ -534,7 +528,6 @@ class OffsetFetcher:
                     "resetting offset for %s to position %d (%s)", tp, offset, strategies[tp].value
                 )
                 self._subscriptions.maybe_seek_unvalidated(tp, position, strategies[tp])
-                self._succeeded(tp)
 
         return on_success
 
@@ -655,7 +648,6 @@ class OffsetFetcher:
                     answered.add(tp)
                     code = part.get("error_code", 0)
                     if code == 0:
-                        self._succeeded(tp)
                         trunc = subs.maybe_complete_validation(
                             tp,
                             pos,
