@@ -247,6 +247,43 @@ class FetchCollector:
         cf.drain()
         return 0
 
+    def _leader_moved(self, cf: CompletedFetch, error: int) -> None:
+        """``cf`` says its partition is no longer served where it was fetched from."""
+        logger.debug(
+            "fetch of %s failed with %s; refreshing metadata", cf.tp, Errors.for_code(error).name
+        )
+        self.subscriptions.clear_preferred_read_replica(cf.tp)
+        self._metadata.request_update()
+
+    def retire_moved_leader_errors(self) -> int:
+        """Drop the buffered answers that only say a partition is no longer served where it
+        was fetched from, once its position points elsewhere (at the new leader a hint or a
+        refresh named); returns how many. ``poll()`` would drop them the same way when it
+        reached them; until then the partition counts as buffered and is not fetched, so a
+        blocking call that keeps the fetch state moving while it waits calls this before it
+        sends fetches. No record is handed out and no position moves.
+        """
+        buffer = self.buffer
+        subs = self.subscriptions
+        retired: list[tuple[CompletedFetch, int]] = []
+        with buffer.lock:
+            for cf in buffer:
+                if cf.initialized:
+                    continue
+                error = cf.partition_data.get("error_code", 0)
+                if error not in REFRESH_METADATA:
+                    continue
+                position = subs.position(cf.tp) if subs.is_assigned(cf.tp) else None
+                if position is not None and position.current_leader.leader == cf.node:
+                    continue  # the position still points there: poll() decides
+                retired.append((cf, error))
+            for cf, _ in retired:
+                buffer.remove(cf)
+        for cf, error in retired:
+            cf.drain()
+            self._leader_moved(cf, error)
+        return len(retired)
+
     def _record_consumed(self, cf: CompletedFetch, subs: SubscriptionState) -> None:
         # Once per partition response, when its last record is handed out: per-slice updates
         # cost more than the slices. (Bytes and records go per response: the aggregator.)
@@ -296,11 +333,7 @@ class FetchCollector:
             return cf
         cf.drain()
         if error in REFRESH_METADATA:
-            logger.debug(
-                "fetch of %s failed with %s; refreshing metadata", tp, Errors.for_code(error).name
-            )
-            subs.clear_preferred_read_replica(tp)
-            self._metadata.request_update()
+            self._leader_moved(cf, error)
         elif error == _OFFSET_OUT_OF_RANGE:
             cleared = subs.clear_preferred_read_replica(tp)
             if cleared is not None:

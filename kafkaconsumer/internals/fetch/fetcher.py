@@ -735,6 +735,11 @@ class Fetcher:
             self._object_decoder if decoder is None else decoder, max_records
         )
 
+    def retire_moved_leader_errors(self) -> int:
+        """Drop buffered leader-moved answers of partitions whose position points elsewhere
+        now (:meth:`FetchCollector.retire_moved_leader_errors`); user's thread."""
+        return self._collector.retire_moved_leader_errors()
+
     # -- housekeeping --------------------------------------------------------------------
     def clear_buffered_data_for_unassigned_partitions(
         self, assigned: Iterable[TopicPartition]
