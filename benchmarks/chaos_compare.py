@@ -130,6 +130,7 @@ class LibrdkafkaMember(Member):
                     self._ledger.on_delivery(self.member, int(value))
                     offsets[(topic, partition)] = offset + 1
                 if offsets:
+                    began = time.monotonic()
                     try:
                         consumer.commit(
                             offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
@@ -137,6 +138,7 @@ class LibrdkafkaMember(Member):
                         )
                     except KafkaException as exc:
                         self.errors.append(f"commit: {exc!r}")
+                    self.commits.append((began, time.monotonic() - began))
         except BaseException as exc:
             self.crashed = exc
         finally:
@@ -187,7 +189,9 @@ def _row(name: str, client: str, run: Callable[[], Outcome]) -> Row:
     except AssertionError as exc:
         print(f"{client}: {name}: FAILED {exc}", flush=True)
         return (name, client, float("nan"), float("nan"), -1)
-    print(out.line(), flush=True)
+    started, healed = out.fault_window
+    longest = max(m.longest_commit(started - 1, healed) for m in out.members)
+    print(f"{out.line()}; longest commit begun in the fault window {longest:.2f} s", flush=True)
     return (name, client, out.recovery_s, out.worst_delay_s, len(out.duplicates))
 
 
