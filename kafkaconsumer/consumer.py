@@ -483,15 +483,15 @@ class KafkaConsumer:
     def _advance_fetch_state(self) -> float | None:
         """``poll()``'s work on the fetch state short of handing records out, run between the
         network waits of a blocking call (see :meth:`_keep_fetching`): positions follow moved
-        leaders and are validated, due resets are sent, answers that only said a leader moved
-        are dropped once the position follows it, and due fetches go out. Committed-offset
+        leaders and are validated, due resets are sent, buffered answers without records (a
+        leader moved, a long poll ended empty) are dropped, and due fetches go out. Committed-offset
         lookups and errors are left to ``poll()``. Returns the longest the wait may last
         before this runs again (``retry.backoff.ms`` while a position is pending, as in
         ``poll()``), else None."""
         all_positions = self._validate_positions(raise_error=False)
         if not all_positions:
             self._offset_fetcher.reset_positions_if_needed(raise_error=False)
-        self._fetcher.retire_moved_leader_errors()
+        self._fetcher.retire_answers_without_records()
         self._fetcher.send_fetches()
         return None if all_positions else float(self._retry_backoff_ms)
 

@@ -364,6 +364,20 @@ def _fetched_from(cluster: FakeCluster, node: int, partition: int, offset: int) 
     )
 
 
+def _move_leader_behind_a_held_fetch(cluster: FakeCluster, partition: int, offset: int) -> int:
+    """Once the leader holds a caught-up fetch of ``partition`` at ``offset`` (answered empty
+    when its wait ends), move the leadership to the other node and append a record there;
+    returns the new leader."""
+    old_leader = cluster.leader(TOPIC, partition)[0]
+    deadline = time.monotonic() + 10
+    while not _fetched_from(cluster, old_leader, partition, offset):
+        assert time.monotonic() < deadline, "the caught-up fetch was never sent"
+        time.sleep(0.01)
+    cluster.set_leader(TOPIC, partition, 1 - old_leader)
+    cluster.append(TOPIC, partition, [(b"k", b"after-move")])
+    return 1 - old_leader
+
+
 def _loading_until_fetched(
     cluster: FakeCluster, api_key: int, node: int, partition: int, offset: int
 ) -> Any:
@@ -381,8 +395,9 @@ def _loading_until_fetched(
 
 def test_commit_sync_follows_a_moved_leader_while_it_waits(cluster: FakeCluster, make: Any) -> None:
     """A partition's leader moves while commit_sync() waits for a coordinator that is still
-    loading: the validation at the new leader (OffsetForLeaderEpoch) and the fetch from it go
-    out during that wait (the coordinator only takes the commit once that fetch arrived), so
+    loading (the old leader answers the fetch it holds empty, the next one NOT_LEADER with the
+    new leader): the validation at the new leader (OffsetForLeaderEpoch) and the fetch from it
+    go out during that wait (the coordinator only takes the commit once that fetch arrived), so
     the first poll() after the commit hands out the new record at once, without a request of
     its own; nothing is handed out before that poll()."""
     c = make(group_id="g", max_poll_records=5, auto_offset_reset="earliest")
@@ -394,8 +409,7 @@ def test_commit_sync_follows_a_moved_leader_while_it_waits(cluster: FakeCluster,
         ApiKey.OFFSET_COMMIT,
         _loading_until_fetched(cluster, ApiKey.OFFSET_COMMIT, new_leader, 0, 15),
     )
-    cluster.set_leader(TOPIC, 0, new_leader)
-    cluster.append(TOPIC, 0, [(b"k", b"after-move")])
+    _move_leader_behind_a_held_fetch(cluster, 0, 15)
     c.commit_sync({tp: OffsetAndMetadata(15, "")}, timeout_ms=20_000)
     assert cluster.committed("g")[(TOPIC, 0)][0] == 15
     assert cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH, node_id=new_leader)
@@ -420,8 +434,7 @@ def test_committed_lookup_follows_a_moved_leader_while_it_waits(
         ApiKey.OFFSET_FETCH,
         _loading_until_fetched(cluster, ApiKey.OFFSET_FETCH, new_leader, 0, 15),
     )
-    cluster.set_leader(TOPIC, 0, new_leader)
-    cluster.append(TOPIC, 0, [(b"k", b"after-move")])
+    _move_leader_behind_a_held_fetch(cluster, 0, 15)
     assert c.committed([tp], timeout_ms=20_000) == {tp: None}
     assert c.position(tp) == 15
     assert cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH, node_id=new_leader)

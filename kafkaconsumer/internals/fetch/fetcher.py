@@ -735,10 +735,11 @@ class Fetcher:
             self._object_decoder if decoder is None else decoder, max_records
         )
 
-    def retire_moved_leader_errors(self) -> int:
-        """Drop buffered leader-moved answers of partitions whose position points elsewhere
-        now (:meth:`FetchCollector.retire_moved_leader_errors`); user's thread."""
-        return self._collector.retire_moved_leader_errors()
+    def retire_answers_without_records(self) -> int:
+        """Drop buffered answers that bring nothing to hand out, so that their partitions can
+        be fetched again (:meth:`FetchCollector.retire_answers_without_records`); user's
+        thread."""
+        return self._collector.retire_answers_without_records()
 
     # -- housekeeping --------------------------------------------------------------------
     def clear_buffered_data_for_unassigned_partitions(
