@@ -15,9 +15,18 @@ delivered twice. Not in CI; numbers are for the report, never asserted.
 ::
 
     python -m benchmarks.chaos_compare [--faults network|broker|all] [--rounds 1] [--only TEXT]
+                                       [--fault-delay 1.0] [--seed N]
 
 ``--only`` keeps the faults whose name contains ``TEXT`` (``--only SIGKILL``: the killed
-leader alone).
+leader alone; repeat it to keep several).
+
+Each fault starts a random time, uniform between 0 and ``--fault-delay`` seconds (default 1),
+after the group is seen consuming steadily. That moment is when a member has just been handed
+records and is about to commit, so without the delay every run would catch the members at the
+same point of their poll-and-commit loop, which favours whichever client that point suits.
+The delays come from a generator seeded with ``--seed`` (printed at the start, drawn at random
+when not given), so a run can be repeated with the same delays; each run's delay is printed
+with it.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import random
 import sys
 import threading
 import time
@@ -120,6 +130,7 @@ class LibrdkafkaMember(Member):
                     self._ledger.on_delivery(self.member, int(value))
                     offsets[(topic, partition)] = offset + 1
                 if offsets:
+                    began = time.monotonic()
                     try:
                         consumer.commit(
                             offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
@@ -127,6 +138,7 @@ class LibrdkafkaMember(Member):
                         )
                     except KafkaException as exc:
                         self.errors.append(f"commit: {exc!r}")
+                    self.commits.append((began, time.monotonic() - began))
         except BaseException as exc:
             self.crashed = exc
         finally:
@@ -177,18 +189,34 @@ def _row(name: str, client: str, run: Callable[[], Outcome]) -> Row:
     except AssertionError as exc:
         print(f"{client}: {name}: FAILED {exc}", flush=True)
         return (name, client, float("nan"), float("nan"), -1)
-    print(out.line(), flush=True)
+    started, healed = out.fault_window
+    longest = max(m.longest_commit(started - 1, healed) for m in out.members)
+    print(f"{out.line()}; longest commit begun in the fault window {longest:.2f} s", flush=True)
     return (name, client, out.recovery_s, out.worst_delay_s, len(out.duplicates))
 
 
-def network_rows(rounds: int, only: str = "") -> list[Row]:
-    """The proxy faults on one node (those whose name contains ``only``), each with both
-    clients."""
+def _kept(name: str, only: Collection[str]) -> bool:
+    return not only or any(text in name for text in only)
+
+
+def _no_delay() -> float:
+    return 0.0
+
+
+def _announce(client: str, name: str, delay: float) -> None:
+    print(f"{client}: {name}: fault {delay:.2f} s after the group consumed steadily", flush=True)
+
+
+def network_rows(
+    rounds: int, only: Collection[str] = (), delays: Callable[[], float] = _no_delay
+) -> list[Row]:
+    """The proxy faults on one node (those whose name contains a text of ``only``; all when
+    empty), each with both clients, each fault ``delays()`` s after the group consumes."""
     rows: list[Row] = []
     with ProxiedKafkaCluster(brokers=1) as cluster:
         for _ in range(rounds):
             for name, a_extra, fault in _faults(cluster):
-                if only not in name:
+                if not _kept(name, only):
                     continue
                 for client, cls in CLIENTS:
                     topic = unique_name("cmp")
@@ -199,7 +227,8 @@ def network_rows(rounds: int, only: str = "") -> list[Row]:
                         member_config(cluster.bootstrap_servers, group, "b"),
                         member_config(cluster.bootstrap_servers, group, "c"),
                     ]
-
+                    delay = delays()
+                    _announce(client, name, delay)
                     run = functools.partial(
                         run_scenario,
                         f"{client}: {name}",
@@ -208,6 +237,7 @@ def network_rows(rounds: int, only: str = "") -> list[Row]:
                         configs=configs,
                         fault=fault,
                         member_cls=cls,
+                        fault_delay_s=delay,
                     )
                     try:
                         rows.append(_row(name, client, run))
@@ -216,22 +246,28 @@ def network_rows(rounds: int, only: str = "") -> list[Row]:
     return rows
 
 
-def _broker_outcome(cluster: Any, name: str, build: Any, cls: type[Member]) -> Outcome:
-    return run_broker_fault(cluster, name, build, cls)[0]
+def _broker_outcome(
+    cluster: Any, name: str, build: Any, cls: type[Member], delay: float
+) -> Outcome:
+    return run_broker_fault(cluster, name, build, cls, fault_delay_s=delay)[0]
 
 
-def broker_rows(rounds: int, only: str = "") -> list[Row]:
-    """The broker faults on three brokers (those whose name contains ``only``), each with both
-    clients; the cluster is healed (stopped brokers started, ISRs full) between runs."""
+def broker_rows(
+    rounds: int, only: Collection[str] = (), delays: Callable[[], float] = _no_delay
+) -> list[Row]:
+    """The broker faults on three brokers (selected as :func:`network_rows` does), each with
+    both clients; the cluster is healed (stopped brokers started, ISRs full) between runs."""
     rows: list[Row] = []
     with KafkaCluster(brokers=3, racks=True) as cluster:
         for _ in range(rounds):
             for name, build in BROKER_FAULTS:
-                if only not in name:
+                if not _kept(name, only):
                     continue
                 for client, cls in CLIENTS:
+                    delay = delays()
+                    _announce(client, name, delay)
                     run = functools.partial(
-                        _broker_outcome, cluster, f"{client}: {name}", build, cls
+                        _broker_outcome, cluster, f"{client}: {name}", build, cls, delay
                     )
                     try:
                         rows.append(_row(name, client, run))
@@ -245,13 +281,35 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--faults", choices=("network", "broker", "all"), default="all")
-    ap.add_argument("--only", default="", help="run the faults whose name contains this")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="run the faults whose name contains this (repeat it to keep several)",
+    )
+    ap.add_argument(
+        "--fault-delay",
+        type=float,
+        default=1.0,
+        help="start each fault a random time up to this many seconds after the group "
+        "consumes steadily (0: at once)",
+    )
+    ap.add_argument("--seed", type=int, default=None, help="seed of the fault delays")
     args = ap.parse_args(argv)
+    if args.fault_delay < 0:
+        ap.error("--fault-delay must be >= 0")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    print(f"fault delays: uniform 0-{args.fault_delay:g} s, seed {seed}", flush=True)
+    rng = random.Random(seed)
+
+    def delays() -> float:
+        return rng.uniform(0.0, args.fault_delay)
+
     rows: list[Row] = []
     if args.faults in ("network", "all"):
-        rows += network_rows(args.rounds, args.only)
+        rows += network_rows(args.rounds, args.only, delays)
     if args.faults in ("broker", "all"):
-        rows += broker_rows(args.rounds, args.only)
+        rows += broker_rows(args.rounds, args.only, delays)
     print("\n| fault | client | recovery after heal (s) | worst record delay (s) | twice |")
     print("|---|---|---|---|---|")
     for name, client, rec, worst, dup in rows:

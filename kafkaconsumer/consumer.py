@@ -16,6 +16,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from kafkaconsumer import errors as Errors
@@ -461,8 +462,7 @@ class KafkaConsumer:
         return self._update_fetch_positions(timer)
 
     def _update_fetch_positions(self, timer: Timer) -> bool:
-        self._offset_fetcher.validate_positions_if_needed()
-        self._cached_all_positions = self._subscriptions.has_all_fetch_positions()
+        self._cached_all_positions = self._validate_positions(raise_error=True)
         if self._cached_all_positions:
             return True
         if (
@@ -473,6 +473,33 @@ class KafkaConsumer:
         self._subscriptions.reset_initializing_positions()
         self._offset_fetcher.reset_positions_if_needed()
         return True
+
+    def _validate_positions(self, *, raise_error: bool) -> bool:
+        """Point positions at their current leaders and send the validations due; True when
+        every assigned partition has a valid position."""
+        self._offset_fetcher.validate_positions_if_needed(raise_error=raise_error)
+        return self._subscriptions.has_all_fetch_positions()
+
+    def _advance_fetch_state(self) -> float | None:
+        """``poll()``'s work on the fetch state short of handing records out, run between the
+        network waits of a blocking call (see :meth:`_keep_fetching`): positions follow moved
+        leaders and are validated, due resets are sent, buffered answers without records (a
+        leader moved, a long poll ended empty) are dropped, and due fetches go out. Committed-offset
+        lookups and errors are left to ``poll()``. Returns the longest the wait may last
+        before this runs again (``retry.backoff.ms`` while a position is pending, as in
+        ``poll()``), else None."""
+        all_positions = self._validate_positions(raise_error=False)
+        if not all_positions:
+            self._offset_fetcher.reset_positions_if_needed(raise_error=False)
+        self._fetcher.retire_answers_without_records()
+        self._fetcher.send_fetches()
+        return None if all_positions else float(self._retry_backoff_ms)
+
+    def _keep_fetching(self) -> AbstractContextManager[None]:
+        # A blocking call keeps the fetch state moving while it waits (as Java's background
+        # thread and librdkafka's do), so the next poll() finds data from a moved leader
+        # buffered; positions still move only by what poll() hands out.
+        return self._client.between_waits(self._advance_fetch_state)
 
     def _poll_for_fetches(
         self, timer: Timer, max_records: int | None = None, decoder: RecordDecoder | None = None
@@ -596,25 +623,29 @@ class KafkaConsumer:
                     "You can only check the position for partitions assigned to this consumer."
                 )
             timer = self._timer(timeout_ms)
-            while True:
-                pos = self._subscriptions.valid_position(tp)
-                if pos is not None:
-                    return pos.offset
-                self._update_fetch_positions(timer)
-                pos = self._subscriptions.valid_position(tp)
-                if pos is not None:
-                    return pos.offset
-                timer.update()
-                if timer.is_expired():
-                    break
-                self._client.poll(timeout_ms=min(timer.remaining_ms, self._retry_backoff_ms))
-                timer.update()
-            raise Errors.KafkaTimeoutError(
-                f"Timeout of {timer.timeout_ms}ms expired before the position for partition "
-                f"{tp} could be determined{self._last_error_note()}"
-            )
+            with self._keep_fetching():
+                return self._wait_for_position(tp, timer)
         finally:
             self._release()
+
+    def _wait_for_position(self, tp: TopicPartition, timer: Timer) -> int:
+        while True:
+            pos = self._subscriptions.valid_position(tp)
+            if pos is not None:
+                return pos.offset
+            self._update_fetch_positions(timer)
+            pos = self._subscriptions.valid_position(tp)
+            if pos is not None:
+                return pos.offset
+            timer.update()
+            if timer.is_expired():
+                break
+            self._client.poll(timeout_ms=min(timer.remaining_ms, self._retry_backoff_ms))
+            timer.update()
+        raise Errors.KafkaTimeoutError(
+            f"Timeout of {timer.timeout_ms}ms expired before the position for partition "
+            f"{tp} could be determined{self._last_error_note()}"
+        )
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching ``partitions``; :meth:`poll` returns none of their records until
@@ -653,7 +684,8 @@ class KafkaConsumer:
         self._acquire_and_ensure_open()
         try:
             tps = _check_partitions(partitions, "beginning_offsets")
-            return self._offset_fetcher.beginning_offsets(tps, self._timer(timeout_ms))
+            with self._keep_fetching():
+                return self._offset_fetcher.beginning_offsets(tps, self._timer(timeout_ms))
         finally:
             self._release()
 
@@ -665,7 +697,8 @@ class KafkaConsumer:
         self._acquire_and_ensure_open()
         try:
             tps = _check_partitions(partitions, "end_offsets")
-            return self._offset_fetcher.end_offsets(tps, self._timer(timeout_ms))
+            with self._keep_fetching():
+                return self._offset_fetcher.end_offsets(tps, self._timer(timeout_ms))
         finally:
             self._release()
 
@@ -687,7 +720,8 @@ class KafkaConsumer:
                 if not isinstance(ts, int) or isinstance(ts, bool):
                     raise TypeError(f"timestamp for {tp} must be an int, got {ts!r}")
                 query[tp] = ts
-            return self._offset_fetcher.offsets_for_times(query, self._timer(timeout_ms))
+            with self._keep_fetching():
+                return self._offset_fetcher.offsets_for_times(query, self._timer(timeout_ms))
         finally:
             self._release()
 
@@ -715,7 +749,8 @@ class KafkaConsumer:
         """Every topic the user may see, with its partitions (one Metadata request)."""
         self._acquire_and_ensure_open()
         try:
-            return self._topic_metadata_fetcher.fetch(None, self._timer(timeout_ms))
+            with self._keep_fetching():
+                return self._topic_metadata_fetcher.fetch(None, self._timer(timeout_ms))
         finally:
             self._release()
 
@@ -731,7 +766,8 @@ class KafkaConsumer:
             cached = self._metadata.cluster.partitions_for_topic(topic)
             if cached:
                 return sorted(cached, key=lambda pi: pi.partition)
-            found = self._topic_metadata_fetcher.fetch([topic], self._timer(timeout_ms))
+            with self._keep_fetching():
+                found = self._topic_metadata_fetcher.fetch([topic], self._timer(timeout_ms))
             return found.get(topic, [])
         finally:
             self._release()
@@ -784,13 +820,16 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
-            # Fetches due now (a partition validated at its new leader since the last poll(),
-            # or one whose data was just handed out) go out first: their answers arrive while
-            # the commit waits, which may be long while a coordinator moves.
-            self._fetcher.send_fetches()
+            # The fetch state moves on while the commit waits, which may be long while a
+            # coordinator moves or a broker shuts down: fetches due now (a partition whose
+            # data was just handed out) go out first, and a leader that moves meanwhile is
+            # validated and fetched from, so that the next poll() finds the data buffered.
+            self._advance_fetch_state()
             started_ns = self._time.nanoseconds()
             try:
-                if not coordinator.commits.commit_offsets_sync(to_commit, timer):
+                with self._keep_fetching():
+                    committed = coordinator.commits.commit_offsets_sync(to_commit, timer)
+                if not committed:
                     raise Errors.KafkaTimeoutError(
                         f"Timeout of {timer.timeout_ms}ms expired before successfully "
                         f"committing offsets {to_commit}{self._last_error_note()}"
@@ -825,7 +864,8 @@ class KafkaConsumer:
             timer = self._timer(timeout_ms)
             started_ns = self._time.nanoseconds()
             try:
-                result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
+                with self._keep_fetching():
+                    result = coordinator.commits.fetch_committed_offsets(set(tps), timer)
             finally:
                 self._consumer_metrics.record_committed(self._time.nanoseconds() - started_ns)
             if result is None:

@@ -95,9 +95,14 @@ def coordinator_restarted(
 
 
 def run_broker_fault(
-    cluster: Any, name: str, build: FaultBuilder, member_cls: type[Member] = Member
+    cluster: Any,
+    name: str,
+    build: FaultBuilder,
+    member_cls: type[Member] = Member,
+    fault_delay_s: float = 0.0,
 ) -> tuple[Outcome, dict[str, Any]]:
-    """One broker fault (a :data:`FaultBuilder`) against a fresh topic (6 partitions, 3 replicas) and group."""
+    """One broker fault (a :data:`FaultBuilder`) against a fresh topic (6 partitions, 3 replicas)
+    and group; ``fault_delay_s`` as :func:`run_scenario`'s."""
     topic = unique_name("chaos-brk")
     cluster.create_topic(topic, partitions=6, replication=3)
     group = unique_name("chaos-g")
@@ -112,6 +117,7 @@ def run_broker_fault(
             for m in ("a", "b", "c")
         ],
         member_cls=member_cls,
+        fault_delay_s=fault_delay_s,
     )
     out.extra.update((k, v) for k, v in notes.items() if k != "moved")
     return out, notes

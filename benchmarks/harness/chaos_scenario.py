@@ -1,8 +1,8 @@
 """One chaos scenario: a producer, a group of three members, one fault, the invariants.
 
 :func:`run_scenario` starts the :class:`~benchmarks.harness.chaos_workload.Producer` and three
-:class:`~benchmarks.harness.chaos_workload.Member` threads, waits until the group consumes, applies
-the fault (a callable that injects it, waits, heals it and returns the moment it healed), then
+:class:`~benchmarks.harness.chaos_workload.Member` threads, waits until the group consumes (and
+``fault_delay_s`` more), applies the fault (a callable that injects it, waits, heals it and returns the moment it healed), then
 measures the recovery time: from the heal until every record acknowledged before the heal has been
 consumed. It goes on for ``observe_s`` after the heal, and until ``settled(members)`` when given (a
 condition the test waits for rather than a fixed time), and counts the assignments the members
@@ -91,12 +91,18 @@ def run_scenario(
     settled: Callable[[list[Member]], bool] | None = None,
     member_cls: type[Member] = Member,
     manual_partitions: list[list[int]] | None = None,
+    fault_delay_s: float = 0.0,
 ) -> Outcome:
     """Run one fault against a group of ``len(configs)`` members (see the module docstring).
 
     ``member_cls`` may be another client's twin of :class:`Member` (benchmarks/chaos_compare.py
     runs librdkafka through the same scenarios). ``manual_partitions`` (one list per member)
-    makes the members assign those partitions instead of subscribing."""
+    makes the members assign those partitions instead of subscribing.
+
+    ``fault_delay_s`` is waited between the moment the group is seen consuming steadily and the
+    fault. That moment is when a member has just been handed records, so it is about to commit:
+    without a delay every run would hit the members at the same point of their loop (a
+    comparison draws the delay at random, see benchmarks/chaos_compare.py)."""
     ledger = Ledger()
     producer = Producer(direct_bootstrap, topic, ledger, rate=rate)
     members = [
@@ -124,6 +130,8 @@ def run_scenario(
             60,
             "the group to consume steadily",
         )
+        if fault_delay_s > 0:
+            time.sleep(fault_delay_s)
         started = time.monotonic()
         healed = fault(members)
         recovery = wait_until(

@@ -220,6 +220,8 @@ class Member(threading.Thread):
         self.assignments: list[list[str]] = []
         self.cpu_samples: list[tuple[float, float]] = []  # (monotonic, thread cpu) per loop
         self.last_delivery = 0.0
+        #: (monotonic start, seconds) of each commit after a batch (this thread only).
+        self.commits: list[tuple[float, float]] = []
 
     def run(self) -> None:
         try:
@@ -247,10 +249,12 @@ class Member(threading.Thread):
                 self.last_delivery = time.monotonic()
                 if self._process_s is not None:
                     time.sleep(self._process_s())
+                began = time.monotonic()
                 try:
                     self.consumer.commit_sync(offsets)
                 except KafkaError as exc:
                     self.errors.append(f"commit: {exc!r}")
+                self.commits.append((began, time.monotonic() - began))
         except BaseException as exc:  # a dead consumer thread is what the tests look for
             self.crashed = exc
             logger.exception("member %s crashed", self.member)
@@ -269,6 +273,10 @@ class Member(threading.Thread):
         """Ask the member to leave and wait, bounded."""
         self._halt.set()
         self.join(30)
+
+    def longest_commit(self, start: float, end: float) -> float:
+        """The longest commit after a batch begun between two moments (seconds; 0 if none)."""
+        return max((d for t, d in self.commits if start <= t <= end), default=0.0)
 
     def cpu_fraction(self, start: float, end: float) -> float:
         """CPU seconds this thread used per wall second between two moments."""

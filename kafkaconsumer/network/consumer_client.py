@@ -11,6 +11,8 @@ wake-ups disabled (:meth:`~ConsumerNetworkClient.poll_no_wakeup`). With
 :meth:`~ConsumerNetworkClient.start_background_receive`, a
 :class:`~kafkaconsumer.network.consumer_network_thread.ConsumerNetworkThread` polls too while a
 fetch is in flight and no other thread needs the client, yielding to any that does.
+Inside :meth:`~ConsumerNetworkClient.between_waits`, the polls of one thread first run a step
+of its own (the consumer keeps its fetch state moving while a blocking call waits).
 """
 
 from __future__ import annotations
@@ -158,6 +160,10 @@ class ConsumerNetworkClient:
         # The background receiver, set once by start_background_receive (user's thread,
         # before any fetch is sent).
         self._network_thread: ConsumerNetworkThread | None = None
+        # The step of between_waits and the thread it belongs to; written (and the flag that
+        # keeps the step from re-entering itself, read and written) by that thread only.
+        self._wait_step: tuple[int, Callable[[], float | None]] | None = None
+        self._in_wait_step = False
 
     # ------------------------------------------------------------------ locking -------------
     @contextlib.contextmanager
@@ -419,6 +425,9 @@ class ConsumerNetworkClient:
         telemetry_wait = None
         if self.telemetry is not None and not self._closed:
             telemetry_wait = self.telemetry.maybe_update(self)
+        step_wait = None
+        if not (background or disable_wakeup):
+            step_wait = self._run_wait_step()
         if self._waiting:
             self._let_waiters_in()
         try:
@@ -439,6 +448,8 @@ class ConsumerNetworkClient:
                         wait = min(wait, float(max(1, unsent_wait)))
                     if telemetry_wait is not None:
                         wait = min(wait, float(telemetry_wait))
+                    if step_wait is not None:
+                        wait = min(wait, step_wait)
                     if self._pending_completion or self._others_waiting():
                         wait = 0.0
                     elif not disable_wakeup and self._wakeup_requested:
@@ -468,6 +479,37 @@ class ConsumerNetworkClient:
             return
         if self.metadata is not None:
             self.metadata.maybe_throw_any_exception()
+
+    @contextlib.contextmanager
+    def between_waits(self, step: Callable[[], float | None]) -> Iterator[None]:
+        """While the calling thread is inside this context, each of its polls first runs
+        ``step`` (outside the network lock), which returns the longest that poll may then
+        block (None: no bound of its own).
+
+        A blocking call uses it to go on with work of its own between rounds of I/O while it
+        waits for an answer: what ``step`` queues goes out in the same round, and every answer
+        that arrives wakes the wait, so the step runs again at once. The heartbeat thread, the
+        background receiver and polls that ignore :meth:`wakeup` never run it, and ``step`` is
+        never re-entered (a poll it makes runs without it).
+        """
+        me = threading.get_ident()
+        outer = self._wait_step
+        self._wait_step = (me, step)
+        try:
+            yield
+        finally:
+            self._wait_step = outer
+
+    def _run_wait_step(self) -> float | None:
+        installed = self._wait_step
+        if installed is None or installed[0] != threading.get_ident() or self._in_wait_step:
+            return None
+        self._in_wait_step = True
+        try:
+            bound = installed[1]()
+        finally:
+            self._in_wait_step = False
+        return None if bound is None else max(0.0, float(bound))
 
     def poll_no_wakeup(self) -> None:
         """One non-blocking poll that ignores :meth:`wakeup` (for the heartbeat thread)."""

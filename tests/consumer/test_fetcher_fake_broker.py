@@ -16,7 +16,7 @@ from kafkaconsumer.internals.fetch.offset_fetcher import LogTruncationError
 from kafkaconsumer.protocol import ApiKey
 from kafkaconsumer.structs import OffsetAndMetadata, TopicPartition
 from tests.consumer.conftest import poll_until
-from tests.support.fake_broker import FakeCluster, Reply
+from tests.support.fake_broker import FakeCluster, Reply, error_body
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -350,3 +350,95 @@ def test_wakeup_interrupts_offset_lookup(cluster: FakeCluster, make: Any) -> Non
     c.wakeup()
     t.join(20)
     assert not t.is_alive() and len(errors) == 1 and isinstance(errors[0], WakeupError)
+
+
+_COORDINATOR_LOAD_IN_PROGRESS = 14
+
+
+def _fetched_from(cluster: FakeCluster, node: int, partition: int, offset: int) -> bool:
+    return any(
+        p["partition"] == partition and p["fetch_offset"] == offset
+        for _h, b in cluster.requests(ApiKey.FETCH, node_id=node)
+        for t in b["topics"]
+        for p in t["partitions"]
+    )
+
+
+def _move_leader_behind_a_held_fetch(cluster: FakeCluster, partition: int, offset: int) -> int:
+    """Once the leader holds a caught-up fetch of ``partition`` at ``offset`` (answered empty
+    when its wait ends), move the leadership to the other node and append a record there;
+    returns the new leader."""
+    old_leader = cluster.leader(TOPIC, partition)[0]
+    deadline = time.monotonic() + 10
+    while not _fetched_from(cluster, old_leader, partition, offset):
+        assert time.monotonic() < deadline, "the caught-up fetch was never sent"
+        time.sleep(0.01)
+    cluster.set_leader(TOPIC, partition, 1 - old_leader)
+    cluster.append(TOPIC, partition, [(b"k", b"after-move")])
+    return 1 - old_leader
+
+
+def _loading_until_fetched(
+    cluster: FakeCluster, api_key: int, node: int, partition: int, offset: int
+) -> Any:
+    """A coordinator that answers ``api_key`` COORDINATOR_LOAD_IN_PROGRESS (retried by the
+    client) until ``partition`` was fetched from ``offset`` at ``node``: the client's call
+    waits on the coordinator for as long as that takes, and no longer."""
+
+    def handle(_node: int, header: Any, body: dict[str, Any]) -> Any:
+        if _fetched_from(cluster, node, partition, offset):
+            return None  # the default coordinator answers
+        return error_body(api_key, header.api_version, _COORDINATOR_LOAD_IN_PROGRESS, body)
+
+    return handle
+
+
+def test_commit_sync_follows_a_moved_leader_while_it_waits(cluster: FakeCluster, make: Any) -> None:
+    """A partition's leader moves while commit_sync() waits for a coordinator that is still
+    loading (the old leader answers the fetch it holds empty, the next one NOT_LEADER with the
+    new leader): the validation at the new leader (OffsetForLeaderEpoch) and the fetch from it
+    go out during that wait (the coordinator only takes the commit once that fetch arrived), so
+    the first poll() after the commit hands out the new record at once, without a request of
+    its own; nothing is handed out before that poll()."""
+    c = make(group_id="g", max_poll_records=5, auto_offset_reset="earliest")
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    poll_until(c, lambda acc: len(acc) >= 15)
+    new_leader = 1 - cluster.leader(TOPIC, 0)[0]
+    cluster.on(
+        ApiKey.OFFSET_COMMIT,
+        _loading_until_fetched(cluster, ApiKey.OFFSET_COMMIT, new_leader, 0, 15),
+    )
+    _move_leader_behind_a_held_fetch(cluster, 0, 15)
+    c.commit_sync({tp: OffsetAndMetadata(15, "")}, timeout_ms=20_000)
+    assert cluster.committed("g")[(TOPIC, 0)][0] == 15
+    assert cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH, node_id=new_leader)
+    cluster.clear_requests()
+    records = list(c.poll(timeout_ms=0))
+    assert [(r.offset, r.value) for r in records] == [(15, b"after-move")]
+    assert not cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+    assert c.position(tp) == 16
+
+
+def test_committed_lookup_follows_a_moved_leader_while_it_waits(
+    cluster: FakeCluster, make: Any
+) -> None:
+    """The same while committed() waits for a loading coordinator's OffsetFetch; the
+    position stays where poll() left it until the next poll() hands the record out."""
+    c = make(group_id="g", max_poll_records=5, auto_offset_reset="earliest")
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    poll_until(c, lambda acc: len(acc) >= 15)
+    new_leader = 1 - cluster.leader(TOPIC, 0)[0]
+    cluster.on(
+        ApiKey.OFFSET_FETCH,
+        _loading_until_fetched(cluster, ApiKey.OFFSET_FETCH, new_leader, 0, 15),
+    )
+    _move_leader_behind_a_held_fetch(cluster, 0, 15)
+    assert c.committed([tp], timeout_ms=20_000) == {tp: None}
+    assert c.position(tp) == 15
+    assert cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH, node_id=new_leader)
+    cluster.clear_requests()
+    records = list(c.poll(timeout_ms=0))
+    assert [(r.offset, r.value) for r in records] == [(15, b"after-move")]
+    assert not cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH)

@@ -412,3 +412,65 @@ def test_sasl_session_lifetime_reconnects_before_expiry(make_client: Factory) ->
             cnc.try_connect(0)
         # Each session ended before its 300 ms lifetime and was replaced by a new login.
         assert len(cluster.requests(ApiKey.SASL_AUTHENTICATE)) >= before + 2
+
+
+def test_between_waits_runs_the_step_of_the_waiting_thread_between_rounds(
+    make_client: Factory,
+) -> None:
+    """Inside between_waits(), the thread's blocking poll runs the step between rounds of I/O:
+    a request the step queues goes out and is answered during the wait; the step is not
+    re-entered by a poll it makes, and polls of other threads and polls that ignore wakeup()
+    never run it."""
+    with FakeCluster(n_brokers=2) as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        cnc.await_metadata_update(5000)
+        assert cnc.await_ready(0, 5000) and cnc.await_ready(1, 5000)
+        me = threading.get_ident()
+        calls: list[int] = []
+        queued: list[Future[Any]] = []
+
+        def step() -> float | None:
+            calls.append(threading.get_ident())
+            cnc.poll(timeout_ms=0)  # runs without the step
+            if not queued:
+                queued.append(cnc.send(1, ApiKey.API_VERSIONS, {}))
+            return None
+
+        # The answer the wait is for comes late, on another node than the step's request.
+        cluster.script(ApiKey.API_VERSIONS, [Reply(None, delay_s=0.5)], node_id=0)
+        with cnc.between_waits(step):
+            waited = wait_done(cnc, cnc.send(0, ApiKey.API_VERSIONS, {}))
+            assert waited.succeeded()
+            assert queued and queued[0].is_done and queued[0].succeeded()
+            assert calls and set(calls) == {me}
+            seen = len(calls)
+            cnc.poll_no_wakeup()
+            other = threading.Thread(target=cnc.poll, kwargs={"timeout_ms": 0})
+            other.start()
+            other.join(10)
+            assert len(calls) == seen
+        cnc.poll(timeout_ms=0)
+        assert len(calls) == seen
+
+
+def test_between_waits_bounds_each_round_by_what_the_step_returns(
+    make_client: Factory,
+) -> None:
+    """The wait of a round lasts at most what the step returned, so a step that waits for a
+    timer of its own runs again before the blocking call's answer arrives."""
+    with FakeCluster() as cluster:
+        cnc = make_client(cluster.bootstrap_servers)
+        cnc.await_metadata_update(5000)
+        assert cnc.await_ready(0, 5000)
+        calls = 0
+
+        def step() -> float | None:
+            nonlocal calls
+            calls += 1
+            return 20.0
+
+        cluster.script(ApiKey.API_VERSIONS, [Reply(None, delay_s=1.0)])
+        with cnc.between_waits(step):
+            assert wait_done(cnc, cnc.send(0, ApiKey.API_VERSIONS, {})).succeeded()
+        # Nothing else wakes this wait: without the bound the step would run once or twice.
+        assert calls >= 5

@@ -109,6 +109,14 @@ class FetchBuffer:
         if self._completed and self._completed[0] is cf:
             self._forget(self._completed.popleft())
 
+    def remove(self, cf: CompletedFetch) -> None:
+        """Take ``cf`` off the queue wherever it is (caller holds the lock)."""
+        try:
+            self._completed.remove(cf)
+        except ValueError:
+            return
+        self._forget(cf)
+
     def queued(self) -> list[CompletedFetch]:
         """A copy of the queue, head first (caller holds the lock)."""
         return list(self._completed)

@@ -247,6 +247,61 @@ class FetchCollector:
         cf.drain()
         return 0
 
+    def _leader_moved(self, cf: CompletedFetch, error: int) -> None:
+        """``cf`` says its partition is no longer served where it was fetched from."""
+        logger.debug(
+            "fetch of %s failed with %s; refreshing metadata", cf.tp, Errors.for_code(error).name
+        )
+        self.subscriptions.clear_preferred_read_replica(cf.tp)
+        self._metadata.request_update()
+
+    def retire_answers_without_records(self) -> int:
+        """Drop the buffered answers that bring nothing to hand out, as ``poll()`` would when
+        it reached them; returns how many. Until then their partition counts as buffered and
+        is not fetched again, so a blocking call that keeps the fetch state moving while it
+        waits calls this before it sends fetches. Two kinds go:
+
+        * an answer that says the partition is no longer served where it was fetched from,
+          once its position points elsewhere (at the new leader a hint or a refresh named;
+          while it still points there, ``poll()`` decides);
+        * an error-free answer without record data (a long poll that timed out): its
+          watermarks are taken, as ``poll()`` takes them.
+
+        No record is handed out and no position moves. Paused partitions keep theirs.
+        """
+        buffer = self.buffer
+        subs = self.subscriptions
+        retired: list[tuple[CompletedFetch, int]] = []
+        with buffer.lock:
+            for cf in buffer:
+                if cf.initialized or subs.is_paused(cf.tp):
+                    continue
+                part = cf.partition_data
+                error = part.get("error_code", 0)
+                if error == _NONE:
+                    if part.get("records"):
+                        continue
+                elif error in REFRESH_METADATA:
+                    position = subs.position(cf.tp) if subs.is_assigned(cf.tp) else None
+                    if position is not None and position.current_leader.leader == cf.node:
+                        continue
+                else:
+                    continue
+                retired.append((cf, error))
+            for cf, _ in retired:
+                buffer.remove(cf)
+        for cf, error in retired:
+            if error != _NONE:
+                cf.drain()
+                self._leader_moved(cf, error)
+                continue
+            if not self._is_stale(cf):
+                self._take_partition_state(cf)
+            cf.drain()
+            if self._metrics is not None and subs.is_assigned(cf.tp):
+                self._record_consumed(cf, subs)
+        return len(retired)
+
     def _record_consumed(self, cf: CompletedFetch, subs: SubscriptionState) -> None:
         # Once per partition response, when its last record is handed out: per-slice updates
         # cost more than the slices. (Bytes and records go per response: the aggregator.)
@@ -263,6 +318,26 @@ class FetchCollector:
         position = subs.position(cf.tp) if subs.is_assigned(cf.tp) else None
         return position is None or position.offset != cf.fetch_offset
 
+    def _take_partition_state(self, cf: CompletedFetch) -> None:
+        """Cache the watermarks and the preferred read replica an error-free answer carries."""
+        tp = cf.tp
+        part = cf.partition_data
+        subs = self.subscriptions
+        hw = part.get("high_watermark", -1)
+        if hw is not None and hw >= 0:
+            subs.update_high_watermark(tp, hw)
+        lso = part.get("log_start_offset", -1)
+        if lso is not None and lso >= 0:
+            subs.update_log_start_offset(tp, lso)
+        stable = part.get("last_stable_offset", -1)
+        if stable is not None and stable >= 0:
+            subs.update_last_stable_offset(tp, stable)
+        replica = part.get("preferred_read_replica", -1)
+        if replica is not None and replica >= 0:
+            expire = self._time.monotonic_ms() + self.config.metadata_max_age_ms
+            logger.debug("fetching %s from preferred read replica %d", tp, replica)
+            subs.update_preferred_read_replica(tp, replica, expire)
+
     def _initialize(self, cf: CompletedFetch, decoder: RecordDecoder) -> CompletedFetch | None:
         """Check errors, cache watermarks and decode; None when the data is to be dropped."""
         tp = cf.tp
@@ -278,29 +353,12 @@ class FetchCollector:
                 return None
             data = (part.get("records"), tp.topic, tp.partition, cf.fetch_offset)
             records, next_offset = decoder.decode(cf, data, self.decode_options(cf))
-            hw = part.get("high_watermark", -1)
-            if hw is not None and hw >= 0:
-                subs.update_high_watermark(tp, hw)
-            lso = part.get("log_start_offset", -1)
-            if lso is not None and lso >= 0:
-                subs.update_log_start_offset(tp, lso)
-            stable = part.get("last_stable_offset", -1)
-            if stable is not None and stable >= 0:
-                subs.update_last_stable_offset(tp, stable)
-            replica = part.get("preferred_read_replica", -1)
-            if replica is not None and replica >= 0:
-                expire = self._time.monotonic_ms() + self.config.metadata_max_age_ms
-                logger.debug("fetching %s from preferred read replica %d", tp, replica)
-                subs.update_preferred_read_replica(tp, replica, expire)
+            self._take_partition_state(cf)
             cf.set_decoded(records, next_offset)
             return cf
         cf.drain()
         if error in REFRESH_METADATA:
-            logger.debug(
-                "fetch of %s failed with %s; refreshing metadata", tp, Errors.for_code(error).name
-            )
-            subs.clear_preferred_read_replica(tp)
-            self._metadata.request_update()
+            self._leader_moved(cf, error)
         elif error == _OFFSET_OUT_OF_RANGE:
             cleared = subs.clear_preferred_read_replica(tp)
             if cleared is not None:

@@ -735,6 +735,12 @@ class Fetcher:
             self._object_decoder if decoder is None else decoder, max_records
         )
 
+    def retire_answers_without_records(self) -> int:
+        """Drop buffered answers that bring nothing to hand out, so that their partitions can
+        be fetched again (:meth:`FetchCollector.retire_answers_without_records`); user's
+        thread."""
+        return self._collector.retire_answers_without_records()
+
     # -- housekeeping --------------------------------------------------------------------
     def clear_buffered_data_for_unassigned_partitions(
         self, assigned: Iterable[TopicPartition]

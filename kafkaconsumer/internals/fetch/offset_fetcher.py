@@ -447,13 +447,18 @@ class OffsetFetcher:
             fut.add_callback(on_success)
 
     # -- asynchronous resets -------------------------------------------------------------
-    def reset_positions_if_needed(self) -> None:
+    def reset_positions_if_needed(self, *, raise_error: bool = True) -> None:
         """Send ListOffsets for partitions awaiting a reset; answers are applied as they come.
 
-        Re-raises (once) a non-retriable error from an earlier reset attempt.
+        Re-raises (once) a non-retriable error from an earlier reset attempt. With
+        ``raise_error`` False (a blocking call other than ``poll()`` keeping fetch positions
+        moving), such an error is left for ``poll()`` to raise and nothing is sent meanwhile.
         """
         with self._lock:
-            err, self._cached_reset_error = self._cached_reset_error, None
+            err = self._cached_reset_error
+            if err is not None and not raise_error:
+                return
+            self._cached_reset_error = None
         if err is not None:
             raise err
         now = self._time.monotonic_ms()
@@ -555,14 +560,18 @@ class OffsetFetcher:
         return on_failure
 
     # -- validation ----------------------------------------------------------------------
-    def validate_positions_if_needed(self) -> None:
+    def validate_positions_if_needed(self, *, raise_error: bool = True) -> None:
         """Point positions at the current leaders and validate them where the broker can.
 
         Raises :class:`LogTruncationError` found by an earlier validation when no reset policy
-        applies.
+        applies. With ``raise_error`` False, such an error is left for ``poll()`` to raise and
+        nothing is done meanwhile (as :meth:`reset_positions_if_needed`).
         """
         with self._lock:
-            err, self._cached_validation_error = self._cached_validation_error, None
+            err = self._cached_validation_error
+            if err is not None and not raise_error:
+                return
+            self._cached_validation_error = None
         if err is not None:
             raise err
         subs = self._subscriptions
