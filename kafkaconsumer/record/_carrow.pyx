@@ -65,21 +65,17 @@ kc_crc32c_init()
 cdef int64_t _MAX_COLUMN_BYTES = INT32_MAX
 
 
-# Column blocks are kept when Arrow lets them go, and the next columns are built in them: a
-# fresh block is mapped anew by the allocator and faults in page by page (on 1 KiB lz4 values,
-# 40% of the Arrow path's time went to page faults, and a poll of 100,000 such rows needs
-# 100 MB of values). Not only the value blocks: a poll of 100,000 rows also has eight
-# fixed-width columns of 0.4-0.8 MB (offsets, timestamps, ...), and below 1 MiB these were
-# freed to the allocator and faulted in again by the next poll (on 100 B values over 8
-# partitions, 12,000 page faults in a 1,000,000-row read against 3,600 with them kept). At
-# most _POOL_SLOTS blocks (the columns of about two polls) and _POOL_LIMIT bytes are held: kept
-# blocks are resident memory, and a poll_arrow() batch bounded by arrow.poll.max.bytes
-# (16 MiB) needs a value block of about that size, while the caller holds the last one, so two
-# or three of them serve; only touched with the GIL held (Grow objects are made and freed
-# under it).
+# Large column blocks are kept when Arrow lets them go, and the next columns are built in
+# them: a fresh block of tens of MB is mapped anew by the allocator and faults in page by
+# page (on 1 KiB lz4 values, 40% of the Arrow path's time went to page faults, and a poll of
+# 100,000 such rows needs 100 MB of values). At most _POOL_SLOTS blocks and _POOL_LIMIT bytes
+# are held: kept blocks are resident memory, and a poll_arrow() batch bounded by
+# arrow.poll.max.bytes (16 MiB) needs a value block of about that size, while the caller holds
+# the last one, so two or three of them serve; only touched with the GIL held (Grow objects
+# are made and freed under it).
 cdef enum:
-    _POOL_SLOTS = 32
-cdef Py_ssize_t _POOL_MIN = 64 << 10
+    _POOL_SLOTS = 4
+cdef Py_ssize_t _POOL_MIN = 1 << 20
 cdef Py_ssize_t _POOL_LIMIT = 64 << 20
 cdef char* _pool_p[_POOL_SLOTS]
 cdef Py_ssize_t _pool_cap[_POOL_SLOTS]
