@@ -287,7 +287,7 @@ class Metadata:
                 self._need_all_topics = False
                 self._topics = new
             if changed:
-                self._request_update_locked()
+                self._request_update_for_new_topics_locked()
 
     def need_all_topics(self) -> bool:
         """True while every topic's metadata is fetched (kept as API of this class; the client
@@ -305,7 +305,7 @@ class Metadata:
                     added = True
                 self._transient[t] = now
             if added:
-                self._request_update_locked()
+                self._request_update_for_new_topics_locked()
 
     def touch(self, topic: str) -> None:
         """Mark a transient topic as used now (kept as API of this class; the client does not
@@ -335,6 +335,14 @@ class Metadata:
         self._need_full_update = True
         self._request_version += 1
         return self._update_version
+
+    def _request_update_for_new_topics_locked(self) -> int:
+        # As Java's requestUpdateForNewTopics: a topic just taken into use is fetched at once,
+        # not after the retry backoff of the last refresh. An offset lookup right after a
+        # partitionsFor (or any lookup of a topic outside the assignment) would otherwise wait
+        # retry.backoff.ms for the refresh that names its leaders.
+        self._last_refresh_ms = 0
+        return self._request_update_locked()
 
     def rebootstrap(self) -> None:
         """Forget the cluster (brokers, partitions, cluster id), so that the network client

@@ -46,6 +46,7 @@ from kafkaconsumer.network.network_receive import (
     _SO_RCVLOWAT,
     NetworkReceive,
     describe_foreign_peer,
+    keep_spare_buffers,
 )
 from kafkaconsumer.network.sasl import OAuthTokenCache, SaslMechanism
 from kafkaconsumer.network.sasl_client_authenticator import (
@@ -554,6 +555,7 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
         self._send_queue.clear()
         self._hdr = b""
         self._frame = None
+        keep_spare_buffers(self._pool)
         self._pool = []
         self._sasl = None
         self.api_versions = {}

@@ -207,6 +207,33 @@ def test_refresh_timing_with_fake_clock() -> None:
     assert 80 <= md.time_to_next_update(1120) <= 120
 
 
+def test_a_topic_taken_into_use_is_fetched_without_the_retry_backoff() -> None:
+    clock = MockTime(start_ms=1000)
+    md = Metadata({"metadata.max.age.ms": 10_000, "retry.backoff.ms": 100}, time=clock)
+    md.on_request_sent(1000)
+    md.update(response(), now_ms=1010)
+    # A lookup of a topic the client does not use yet (offsets of any topic, as
+    # partitionsFor then beginningOffsets): its leaders are fetched at once.
+    md.add_transient_topics(["lookup"])
+    assert md.time_to_next_update(1020) == 0
+    md.on_request_sent(1020)
+    md.update(response(), now_ms=1030)
+    # A topic already looked up asks through the usual backoff.
+    md.add_transient_topics(["lookup"])
+    md.request_update()
+    assert md.time_to_next_update(1040) == 90
+    md.on_request_sent(1130)
+    md.update(response(), now_ms=1140)
+    # So does a subscription or assignment that gains a topic, and not one that loses one.
+    md.set_topics(["orders", "new"])
+    assert md.time_to_next_update(1150) == 0
+    md.on_request_sent(1150)
+    md.update(response(), now_ms=1160)
+    md.set_topics(["orders"])
+    md.request_update()
+    assert md.time_to_next_update(1170) == 90
+
+
 def test_request_made_while_in_flight_survives_the_response() -> None:
     md = Metadata({})
     md.on_request_sent(0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from kafkaconsumer.network import network_receive
@@ -18,6 +20,11 @@ def _conn() -> BrokerConnection:
     return BrokerConnection(
         0, "127.0.0.1", 9, settings, now_ms=lambda: 0, next_correlation_id=lambda: 1
     )
+
+
+def _close(c: BrokerConnection) -> None:
+    c.state = ConnectionState.READY  # as a connection that received large responses
+    c.close()
 
 
 def test_a_buffer_with_a_live_view_is_never_handed_out_again() -> None:
@@ -54,6 +61,93 @@ def test_a_released_buffer_is_reused_and_an_idle_small_one_replaced() -> None:
     del same
     bigger = c._frame_buffer(3 * BIG)
     assert len(bigger) == 4 * BIG and len(c._pool) == 1 and id(bigger) != ident
+
+
+def test_the_buffers_of_a_closed_connection_serve_the_next_one() -> None:
+    """A consumer per Spark task or per bounded read opens new connections each time: the
+    pooled buffers of a closed connection go to the next one instead of being unmapped and
+    faulted in again."""
+    network_receive.release_spare_buffers()
+    try:
+        first = _conn()
+        buf = first._frame_buffer(BIG)
+        ident = id(buf)
+        del buf
+        _close(first)
+        assert network_receive.spare_buffer_bytes() == BIG
+        second = _conn()
+        again = second._frame_buffer(BIG)
+        assert id(again) == ident and second._pool == [again]
+        assert network_receive.spare_buffer_bytes() == 0
+        del again
+        # A larger response than any spare holds gets a fresh buffer.
+        _close(second)
+        third = _conn()
+        bigger = third._frame_buffer(2 * BIG)
+        assert id(bigger) != ident and len(bigger) == 2 * BIG
+        assert network_receive.spare_buffer_bytes() == BIG
+        del bigger
+        _close(third)
+    finally:
+        network_receive.release_spare_buffers()
+
+
+def test_a_spare_buffer_with_a_live_view_is_not_handed_out() -> None:
+    network_receive.release_spare_buffers()
+    try:
+        first = _conn()
+        buf = first._frame_buffer(BIG)
+        buf[:4] = b"keep"
+        view = memoryview(buf)[:4]  # records of a closed consumer still held by the user
+        del buf
+        _close(first)
+        second = _conn()
+        other = second._frame_buffer(BIG)
+        other[:4] = b"over"
+        assert bytes(view) == b"keep"
+        del view
+        # Once the view is gone, the kept buffer serves the next connection.
+        third = _conn()
+        assert bytes(third._frame_buffer(BIG)[:4]) == b"keep"
+        del other
+    finally:
+        network_receive.release_spare_buffers()
+
+
+def test_spare_buffers_stay_within_their_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    network_receive.release_spare_buffers()
+    monkeypatch.setattr(network_receive, "_SPARE_LIMIT", 3 * BIG)
+    try:
+        for _ in range(3):
+            c = _conn()
+            held = [c._frame_buffer(BIG) for _ in range(network_receive._POOL_SIZE)]
+            del held
+            _close(c)
+        assert network_receive.spare_buffer_bytes() == 3 * BIG
+        assert network_receive.release_spare_buffers() == 3 * BIG
+        assert network_receive.spare_buffer_bytes() == 0
+    finally:
+        network_receive.release_spare_buffers()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_starts_without_spare_buffers() -> None:
+    """Anonymous buffers may be shared with a forked child: it must not reuse its parent's."""
+    network_receive.release_spare_buffers()
+    try:
+        c = _conn()
+        buf = c._frame_buffer(BIG)
+        del buf
+        _close(c)
+        assert network_receive.spare_buffer_bytes() == BIG
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through its exit status
+            os._exit(0 if network_receive.spare_buffer_bytes() == 0 else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert network_receive.spare_buffer_bytes() == BIG
+    finally:
+        network_receive.release_spare_buffers()
 
 
 def test_small_responses_are_not_pooled() -> None:
