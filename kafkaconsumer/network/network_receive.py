@@ -112,9 +112,9 @@ def _large_buffer(size: int) -> mmap.mmap:
 
 
 def _forget_spare_in_child() -> None:
-    # A forked child starts without spares: an anonymous mmap not mapped private is shared
-    # with the parent, whose next connection may write it; and a lock held by another thread
-    # at the fork would never be released in the child.
+    # A forked child starts without spares: they are copies of the parent's memory it has no
+    # use for (copied page by page once written), and a lock held by another thread at the
+    # fork would never be released in the child.
     global _spare, _spare_lock
     _spare = []
     _spare_lock = threading.Lock()
