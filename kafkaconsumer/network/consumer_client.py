@@ -160,6 +160,9 @@ class ConsumerNetworkClient:
         # The background receiver, set once by start_background_receive (user's thread,
         # before any fetch is sent).
         self._network_thread: ConsumerNetworkThread | None = None
+        # Whether it receives now (see set_background_receive); written by the user's thread,
+        # read lock-free by the receiver as a hint.
+        self._background_on = True
         # The step of between_waits and the thread it belongs to; written (and the flag that
         # keeps the step from re-entering itself, read and written) by that thread only.
         self._wait_step: tuple[int, Callable[[], float | None]] | None = None
@@ -542,9 +545,24 @@ class ConsumerNetworkClient:
 
     @property
     def receives_in_background(self) -> bool:
-        """True when a background receiver polls (see :meth:`start_background_receive`): a
-        request sent needs no poll of the sender's own to go out."""
-        return self._network_thread is not None
+        """True when a background receiver polls (see :meth:`start_background_receive` and
+        :meth:`set_background_receive`): a request sent needs no poll of the sender's own to
+        go out."""
+        return self._network_thread is not None and self._background_on
+
+    def set_background_receive(self, on: bool) -> None:
+        """Let the background receiver poll (``on``) or keep it asleep, the thread that polls
+        then receiving its own responses. Called by the user's thread; a receiver in the
+        middle of a poll finishes it."""
+        if on != self._background_on:
+            self._background_on = on
+            thread = self._network_thread
+            if on and thread is not None:
+                thread.kick()
+
+    def background_wanted(self) -> bool:
+        """Whether the background receiver is to poll now (a lock-free hint it reads)."""
+        return self._background_on
 
     def _maybe_trigger_wakeup(self) -> None:
         with self._flag_lock:

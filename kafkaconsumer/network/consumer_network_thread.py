@@ -1,7 +1,8 @@
 """The thread that reads responses while the user's thread is busy elsewhere (the receiving half
 of Java's ``ConsumerNetworkThread``).
 
-While a fetch is in flight and no other thread is in the network client, this thread polls it,
+While a fetch is in flight, no other thread is in the network client and the client wants it
+(``background_wanted()``: the consumer turns that on for ``poll_arrow()``), this thread polls it,
 so that a response is read off the socket (the reads release the GIL), parsed and queued in the
 fetch buffer while the user's thread decodes and handles the records of the previous one; the
 broker's next answer can then start at once instead of when the user's thread comes back for
@@ -49,6 +50,10 @@ class BackgroundPoller(Protocol):
 
     def poll_background(self, timeout_ms: float) -> None:
         """One network poll of the background thread (see ``ConsumerNetworkClient``)."""
+        ...
+
+    def background_wanted(self) -> bool:
+        """Whether the thread is to poll at all now (a lock-free hint)."""
         ...
 
 
@@ -106,7 +111,7 @@ class ConsumerNetworkThread(threading.Thread):
         has_work = self._work_ref()
         if client is None or has_work is None:
             return None
-        if not has_work():
+        if not client.background_wanted() or not has_work():
             return False
         try:
             client.poll_background(_POLL_SLICE_MS)
@@ -124,8 +129,14 @@ class ConsumerNetworkThread(threading.Thread):
         return True
 
     def _has_work(self) -> bool:
+        client = self._client_ref()
         has_work = self._work_ref()
-        return has_work is not None and has_work()
+        return (
+            client is not None
+            and has_work is not None
+            and client.background_wanted()
+            and has_work()
+        )
 
     def _park(self) -> None:
         # Announce first, then look again: a sender that saw _parked False made has_work()

@@ -1,6 +1,6 @@
 """The background receiver: responses are read off the sockets while the user's thread is
-outside ``poll()``, and what it buffered obeys Java's semantics (seeks and pauses, ``wakeup()``,
-``close()``)."""
+outside ``poll_arrow()``, and what it buffered obeys Java's semantics (seeks and pauses,
+``wakeup()``, ``close()``); after ``poll()`` the user's thread receives its own responses."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from kafkaconsumer.structs import TopicPartition
 from tests.consumer.conftest import create_topic, produce, simple_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytest.importorskip("pyarrow")
 
 RECORDS = 300
 BATCH = 10
@@ -62,13 +63,19 @@ def _network_thread(c: KafkaConsumer) -> threading.Thread:
     return thread
 
 
-def _first_records(c: KafkaConsumer) -> list[Any]:
+def _offsets(c: KafkaConsumer, timeout_ms: int = 200) -> list[int]:
+    """The offsets of one poll_arrow() (the topic has one partition)."""
+    offsets: list[int] = c.poll_arrow(timeout_ms=timeout_ms).column("offset").to_pylist()
+    return offsets
+
+
+def _first_records(c: KafkaConsumer) -> list[int]:
     deadline = time.monotonic() + 30
     while True:
         assert time.monotonic() < deadline, "no records within 30 s"
-        records = list(c.poll(timeout_ms=200))
-        if records:
-            return records
+        offsets = _offsets(c)
+        if offsets:
+            return offsets
 
 
 def _await_background_response(c: KafkaConsumer) -> None:
@@ -83,11 +90,12 @@ def _await_background_response(c: KafkaConsumer) -> None:
 
 
 def _offsets_until(c: KafkaConsumer, tp: TopicPartition, end: int) -> list[int]:
+    assert tp.partition == 0
     offsets: list[int] = []
     deadline = time.monotonic() + 30
     while not offsets or offsets[-1] < end - 1:
         assert time.monotonic() < deadline, f"stopped at {offsets[-1:] or 'nothing'}"
-        offsets.extend(r.offset for r in c.poll(timeout_ms=200).records(tp))
+        offsets.extend(_offsets(c))
     return offsets
 
 
@@ -98,10 +106,10 @@ def test_responses_are_received_while_the_user_is_away(
     consumer, and the records then handed out continue exactly where the poll left off."""
     c = _consumer(consumer_factory, tp)
     first = _first_records(c)
-    assert [r.offset for r in first] == list(range(len(first)))
+    assert first == list(range(len(first)))
     _await_background_response(c)
     rest = _offsets_until(c, tp, RECORDS)
-    assert [r.offset for r in first] + rest == list(range(RECORDS))
+    assert first + rest == list(range(RECORDS))
 
 
 @pytest.mark.parametrize("target", [0, 3, 150])
@@ -127,11 +135,11 @@ def test_pause_keeps_what_the_network_thread_buffered(
     _await_background_response(c)
     c.pause([tp])
     position = c.position(tp)
-    assert len(c.poll(timeout_ms=300)) == 0
+    assert _offsets(c, 300) == []
     assert c.position(tp) == position
     c.resume([tp])
     rest = _offsets_until(c, tp, RECORDS)
-    assert [r.offset for r in first] + rest == list(range(RECORDS))
+    assert first + rest == list(range(RECORDS))
 
 
 def test_wakeup_while_the_network_thread_holds_a_response(
@@ -146,10 +154,10 @@ def test_wakeup_while_the_network_thread_holds_a_response(
     position = c.position(tp)
     c.wakeup()
     with pytest.raises(WakeupError):
-        c.poll(timeout_ms=5000)
+        c.poll_arrow(timeout_ms=5000)
     assert c.position(tp) == position
     rest = _offsets_until(c, tp, RECORDS)
-    assert [r.offset for r in first] + rest == list(range(RECORDS))
+    assert first + rest == list(range(RECORDS))
 
 
 def test_wakeup_ends_a_wait_while_the_network_thread_polls(
@@ -164,7 +172,7 @@ def test_wakeup_ends_a_wait_while_the_network_thread_polls(
     try:
         with pytest.raises(WakeupError):
             for _ in range(100):
-                c.poll(timeout_ms=1000)
+                c.poll_arrow(timeout_ms=1000)
     finally:
         timer.cancel()
 
@@ -176,15 +184,42 @@ def test_close_with_a_fetch_in_flight_stops_the_network_thread(
     timeout and leaves no network thread behind."""
     c = _consumer(consumer_factory, tp, fetch_max_wait_ms=5000)
     _offsets_until(c, tp, RECORDS)
-    c.poll(timeout_ms=0)  # the caught-up fetch goes out; the broker holds it
+    c.poll_arrow(timeout_ms=0)  # the caught-up fetch goes out; the broker holds it
     thread = _network_thread(c)
     deadline = time.monotonic() + 10
     while not c._fetcher.has_fetch_in_flight():
         assert time.monotonic() < deadline, "no fetch went out"
-        c.poll(timeout_ms=50)
+        c.poll_arrow(timeout_ms=50)
     assert thread.is_alive()
     start = time.monotonic()
     c.close(timeout_ms=3000)
     assert time.monotonic() - start < 3 + 5  # its timeout, plus slack for a loaded machine
     thread.join(5)
     assert not thread.is_alive()
+
+
+def test_after_poll_the_users_thread_receives_its_own_responses(
+    consumer_factory: Any, tp: TopicPartition
+) -> None:
+    """After poll() (record objects, made with the GIL held) the network thread stays asleep:
+    the prefetch that poll sent is still unread while the user is away, and the next poll()
+    reads it and continues exactly where the last one left off; poll_arrow() wakes it."""
+    c = _consumer(consumer_factory, tp)
+    deadline = time.monotonic() + 30
+    first: list[int] = []
+    while not first:
+        assert time.monotonic() < deadline, "no records within 30 s"
+        first = [r.offset for r in c.poll(timeout_ms=200)]
+    assert not c._client.receives_in_background
+    if c._fetcher.has_fetch_in_flight():
+        buffered = len(c._fetcher._buffer)
+        time.sleep(0.5)
+        assert c._fetcher.has_fetch_in_flight()
+        assert len(c._fetcher._buffer) == buffered
+    rest: list[int] = []
+    while not rest or rest[-1] < 49:
+        assert time.monotonic() < deadline, f"stopped at {rest[-1:] or 'nothing'}"
+        rest.extend(r.offset for r in c.poll(timeout_ms=200))
+    assert first + rest == list(range(len(first) + len(rest)))
+    _offsets(c)
+    assert c._client.receives_in_background

@@ -22,6 +22,10 @@ class _Poller:
     def __init__(self) -> None:
         self.polls = 0
         self.fail_with: BaseException | None = None
+        self.wanted = True
+
+    def background_wanted(self) -> bool:
+        return self.wanted
 
     def poll_background(self, timeout_ms: float) -> None:
         self.polls += 1
@@ -51,6 +55,32 @@ def test_idle_without_work() -> None:
         thread.kick()
         _wait_for(lambda: poller.polls >= 3)
         work.clear()
+        time.sleep(0.05)
+        settled = poller.polls
+        time.sleep(0.3)
+        assert poller.polls == settled
+    finally:
+        thread.close(5.0)
+    assert not thread.is_alive()
+
+
+def test_sleeps_while_its_client_does_not_want_it() -> None:
+    """With work but a client that does not want background polls (the consumer after a
+    poll()), the thread sleeps; wanted again and kicked, it polls."""
+    poller = _Poller()
+    poller.wanted = False
+    work = threading.Event()
+    work.set()
+    thread = ConsumerNetworkThread(poller, work.is_set, "test-network-thread")
+    thread.start()
+    try:
+        thread.kick()
+        time.sleep(0.3)
+        assert poller.polls == 0
+        poller.wanted = True
+        thread.kick()
+        _wait_for(lambda: poller.polls >= 3)
+        poller.wanted = False
         time.sleep(0.05)
         settled = poller.polls
         time.sleep(0.3)
