@@ -57,7 +57,9 @@ def loaded(cluster: Any, topic: str, values: list[bytes]) -> Any:
     return cluster
 
 
-def consumer(bootstrap: str, tp: TopicPartition, **config: Any) -> KafkaConsumer:
+def consumer(
+    bootstrap: str, tp: TopicPartition, *, assign: bool = True, **config: Any
+) -> KafkaConsumer:
     c = KafkaConsumer(
         {
             "bootstrap.servers": bootstrap,
@@ -67,9 +69,15 @@ def consumer(bootstrap: str, tp: TopicPartition, **config: Any) -> KafkaConsumer
             **config,
         }
     )
+    if assign:
+        start(c, tp)
+    return c
+
+
+def start(c: KafkaConsumer, tp: TopicPartition) -> None:
+    """Assign ``tp`` from its beginning."""
     c.assign([tp])
     c.seek_to_beginning([tp])
-    return c
 
 
 def read(c: KafkaConsumer, count: int, timeout_s: float = 90) -> list[bytes]:
@@ -174,12 +182,18 @@ def test_cluster_check_detects_the_other_cluster() -> None:
         assert b.brokers[0].node_id == node  # the same node id, another cluster
         front = FaultProxy(*a.proxy(node).target).start()
         stack.callback(front.stop)
-        checked = consumer(front.address, tp)  # the defaults: rebootstrap, check on
+        # The defaults: rebootstrap, check on. Assigned only once they have A's metadata: a
+        # blocking call of an assigned consumer sends its offset reset meanwhile, which would
+        # connect it to node 1 before the switch.
+        checked = consumer(front.address, tp, assign=False)
         stack.callback(checked.close)
-        unchecked = consumer(front.address, tp, **{"metadata.cluster.check.enable": False})
+        unchecked = consumer(
+            front.address, tp, assign=False, **{"metadata.cluster.check.enable": False}
+        )
         stack.callback(unchecked.close)
         for c in (checked, unchecked):
             assert c.partitions_for(topic)  # metadata from A, through the bootstrap address
+            start(c, tp)
         cluster_a = checked._metadata.cluster.cluster_id  # noqa: SLF001
         assert cluster_a is not None
         rebootstrapped = count_rebootstraps(checked)
