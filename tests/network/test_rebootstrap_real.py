@@ -57,10 +57,9 @@ def loaded(cluster: Any, topic: str, values: list[bytes]) -> Any:
     return cluster
 
 
-def consumer(
-    bootstrap: str, tp: TopicPartition, *, assign: bool = True, **config: Any
-) -> KafkaConsumer:
-    c = KafkaConsumer(
+def unassigned(bootstrap: str, **config: Any) -> KafkaConsumer:
+    """A consumer that reconnects quickly, not yet assigned."""
+    return KafkaConsumer(
         {
             "bootstrap.servers": bootstrap,
             "reconnect.backoff.max.ms": 500,
@@ -69,8 +68,12 @@ def consumer(
             **config,
         }
     )
-    if assign:
-        start(c, tp)
+
+
+def consumer(bootstrap: str, tp: TopicPartition, **config: Any) -> KafkaConsumer:
+    """A consumer that reconnects quickly, assigned ``tp`` from its beginning."""
+    c = unassigned(bootstrap, **config)
+    start(c, tp)
     return c
 
 
@@ -185,11 +188,9 @@ def test_cluster_check_detects_the_other_cluster() -> None:
         # The defaults: rebootstrap, check on. Assigned only once they have A's metadata: a
         # blocking call of an assigned consumer sends its offset reset meanwhile, which would
         # connect it to node 1 before the switch.
-        checked = consumer(front.address, tp, assign=False)
+        checked = unassigned(front.address)
         stack.callback(checked.close)
-        unchecked = consumer(
-            front.address, tp, assign=False, **{"metadata.cluster.check.enable": False}
-        )
+        unchecked = unassigned(front.address, **{"metadata.cluster.check.enable": False})
         stack.callback(unchecked.close)
         for c in (checked, unchecked):
             assert c.partitions_for(topic)  # metadata from A, through the bootstrap address
