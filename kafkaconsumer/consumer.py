@@ -826,13 +826,13 @@ class KafkaConsumer:
             coordinator = self._require_group()
             to_commit = self._offsets_arg(offsets)
             timer = self._timer(timeout_ms)
-            # The fetch state moves on while the commit waits, which may be long while a
-            # coordinator moves or a broker shuts down: fetches due now (a partition whose
-            # data was just handed out) go out first, and a leader that moves meanwhile is
-            # validated and fetched from, so that the next poll() finds the data buffered.
-            self._advance_fetch_state()
             started_ns = self._time.nanoseconds()
             try:
+                # The fetch state moves on while the commit waits, which may be long while a
+                # coordinator moves or a broker shuts down: fetches due now (a partition whose
+                # data was just handed out) go out with the commit, and a leader that moves
+                # meanwhile is validated and fetched from, so that the next poll() finds the
+                # data buffered.
                 with self._keep_fetching():
                     committed = coordinator.commits.commit_offsets_sync(to_commit, timer)
                 if not committed:

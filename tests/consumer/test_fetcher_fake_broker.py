@@ -393,6 +393,23 @@ def _loading_until_fetched(
     return handle
 
 
+def _leader_moving_while_waiting(
+    cluster: FakeCluster, make: Any, waits_on: ApiKey
+) -> tuple[Any, TopicPartition, int]:
+    """A group member that has read offsets 0-14 of partition 0, whose coordinator answers
+    ``waits_on`` as still loading until the new leader was fetched from at offset 15, and
+    whose partition's leader is about to move behind the fetch the old one holds. Returns the
+    consumer, the partition and the new leader."""
+    c = make(group_id="g", max_poll_records=5, auto_offset_reset="earliest")
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    poll_until(c, lambda acc: len(acc) >= 15)
+    new_leader = 1 - cluster.leader(TOPIC, 0)[0]
+    cluster.on(waits_on, _loading_until_fetched(cluster, waits_on, new_leader, 0, 15))
+    _move_leader_behind_a_held_fetch(cluster, 0, 15)
+    return c, tp, new_leader
+
+
 def test_commit_sync_follows_a_moved_leader_while_it_waits(cluster: FakeCluster, make: Any) -> None:
     """A partition's leader moves while commit_sync() waits for a coordinator that is still
     loading (the old leader answers the fetch it holds empty, the next one NOT_LEADER with the
@@ -400,16 +417,7 @@ def test_commit_sync_follows_a_moved_leader_while_it_waits(cluster: FakeCluster,
     go out during that wait (the coordinator only takes the commit once that fetch arrived), so
     the first poll() after the commit hands out the new record at once, without a request of
     its own; nothing is handed out before that poll()."""
-    c = make(group_id="g", max_poll_records=5, auto_offset_reset="earliest")
-    tp = TopicPartition(TOPIC, 0)
-    c.assign([tp])
-    poll_until(c, lambda acc: len(acc) >= 15)
-    new_leader = 1 - cluster.leader(TOPIC, 0)[0]
-    cluster.on(
-        ApiKey.OFFSET_COMMIT,
-        _loading_until_fetched(cluster, ApiKey.OFFSET_COMMIT, new_leader, 0, 15),
-    )
-    _move_leader_behind_a_held_fetch(cluster, 0, 15)
+    c, tp, new_leader = _leader_moving_while_waiting(cluster, make, ApiKey.OFFSET_COMMIT)
     c.commit_sync({tp: OffsetAndMetadata(15, "")}, timeout_ms=20_000)
     assert cluster.committed("g")[(TOPIC, 0)][0] == 15
     assert cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH, node_id=new_leader)
@@ -425,16 +433,7 @@ def test_committed_lookup_follows_a_moved_leader_while_it_waits(
 ) -> None:
     """The same while committed() waits for a loading coordinator's OffsetFetch; the
     position stays where poll() left it until the next poll() hands the record out."""
-    c = make(group_id="g", max_poll_records=5, auto_offset_reset="earliest")
-    tp = TopicPartition(TOPIC, 0)
-    c.assign([tp])
-    poll_until(c, lambda acc: len(acc) >= 15)
-    new_leader = 1 - cluster.leader(TOPIC, 0)[0]
-    cluster.on(
-        ApiKey.OFFSET_FETCH,
-        _loading_until_fetched(cluster, ApiKey.OFFSET_FETCH, new_leader, 0, 15),
-    )
-    _move_leader_behind_a_held_fetch(cluster, 0, 15)
+    c, tp, new_leader = _leader_moving_while_waiting(cluster, make, ApiKey.OFFSET_FETCH)
     assert c.committed([tp], timeout_ms=20_000) == {tp: None}
     assert c.position(tp) == 15
     assert cluster.requests(ApiKey.OFFSET_FOR_LEADER_EPOCH, node_id=new_leader)

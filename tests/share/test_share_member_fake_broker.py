@@ -204,39 +204,13 @@ def test_commit_sync_reports_a_timeout_when_retriable_errors_outlast_it(
         assert len(cluster.requests(ApiKey.SHARE_ACKNOWLEDGE)) >= 2
 
 
-def test_commit_sync_reports_a_timeout_when_the_answer_is_still_in_flight(
-    cluster: FakeCluster,
-) -> None:
-    """commit_sync() whose time runs out while the broker has not answered reports the
-    partition's acknowledgements as timed out; the answer, when it comes, reaches the
-    callback."""
-    c, tid = _member_with_records(cluster)
-    with c:
-        outcomes: list[tuple[Any, Any]] = []
-        c.set_acknowledgement_commit_callback(
-            lambda offsets, error: outcomes.append((offsets, error))
-        )
-
-        def slow(_n: Any, _h: Any, _b: Any) -> dict[str, Any]:
-            time.sleep(1.0)
-            return _acknowledge_answer(tid, 0)
-
-        cluster.on(ApiKey.SHARE_ACKNOWLEDGE, slow)
-        result = c.commit_sync(timeout_ms=300)
-        assert isinstance(result[TopicPartition(TOPIC, 0)], RequestTimedOutError)
-        assert outcomes == []
-        deadline = time.monotonic() + 10
-        while not outcomes and time.monotonic() < deadline:
-            c.commit_sync(timeout_ms=200)
-        assert outcomes == [({TopicPartition(TOPIC, 0): {0, 1, 2}}, None)]
-
-
-def test_a_retriable_answer_after_the_deadline_completes_as_a_timeout(
-    cluster: FakeCluster,
-) -> None:
-    """A retriable error answered only after commit_sync()'s deadline is not sent again: the
-    acknowledgements complete as timed out (the retries ran out of time), not with the
-    broker's retriable error."""
+def _late_outcomes(
+    cluster: FakeCluster, answer_after_s: float, error_code: int, timeout_ms: int
+) -> tuple[list[tuple[Any, Any]], int]:
+    """commit_sync(timeout_ms) of a member whose ShareAcknowledge the broker answers with
+    ``error_code`` only after ``answer_after_s``: checks the partition is reported timed out,
+    then commits until the late answer reached the callback. Returns the callback's outcomes
+    and how many ShareAcknowledge requests went out before the member closed."""
     c, tid = _member_with_records(cluster)
     with c:
         outcomes: list[tuple[Any, Any]] = []
@@ -245,20 +219,41 @@ def test_a_retriable_answer_after_the_deadline_completes_as_a_timeout(
         )
 
         def late(_n: Any, _h: Any, _b: Any) -> dict[str, Any]:
-            time.sleep(0.6)
-            return _acknowledge_answer(tid, 14)
+            time.sleep(answer_after_s)
+            return _acknowledge_answer(tid, error_code)
 
         cluster.on(ApiKey.SHARE_ACKNOWLEDGE, late)
-        result = c.commit_sync(timeout_ms=200)
+        result = c.commit_sync(timeout_ms=timeout_ms)
         assert isinstance(result[TopicPartition(TOPIC, 0)], RequestTimedOutError)
+        assert outcomes == []
         deadline = time.monotonic() + 10
         while not outcomes and time.monotonic() < deadline:
             c.commit_sync(timeout_ms=200)
-        assert len(outcomes) == 1
-        offsets, error = outcomes[0]
-        assert offsets == {TopicPartition(TOPIC, 0): {0, 1, 2}}
-        assert isinstance(error, RequestTimedOutError)
-        assert len(cluster.requests(ApiKey.SHARE_ACKNOWLEDGE)) == 1
+        return outcomes, len(cluster.requests(ApiKey.SHARE_ACKNOWLEDGE))
+
+
+def test_commit_sync_reports_a_timeout_when_the_answer_is_still_in_flight(
+    cluster: FakeCluster,
+) -> None:
+    """commit_sync() whose time runs out while the broker has not answered reports the
+    partition's acknowledgements as timed out; the answer, when it comes, reaches the
+    callback."""
+    outcomes, _ = _late_outcomes(cluster, 1.0, 0, 300)
+    assert outcomes == [({TopicPartition(TOPIC, 0): {0, 1, 2}}, None)]
+
+
+def test_a_retriable_answer_after_the_deadline_completes_as_a_timeout(
+    cluster: FakeCluster,
+) -> None:
+    """A retriable error answered only after commit_sync()'s deadline is not sent again: the
+    acknowledgements complete as timed out (the retries ran out of time), not with the
+    broker's retriable error."""
+    outcomes, sent = _late_outcomes(cluster, 0.6, 14, 200)
+    assert len(outcomes) == 1
+    offsets, error = outcomes[0]
+    assert offsets == {TopicPartition(TOPIC, 0): {0, 1, 2}}
+    assert isinstance(error, RequestTimedOutError)
+    assert sent == 1
 
 
 def test_a_moved_partition_is_not_retried(cluster: FakeCluster) -> None:

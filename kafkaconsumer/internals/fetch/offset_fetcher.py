@@ -139,7 +139,7 @@ class OffsetFetcher:
         # KIP-580: each round of a blocking lookup waits longer, from retry.backoff.ms up to
         # its max.
         self._backoff = ExponentialBackoff(
-            int(config_value(config, "retry.backoff.ms")),
+            self._retry_backoff_ms,
             2.0,
             int(config_value(config, "retry.backoff.max.ms")),
             0.2,
