@@ -417,6 +417,7 @@ class KafkaConsumer:
         # read 1 KiB values at 1.2-1.4 M records/s with it, 1.7-1.8 M without, at less CPU),
         # so poll() receives its own responses.
         self._client.set_background_receive(decoder is not None)
+        self._fetcher.set_prefetch_waits_for_node(decoder is None)
         # The poll metrics read the poll's own clock (two readings a poll instead of three).
         timer = Timer(self._time, ms)
         self._consumer_metrics.record_poll_start(timer.current_time_ms)

@@ -114,6 +114,9 @@ class HandingOutFetcher:
     def has_fetch_in_flight(self) -> bool:
         return self.in_flight
 
+    def set_prefetch_waits_for_node(self, on: bool) -> None:
+        pass
+
 
 class NonBlockingPolls:
     """The network client's side of poll(): counts its non-blocking polls."""

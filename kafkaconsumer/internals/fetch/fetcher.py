@@ -179,6 +179,9 @@ class Fetcher:
         # walk held every request back for partitions still being handed out; the walk is
         # skipped while it holds. Guarded by _lock.
         self._held_at: tuple[Any, ...] | None = None
+        # Whether a prefetch waits for the other partitions of its node (see
+        # set_prefetch_waits_for_node). Written by the user's thread, read under _lock.
+        self._prefetch_waits_for_node = True
         # Set once by send_after_background_responses, before fetching.
         self._on_network_thread: Callable[[], bool] | None = None
 
@@ -372,7 +375,11 @@ class Fetcher:
         draining: set[int] | None = None
         held_back = False
         for node, builder in builders.items():
-            if prefetch and all(tp in prefetch for tp in builder.partitions()):
+            if (
+                prefetch
+                and self._prefetch_waits_for_node
+                and all(tp in prefetch for tp in builder.partitions())
+            ):
                 # Only partitions that still have records buffered, while others of this node
                 # become fetchable as the application takes their older pieces: wait for
                 # those, so that one full request goes out, not a small one that the rest
@@ -732,6 +739,14 @@ class Fetcher:
         fetches at once (see _then_send_next). Called once, by the consumer, before fetching.
         """
         self._on_network_thread = on_network_thread
+
+    def set_prefetch_waits_for_node(self, on: bool) -> None:
+        """Whether a request of prefetches only waits while other partitions of its node
+        still have an older piece being handed out (on for ``poll()``, whose thread receives
+        its own responses and hands partitions out one by one; off while a network thread
+        receives for ``poll_arrow()``, which takes a poll's partitions at once: measured there,
+        waiting made the reads slower)."""
+        self._prefetch_waits_for_node = on
 
     def has_fetch_in_flight(self) -> bool:
         """True from just before a fetch is sent until its answer is handled (a hint read
