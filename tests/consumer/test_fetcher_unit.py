@@ -235,6 +235,48 @@ def test_partitions_with_buffered_data_are_prefetched_from_where_it_ends() -> No
     assert client.fetched(2) == {T0: 20, T1: 20}
 
 
+def test_prefetch_waits_for_partitions_of_its_node_still_being_handed_out() -> None:
+    # One fetch per connection at a time: a prefetch of T0 alone, sent while T1's older piece
+    # is handed out, would make T1 wait for its answer. It goes out for both once T1's older
+    # piece is gone.
+    f, client, subs = make(max_poll_records=5)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 40), T1: (batch(0, 10, 0), 40)}))
+    assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3, 4]
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T0: 10, T1: 10}
+    client.sent[1][2].success(response({T0: (batch(10, 10, 10), 40), T1: (batch(10, 10, 10), 40)}))
+    assert values(f.collect_fetch().records[T0]) == [5, 6, 7, 8, 9]
+    # T0's first piece is gone (its second is a prefetch point); T1 still has two pieces.
+    assert f.send_fetches() == 0
+    assert f.send_fetches() == 0
+    assert values(f.collect_fetch().records[T1]) == [0, 1, 2, 3, 4]
+    assert f.send_fetches() == 0
+    assert values(f.collect_fetch().records[T1]) == [5, 6, 7, 8, 9]
+    assert f.send_fetches() == 1
+    assert client.fetched(2) == {T0: 20, T1: 20}
+
+
+def test_a_paused_partition_does_not_hold_back_the_prefetch_of_its_node() -> None:
+    f, client, subs = make(max_poll_records=5)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 40), T1: (batch(0, 10, 0), 40)}))
+    f.collect_fetch()
+    f.send_fetches()
+    client.sent[1][2].success(response({T0: (batch(10, 10, 10), 40), T1: (batch(10, 10, 10), 40)}))
+    subs.pause(T1)
+    assert values(f.collect_fetch().records[T0]) == [5, 6, 7, 8, 9]
+    # T1 keeps its two pieces while paused: T0 is prefetched without it.
+    assert f.send_fetches() == 1
+    assert client.fetched(2) == {T0: 20}
+
+
 def test_no_prefetch_past_the_high_watermark() -> None:
     # Buffered data up to the high watermark: a fetch from its end would be a long poll
     # holding the node for fetch.max.wait.ms, so the partition waits until it is handed out.

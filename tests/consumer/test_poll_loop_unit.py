@@ -8,6 +8,7 @@ import pytest
 
 from kafkaconsumer.consumer import KafkaConsumer
 from kafkaconsumer.internals.fetch.fetcher import Fetch
+from kafkaconsumer.structs import TopicPartition
 from kafkaconsumer.utils.timer import Timer
 from tests.support.consumers import consumer_with_collaborators
 from tests.support.mock_time import MockTime
@@ -94,3 +95,64 @@ def test_wait_loop_ends_when_the_metadata_changes() -> None:
     fetcher = CountingFetcher(client)
     consumer_with(client, fetcher)._poll_for_fetches(Timer(time, 1000))
     assert client.polls == 2
+
+
+class HandingOutFetcher:
+    """Always has records to hand out, with a fetch in flight behind them."""
+
+    def __init__(self) -> None:
+        self.in_flight = True
+
+    def collect_fetch(self, max_records: int | None = None, decoder: Any = None) -> Fetch:
+        fetch = Fetch()
+        fetch.add(TopicPartition("t", 0), [object()])
+        return fetch
+
+    def send_fetches(self) -> int:
+        return 0
+
+    def has_fetch_in_flight(self) -> bool:
+        return self.in_flight
+
+    def set_prefetch_waits_for_node(self, on: bool) -> None:
+        pass
+
+
+class NonBlockingPolls:
+    """The network client's side of poll(): counts its non-blocking polls."""
+
+    receives_in_background = False
+
+    def __init__(self, time: MockTime) -> None:
+        self.time = time
+        self.non_blocking = 0
+
+    def set_background_receive(self, on: bool) -> None:
+        pass
+
+    def poll_no_wakeup(self) -> None:
+        self.non_blocking += 1
+
+
+def test_poll_reads_what_arrived_of_the_fetch_in_flight_while_handing_out_records() -> None:
+    # As Java's poll(): records are handed out without waiting, and what the broker sent of
+    # the next response meanwhile is taken off the socket, so that the broker is not held up
+    # by a full socket buffer until a poll has to wait. Once per millisecond at most: a
+    # network poll costs more than a poll() of a few hundred small records.
+    time = MockTime()
+    client = NonBlockingPolls(time)
+    fetcher = HandingOutFetcher()
+    consumer = consumer_with(client, fetcher)  # type: ignore[arg-type]
+    consumer._subscriptions.assign_from_user([TopicPartition("t", 0)])
+    consumer._subscriptions.seek(TopicPartition("t", 0), 0)
+    assert consumer.poll(0)
+    assert client.non_blocking == 1
+    assert consumer.poll(0)
+    assert client.non_blocking == 1  # the same millisecond
+    time.advance(1)
+    assert consumer.poll(0)
+    assert client.non_blocking == 2
+    fetcher.in_flight = False
+    time.advance(1)
+    assert consumer.poll(0)
+    assert client.non_blocking == 2  # nothing in flight: nothing to read

@@ -69,6 +69,10 @@ class FetchBuffer:
         # _rebuilt counts wholesale changes (clear, clear_unassigned) that void that log.
         # All guarded by lock.
         self._buffered: set[TopicPartition] = set()
+        # Counts every change of the queue (a piece queued or gone, a wholesale change), so
+        # that the fetcher can tell that nothing was handed out since it last looked.
+        # Guarded by lock.
+        self.changes = 0
         self._nil_tp: TopicPartition | None = None
         self._maybe_left: set[TopicPartition] = set()
         self._left: list[TopicPartition] = []
@@ -80,6 +84,7 @@ class FetchBuffer:
     def append(self, cf: CompletedFetch) -> None:
         """Queue ``cf`` at the tail (caller holds the lock)."""
         self._completed.append(cf)
+        self.changes += 1
         self._pieces[cf.tp] += 1
         self._buffered.add(cf.tp)
         cf.buffered_bytes = 0 if cf.initialized or cf.is_consumed else cf.size_in_bytes
@@ -90,6 +95,7 @@ class FetchBuffer:
             self._lagging[cf] = None
 
     def _forget(self, cf: CompletedFetch) -> None:
+        self.changes += 1
         left = self._pieces[cf.tp] - 1
         if left > 0:
             self._pieces[cf.tp] = left
@@ -192,6 +198,7 @@ class FetchBuffer:
     def _rebuild_buffered(self) -> None:
         # After a wholesale change of the queue or next_in_line: the set is recounted and the
         # log of leavers voided.
+        self.changes += 1
         self._buffered = set(self._pieces)
         nil = self.next_in_line
         self._nil_tp = nil.tp if nil is not None and not nil.is_consumed else None
@@ -235,6 +242,21 @@ class FetchBuffer:
             if end is not None and limit is not None and end < limit:
                 out[nil.tp] = (nil.next_fetch_offset, end)
         return out
+
+    def nodes_draining_to_prefetch(self, subs: SubscriptionState) -> set[int]:
+        """The nodes that sent data of an unpaused partition which is not a prefetch point
+        yet only because an older piece of it is still buffered or being handed out: it
+        becomes one as the application takes those records (caller holds the lock)."""
+        nodes: set[int] = set()
+        pieces = self._pieces
+        nil = self.next_in_line
+        if nil is not None and not nil.is_consumed and nil.tp in pieces:
+            if not subs.is_paused(nil.tp):
+                nodes.add(nil.node)
+        for cf in self._completed:
+            if pieces[cf.tp] > 1 and not cf.is_consumed and not subs.is_paused(cf.tp):
+                nodes.add(cf.node)
+        return nodes
 
     def node_has_data(self, node: int, subs: SubscriptionState) -> bool:
         """Whether ``node`` sent buffered data of an unpaused partition."""

@@ -175,6 +175,10 @@ class FetchSessionHandler:
             """Fetch ``tp`` with ``data`` in the next request."""
             self._next[tp] = data
 
+        def partitions(self) -> Iterable[TopicPartition]:
+            """The partitions added so far."""
+            return self._next.keys()
+
         def build(self) -> FetchRequestData:
             """Decide full vs incremental and what to send, forget and replace."""
             h = self._handler

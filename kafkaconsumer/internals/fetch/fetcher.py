@@ -175,6 +175,13 @@ class Fetcher:
         # nothing to send (see there); reset whenever a fetch goes out or comes back. Guarded
         # by _lock.
         self._nothing_to_fetch_at: tuple[Any, ...] | None = None
+        # The state (fetch states, metadata, buffer, piece being handed out) in which the last
+        # walk held every request back for partitions still being handed out; the walk is
+        # skipped while it holds. Guarded by _lock.
+        self._held_at: tuple[Any, ...] | None = None
+        # Whether a prefetch waits for the other partitions of its node (see
+        # set_prefetch_waits_for_node). Written by the user's thread, read under _lock.
+        self._prefetch_waits_for_node = True
         # Set once by send_after_background_responses, before fetching.
         self._on_network_thread: Callable[[], bool] | None = None
 
@@ -261,6 +268,12 @@ class Fetcher:
         # tells which left without a copy of the set: the check stays O(1) per drained one.)
         last = self._nothing_to_fetch_at
         mark = (subs.fetchable_mark(), buffer.buffered_token(), self._metadata.cluster)
+        nil = buffer.next_in_line
+        held = (mark[0], mark[2], buffer.changes, nil, nil is not None and nil.is_consumed)
+        if held == self._held_at:
+            # Every request the walk could send waits for partitions still being handed out
+            # (see below), and nothing was handed out or changed since.
+            return []
         if last is not None and not prefetch and last[2] is mark[2] and last[0] == mark[0]:
             drained = buffer.left_since(last[1])
             if drained is not None and self._drained_caught_up(drained):
@@ -359,7 +372,23 @@ class Fetcher:
             )
         targets = []
         busy_nodes: set[int] | None = None
+        draining: set[int] | None = None
+        held_back = False
         for node, builder in builders.items():
+            if (
+                prefetch
+                and self._prefetch_waits_for_node
+                and all(tp in prefetch for tp in builder.partitions())
+            ):
+                # Only partitions that still have records buffered, while others of this node
+                # become fetchable as the application takes their older pieces: wait for
+                # those, so that one full request goes out, not a small one that the rest
+                # would then queue behind (one fetch per connection at a time).
+                if draining is None:
+                    draining = buffer.nodes_draining_to_prefetch(subs)
+                if node in draining:
+                    held_back = True
+                    continue
             if node not in lagging:
                 if busy_nodes is None:
                     busy_nodes = self._busy_nodes()
@@ -373,6 +402,7 @@ class Fetcher:
             targets.append(_FetchTarget(node, data, version, brokers_of[node], node in seek_behind))
         if not targets and remember:
             self._nothing_to_fetch_at = mark
+        self._held_at = held if held_back and not targets else None
         return targets
 
     def _broker_count(self) -> int:
@@ -436,6 +466,7 @@ class Fetcher:
             self._sent_at_mark = None
         self._in_flight.pop(node, None)
         self._nothing_to_fetch_at = None
+        self._held_at = None
 
     def _busy_nodes(self) -> set[int]:
         """The nodes that sent the buffered data of unpaused partitions, or are reading some
@@ -708,6 +739,14 @@ class Fetcher:
         fetches at once (see _then_send_next). Called once, by the consumer, before fetching.
         """
         self._on_network_thread = on_network_thread
+
+    def set_prefetch_waits_for_node(self, on: bool) -> None:
+        """Whether a request of prefetches only waits while other partitions of its node
+        still have an older piece being handed out (on for ``poll()``, whose thread receives
+        its own responses and hands partitions out one by one; off while a network thread
+        receives for ``poll_arrow()``, which takes a poll's partitions at once: measured there,
+        waiting made the reads slower)."""
+        self._prefetch_waits_for_node = on
 
     def has_fetch_in_flight(self) -> bool:
         """True from just before a fetch is sent until its answer is handled (a hint read
