@@ -459,6 +459,10 @@ class KafkaConsumer:
                     ):
                         self._client.poll_no_wakeup()
                         self._network_polled_ms = now_ms
+                        # A response that arrived now has its prefetch sent before the next
+                        # poll() decodes it, as one that arrives while poll() waits.
+                        if self._fetcher.send_fetches() > 0:
+                            self._client.poll_no_wakeup()
                     return fetch
                 timer.update()
                 if timer.is_expired():
