@@ -49,6 +49,8 @@ def test_consume_prints_fractions_of_the_ceiling(broker: Any) -> None:
             "2",
             "--timeout",
             "60",
+            "--repeat",
+            "2",
         ],
         capture_output=True,
         text=True,
@@ -118,3 +120,22 @@ def test_rates_count_from_the_first_records() -> None:
     # A first poll that brought most of the records leaves too little to time: the whole loop.
     r["first_records"] = 600
     assert consume.rate(r) == pytest.approx(1000 / 1.1)
+
+
+def _run(rate: float, **extra: Any) -> dict[str, Any]:
+    return {"client": "c", "records": int(rate), "elapsed_s": 1.0, **extra}
+
+
+def test_repeated_runs_report_the_median_run() -> None:
+    chosen = consume._median_run([_run(300, tag="a"), _run(100, tag="b"), _run(200, tag="c")])
+    assert chosen["tag"] == "c"
+    assert chosen["runs"] == [300, 100, 200]
+    # An even count reports the lower middle run, never a rate no run had.
+    assert consume._median_run([_run(400), _run(100), _run(300), _run(200)])["records"] == 200
+    # One run is reported as it is.
+    assert "runs" not in consume._median_run([_run(50)])
+
+
+def test_a_failed_run_is_reported_rather_than_the_median() -> None:
+    failed = {"client": "c", "error": "no result within 60 s"}
+    assert consume._median_run([_run(300), failed, _run(200)]) == failed
