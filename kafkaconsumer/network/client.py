@@ -632,7 +632,14 @@ class NetworkClient:
             return
         current = self._registered.get(node_id)
         if current is None:
-            self._selector.register(sock, events, node_id)
+            try:
+                self._selector.register(sock, events, node_id)
+            except KeyError:
+                # The selector has the descriptor already: an interrupt (Ctrl-C) landed
+                # between a registration and the bookkeeping below. Registered anew, so that
+                # the selector watches this socket, not what it last knew by that number.
+                self._selector.unregister(sock)
+                self._selector.register(sock, events, node_id)
             self._registered[node_id] = events
             self._registered_sock[node_id] = sock
         elif current != events:

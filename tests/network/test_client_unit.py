@@ -737,3 +737,32 @@ def test_unencodable_body_fails_only_its_own_request(
         again = cnc.send(-1, ApiKey.API_VERSIONS, {})
         cnc.poll(timeout_ms=5000, future=again)
         assert again.succeeded()
+
+
+class _Watched:
+    """The part of a connection the selector bookkeeping reads: its socket and interest."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def interest(self) -> int:
+        return 1  # selectors.EVENT_READ
+
+
+def test_a_registration_whose_bookkeeping_was_interrupted_is_made_again() -> None:
+    # Ctrl-C between the selector's registration of a socket and the client's record of it
+    # must not leave the node unable to register (the selector knows the descriptor already).
+    client = NetworkClient(network_settings({"bootstrap.servers": "127.0.0.1:9"}))
+    a, b = socket.socketpair()
+    try:
+        client._selector.register(a, 1, 7)  # as if interrupted right after this
+        conn = cast(Any, _Watched(a))
+        client._sync_registration(7, conn)
+        assert client._registered_sock[7] is a
+        assert client._selector.get_key(a).data == 7
+        b.send(b"x")
+        assert [key.fileobj for key, _ in client._selector.select(1.0)] == [a]
+    finally:
+        client.close()
+        a.close()
+        b.close()
