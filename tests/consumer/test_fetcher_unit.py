@@ -205,13 +205,24 @@ def test_max_poll_records_hands_out_everything_once() -> None:
     assert _offset(subs, T0) == 25 and _offset(subs, T1) == 9
 
 
-def test_partitions_with_buffered_data_are_prefetched_from_where_it_ends() -> None:
+def _both_answered_from_zero(
+    high_watermark: int,
+) -> tuple[Fetcher, FakeClient, SubscriptionState]:
+    """T0 and T1 assigned from offset 0 (5 records a poll), their first fetch answered with
+    10 records each out of ``high_watermark``."""
     f, client, subs = make(max_poll_records=5)
     subs.assign_from_user([T0, T1])
     subs.seek(T0, 0)
     subs.seek(T1, 0)
     f.send_fetches()
-    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 30), T1: (batch(0, 10, 0), 30)}))
+    client.sent[0][2].success(
+        response({T0: (batch(0, 10, 0), high_watermark), T1: (batch(0, 10, 0), high_watermark)})
+    )
+    return f, client, subs
+
+
+def test_partitions_with_buffered_data_are_prefetched_from_where_it_ends() -> None:
+    f, client, subs = _both_answered_from_zero(high_watermark=30)
     first = f.collect_fetch()  # 5 of T0's 10
     assert values(first.records[T0]) == [0, 1, 2, 3, 4]
     # The next fetch goes out while the buffered records are handed out: from their end.
@@ -239,12 +250,7 @@ def test_prefetch_waits_for_partitions_of_its_node_still_being_handed_out() -> N
     # One fetch per connection at a time: a prefetch of T0 alone, sent while T1's older piece
     # is handed out, would make T1 wait for its answer. It goes out for both once T1's older
     # piece is gone.
-    f, client, subs = make(max_poll_records=5)
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
-    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 40), T1: (batch(0, 10, 0), 40)}))
+    f, client, subs = _both_answered_from_zero(high_watermark=40)
     assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3, 4]
     assert f.send_fetches() == 1
     assert client.fetched(1) == {T0: 10, T1: 10}
@@ -261,12 +267,7 @@ def test_prefetch_waits_for_partitions_of_its_node_still_being_handed_out() -> N
 
 
 def test_a_paused_partition_does_not_hold_back_the_prefetch_of_its_node() -> None:
-    f, client, subs = make(max_poll_records=5)
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
-    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 40), T1: (batch(0, 10, 0), 40)}))
+    f, client, subs = _both_answered_from_zero(high_watermark=40)
     f.collect_fetch()
     f.send_fetches()
     client.sent[1][2].success(response({T0: (batch(10, 10, 10), 40), T1: (batch(10, 10, 10), 40)}))
