@@ -19,6 +19,8 @@ PYX = os.path.join("kafkaconsumer", "record", "_crecords.pyx")
 # run time.
 ARROW_PYX = os.path.join("kafkaconsumer", "record", "_carrow.pyx")
 AVRO_PYX = os.path.join("kafkaconsumer", "formats", "_cavro.pyx")
+# The thread that receives the rest of a large response without the GIL (Linux).
+FRAME_READER_PYX = os.path.join("kafkaconsumer", "network", "_cframe_reader.pyx")
 # CRC-32C in C (hardware instruction chosen at run time, or the table method), header only.
 CRC_H = os.path.join("kafkaconsumer", "record", "_crc32c.h")
 
@@ -109,6 +111,10 @@ def extensions() -> list[Extension]:
     if os.path.exists(AVRO_PYX):
         exts.append(Extension("kafkaconsumer.formats._cavro", [AVRO_PYX],
                               extra_compile_args=args))
+    if os.path.exists(FRAME_READER_PYX):
+        exts.append(Extension("kafkaconsumer.network._cframe_reader", [FRAME_READER_PYX],
+                              extra_compile_args=args,
+                              extra_link_args=["-pthread"] if os.name != "nt" else []))
     return list(
         cythonize(
             exts,

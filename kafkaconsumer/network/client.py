@@ -463,6 +463,7 @@ class NetworkClient:
                 next_correlation_id=self._next_correlation_id,
                 ssl_context=self._ssl_context,
                 token_cache=self._token_cache,
+                notify_fd=self._wake_w.fileno(),
             )
             self._conns[node_id] = conn
         conn.expected_cluster = (
@@ -753,10 +754,13 @@ class NetworkClient:
             target = self._conns.get(node_id)
             if target is not None:
                 target.on_io(events)
-        # TLS may hold decrypted bytes that the selector cannot report.
+        # TLS may hold decrypted bytes that the selector cannot report; a response's reading
+        # thread reports through the wake-up socket.
         for conn in list(self._conns.values()):
             if conn.has_buffered_input():
                 conn.on_io(selectors.EVENT_READ)
+            elif conn.native_read_active():
+                conn.finish_native_read()
         now = self.now_ms()
         bootstrap_done = self._close_bootstrap_pending
         self._close_bootstrap_pending = False

@@ -99,9 +99,13 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
         next_correlation_id: Callable[[], int],
         ssl_context: ssl.SSLContext | None = None,
         token_cache: OAuthTokenCache | None = None,
+        notify_fd: int | None = None,
     ) -> None:
         """Describe a connection to broker ``node_id`` at ``host:port``; nothing is opened until
-        the owner calls :meth:`connect`.
+        the owner calls :meth:`connect`. ``notify_fd``, a descriptor the owner's selector
+        watches, lets large responses be received on a thread of their own that writes to it
+        when done (see ``network_receive.NATIVE_READ_MIN``); the owner then calls
+        :meth:`finish_native_read`.
         """
         # Set once here and only read after: up to _max_frame.
         self.node_id = node_id
@@ -148,6 +152,9 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
         # The socket's SO_RCVLOWAT (1: the default; each new socket starts there); None where
         # it is not used, or once a socket refused one.
         self._lowat: int | None = None  # network lock
+        self._notify_fd = notify_fd
+        # The thread receiving the rest of a large response (a FrameRead), if one runs.
+        self._native: Any = None  # network lock
         self._sasl: SaslMechanism | None = None  # network lock
         self.close_error: KafkaError | None = None  # network lock
         #: Set by close(); the client clears it once it has done its disconnect bookkeeping.
@@ -209,7 +216,9 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
             return selectors.EVENT_WRITE
         if self.state is ConnectionState.HANDSHAKE:
             return self._handshake_wants
-        events = selectors.EVENT_READ
+        # While a reading thread has the receive side, the selector must not report the
+        # socket readable: the thread wakes the owner through notify_fd instead.
+        events = 0 if self._native is not None else selectors.EVENT_READ
         if self._send_queue or self._want_write_for_read:
             events |= selectors.EVENT_WRITE
         return events
@@ -527,6 +536,8 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
 
     # ------------------------------------------------------------------ close ---------------
     def _close_socket(self) -> None:
+        # The reading thread must be gone before the descriptor is closed (and reused).
+        self.cancel_native_read()
         sock = self.sock
         self.sock = None
         if sock is not None:

@@ -39,6 +39,11 @@ from kafkaconsumer.network.channel_state import ConnectionState
 from kafkaconsumer.network.in_flight_request import InFlightRequest, api_name
 from kafkaconsumer.protocol import ApiKey, decode_response
 
+try:
+    from kafkaconsumer.network import _cframe_reader
+except ImportError:  # the extension is not built: every read on the driving thread
+    _cframe_reader = None  # type: ignore[assignment]
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["NetworkReceive", "describe_foreign_peer", "release_spare_buffers", "spare_buffer_bytes"]
@@ -76,6 +81,12 @@ _spare_lock = threading.Lock()
 # the mark at a quarter of it.
 _LOWAT_MIN = 256 * 1024
 _LOWAT_MAX = 2 << 20
+# The rest of a plaintext response of at least this many bytes is received by a thread that
+# never takes the GIL (``_cframe_reader``), while the interpreter's threads decode the previous
+# one: the copy out of the kernel is about a fifth of the CPU of reading 1 KiB records. Smaller
+# responses are not worth a thread (one is started per response, about 30 us). Only where the
+# connection's owner gave a wake-up descriptor for the thread to report on (``_notify_fd``).
+NATIVE_READ_MIN = 256 * 1024
 
 
 def _kernel_at_least(release: str, wanted: tuple[int, int]) -> bool:
@@ -253,6 +264,68 @@ class NetworkReceive(abc.ABC):
     _pool: list[mmap.mmap]
     _lowat: int | None
     _want_write_for_read: bool
+    _notify_fd: int | None
+    _native: Any
+
+    def native_read_active(self) -> bool:
+        """True while a reading thread owns the socket's receive side (see NATIVE_READ_MIN):
+        the socket is then not selected for reading."""
+        return self._native is not None
+
+    def finish_native_read(self) -> None:
+        """Take the response a reading thread completed, if it has; called by the network
+        client after each wait (the thread writes to ``_notify_fd`` when it ends)."""
+        read = self._native
+        if read is None:
+            return
+        if not read.started:
+            # An interrupt landed between creating the read and starting it.
+            self._start_native(read)
+            return
+        if not read.done:
+            return
+        # Joined before it is forgotten: finish() may be asked again, a dropped read not.
+        pos, error = read.finish()
+        self._native = None
+        if self._lowat is not None:
+            self._lowat = 1  # the thread put SO_RCVLOWAT back
+        if self.state is ConnectionState.DISCONNECTED:
+            return
+        self._frame_pos = pos
+        if error == _cframe_reader.PEER_CLOSED:
+            self._peer_closed()
+            return
+        if error:
+            self.close(
+                KafkaConnectionError(
+                    f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
+                    f"receiving: {os.strerror(error) if error > 0 else 'the read was stopped'}"
+                )
+            )
+            return
+        self.last_activity_ms = self._now_ms()
+        frame = self._frame
+        assert frame is not None and pos == self._frame_size
+        self._frame = None
+        self._on_frame(memoryview(frame)[: self._frame_size])
+        del frame
+        self._read()  # what came after the response (the selector did not watch)
+
+    def _start_native(self, read: Any) -> None:
+        try:
+            read.start()
+        except OSError as exc:
+            # No thread to be had (a process at its limit): this response is read here.
+            logger.debug("node %s: receiving on the polling thread: %s", self.node_id, exc)
+            self._native = None
+            read.cancel()
+
+    def cancel_native_read(self) -> None:
+        """Stop a reading thread and wait for it (before the socket closes)."""
+        read = self._native
+        if read is not None:
+            self._native = None
+            read.cancel()
 
     @abc.abstractmethod
     def close(self, error: KafkaError | None = None) -> None:
@@ -261,6 +334,8 @@ class NetworkReceive(abc.ABC):
     def _read(self) -> None:
         self._want_write_for_read = False
         while self.state is not ConnectionState.DISCONNECTED:
+            if self._native is not None:
+                return  # a reading thread has the socket's receive side
             sock = self.sock
             assert sock is not None
             try:
@@ -375,6 +450,23 @@ class NetworkReceive(abc.ABC):
         self._frame_pos = len(data)
         self._frame_size = size
         rest = size - len(data)
+        if (
+            rest >= NATIVE_READ_MIN
+            and self._notify_fd is not None
+            and _cframe_reader is not None
+            and _cframe_reader.AVAILABLE
+            and not self._use_ssl
+            and self.sock is not None
+        ):
+            lowat_max = _LOWAT_MAX if self._lowat is not None else 0
+            if lowat_max and self._rcvbuf > 0:
+                lowat_max = max(1, min(lowat_max, self._rcvbuf // 4))
+            self._native = _cframe_reader.FrameRead(
+                self.sock.fileno(), frame, len(data), size, self._notify_fd, lowat_max
+            )
+            self._start_native(self._native)
+            if self._native is not None:
+                return False
         # Not under TLS: the library may hold part of a record already taken off the socket,
         # so fewer bytes than the rest of the response may ever reach the kernel's queue.
         if (
