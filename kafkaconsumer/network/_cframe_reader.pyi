@@ -3,10 +3,14 @@
 AVAILABLE: bool
 PEER_CLOSED: int
 CANCELLED: int
+NEEDS_BUFFER: int
 
 class FrameRead:
     """Bytes ``start`` to ``end`` of ``buffer`` received from socket ``fd`` on a thread of
     their own."""
+
+    buffer: object
+    whole_response: bool
 
     def __init__(
         self,
@@ -16,6 +20,7 @@ class FrameRead:
         end: int,
         notify_fd: int,
         lowat_max: int = ...,
+        whole_response: bool = ...,
     ) -> None: ...
     def start(self) -> None: ...
     @property
@@ -24,3 +29,7 @@ class FrameRead:
     def done(self) -> bool: ...
     def finish(self) -> tuple[int, int]: ...
     def cancel(self) -> None: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def size_bytes_read(self) -> int: ...

@@ -10,6 +10,12 @@ client's wake-up socket) so that the thread polling the network looks at it. Rec
 copy out of the kernel, about a fifth of the consumer's CPU on 1 KiB records; on a thread
 that needs no GIL it runs on another core while records are made.
 
+A read may also be armed before its response begins (``whole_response``): the thread then
+takes the response's 4-byte size first and goes on only when the response fits the buffer it
+was given. A connection whose last response was large arms one for the next as soon as a
+request is in flight, so that the response is taken off the socket from its first byte, not
+when the polling thread next looks.
+
 While a read runs the connection must not read the socket itself (it stops selecting it for
 reading) and must :meth:`FrameRead.cancel` it, which waits for the thread, before it closes the
 socket. The thread blocks every signal, so Ctrl-C still reaches the main thread.
@@ -46,6 +52,7 @@ cdef extern from *:
     #endif
     #include <errno.h>
     #include <stddef.h>
+    #include <stdint.h>
 
     /* States of a read: written by the reading thread with release order, read with acquire
      * order by the interpreter's threads. */
@@ -64,6 +71,9 @@ cdef extern from *:
         int error;           /* 0 ok, -1 peer closed, -2 cancelled, else an errno */
         int state;
         int cancel;          /* set (atomically) before cancel_fd is written */
+        unsigned char hdr[4];
+        int hdr_got;         /* 4 unless the read started before the response's size */
+        int64_t size;        /* the size read, or -1 */
     #if KC_FR_AVAILABLE
         pthread_t thread;
     #endif
@@ -87,16 +97,39 @@ cdef extern from *:
         fds[0].events = POLLIN;
         fds[1].fd = r->cancel_fd;
         fds[1].events = POLLIN;
-        while (r->pos < r->end) {
+        for (;;) {
             ssize_t n;
             if (__atomic_load_n(&r->cancel, __ATOMIC_ACQUIRE)) {
                 err = -2;
                 break;
             }
-            n = recv(r->fd, r->buf + r->pos, r->end - r->pos, MSG_DONTWAIT);
-            if (n > 0) {
-                r->pos += (size_t)n;
-                continue;
+            if (r->hdr_got < 4) {
+                /* The response's size first (a read armed before the response began). */
+                n = recv(r->fd, r->hdr + r->hdr_got, 4 - r->hdr_got, MSG_DONTWAIT);
+                if (n > 0) {
+                    r->hdr_got += (int)n;
+                    if (r->hdr_got == 4) {
+                        int64_t size = ((int64_t)r->hdr[0] << 24) | ((int64_t)r->hdr[1] << 16) |
+                                       ((int64_t)r->hdr[2] << 8) | (int64_t)r->hdr[3];
+                        if (r->hdr[0] & 0x80)
+                            size -= (int64_t)1 << 32;
+                        r->size = size;
+                        if (size < 0 || (size_t)size > r->end) {
+                            err = -3; /* the caller checks it and finds a buffer for it */
+                            break;
+                        }
+                        r->end = (size_t)size;
+                    }
+                    continue;
+                }
+            } else {
+                if (r->pos >= r->end)
+                    break;
+                n = recv(r->fd, r->buf + r->pos, r->end - r->pos, MSG_DONTWAIT);
+                if (n > 0) {
+                    r->pos += (size_t)n;
+                    continue;
+                }
             }
             if (n == 0) {
                 err = -1;
@@ -108,7 +141,7 @@ cdef extern from *:
                 err = errno;
                 break;
             }
-            if (r->lowat_max) {
+            if (r->lowat_max && r->hdr_got == 4) {
                 size_t rest = r->end - r->pos;
                 kc_fr_set_lowat(r, &lowat, rest < r->lowat_max ? rest : r->lowat_max);
             }
@@ -192,6 +225,8 @@ cdef extern from *:
         int error
         int state
         int cancel
+        int hdr_got
+        long long size
     int kc_fr_start(kc_frame_read *r) nogil
     void kc_fr_join(kc_frame_read *r, int cancel) nogil
     int kc_fr_state(kc_frame_read *r) nogil
@@ -203,6 +238,9 @@ AVAILABLE = bool(KC_FR_AVAILABLE)
 PEER_CLOSED = -1
 #: :attr:`FrameRead.error` when :meth:`FrameRead.cancel` stopped the read.
 CANCELLED = -2
+#: :attr:`FrameRead.error` when a whole-response read found a size that is negative or larger
+#: than its buffer (nothing after the 4 size bytes was read).
+NEEDS_BUFFER = -3
 
 
 cdef class FrameRead:
@@ -218,10 +256,12 @@ cdef class FrameRead:
     cdef Py_buffer _view
     cdef bint _has_view
     cdef bint _joined
+    cdef readonly object buffer
+    cdef readonly bint whole_response
 
     def __cinit__(
         self, int fd, object buffer, Py_ssize_t start, Py_ssize_t end, int notify_fd,
-        Py_ssize_t lowat_max=0,
+        Py_ssize_t lowat_max=0, bint whole_response=False,
     ):
         memset(&self._r, 0, sizeof(kc_frame_read))
         self._r.cancel_fd = -1
@@ -239,6 +279,12 @@ cdef class FrameRead:
         self._r.pos = <size_t>start
         self._r.end = <size_t>end
         self._r.lowat_max = <size_t>lowat_max if lowat_max > 0 else 0
+        # A whole response: its 4-byte size first, then up to ``end`` bytes of it from
+        # ``start`` (0); one that does not fit ends the read with NEEDS_BUFFER.
+        self._r.hdr_got = 0 if whole_response else 4
+        self.buffer = buffer
+        self.whole_response = whole_response
+        self._r.size = -1
         self._r.state = KC_FR_NEW
 
     def start(self) -> None:
@@ -262,10 +308,22 @@ cdef class FrameRead:
 
     def finish(self) -> tuple[int, int]:
         """Wait for the ended thread and release the buffer; returns ``(position, error)``:
-        the end of the bytes received, and 0, :data:`PEER_CLOSED`, :data:`CANCELLED` or an
-        errno."""
+        the end of the bytes received, and 0, :data:`PEER_CLOSED`, :data:`CANCELLED`,
+        :data:`NEEDS_BUFFER` or an errno."""
         self._join(False)
         return self._r.pos, self._r.error
+
+    @property
+    def size(self) -> int:
+        """The size a whole-response read found in the response's first 4 bytes (-1 until
+        they are in)."""
+        return self._r.size
+
+    @property
+    def size_bytes_read(self) -> int:
+        """How many of the response's 4 size bytes a whole-response read took off the
+        socket (4 for a read of the rest of a response)."""
+        return self._r.hdr_got
 
     def cancel(self) -> None:
         """Stop the thread (it returns within one wait of its own) and wait for it; the

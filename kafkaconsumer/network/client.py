@@ -761,6 +761,8 @@ class NetworkClient:
                 conn.on_io(selectors.EVENT_READ)
             elif conn.native_read_active():
                 conn.finish_native_read()
+            if not conn.native_read_active():
+                conn.maybe_arm_native_read()
         now = self.now_ms()
         bootstrap_done = self._close_bootstrap_pending
         self._close_bootstrap_pending = False

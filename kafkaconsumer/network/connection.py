@@ -155,6 +155,9 @@ class BrokerConnection(SaslClientAuthenticator, NetworkReceive):
         self._notify_fd = notify_fd
         # The thread receiving the rest of a large response (a FrameRead), if one runs.
         self._native: Any = None  # network lock
+        # The size of the last response when it was large enough for a reading thread (else
+        # 0): the next one is then read by a thread from its first byte.
+        self._large_size = 0  # network lock
         self._sasl: SaslMechanism | None = None  # network lock
         self.close_error: KafkaError | None = None  # network lock
         #: Set by close(); the client clears it once it has done its disconnect bookkeeping.

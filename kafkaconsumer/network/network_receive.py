@@ -266,6 +266,7 @@ class NetworkReceive(abc.ABC):
     _want_write_for_read: bool
     _notify_fd: int | None
     _native: Any
+    _large_size: int
 
     def native_read_active(self) -> bool:
         """True while a reading thread owns the socket's receive side (see NATIVE_READ_MIN):
@@ -291,6 +292,9 @@ class NetworkReceive(abc.ABC):
             self._lowat = 1  # the thread put SO_RCVLOWAT back
         if self.state is ConnectionState.DISCONNECTED:
             return
+        if read.whole_response:
+            self._finish_whole_read(read, pos, error)
+            return
         self._frame_pos = pos
         if error == _cframe_reader.PEER_CLOSED:
             self._peer_closed()
@@ -310,6 +314,86 @@ class NetworkReceive(abc.ABC):
         self._on_frame(memoryview(frame)[: self._frame_size])
         del frame
         self._read()  # what came after the response (the selector did not watch)
+
+    def maybe_arm_native_read(self) -> None:
+        """Hand the socket's receive side to a reading thread before the next response
+        begins, when the last one was large (see NATIVE_READ_MIN) and a request is in flight:
+        its bytes are then taken off the socket from the first one, not when the polling
+        thread next looks (it may be decoding for a millisecond or more, while the broker
+        stops on a full socket buffer). Called by the network client after each wait."""
+        if (
+            self._large_size
+            and self._native is None
+            and self.in_flight
+            and self._frame is None
+            and not self._hdr
+            and self.state is ConnectionState.READY
+            and self._native_reads_possible()
+        ):
+            assert self.sock is not None and self._notify_fd is not None
+            frame = self._frame_buffer(self._large_size)
+            # One assignment hands the receive side over (the read keeps its buffer), so an
+            # interrupt leaves either no read or one finish_native_read() starts.
+            self._native = _cframe_reader.FrameRead(
+                self.sock.fileno(),
+                frame,
+                0,
+                len(frame),
+                self._notify_fd,
+                self._lowat_max(),
+                True,
+            )
+            del frame
+            self._start_native(self._native)
+            if self._native is None:
+                self._large_size = 0  # no thread to be had: read as before
+
+    def _finish_whole_read(self, read: Any, pos: int, error: int) -> None:
+        """The end of a read armed before its response began (see maybe_arm_native_read)."""
+        frame = read.buffer
+        size = read.size
+        if error == _cframe_reader.NEEDS_BUFFER:
+            # Larger than the last one, or a size no response has: checked and taken as if
+            # the polling thread had read it.
+            self._large_size = 0
+            self._start_frame(size, memoryview(b""))
+            return
+        if error == _cframe_reader.PEER_CLOSED and read.size_bytes_read == 0:
+            self._peer_closed()  # between two responses
+            return
+        if error:
+            what = "the read was stopped" if error < 0 else os.strerror(error)
+            self.close(
+                KafkaConnectionError(
+                    f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
+                    f"receiving: {'the broker closed it' if error == -1 else what}"
+                )
+            )
+            return
+        assert pos == size
+        self.last_activity_ms = self._now_ms()
+        self._large_size = size if size >= NATIVE_READ_MIN else 0
+        self._on_frame(memoryview(frame)[:size])
+        del frame
+        self._read()
+
+    def _native_reads_possible(self) -> bool:
+        """Whether a reading thread may have this socket: a plaintext one (TLS keeps decrypted
+        bytes in the library), the extension built, and a wake-up descriptor to report on."""
+        return (
+            self._notify_fd is not None
+            and _cframe_reader is not None
+            and _cframe_reader.AVAILABLE
+            and not self._use_ssl
+            and self.sock is not None
+        )
+
+    def _lowat_max(self) -> int:
+        """The largest SO_RCVLOWAT a reading thread may set (0: none)."""
+        lowat_max = _LOWAT_MAX if self._lowat is not None else 0
+        if lowat_max and self._rcvbuf > 0:
+            lowat_max = max(1, min(lowat_max, self._rcvbuf // 4))
+        return lowat_max
 
     def _start_native(self, read: Any) -> None:
         try:
@@ -441,6 +525,8 @@ class NetworkReceive(abc.ABC):
         if size < 0 or size > limit:
             self._reject_size(size, data, limit)
             return False
+        # Whether the next response is worth a thread from its first byte on.
+        self._large_size = size if size >= NATIVE_READ_MIN else 0
         if len(data) >= size:
             self._on_frame(data[:size])
             return True
@@ -450,19 +536,10 @@ class NetworkReceive(abc.ABC):
         self._frame_pos = len(data)
         self._frame_size = size
         rest = size - len(data)
-        if (
-            rest >= NATIVE_READ_MIN
-            and self._notify_fd is not None
-            and _cframe_reader is not None
-            and _cframe_reader.AVAILABLE
-            and not self._use_ssl
-            and self.sock is not None
-        ):
-            lowat_max = _LOWAT_MAX if self._lowat is not None else 0
-            if lowat_max and self._rcvbuf > 0:
-                lowat_max = max(1, min(lowat_max, self._rcvbuf // 4))
+        if rest >= NATIVE_READ_MIN and self._native_reads_possible():
+            assert self.sock is not None and self._notify_fd is not None
             self._native = _cframe_reader.FrameRead(
-                self.sock.fileno(), frame, len(data), size, self._notify_fd, lowat_max
+                self.sock.fileno(), frame, len(data), size, self._notify_fd, self._lowat_max()
             )
             self._start_native(self._native)
             if self._native is not None:

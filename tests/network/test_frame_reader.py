@@ -10,12 +10,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from kafkaconsumer.network import network_receive
 from kafkaconsumer.network.connection import BrokerConnection, ConnectionState
+from kafkaconsumer.network.future import Future
 from tests.helpers import network_settings
 
 pytestmark = pytest.mark.timeout(60)
@@ -300,3 +302,160 @@ def test_a_refused_thread_leaves_the_response_to_the_connection(
         assert not c.native_read_active()
     sender.join()
     assert frames == [body]
+
+
+# ---------------------------------------------------------------- reads armed ahead -----------
+
+
+def test_a_whole_response_read_takes_its_size_first_and_stops_at_its_end(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    reader, writer = pair
+    buf = bytearray(1 << 20)
+    read = FrameRead(reader.fileno(), buf, 0, len(buf), wake[1].fileno(), 0, True)
+    read.start()
+    assert read.size == -1 and read.size_bytes_read == 0
+    body = os.urandom(300_000)
+    writer.sendall(network_receive._SIZE.pack(len(body))[:2])
+    time.sleep(0.02)  # the size split over two segments
+    writer.sendall(network_receive._SIZE.pack(len(body))[2:] + body + b"the next one")
+    _wait(lambda: read.done)
+    assert read.finish() == (len(body), 0)
+    assert read.size == len(body) and read.size_bytes_read == 4
+    assert bytes(buf[: len(body)]) == body
+    assert reader.recv(100) == b"the next one"
+
+
+@pytest.mark.parametrize("size", [(1 << 20) + 1, -5])
+def test_a_whole_response_read_stops_after_a_size_its_buffer_cannot_take(
+    pair: tuple[socket.socket, socket.socket],
+    wake: tuple[socket.socket, socket.socket],
+    size: int,
+) -> None:
+    reader, writer = pair
+    buf = bytearray(1 << 20)
+    read = FrameRead(reader.fileno(), buf, 0, len(buf), wake[1].fileno(), 0, True)
+    read.start()
+    writer.sendall(network_receive._SIZE.pack(size) + b"body")
+    _wait(lambda: read.done)
+    assert read.finish() == (0, frame_reader.NEEDS_BUFFER) and read.size == size
+    time.sleep(0.02)
+    assert reader.recv(100) == b"body"  # left for the connection
+
+
+def test_a_whole_response_read_reports_a_peer_gone_between_responses(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    reader, writer = pair
+    read = FrameRead(reader.fileno(), bytearray(100), 0, 100, wake[1].fileno(), 0, True)
+    read.start()
+    writer.close()
+    _wait(lambda: read.done)
+    assert read.finish() == (0, frame_reader.PEER_CLOSED) and read.size_bytes_read == 0
+
+
+def _armed_conn(
+    reader: socket.socket, notify_fd: int, frames: list[bytes], *, ssl: bool = False
+) -> BrokerConnection:
+    c = _conn(reader, notify_fd)
+    c._use_ssl = ssl
+    c._on_frame = lambda frame: frames.append(bytes(frame))  # type: ignore[method-assign]
+    # A request awaiting its answer (the test reads the answers itself: _on_frame above).
+    c.in_flight.append(SimpleNamespace(future=Future()))  # type: ignore[arg-type]
+    return c
+
+
+def _deliver(c: BrokerConnection, wake_r: socket.socket, frames: list[bytes], want: int) -> None:
+    """Poll as the network client does until ``want`` responses arrived."""
+    deadline = time.monotonic() + 10
+    while len(frames) < want:
+        assert time.monotonic() < deadline, "the responses did not arrive"
+        assert c.sock is not None
+        select.select([wake_r, c.sock], [], [], 0.05)
+        try:
+            wake_r.recv(100)
+        except BlockingIOError:
+            pass
+        if c.native_read_active():
+            c.finish_native_read()
+        else:
+            c._read()
+        if not c.native_read_active():
+            c.maybe_arm_native_read()
+
+
+def test_after_a_large_response_the_next_is_read_by_a_thread_from_its_first_byte(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    reader, writer = pair
+    frames: list[bytes] = []
+    c = _armed_conn(reader, wake[1].fileno(), frames)
+    c.maybe_arm_native_read()
+    assert not c.native_read_active()  # nothing large seen yet
+    size = network_receive.NATIVE_READ_MIN * 4
+    bodies = [os.urandom(size), os.urandom(size), b"small", os.urandom(size * 3)]
+    writer.sendall(network_receive._SIZE.pack(size) + bodies[0][:100])
+    _read_until_handed_over(c)  # the rest of the first one, as before
+    sender = threading.Thread(target=writer.sendall, args=(bodies[0][100:],))
+    sender.start()
+    _deliver(c, wake[0], frames, 1)
+    sender.join()
+    # Armed for the next response before any byte of it came.
+    assert c.native_read_active() and c.interest() == 0
+    for body in bodies[1:]:
+        sender = threading.Thread(
+            target=writer.sendall, args=(network_receive._SIZE.pack(len(body)) + body,)
+        )
+        sender.start()
+        _deliver(c, wake[0], frames, bodies.index(body) + 1)
+        sender.join()
+        if body == b"small":
+            # Small answers come now: the polling thread reads the next one itself.
+            assert not c.native_read_active()
+    assert frames == bodies
+    c.close()
+
+
+def test_a_response_larger_than_the_armed_buffer_is_read_into_a_larger_one(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    reader, writer = pair
+    frames: list[bytes] = []
+    c = _armed_conn(reader, wake[1].fileno(), frames)
+    c._large_size = network_receive.NATIVE_READ_MIN
+    c.maybe_arm_native_read()
+    assert c.native_read_active()
+    body = os.urandom(network_receive._POOL_MIN * 5)
+    sender = threading.Thread(
+        target=writer.sendall, args=(network_receive._SIZE.pack(len(body)) + body,)
+    )
+    sender.start()
+    _deliver(c, wake[0], frames, 1)
+    sender.join()
+    assert frames == [body]
+
+
+def test_a_size_no_response_has_closes_an_armed_connection_with_a_clear_error(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    reader, writer = pair
+    frames: list[bytes] = []
+    c = _armed_conn(reader, wake[1].fileno(), frames)
+    c._large_size = network_receive.NATIVE_READ_MIN
+    c.maybe_arm_native_read()
+    writer.sendall(network_receive._SIZE.pack(-7) + b"garbage")
+    deadline = time.monotonic() + 10
+    while c.state is not ConnectionState.DISCONNECTED:
+        assert time.monotonic() < deadline
+        c.finish_native_read()
+    assert "-7" in str(c.close_error) and not frames
+
+
+def test_tls_connections_are_never_armed(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    frames: list[bytes] = []
+    c = _armed_conn(pair[0], wake[1].fileno(), frames, ssl=True)
+    c._large_size = network_receive.NATIVE_READ_MIN
+    c.maybe_arm_native_read()
+    assert not c.native_read_active()
