@@ -76,6 +76,7 @@ cdef extern from *:
         int64_t size;        /* the size read, or -1 */
     #if KC_FR_AVAILABLE
         pthread_t thread;
+        pid_t owner;         /* the process whose thread it is (a forked child has none) */
     #endif
     } kc_frame_read;
 
@@ -177,6 +178,7 @@ cdef extern from *:
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
         r->state = KC_FR_RUNNING;
+        r->owner = getpid();
         rc = pthread_create(&r->thread, NULL, kc_fr_main, r);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (rc != 0) {
@@ -187,8 +189,14 @@ cdef extern from *:
         return rc;
     }
 
-    /* Ask the thread to stop (when ``cancel``) and wait for it; call once per started read. */
+    /* Ask the thread to stop (when ``cancel``) and wait for it; call once per started read.
+     * In a forked child there is no thread to wait for (fork copies only the calling one). */
     static void kc_fr_join(kc_frame_read *r, int cancel) {
+        if (r->owner != getpid()) {
+            close(r->cancel_fd);
+            r->cancel_fd = -1;
+            return;
+        }
         if (cancel) {
             unsigned long long v = 1;
             __atomic_store_n(&r->cancel, 1, __ATOMIC_RELEASE);
@@ -207,7 +215,17 @@ cdef extern from *:
     #endif
 
     static int kc_fr_state(kc_frame_read *r) {
-        return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+        int state = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+    #if KC_FR_AVAILABLE
+        if (state == KC_FR_RUNNING && r->owner != getpid()) {
+            /* A forked child's copy of a read its parent's thread was doing: ended, as if
+             * cancelled, so that the child's connection closes instead of waiting. */
+            r->error = -2;
+            state = KC_FR_DONE;
+            __atomic_store_n(&r->state, state, __ATOMIC_RELEASE);
+        }
+    #endif
+        return state;
     }
     """
     int KC_FR_AVAILABLE

@@ -167,6 +167,38 @@ def test_a_read_dropped_while_running_stops_its_thread(
     _wait(lambda: _threads() == before)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_child_does_not_wait_for_its_parents_reading_thread(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    reader, writer = pair
+    read = FrameRead(reader.fileno(), bytearray(1 << 20), 0, 1 << 20, wake[1].fileno())
+    read.start()
+    dropped = FrameRead(reader.fileno(), bytearray(1 << 20), 0, 1 << 20, wake[1].fileno())
+    dropped.start()
+    pid = os.fork()
+    if pid == 0:  # the child: fork copied the reads, not their threads
+        code = 1
+        try:
+            if read.done and read.finish()[1] == frame_reader.CANCELLED:
+                del dropped  # its __dealloc__ must not wait either
+                code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        assert time.monotonic() < deadline, "the child waited for a thread it does not have"
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not read.done  # the parent's thread still reads
+    read.cancel()
+    dropped.cancel()
+    assert read.finish()[1] == frame_reader.CANCELLED
+
+
 def test_a_range_outside_the_buffer_is_refused(pair: tuple[socket.socket, socket.socket]) -> None:
     with pytest.raises(ValueError, match="not within a buffer of 10"):
         FrameRead(pair[0].fileno(), bytearray(10), 0, 11, -1)
