@@ -9,7 +9,9 @@ named in the error. Responses arrive in request order on a Kafka connection, so 
 response's correlation id must match the oldest in-flight request; a mismatch or undecodable
 bytes close the connection. While a large response is partly in, the socket's ``SO_RCVLOWAT``
 (Linux 5.7+, see ``_LOWAT_MIN``) makes the selector report it only once a large piece of the
-rest has arrived.
+rest has arrived. Where the owner gives a wake-up descriptor, the rest of a large plaintext
+response (and, after one, the whole next response) is received by a thread of the
+``_cframe_reader`` extension without the GIL (see ``NATIVE_READ_MIN``).
 """
 
 from __future__ import annotations
@@ -84,8 +86,9 @@ _LOWAT_MAX = 2 << 20
 # The rest of a plaintext response of at least this many bytes is received by a thread that
 # never takes the GIL (``_cframe_reader``), while the interpreter's threads decode the previous
 # one: the copy out of the kernel is about a fifth of the CPU of reading 1 KiB records. Smaller
-# responses are not worth a thread (one is started per response, about 30 us). Only where the
-# connection's owner gave a wake-up descriptor for the thread to report on (``_notify_fd``).
+# responses are not worth a thread (one is started per response: 86 us from start to join for a
+# 100-byte read, measured). Only where the connection's owner gave a wake-up descriptor for the
+# thread to report on (``_notify_fd``).
 NATIVE_READ_MIN = 256 * 1024
 
 
@@ -296,16 +299,8 @@ class NetworkReceive(abc.ABC):
             self._finish_whole_read(read, pos, error)
             return
         self._frame_pos = pos
-        if error == _cframe_reader.PEER_CLOSED:
-            self._peer_closed()
-            return
         if error:
-            self.close(
-                KafkaConnectionError(
-                    f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
-                    f"receiving: {os.strerror(error) if error > 0 else 'the read was stopped'}"
-                )
-            )
+            self._native_read_failed(error)
             return
         self.last_activity_ms = self._now_ms()
         frame = self._frame
@@ -358,17 +353,8 @@ class NetworkReceive(abc.ABC):
             self._large_size = 0
             self._start_frame(size, memoryview(b""))
             return
-        if error == _cframe_reader.PEER_CLOSED and read.size_bytes_read == 0:
-            self._peer_closed()  # between two responses
-            return
         if error:
-            what = "the read was stopped" if error < 0 else os.strerror(error)
-            self.close(
-                KafkaConnectionError(
-                    f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
-                    f"receiving: {'the broker closed it' if error == -1 else what}"
-                )
-            )
+            self._native_read_failed(error)
             return
         assert pos == size
         self.last_activity_ms = self._now_ms()
@@ -376,6 +362,19 @@ class NetworkReceive(abc.ABC):
         self._on_frame(memoryview(frame)[:size])
         del frame
         self._read()
+
+    def _native_read_failed(self, error: int) -> None:
+        """Close after a reading thread ended with ``error`` (FrameRead.finish())."""
+        if error == _cframe_reader.PEER_CLOSED:
+            self._peer_closed()
+            return
+        what = os.strerror(error) if error > 0 else "the read was stopped"
+        self.close(
+            KafkaConnectionError(
+                f"connection to node {self.node_id} ({self.host}:{self.port}) failed while "
+                f"receiving: {what}"
+            )
+        )
 
     def _native_reads_possible(self) -> bool:
         """Whether a reading thread may have this socket: a plaintext one (TLS keeps decrypted
@@ -388,12 +387,17 @@ class NetworkReceive(abc.ABC):
             and self.sock is not None
         )
 
+    def _lowat_cap(self, rest: int) -> int:
+        """The SO_RCVLOWAT for ``rest`` bytes still to come: at most _LOWAT_MAX, and at most a
+        quarter of a receive buffer set by receive.buffer.bytes."""
+        rest = min(rest, _LOWAT_MAX)
+        if self._rcvbuf > 0:
+            rest = max(1, min(rest, self._rcvbuf // 4))
+        return rest
+
     def _lowat_max(self) -> int:
         """The largest SO_RCVLOWAT a reading thread may set (0: none)."""
-        lowat_max = _LOWAT_MAX if self._lowat is not None else 0
-        if lowat_max and self._rcvbuf > 0:
-            lowat_max = max(1, min(lowat_max, self._rcvbuf // 4))
-        return lowat_max
+        return self._lowat_cap(_LOWAT_MAX) if self._lowat is not None else 0
 
     def _start_native(self, read: Any) -> None:
         try:
@@ -560,9 +564,7 @@ class NetworkReceive(abc.ABC):
         default); see _LOWAT_MIN."""
         try:
             if rest > 1:
-                rest = min(rest, _LOWAT_MAX)
-                if self._rcvbuf > 0:
-                    rest = max(1, min(rest, self._rcvbuf // 4))
+                rest = self._lowat_cap(rest)
             if rest != self._lowat:
                 sock.setsockopt(socket.SOL_SOCKET, _SO_RCVLOWAT, rest)  # type: ignore[arg-type]
                 self._lowat = rest

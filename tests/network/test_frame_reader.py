@@ -65,6 +65,13 @@ def _threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def _send(writer: socket.socket, payload: bytes) -> threading.Thread:
+    """Send ``payload`` from a thread of its own (it may not fit the socket buffers)."""
+    sender = threading.Thread(target=writer.sendall, args=(payload,))
+    sender.start()
+    return sender
+
+
 def _read_until_handed_over(c: BrokerConnection) -> None:
     """Read what has come until the connection gave the rest of its response to a thread."""
     deadline = time.monotonic() + 10
@@ -91,8 +98,7 @@ def test_the_thread_fills_the_buffer_and_reports_on_the_wake_up_socket(
     assert not read.started and not read.done
     read.start()
     assert read.started
-    sender = threading.Thread(target=writer.sendall, args=(body[100:],))
-    sender.start()
+    sender = _send(writer, body[100:])
     # Nothing but the end of the read makes the wake-up socket readable.
     assert select.select([wake[0]], [], [], 10)[0] == [wake[0]]
     sender.join()
@@ -241,11 +247,7 @@ def test_a_large_response_is_received_by_the_thread_and_the_next_one_by_the_conn
     # The thread has the receive side: the selector is not to watch the socket for reading.
     assert c.interest() == 0
     c._read()  # a stray readiness report reads nothing
-    sender = threading.Thread(
-        target=writer.sendall,
-        args=(body[1000:] + network_receive._SIZE.pack(len(small)) + small,),
-    )
-    sender.start()
+    sender = _send(writer, body[1000:] + network_receive._SIZE.pack(len(small)) + small)
     assert select.select([wake[0]], [], [], 10)[0] == [wake[0]]
     sender.join()
     c.finish_native_read()
@@ -270,10 +272,7 @@ def test_small_responses_and_connections_without_a_wake_up_socket_read_on_their_
         frames: list[bytes] = []
         c._on_frame = frames.append  # type: ignore[assignment]
         body = os.urandom(body_size)
-        sender = threading.Thread(
-            target=writer.sendall, args=(network_receive._SIZE.pack(body_size) + body,)
-        )
-        sender.start()
+        sender = _send(writer, network_receive._SIZE.pack(body_size) + body)
         while not frames:
             c._read()
             assert not c.native_read_active()
@@ -325,10 +324,7 @@ def test_a_refused_thread_leaves_the_response_to_the_connection(
     c._on_frame = lambda frame: frames.append(bytes(frame))  # type: ignore[method-assign]
     size = network_receive.NATIVE_READ_MIN * 2
     body = os.urandom(size)
-    sender = threading.Thread(
-        target=writer.sendall, args=(network_receive._SIZE.pack(size) + body,)
-    )
-    sender.start()
+    sender = _send(writer, network_receive._SIZE.pack(size) + body)
     while not frames:
         c._read()
         assert not c.native_read_active()
@@ -428,17 +424,13 @@ def test_after_a_large_response_the_next_is_read_by_a_thread_from_its_first_byte
     bodies = [os.urandom(size), os.urandom(size), b"small", os.urandom(size * 3)]
     writer.sendall(network_receive._SIZE.pack(size) + bodies[0][:100])
     _read_until_handed_over(c)  # the rest of the first one, as before
-    sender = threading.Thread(target=writer.sendall, args=(bodies[0][100:],))
-    sender.start()
+    sender = _send(writer, bodies[0][100:])
     _deliver(c, wake[0], frames, 1)
     sender.join()
     # Armed for the next response before any byte of it came.
     assert c.native_read_active() and c.interest() == 0
     for body in bodies[1:]:
-        sender = threading.Thread(
-            target=writer.sendall, args=(network_receive._SIZE.pack(len(body)) + body,)
-        )
-        sender.start()
+        sender = _send(writer, network_receive._SIZE.pack(len(body)) + body)
         _deliver(c, wake[0], frames, bodies.index(body) + 1)
         sender.join()
         if body == b"small":
@@ -458,10 +450,7 @@ def test_a_response_larger_than_the_armed_buffer_is_read_into_a_larger_one(
     c.maybe_arm_native_read()
     assert c.native_read_active()
     body = os.urandom(network_receive._POOL_MIN * 5)
-    sender = threading.Thread(
-        target=writer.sendall, args=(network_receive._SIZE.pack(len(body)) + body,)
-    )
-    sender.start()
+    sender = _send(writer, network_receive._SIZE.pack(len(body)) + body)
     _deliver(c, wake[0], frames, 1)
     sender.join()
     assert frames == [body]
