@@ -36,6 +36,7 @@ from kafkaconsumer.internals.subscription_state import (
 )
 from kafkaconsumer.internals.thread_guard import ThreadGuard
 from kafkaconsumer.internals.topic_metadata_fetcher import TopicMetadataFetcher
+from kafkaconsumer.internals.topic_partition_state import TopicPartitionState
 from kafkaconsumer.listener import ConsumerRebalanceListener, NoOpConsumerRebalanceListener
 from kafkaconsumer.metadata import ConsumerMetadata, PartitionInfo
 from kafkaconsumer.metrics import FetchManagerMetrics, KafkaConsumerMetrics, Metrics
@@ -209,6 +210,9 @@ class KafkaConsumer:
         )
         self._fetcher.send_after_background_responses(self._client.on_network_thread)
         self._cached_all_positions = False
+        # What _positions_mark() was when every position was last found valid (user's thread
+        # only): until it changes, poll() skips the walk over the positions.
+        self._positions_settled_at: tuple[Any, ...] | None = None
         # The poll() clock's millisecond of the last non-blocking network poll after records
         # were handed out (user's thread only).
         self._network_polled_ms = -1
@@ -443,11 +447,14 @@ class KafkaConsumer:
                     # millisecond: a non-blocking network poll costs about 12 us, a tenth of
                     # a poll() of 500 small records. While a partition still waits for its
                     # offset reset or validation, its answer is read on every poll: that
-                    # partition fetches meanwhile.
+                    # partition fetches meanwhile. Nor while every response in flight is
+                    # arriving through a reading thread (large responses) and nothing waits
+                    # to go out: that poll would find nothing, and the thread's end wakes the
+                    # next one.
                     # (The background receiver writes a fetch out as soon as it is queued.)
                     sent = self._fetcher.send_fetches()
                     now_ms = timer.current_time_ms
-                    if not self._cached_all_positions or (
+                    poll_network = not self._cached_all_positions or (
                         not self._client.receives_in_background
                         and (
                             sent > 0
@@ -456,7 +463,11 @@ class KafkaConsumer:
                                 and self._fetcher.has_fetch_in_flight()
                             )
                         )
-                    ):
+                    )
+                    if poll_network and sent == 0 and self._client.only_receiving():
+                        self._network_polled_ms = now_ms  # asked again next millisecond
+                        poll_network = False
+                    if poll_network:
                         self._client.poll_no_wakeup()
                         self._network_polled_ms = now_ms
                         # A response that arrived now has its prefetch sent before the next
@@ -488,10 +499,30 @@ class KafkaConsumer:
             return False
         return self._update_fetch_positions(timer)
 
+    def _positions_mark(self) -> tuple[Any, ...] | None:
+        """What the positions' validity depends on: every partition's fetch state (one
+        counter of transitions), the assignment and the metadata snapshot (leaders); None while
+        a validation error waits to be raised."""
+        if self._offset_fetcher.has_validation_error():
+            return None
+        return (
+            TopicPartitionState.last_transition,
+            self._subscriptions.assignment_id,
+            self._metadata.cluster,
+        )
+
     def _update_fetch_positions(self, timer: Timer) -> bool:
+        mark = self._positions_mark()
+        if mark is not None and mark == self._positions_settled_at:
+            # Nothing moved since every position was valid: no leader to follow, nothing to
+            # validate or reset.
+            self._cached_all_positions = True
+            return True
         self._cached_all_positions = self._validate_positions(raise_error=True)
         if self._cached_all_positions:
+            self._positions_settled_at = mark
             return True
+        self._positions_settled_at = None
         if (
             self._coordinator is not None
             and not self._coordinator.commits.refresh_committed_offsets_if_needed(timer)

@@ -236,7 +236,7 @@ class Metadata:
         self.metadata_max_idle_ms = int(config_value(cfg, "metadata.max.idle.ms"))
         self.allow_auto_topic_creation = bool(config_value(cfg, "allow.auto.create.topics"))
         self._lock = threading.RLock()  # the metadata lock
-        self._cluster = Cluster.empty()  # guarded by _lock
+        self._cluster = Cluster.empty()  # written under _lock; read without it (replaced whole)
         self._update_version = 0  # guarded by _lock
         self._request_version = 0  # guarded by _lock
         self._sent_request_version = 0  # guarded by _lock
@@ -255,8 +255,9 @@ class Metadata:
     @property
     def cluster(self) -> Cluster:
         """The current immutable snapshot."""
-        with self._lock:
-            return self._cluster
+        # Read without the lock: the snapshot is replaced whole (one reference, written under
+        # the lock), and every poll reads it several times.
+        return self._cluster
 
     @property
     def update_version(self) -> int:

@@ -74,6 +74,7 @@ cdef extern from *:
         unsigned char hdr[4];
         int hdr_got;         /* 4 unless the read started before the response's size */
         int64_t size;        /* the size read, or -1 */
+        int begun;           /* set (atomically) once the response's size is in */
     #if KC_FR_AVAILABLE
         pthread_t thread;
         pid_t owner;         /* the process whose thread it is (a forked child has none) */
@@ -120,6 +121,7 @@ cdef extern from *:
                             break;
                         }
                         r->end = (size_t)size;
+                        __atomic_store_n(&r->begun, 1, __ATOMIC_RELEASE);
                     }
                     continue;
                 }
@@ -227,6 +229,10 @@ cdef extern from *:
     #endif
         return state;
     }
+
+    static int kc_fr_receiving(kc_frame_read *r) {
+        return kc_fr_state(r) == KC_FR_RUNNING && __atomic_load_n(&r->begun, __ATOMIC_ACQUIRE);
+    }
     """
     int KC_FR_AVAILABLE
     int KC_FR_NEW
@@ -245,9 +251,11 @@ cdef extern from *:
         int cancel
         int hdr_got
         long long size
+        int begun
     int kc_fr_start(kc_frame_read *r) nogil
     void kc_fr_join(kc_frame_read *r, int cancel) nogil
     int kc_fr_state(kc_frame_read *r) nogil
+    int kc_fr_receiving(kc_frame_read *r) nogil
 
 #: Whether this platform has the reading thread (Linux).
 AVAILABLE = bool(KC_FR_AVAILABLE)
@@ -300,6 +308,7 @@ cdef class FrameRead:
         # A whole response: its 4-byte size first, then up to ``end`` bytes of it from
         # ``start`` (0); one that does not fit ends the read with NEEDS_BUFFER.
         self._r.hdr_got = 0 if whole_response else 4
+        self._r.begun = 0 if whole_response else 1
         self.buffer = buffer
         self.whole_response = whole_response
         self._r.size = -1
@@ -323,6 +332,12 @@ cdef class FrameRead:
     def done(self) -> bool:
         """Whether the thread has ended (its results may be read after :meth:`finish`)."""
         return kc_fr_state(&self._r) == KC_FR_DONE
+
+    @property
+    def receiving(self) -> bool:
+        """Whether the thread runs and the response has begun (its size is in): it ends
+        without anything else arriving."""
+        return bool(kc_fr_receiving(&self._r))
 
     def finish(self) -> tuple[int, int]:
         """Wait for the ended thread and release the buffer; returns ``(position, error)``:

@@ -711,6 +711,21 @@ class NetworkClient:
             return len(conn.in_flight) if conn is not None else 0
         return sum(len(c.in_flight) for c in self._conns.values())
 
+    def only_receiving(self) -> bool:
+        """True when requests are in flight, nothing waits to be written, and every
+        connection with a request in flight has a reading thread receiving its response: a
+        non-blocking poll now finds nothing to do (each thread reports on the wake-up socket
+        when its response is in). A hint read without the network lock."""
+        in_flight = False
+        for conn in tuple(self._conns.values()):
+            if conn.has_pending_send():
+                return False
+            if conn.in_flight:
+                if not conn.native_read_receiving():
+                    return False
+                in_flight = True
+        return in_flight
+
     def has_in_flight(self, node_id: int, api_key: int) -> bool:
         """True when a request of ``api_key`` to the node awaits its response."""
         conn = self._conns.get(node_id)

@@ -543,6 +543,17 @@ class ConsumerNetworkClient:
         thread = self._network_thread
         return thread is not None and threading.current_thread() is thread
 
+    def only_receiving(self) -> bool:
+        """True when a non-blocking poll would only find responses still being received by
+        their reading threads (see :meth:`NetworkClient.only_receiving`): nothing is queued
+        to send and no completion waits to run. A hint read without the network lock."""
+        return (
+            not any(tuple(self._unsent.values()))
+            and not self._pending_completion
+            and not self._pending_disconnects
+            and self.client.only_receiving()
+        )
+
     @property
     def receives_in_background(self) -> bool:
         """True when a background receiver polls (see :meth:`start_background_receive` and

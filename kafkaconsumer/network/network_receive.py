@@ -276,6 +276,13 @@ class NetworkReceive(abc.ABC):
         the socket is then not selected for reading."""
         return self._native is not None
 
+    def native_read_receiving(self) -> bool:
+        """True while a reading thread is still receiving a response that has begun to
+        arrive (its size is in): the response completes without this thread, which the
+        thread's byte on the wake-up socket then says. A hint read without a lock."""
+        read = self._native
+        return read is not None and read.receiving
+
     def finish_native_read(self) -> None:
         """Take the response a reading thread completed, if it has; called by the network
         client after each wait (the thread writes to ``_notify_fd`` when it ends)."""

@@ -126,6 +126,11 @@ class NonBlockingPolls:
     def __init__(self, time: MockTime) -> None:
         self.time = time
         self.non_blocking = 0
+        self.cluster = object()  # the metadata's snapshot (this stands in for the metadata)
+        self.receiving = False  # every response in flight arrives through a reading thread
+
+    def only_receiving(self) -> bool:
+        return self.receiving
 
     def set_background_receive(self, on: bool) -> None:
         pass
@@ -156,3 +161,27 @@ def test_poll_reads_what_arrived_of_the_fetch_in_flight_while_handing_out_record
     time.advance(1)
     assert consumer.poll(0)
     assert client.non_blocking == 2  # nothing in flight: nothing to read
+
+
+def test_poll_leaves_the_network_alone_while_reading_threads_receive_every_response() -> None:
+    # A response arriving through its reading thread needs no network poll: the thread's end
+    # wakes the poll that takes it. Asked once per millisecond, as the poll it replaces.
+    time = MockTime()
+    client = NonBlockingPolls(time)
+    fetcher = HandingOutFetcher()
+    consumer = consumer_with(client, fetcher)  # type: ignore[arg-type]
+    consumer._subscriptions.assign_from_user([TopicPartition("t", 0)])
+    consumer._subscriptions.seek(TopicPartition("t", 0), 0)
+    assert consumer.poll(0)
+    assert client.non_blocking == 1  # the first poll validates positions
+    client.receiving = True
+    for _ in range(3):
+        time.advance(1)
+        assert consumer.poll(0)
+    assert client.non_blocking == 1
+    client.receiving = False
+    assert consumer.poll(0)
+    assert client.non_blocking == 1  # asked this millisecond already
+    time.advance(1)
+    assert consumer.poll(0)
+    assert client.non_blocking == 2

@@ -354,6 +354,60 @@ def test_a_whole_response_read_takes_its_size_first_and_stops_at_its_end(
     assert reader.recv(100) == b"the next one"
 
 
+def test_a_read_counts_as_receiving_from_its_responses_size_until_it_ends(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    # Armed before the response began, a read may wait for as long as the broker holds the
+    # request; once the size is in, the rest comes without anything else happening.
+    reader, writer = pair
+    buf = bytearray(1 << 20)
+    read = FrameRead(reader.fileno(), buf, 0, len(buf), wake[1].fileno(), 0, True)
+    assert not read.receiving  # not started
+    read.start()
+    time.sleep(0.02)
+    assert not read.receiving  # waiting for the response
+    body = os.urandom(300_000)
+    writer.sendall(network_receive._SIZE.pack(len(body)) + body[:1000])
+    _wait(lambda: read.receiving)
+    writer.sendall(body[1000:])
+    _wait(lambda: read.done)
+    assert not read.receiving
+    assert read.finish() == (len(body), 0)
+    rest = FrameRead(reader.fileno(), buf, 0, 10, wake[1].fileno())
+    rest.start()  # the rest of a response whose size the connection read: receiving at once
+    assert rest.receiving or rest.done
+    writer.sendall(b"0123456789")
+    _wait(lambda: rest.done)
+    assert rest.finish() == (10, 0) and not rest.receiving
+
+
+def test_a_connection_is_receiving_only_while_an_armed_read_has_a_response_coming(
+    pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
+) -> None:
+    reader, writer = pair
+    frames: list[bytes] = []
+    c = _armed_conn(reader, wake[1].fileno(), frames)
+    assert not c.native_read_receiving()
+    size = network_receive.NATIVE_READ_MIN * 4
+    first = os.urandom(size)
+    writer.sendall(network_receive._SIZE.pack(size) + first[:100])
+    _read_until_handed_over(c)
+    assert c.native_read_receiving() or c.native_read_active()
+    sender = _send(writer, first[100:])
+    _deliver(c, wake[0], frames, 1)
+    sender.join()
+    assert c.native_read_active() and not c.native_read_receiving()  # armed, nothing came
+    second = os.urandom(size)
+    writer.sendall(network_receive._SIZE.pack(size) + second[:100])
+    _wait(lambda: c.native_read_receiving())
+    sender = _send(writer, second[100:])
+    _deliver(c, wake[0], frames, 2)
+    sender.join()
+    assert frames == [first, second]
+    c.close()
+    assert not c.native_read_receiving()
+
+
 @pytest.mark.parametrize("size", [(1 << 20) + 1, -5])
 def test_a_whole_response_read_stops_after_a_size_its_buffer_cannot_take(
     pair: tuple[socket.socket, socket.socket],

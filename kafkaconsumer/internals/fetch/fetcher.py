@@ -252,6 +252,14 @@ class Fetcher:
             # The common case while records flow: everything assigned still has data waiting,
             # and a fetch is in flight (prefetching is considered when it returns).
             return []
+        fetchable_mark = subs.fetchable_mark()
+        cluster = self._metadata.cluster
+        nil = buffer.next_in_line
+        held = (fetchable_mark, cluster, buffer.changes, nil, nil is not None and nil.is_consumed)
+        if held == self._held_at:
+            # Every request the walk could send waits for partitions still being handed out
+            # (see below), and nothing was handed out or changed since.
+            return []
         prefetch = buffer.prefetch_points(self._config.max_bytes)
         if prefetch:
             count = len(buffer.buffered_partitions().difference(prefetch))
@@ -267,13 +275,7 @@ class Fetcher:
         # (Partitions that joined the buffered set since only leave the walk, and the buffer
         # tells which left without a copy of the set: the check stays O(1) per drained one.)
         last = self._nothing_to_fetch_at
-        mark = (subs.fetchable_mark(), buffer.buffered_token(), self._metadata.cluster)
-        nil = buffer.next_in_line
-        held = (mark[0], mark[2], buffer.changes, nil, nil is not None and nil.is_consumed)
-        if held == self._held_at:
-            # Every request the walk could send waits for partitions still being handed out
-            # (see below), and nothing was handed out or changed since.
-            return []
+        mark = (fetchable_mark, buffer.buffered_token(), cluster)
         if last is not None and not prefetch and last[2] is mark[2] and last[0] == mark[0]:
             drained = buffer.left_since(last[1])
             if drained is not None and self._drained_caught_up(drained):

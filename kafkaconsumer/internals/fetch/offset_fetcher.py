@@ -560,6 +560,11 @@ class OffsetFetcher:
         return on_failure
 
     # -- validation ----------------------------------------------------------------------
+    def has_validation_error(self) -> bool:
+        """Whether a validation found an error that waits to be raised (a hint read without
+        the lock: an error set meanwhile is seen by the next call)."""
+        return self._cached_validation_error is not None
+
     def validate_positions_if_needed(self, *, raise_error: bool = True) -> None:
         """Point positions at the current leaders and validate them where the broker can.
 
