@@ -724,6 +724,14 @@ class SubscriptionState:
             self._assigned_state(tp).paused = False
             self._flag_changes += 1
 
+    def set_fetch_end(self, tp: TopicPartition, end: int | None) -> None:
+        """Fetch ``tp`` only below offset ``end`` (None: no end): a read of an offset range
+        sends no fetch, and no prefetch, for what lies past it. Records already fetched past
+        ``end`` are still handed out."""
+        with self._lock:
+            self._assigned_state(tp).fetch_end = end
+            self._flag_changes += 1
+
     def is_paused(self, tp: TopicPartition) -> bool:
         """True when ``tp`` is assigned and paused."""
         with self._lock:

@@ -203,6 +203,7 @@ class TopicPartitionState:
         "log_start_offset",
         "last_stable_offset",
         "paused",
+        "fetch_end",
         "pending_revocation",
         "reset_strategy",
         "next_retry_time_ms",
@@ -224,6 +225,8 @@ class TopicPartitionState:
         self.log_start_offset: int | None = None  # also stored lock-free by the fetch path
         self.last_stable_offset: int | None = None  # also stored lock-free by the fetch path
         self.paused = False  # subscriptions lock
+        #: No fetch reads from this offset on (a bounded read's end; None: no end).
+        self.fetch_end: int | None = None  # subscriptions lock
         self.pending_revocation = False  # subscriptions lock
         self.reset_strategy: OffsetResetStrategy | None = None  # subscriptions lock
         self.next_retry_time_ms: int | None = None  # subscriptions lock

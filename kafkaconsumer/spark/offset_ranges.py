@@ -128,8 +128,11 @@ def iter_offset_ranges(
         if not pending:
             return
         consumer.assign(list(pending))
-        for tp, (start, _end) in pending.items():
+        for tp, (start, end) in pending.items():
             consumer.seek(tp, start)
+            # Nothing past the range is fetched: no prefetch of data the read drops, and no
+            # fetch in flight for close() to wait out.
+            consumer._subscriptions.set_fetch_end(tp, end)
         idle = Timer(SYSTEM_TIME, poll_timeout_ms)
         while pending:
             try:

@@ -292,6 +292,38 @@ def test_no_prefetch_past_the_high_watermark() -> None:
     assert f.send_fetches() == 1 and client.fetched(1) == {T0: 10}
 
 
+def test_no_fetch_or_prefetch_reaches_past_a_partitions_fetch_end() -> None:
+    # A read of offsets [0, 15) of T0 and all of T1: T0's prefetch goes out from where its
+    # buffered data ends (10, below the end); once what is buffered reaches the end, T0 is
+    # left out of every fetch, even after its records were handed out, while T1 goes on.
+    f, client, subs = _both_answered_from_zero(high_watermark=40)
+    subs.set_fetch_end(T0, 15)
+    assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3, 4]
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T0: 10, T1: 10}
+    client.sent[1][2].success(response({T0: (batch(10, 10, 10), 40), T1: (batch(10, 10, 10), 40)}))
+    got: dict[TopicPartition, list[int]] = {T0: [0, 1, 2, 3, 4], T1: []}
+    while True:
+        fetch = f.collect_fetch()
+        if fetch.is_empty():
+            break
+        for tp, recs in fetch.records.items():
+            got[tp].extend(values(recs))
+    # Records fetched past the end are still handed out; nothing more is fetched for T0.
+    assert got == {T0: list(range(20)), T1: list(range(20))}
+    assert f.send_fetches() == 1
+    assert client.fetched(2) == {T1: 20}
+    client.sent[2][2].success(response({T1: (batch(20, 5, 20), 40)}))
+    f.collect_fetch()
+    f.send_fetches()
+    assert T0 not in client.fetched(3)
+    subs.set_fetch_end(T0, None)  # no end: fetched again from its position
+    client.sent[3][2].success(response({T1: (batch(25, 5, 25), 40)}))
+    f.collect_fetch()
+    f.send_fetches()
+    assert client.fetched(4).get(T0) == 20
+
+
 def _both_read_to_the_end() -> tuple[Fetcher, FakeClient, SubscriptionState]:
     """T0 and T1 on node 0, each read to its high watermark of 10 (nothing in flight)."""
     f, client, subs = make()

@@ -331,6 +331,9 @@ class Fetcher:
                     continue  # the buffered data is stale (a seek): it goes first
                 offset = ahead[1]
                 hw = None  # known to lag: prefetch points stop short of the end
+            end = state.fetch_end
+            if end is not None and offset >= end:
+                continue  # a bounded read has (or is handed out) all it wants here
             broker = node
             if tp in seek_fetching:
                 continue
@@ -424,6 +427,8 @@ class Fetcher:
         for tp in drained:
             state = subs.assigned_state_or_none(tp)
             if state is None or not state.is_fetchable or state.position is None:
+                continue
+            if state.fetch_end is not None and state.position.offset >= state.fetch_end:
                 continue
             leader = state.position.current_leader.leader
             hw = state.high_watermark
