@@ -47,6 +47,7 @@ from kafkaconsumer.spark.offsets import (
     OffsetRange,
     from_json,
     live_bounds,
+    pack_ranges,
     plan,
     resolve,
     resolve_live,
@@ -80,40 +81,43 @@ SCHEMA_DDL = (
 SCHEMA_WITH_HEADERS_DDL = SCHEMA_DDL + ", headers array<struct<key: string, value: binary>>"
 
 _FIXED = LiveBounds(start=False, floor=False, end=False)
+_UNLIMITED: tuple[int | None, int | None] = (None, None)
+
+
+#: One offset range of a task, the bounds the task resolves again when it runs (batch reads:
+#: see :class:`LiveBounds`), and the offsets pushed filters allow it (``[low, high)``; None:
+#: unbounded).
+RangeToRead = tuple[OffsetRange, LiveBounds, tuple[int | None, int | None]]
 
 
 class KafkaInputPartition(InputPartition):
-    """One task's offset range (pickled to the executor), which of its bounds the task
-    resolves again when it runs (batch reads: see :class:`LiveBounds`), and the offsets
-    pushed filters allow it (``limits``, ``[low, high)``; None: unbounded).
+    """One task's offset ranges (pickled to the executor), read by one consumer: one range,
+    or several small ones of different partitions (see :func:`pack_ranges`).
 
     Thread-safety: immutable once built.
     """
 
-    def __init__(
-        self,
-        value: OffsetRange,
-        live: LiveBounds = _FIXED,
-        limits: tuple[int | None, int | None] = (None, None),
-    ) -> None:
-        """Carry ``value``, ``live`` and ``limits``."""
-        super().__init__((tuple(value), tuple(live), tuple(limits)))
+    def __init__(self, ranges: Iterable[RangeToRead]) -> None:
+        """Carry ``ranges``."""
+        super().__init__(tuple((tuple(r), tuple(live), tuple(lim)) for r, live, lim in ranges))
 
     @property
-    def range(self) -> OffsetRange:
-        """The offset range as planned."""
-        return OffsetRange(*self.value[0])
+    def ranges(self) -> list[RangeToRead]:
+        """The offset ranges as planned, with their live bounds and limits."""
+        return [
+            (OffsetRange(*r), LiveBounds(*live), (lim[0], lim[1])) for r, live, lim in self.value
+        ]
 
-    @property
-    def live(self) -> LiveBounds:
-        """The bounds resolved when the task runs."""
-        return LiveBounds(*self.value[1])
 
-    @property
-    def limits(self) -> tuple[int | None, int | None]:
-        """The offsets pushed filters allow."""
-        low, high = self.value[2]
-        return low, high
+def _packed(opts: KafkaOptions, ranges: list[RangeToRead]) -> list[KafkaInputPartition]:
+    """The tasks of a read: ``ranges`` packed by ``minRecordsPerPartition``."""
+    groups = pack_ranges(
+        [r for r, _live, _lim in ranges],
+        opts.min_records_per_partition,
+        opts.min_partitions,
+        opts.max_records_per_partition,
+    )
+    return [KafkaInputPartition(ranges[i] for i in group) for group in groups]
 
 
 # Spark's Arrow form of its Kafka schema: microsecond timestamps, list children "element".
@@ -135,18 +139,19 @@ def to_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 def _read(
     opts: KafkaOptions,
-    r: OffsetRange,
-    live: LiveBounds = _FIXED,
-    limits: tuple[int | None, int | None] = (None, None),
+    ranges: list[RangeToRead],
     formats: FormatOptions | None = None,
 ) -> Iterator[pa.RecordBatch]:
     if formats is not None and formats.typed:
-        yield from decode_batches(formats, _read(opts, r, live, limits))
+        yield from decode_batches(formats, _read(opts, ranges))
         return
 
     def bounds(consumer: KafkaConsumer) -> dict[TopicPartition, tuple[int, int]]:
-        now = within(resolve_live(consumer, opts, r, live), limits) if any(live) else r
-        return {now.tp: (now.start, now.end)}
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        for r, live, limits in ranges:
+            now = within(resolve_live(consumer, opts, r, live), limits) if any(live) else r
+            out[now.tp] = (now.start, now.end)
+        return out
 
     for batch in iter_offset_ranges(
         opts.consumer_config("executor"),
@@ -244,15 +249,18 @@ class KafkaBatchReader(DataSourceReader):
         now keep a task, which may find records later.
         """
         ranges, limits = plan(self.opts, keep_empty=True, pushdown=self.pushdown)
-        return [
-            KafkaInputPartition(r, live, limits.get(r.tp, (None, None)))
-            for r, live in zip(ranges, live_bounds(self.opts, ranges), strict=True)
-        ]
+        return _packed(
+            self.opts,
+            [
+                (r, live, limits.get(r.tp, (None, None)))
+                for r, live in zip(ranges, live_bounds(self.opts, ranges), strict=True)
+            ],
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Arrow record batches of the range (runs on an executor)."""
+        """Arrow record batches of the task's ranges (runs on an executor)."""
         assert isinstance(partition, KafkaInputPartition)
-        yield from _read(self.opts, partition.range, partition.live, partition.limits, self.formats)
+        yield from _read(self.opts, partition.ranges, self.formats)
 
 
 class KafkaPushdownReader(KafkaBatchReader):
@@ -444,17 +452,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 logger.warning(message)
                 continue
             ranges.append(OffsetRange(tp.topic, tp.partition, s, e))
-        return [
-            KafkaInputPartition(r)
-            for r in split_ranges(
-                ranges, self.opts.min_partitions, self.opts.max_records_per_partition
-            )
-        ]
+        return _packed(
+            self.opts,
+            [
+                (r, _FIXED, _UNLIMITED)
+                for r in split_ranges(
+                    ranges, self.opts.min_partitions, self.opts.max_records_per_partition
+                )
+            ],
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Arrow record batches of the range (runs on an executor)."""
+        """Arrow record batches of the task's ranges (runs on an executor)."""
         assert isinstance(partition, KafkaInputPartition)
-        yield from _read(self.opts, partition.range, formats=self.formats)
+        yield from _read(self.opts, partition.ranges, self.formats)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Progress lives in Spark's checkpoint, as with Spark's source; with

@@ -28,6 +28,7 @@ __all__ = [
     "OffsetRange",
     "from_json",
     "live_bounds",
+    "pack_ranges",
     "partition_spec",
     "plan",
     "plan_ranges",
@@ -349,6 +350,45 @@ def split_ranges(
             pieces.extend(_split(r, parts))
         out = pieces
     return out
+
+
+def pack_ranges(
+    ranges: list[OffsetRange],
+    records: int,
+    min_partitions: int | None = None,
+    max_records: int | None = None,
+) -> list[list[int]]:
+    """Which of ``ranges`` (the indexes, in order) one task reads together: neighbouring
+    ranges of different partitions while their records add up to at most ``records`` (a
+    larger range goes alone; 0: every range alone). Each task of a Python data source costs
+    Spark tens of milliseconds before it reads anything, about what reading a few hundred
+    thousand small records takes, so small ranges share a task, as Spark's file sources pack
+    small files. Never fewer tasks than ``min_partitions``, never more than ``max_records``
+    records in one (as planned: live bounds may move when the task runs)."""
+    if records <= 0:
+        return [[i] for i in range(len(ranges))]
+    target = records
+    if max_records:
+        target = min(target, max_records)
+    if min_partitions:
+        target = min(target, sum(r.end - r.start for r in ranges) // min_partitions)
+    groups: list[list[int]] = []
+    group: list[int] = []
+    held = 0
+    seen: set[TopicPartition] = set()
+    for i, r in enumerate(ranges):
+        size = r.end - r.start
+        if group and (held + size > target or r.tp in seen):
+            groups.append(group)
+            group, held, seen = [], 0, set()
+        group.append(i)
+        held += size
+        seen.add(r.tp)
+    if group:
+        groups.append(group)
+    if min_partitions and len(groups) < min_partitions:
+        return [[i] for i in range(len(ranges))]  # split for minPartitions: keep the split
+    return groups
 
 
 def _split(r: OffsetRange, parts: int) -> list[OffsetRange]:

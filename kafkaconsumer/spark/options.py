@@ -65,6 +65,7 @@ _READ_OPTIONS = {
     "failondataloss",
     "minpartitions",
     "maxrecordsperpartition",
+    "minrecordsperpartition",
     "includeheaders",
     "maxoffsetspertrigger",
     "minoffsetspertrigger",
@@ -81,7 +82,7 @@ _SPELLING = {
     for k in (
         "subscribe subscribePattern assign startingOffsets endingOffsets "
         "startingOffsetsByTimestamp endingOffsetsByTimestamp startingTimestamp endingTimestamp "
-        "startingOffsetsByTimestampStrategy failOnDataLoss minPartitions maxRecordsPerPartition "
+        "startingOffsetsByTimestampStrategy failOnDataLoss minPartitions maxRecordsPerPartition minRecordsPerPartition "
         "includeHeaders maxOffsetsPerTrigger minOffsetsPerTrigger maxTriggerDelay "
         "kafkaConsumer.pollTimeoutMs groupIdPrefix fetchOffset.numRetries "
         "fetchOffset.retryIntervalMs commitOffsetsToGroup topic checkpointLocation"
@@ -133,6 +134,8 @@ class KafkaOptions:
     fail_on_data_loss: bool = True
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
+    #: Ranges with fewer records share a task, up to this many records (0: a task each).
+    min_records_per_partition: int = 1_000_000
     include_headers: bool = False
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
@@ -379,6 +382,11 @@ def parse_options(
             _positive("maxRecordsPerPartition", opts["maxrecordsperpartition"])
             if "maxrecordsperpartition" in opts
             else None
+        ),
+        min_records_per_partition=(
+            _positive_or_zero("minRecordsPerPartition", opts["minrecordsperpartition"])
+            if "minrecordsperpartition" in opts
+            else KafkaOptions.min_records_per_partition
         ),
         include_headers=_bool("includeHeaders", opts.get("includeheaders", "false")),
         max_offsets_per_trigger=(

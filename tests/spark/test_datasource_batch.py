@@ -120,6 +120,26 @@ def test_json_offsets_timestamps_min_partitions_and_assign(spark: Any, broker: A
     assert {r[1] for r in df_rows(one)} == {1} and one.count() == 100
 
 
+def test_small_ranges_are_read_together_and_large_ones_apart(spark: Any, broker: Any) -> None:
+    # A task of a Python data source costs Spark more than reading a few hundred thousand
+    # small records: small ranges share one. The rows are the same either way.
+    bs = broker.bootstrap_servers
+    topic = unique_name("sp-pack")
+    create_topic(bs, topic, 4)
+    produce(bs, topic, [(i % 4, None, b"v%d" % i, []) for i in range(400)])
+    packed = _reader(spark, bs, subscribe=topic)
+    apart = _reader(spark, bs, subscribe=topic, minRecordsPerPartition="0")
+    halves = _reader(spark, bs, subscribe=topic, minRecordsPerPartition="200")
+    assert packed.rdd.getNumPartitions() == 1
+    assert apart.rdd.getNumPartitions() == 4  # a task per partition, as Spark's source
+    assert halves.rdd.getNumPartitions() == 2
+    at_least = _reader(spark, bs, subscribe=topic, minPartitions="3")
+    assert at_least.rdd.getNumPartitions() >= 3
+    rows = df_rows(apart)
+    assert len(rows) == 400
+    assert df_rows(packed) == rows and df_rows(halves) == rows and df_rows(at_least) == rows
+
+
 def test_each_action_resolves_latest_again(spark: Any, broker: Any) -> None:
     # Spark's source resolves earliest/latest for every action; so does this one, although
     # Spark plans a Python data source's partitions once per DataFrame.

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kafkaconsumer.errors import ConfigError
-from kafkaconsumer.spark.offsets import OffsetRange, from_json, split_ranges, to_json
+from kafkaconsumer.spark.offsets import (
+    OffsetRange,
+    from_json,
+    pack_ranges,
+    split_ranges,
+    to_json,
+)
 from kafkaconsumer.spark.options import OffsetSpec, parse_options
 from kafkaconsumer.structs import TopicPartition
 
@@ -62,6 +68,7 @@ def test_spark_names_and_formats() -> None:
         ({"subscribe": "a", "startingOffsets": "{nope"}, "startingOffsets"),
         ({"subscribe": "a", "endingOffsets": "earliest"}, "endingOffsets"),
         ({"subscribe": "a", "minPartitions": "0"}, "minPartitions"),
+        ({"subscribe": "a", "minRecordsPerPartition": "-1"}, "minRecordsPerPartition"),
         ({"subscribe": "a", "maxOffsetsPerTrigger": "5"}, "streaming"),
         ({"assign": "[1]"}, "assign"),
         ({"subscribePattern": "("}, "subscribePattern"),
@@ -191,6 +198,36 @@ def test_split_ranges_cover_each_offset_once() -> None:
             assert len(split) >= min_parts
         if max_records:
             assert all(r.end - r.start <= max_records for r in split)
+
+
+def test_small_ranges_share_a_task_and_large_ones_keep_theirs() -> None:
+    ranges = [
+        OffsetRange("a", 0, 0, 400),
+        OffsetRange("a", 1, 0, 500),
+        OffsetRange("a", 2, 0, 5000),  # over the target: alone
+        OffsetRange("a", 3, 9, 9),  # empty now (a live end may find records): shares a task
+        OffsetRange("a", 4, 0, 300),
+        OffsetRange("a", 4, 300, 600),  # a second piece of partition 4: never with the first
+        OffsetRange("b", 0, 0, 100),
+    ]
+    assert pack_ranges(ranges, 1000) == [[0, 1], [2], [3, 4], [5, 6]]
+    assert pack_ranges(ranges, 0) == [[i] for i in range(len(ranges))]  # Spark's: a task each
+    # Never more records in a task than maxRecordsPerPartition, never fewer tasks than
+    # minPartitions.
+    assert pack_ranges(ranges, 1000, max_records=450) == [[0], [1], [2], [3, 4], [5, 6]]
+    for min_parts in (1, 2, 4, 7, 9):
+        groups = pack_ranges(ranges, 10**6, min_partitions=min_parts)
+        assert sorted(i for g in groups for i in g) == list(range(len(ranges)))
+        assert len(groups) >= min(min_parts, len(ranges))
+        for g in groups:
+            assert len({ranges[i].tp for i in g}) == len(g)
+    assert parse_options({**BS, "subscribe": "a"}).min_records_per_partition == 1_000_000
+    assert (
+        parse_options(
+            {**BS, "subscribe": "a", "minRecordsPerPartition": "0"}
+        ).min_records_per_partition
+        == 0
+    )
 
 
 def test_checkpoint_json_round_trip() -> None:
