@@ -711,6 +711,12 @@ class NetworkClient:
             return len(conn.in_flight) if conn is not None else 0
         return sum(len(c.in_flight) for c in self._conns.values())
 
+    def responses_on_reading_threads(self) -> bool:
+        """True when a connection's responses are received by reading threads (see
+        :meth:`BrokerConnection.responses_on_reading_threads`). A hint read without the
+        network lock."""
+        return any(c.responses_on_reading_threads() for c in tuple(self._conns.values()))
+
     def only_receiving(self) -> bool:
         """True when requests are in flight, nothing waits to be written, and every
         connection with a request in flight has a reading thread receiving its response: a

@@ -543,6 +543,11 @@ class ConsumerNetworkClient:
         thread = self._network_thread
         return thread is not None and threading.current_thread() is thread
 
+    def responses_on_reading_threads(self) -> bool:
+        """True when responses arrive through reading threads (see
+        :meth:`NetworkClient.responses_on_reading_threads`); a lock-free hint."""
+        return self.client.responses_on_reading_threads()
+
     def only_receiving(self) -> bool:
         """True when a non-blocking poll would only find responses still being received by
         their reading threads (see :meth:`NetworkClient.only_receiving`): nothing is queued

@@ -276,6 +276,12 @@ class NetworkReceive(abc.ABC):
         the socket is then not selected for reading."""
         return self._native is not None
 
+    def responses_on_reading_threads(self) -> bool:
+        """True while this connection's responses are received by reading threads (its last
+        one was large, and it can have them): whichever thread polls, the bytes are taken off
+        the socket without the GIL. A hint read without a lock."""
+        return bool(self._large_size) and self._native_reads_possible()
+
     def native_read_receiving(self) -> bool:
         """True while a reading thread is still receiving a response that has begun to
         arrive (its size is in): the response completes without this thread, which the
