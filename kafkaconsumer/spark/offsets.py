@@ -361,7 +361,7 @@ def pack_ranges(
     """Which of ``ranges`` (the indexes, in order) one task reads together: neighbouring
     ranges of different partitions while their records add up to at most ``records`` (a
     larger range goes alone; 0: every range alone). Each task of a Python data source costs
-    Spark tens of milliseconds before it reads anything, about what reading a few hundred
+    Spark tens of milliseconds before it reads anything, more than reading a few hundred
     thousand small records takes, so small ranges share a task, as Spark's file sources pack
     small files. Never fewer tasks than ``min_partitions``, never more than ``max_records``
     records in one (as planned: live bounds may move when the task runs)."""
