@@ -470,7 +470,12 @@ class KafkaConsumer:
                             )
                         )
                     )
-                    if poll_network and sent == 0 and self._client.only_receiving():
+                    if (
+                        poll_network
+                        and sent == 0
+                        and self._cached_all_positions
+                        and self._client.only_receiving()
+                    ):
                         self._network_polled_ms = now_ms  # asked again next millisecond
                         poll_network = False
                     if poll_network:

@@ -3,8 +3,9 @@ Kafka in parallel, batch and streaming, and writes DataFrames back, with no JVM 
 
 Register it once per session (``spark.dataSource.register(KafkaDataSource)``, or
 :func:`kafkaconsumer.spark.register`), then use Spark's Kafka source options with
-``format("kafkaconsumer")``. The driver plans offset ranges; each Spark task reads one range
-with ``assign`` + ``seek`` (no group membership) and yields Arrow record batches decoded by
+``format("kafkaconsumer")``. The driver plans offset ranges; each Spark task reads one range,
+or several small ones (``minRecordsPerPartition``), with ``assign`` + ``seek`` (no group
+membership) and yields Arrow record batches decoded by
 :mod:`kafkaconsumer.record.arrow`, so the executors need this package (and pyarrow) installed, and
 nothing else.
 """
@@ -240,7 +241,8 @@ class KafkaBatchReader(DataSourceReader):
         self.formats = formats
 
     def partitions(self) -> list[KafkaInputPartition]:
-        """One input partition per (split) offset range.
+        """One input partition per (split) offset range, small ranges packed together (see
+        :func:`pack_ranges`).
 
         Spark plans a Python data source once per DataFrame, while its own Kafka source
         resolves earliest, latest and timestamps for every action. So the ranges planned here
@@ -252,7 +254,7 @@ class KafkaBatchReader(DataSourceReader):
         return _packed(
             self.opts,
             [
-                (r, live, limits.get(r.tp, (None, None)))
+                (r, live, limits.get(r.tp, _UNLIMITED))
                 for r, live in zip(ranges, live_bounds(self.opts, ranges), strict=True)
             ],
         )

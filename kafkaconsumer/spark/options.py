@@ -82,8 +82,8 @@ _SPELLING = {
     for k in (
         "subscribe subscribePattern assign startingOffsets endingOffsets "
         "startingOffsetsByTimestamp endingOffsetsByTimestamp startingTimestamp endingTimestamp "
-        "startingOffsetsByTimestampStrategy failOnDataLoss minPartitions maxRecordsPerPartition minRecordsPerPartition "
-        "includeHeaders maxOffsetsPerTrigger minOffsetsPerTrigger maxTriggerDelay "
+        "startingOffsetsByTimestampStrategy failOnDataLoss minPartitions maxRecordsPerPartition "
+        "minRecordsPerPartition includeHeaders maxOffsetsPerTrigger minOffsetsPerTrigger maxTriggerDelay "
         "kafkaConsumer.pollTimeoutMs groupIdPrefix fetchOffset.numRetries "
         "fetchOffset.retryIntervalMs commitOffsetsToGroup topic checkpointLocation"
     ).split()

@@ -139,17 +139,23 @@ class NonBlockingPolls:
         self.non_blocking += 1
 
 
+def _handing_out(time: MockTime) -> tuple[NonBlockingPolls, HandingOutFetcher, KafkaConsumer]:
+    """A consumer of one positioned partition whose fetcher always has records to hand out."""
+    client = NonBlockingPolls(time)
+    fetcher = HandingOutFetcher()
+    consumer = consumer_with(client, fetcher)  # type: ignore[arg-type]
+    consumer._subscriptions.assign_from_user([TopicPartition("t", 0)])
+    consumer._subscriptions.seek(TopicPartition("t", 0), 0)
+    return client, fetcher, consumer
+
+
 def test_poll_reads_what_arrived_of_the_fetch_in_flight_while_handing_out_records() -> None:
     # As Java's poll(): records are handed out without waiting, and what the broker sent of
     # the next response meanwhile is taken off the socket, so that the broker is not held up
     # by a full socket buffer until a poll has to wait. Once per millisecond at most: a
     # network poll costs more than a poll() of a few hundred small records.
     time = MockTime()
-    client = NonBlockingPolls(time)
-    fetcher = HandingOutFetcher()
-    consumer = consumer_with(client, fetcher)  # type: ignore[arg-type]
-    consumer._subscriptions.assign_from_user([TopicPartition("t", 0)])
-    consumer._subscriptions.seek(TopicPartition("t", 0), 0)
+    client, fetcher, consumer = _handing_out(time)
     assert consumer.poll(0)
     assert client.non_blocking == 1
     assert consumer.poll(0)
@@ -167,11 +173,7 @@ def test_poll_leaves_the_network_alone_while_reading_threads_receive_every_respo
     # A response arriving through its reading thread needs no network poll: the thread's end
     # wakes the poll that takes it. Asked once per millisecond, as the poll it replaces.
     time = MockTime()
-    client = NonBlockingPolls(time)
-    fetcher = HandingOutFetcher()
-    consumer = consumer_with(client, fetcher)  # type: ignore[arg-type]
-    consumer._subscriptions.assign_from_user([TopicPartition("t", 0)])
-    consumer._subscriptions.seek(TopicPartition("t", 0), 0)
+    client, fetcher, consumer = _handing_out(time)
     assert consumer.poll(0)
     assert client.non_blocking == 1  # the first poll validates positions
     client.receiving = True

@@ -335,12 +335,19 @@ def test_a_refused_thread_leaves_the_response_to_the_connection(
 # ---------------------------------------------------------------- reads armed ahead -----------
 
 
+def _whole_response_read(
+    reader: socket.socket, wake: tuple[socket.socket, socket.socket]
+) -> tuple[Any, bytearray]:
+    """A read armed before its response began (not started), with its 1 MiB buffer."""
+    buf = bytearray(1 << 20)
+    return FrameRead(reader.fileno(), buf, 0, len(buf), wake[1].fileno(), 0, True), buf
+
+
 def test_a_whole_response_read_takes_its_size_first_and_stops_at_its_end(
     pair: tuple[socket.socket, socket.socket], wake: tuple[socket.socket, socket.socket]
 ) -> None:
     reader, writer = pair
-    buf = bytearray(1 << 20)
-    read = FrameRead(reader.fileno(), buf, 0, len(buf), wake[1].fileno(), 0, True)
+    read, buf = _whole_response_read(reader, wake)
     read.start()
     assert read.size == -1 and read.size_bytes_read == 0
     body = os.urandom(300_000)
@@ -360,8 +367,7 @@ def test_a_read_counts_as_receiving_from_its_responses_size_until_it_ends(
     # Armed before the response began, a read may wait for as long as the broker holds the
     # request; once the size is in, the rest comes without anything else happening.
     reader, writer = pair
-    buf = bytearray(1 << 20)
-    read = FrameRead(reader.fileno(), buf, 0, len(buf), wake[1].fileno(), 0, True)
+    read, buf = _whole_response_read(reader, wake)
     assert not read.receiving  # not started
     read.start()
     time.sleep(0.02)
@@ -415,8 +421,7 @@ def test_a_whole_response_read_stops_after_a_size_its_buffer_cannot_take(
     size: int,
 ) -> None:
     reader, writer = pair
-    buf = bytearray(1 << 20)
-    read = FrameRead(reader.fileno(), buf, 0, len(buf), wake[1].fileno(), 0, True)
+    read, buf = _whole_response_read(reader, wake)
     read.start()
     writer.sendall(network_receive._SIZE.pack(size) + b"body")
     _wait(lambda: read.done)
