@@ -155,6 +155,9 @@ class KafkaConsumer:
             cfg["value.deserializer"], configs=cfg, is_key=False
         )
         self._interceptors = ConsumerInterceptors.from_config(cfg)
+        # Whether the next poll_arrow() still has the allocator's thresholds to set (see
+        # record/malloc_tuning.py); the user's thread only.
+        self._tune_malloc = bool(cfg["arrow.malloc.tuning"])
         self._subscriptions = SubscriptionState(str(cfg["auto.offset.reset"]))
         self._metadata = ConsumerMetadata(cfg, time=self._time)
         self._metrics = Metrics.from_config(cfg, time=self._time)
@@ -385,12 +388,13 @@ class KafkaConsumer:
         ``include_headers`` also ``headers``), decoded from the fetched batches without a
         Python object per record. Keys and values are the raw bytes. Positions, auto-commit and
         ``commit_sync()`` move exactly as with :meth:`poll`; at most ``max_records`` (default
-        ``max.poll.records``) rows. The two may be mixed on one consumer. Needs ``pyarrow``;
-        raises :class:`IllegalStateError` when deserializers or interceptors are configured
-        (they work on record objects: use :meth:`poll`).
+        ``max.poll.records``) rows. The two may be mixed on one consumer. On glibc the first
+        call sets the process's allocator thresholds for large blocks (``arrow.malloc.tuning``).
+        Needs ``pyarrow``; raises :class:`IllegalStateError` when deserializers or
+        interceptors are configured (they work on record objects: use :meth:`poll`).
         """
         from kafkaconsumer.internals.fetch.arrow_decoder import ArrowDecoder
-        from kafkaconsumer.record import arrow
+        from kafkaconsumer.record import arrow, malloc_tuning
 
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError(f"max_records must be a positive int, not {max_records!r}")
@@ -403,6 +407,9 @@ class KafkaConsumer:
                 "poll_arrow() returns raw bytes and runs no interceptors: configure no "
                 "key.deserializer/value.deserializer/interceptor.classes, or use poll()"
             )
+        if self._tune_malloc:
+            self._tune_malloc = False
+            malloc_tuning.tune_for_large_blocks()
         fetch = self._poll(timeout_ms, max_records, ArrowDecoder())
         if fetch is None or not fetch.records:
             return arrow.empty_batch(include_headers)

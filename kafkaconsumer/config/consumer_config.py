@@ -307,6 +307,19 @@ def consumer_keys() -> list[ConfigKey]:
             python_only=True,
         ),
         _k(
+            "arrow.malloc.tuning",
+            T.BOOLEAN,
+            True,
+            "On glibc, the first poll_arrow() sets the process's malloc mmap threshold to 64 "
+            "MiB and its trim threshold to 256 MiB, so that the multi-megabyte blocks of "
+            "columns and decompressed batches are reused instead of mapped anew and faulted "
+            "in at every poll (freed memory up to those sizes then stays with the process). "
+            "Left alone where MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or "
+            "GLIBC_TUNABLES set them, and on other C libraries. false: never.",
+            L,
+            python_only=True,
+        ),
+        _k(
             "internal.cooperative.rejoin.delay.ms",
             T.INT,
             0,

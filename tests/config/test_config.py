@@ -172,6 +172,7 @@ PYTHON_ONLY_DEFAULTS: dict[str, object] = {
     "internal.cooperative.rejoin.delay.ms": 0,
     "arrow.decode.threads": 1,
     "arrow.poll.max.bytes": 16 * 1024 * 1024,
+    "arrow.malloc.tuning": True,
 }
 
 
