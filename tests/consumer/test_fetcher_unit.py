@@ -292,6 +292,51 @@ def test_no_prefetch_past_the_high_watermark() -> None:
     assert f.send_fetches() == 1 and client.fetched(1) == {T0: 10}
 
 
+def _drain(f: Fetcher) -> dict[TopicPartition, list[int]]:
+    got: dict[TopicPartition, list[int]] = {}
+    while True:
+        fetch = f.collect_fetch()
+        if fetch.is_empty():
+            return got
+        for tp, recs in fetch.records.items():
+            got.setdefault(tp, []).extend(values(recs))
+
+
+def test_a_partition_left_out_of_a_full_response_is_fetched_again_at_once() -> None:
+    # The broker filled its response with T0 (fetch.max.bytes) and answered T1 empty although
+    # T1 has 30 records: T1 is fetched again while T0's records are handed out, not after
+    # them, and its records come after the empty piece as if it had not been there.
+    f, client, subs = make(max_poll_records=5)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (b"", 30)}))
+    assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3, 4]
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T1: 0}
+    assert f.send_fetches() == 0  # one fetch in flight per node
+    client.sent[1][2].success(response({T1: (batch(100, 10, 0), 30)}))
+    assert _drain(f) == {T0: [5, 6, 7, 8, 9], T1: list(range(100, 110))}
+    assert _offset(subs, T0) == 10 and _offset(subs, T1) == 10
+
+
+def test_a_caught_up_partition_answered_empty_waits_for_its_turn() -> None:
+    # T1 has nothing past its position: a fetch now would be a long poll holding the node, so
+    # it goes out only once T0's records were handed out (as before).
+    f, client, subs = make(max_poll_records=5)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (b"", 0)}))
+    f.collect_fetch()
+    assert f.send_fetches() == 0
+    assert _drain(f) == {T0: [5, 6, 7, 8, 9]}
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T0: 10, T1: 0}
+
+
 def test_no_fetch_or_prefetch_reaches_past_a_partitions_fetch_end() -> None:
     # A read of offsets [0, 15) of T0 and all of T1: T0's prefetch goes out from where its
     # buffered data ends (10, below the end); once what is buffered reaches the end, T0 is

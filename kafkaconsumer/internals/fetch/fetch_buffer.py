@@ -25,6 +25,24 @@ from kafkaconsumer.structs import TopicPartition
 
 __all__ = ["FetchBuffer"]
 
+
+def _left_out(cf: CompletedFetch) -> bool:
+    """Whether ``cf`` is a partition the broker answered without data or anything else to act
+    on: it left the partition out because the response was full (``fetch.max.bytes``). Such a
+    piece (the caller checks that the partition has more) is fetched again at once instead of
+    after the pieces queued before it are handed out: over many partitions a response of
+    ``fetch.max.bytes`` carries a part of them, and the rest would wait for the application to
+    take all of that first."""
+    part = cf.partition_data
+    if part.get("records") or part.get("error_code", 0):
+        return False
+    replica = part.get("preferred_read_replica", -1)
+    if replica is not None and replica >= 0:
+        return False
+    diverging = part.get("diverging_epoch")
+    return not diverging or diverging.get("epoch", -1) < 0
+
+
 # Entries of the log of partitions that left the buffer kept before its older half is dropped.
 _LEFT_LOG_MAX = 8192
 
@@ -89,9 +107,14 @@ class FetchBuffer:
         self._buffered.add(cf.tp)
         cf.buffered_bytes = 0 if cf.initialized or cf.is_consumed else cf.size_in_bytes
         self.undecoded_bytes += cf.buffered_bytes
-        end = cf.end_offset_hint()
         limit = cf.partition_data.get(self._limit_key)
-        if end is not None and limit is not None and end < limit:
+        if limit is None:
+            return
+        end = cf.end_offset_hint()
+        if end is not None:
+            if end < limit:
+                self._lagging[cf] = None
+        elif cf.fetch_offset < limit and _left_out(cf):
             self._lagging[cf] = None
 
     def _forget(self, cf: CompletedFetch) -> None:
@@ -218,6 +241,9 @@ class FetchBuffer:
         high watermark, or its last stable offset for read_committed): the broker then answers
         at once instead of holding the request, and the node, for ``fetch.max.wait.ms``.
 
+        A piece the broker left empty because its response was full (see ``_left_out``) is
+        one too, fetched from its own offset (``start == end``).
+
         Only partitions with exactly one piece of buffered data, and only while the undecoded
         buffered bytes stay under ``max_bytes`` (``fetch.max.bytes``): memory stays within a
         constant number of fetch sizes (one response in flight, one buffered, one being handed
@@ -236,6 +262,10 @@ class FetchBuffer:
                 end = cf.end_offset_hint()
                 if end is not None:
                     out[tp] = (cf.next_fetch_offset, end)
+                elif not cf.initialized and _left_out(cf):
+                    # Nothing to hand out, and the broker has more: fetched again from the
+                    # same offset while the empty piece waits its turn in the queue.
+                    out[tp] = (cf.fetch_offset, cf.fetch_offset)
         if nil is not None and nil.tp not in pieces:
             end = nil.end_offset_hint()
             limit = nil.partition_data.get(self._limit_key)
