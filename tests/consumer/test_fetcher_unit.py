@@ -302,16 +302,25 @@ def _drain(f: Fetcher) -> dict[TopicPartition, list[int]]:
             got.setdefault(tp, []).extend(values(recs))
 
 
-def test_a_partition_left_out_of_a_full_response_is_fetched_again_at_once() -> None:
-    # The broker filled its response with T0 (fetch.max.bytes) and answered T1 empty although
-    # T1 has 30 records: T1 is fetched again while T0's records are handed out, not after
-    # them, and its records come after the empty piece as if it had not been there.
+def _t1_answered_empty(
+    t1_high_watermark: int,
+) -> tuple[Fetcher, FakeClient, SubscriptionState]:
+    """T0 and T1 assigned from offset 0 (5 records a poll), their first fetch answered with
+    all 10 records of T0 and no data for T1, whose high watermark is ``t1_high_watermark``."""
     f, client, subs = make(max_poll_records=5)
     subs.assign_from_user([T0, T1])
     subs.seek(T0, 0)
     subs.seek(T1, 0)
     f.send_fetches()
-    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (b"", 30)}))
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (b"", t1_high_watermark)}))
+    return f, client, subs
+
+
+def test_a_partition_left_out_of_a_full_response_is_fetched_again_at_once() -> None:
+    # The broker filled its response with T0 (fetch.max.bytes) and answered T1 empty although
+    # T1 has 30 records: T1 is fetched again while T0's records are handed out, not after
+    # them, and its records come after the empty piece as if it had not been there.
+    f, client, subs = _t1_answered_empty(t1_high_watermark=30)
     assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3, 4]
     assert f.send_fetches() == 1
     assert client.fetched(1) == {T1: 0}
@@ -324,12 +333,7 @@ def test_a_partition_left_out_of_a_full_response_is_fetched_again_at_once() -> N
 def test_a_caught_up_partition_answered_empty_waits_for_its_turn() -> None:
     # T1 has nothing past its position: a fetch now would be a long poll holding the node, so
     # it goes out only once T0's records were handed out (as before).
-    f, client, subs = make(max_poll_records=5)
-    subs.assign_from_user([T0, T1])
-    subs.seek(T0, 0)
-    subs.seek(T1, 0)
-    f.send_fetches()
-    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 10), T1: (b"", 0)}))
+    f, client, subs = _t1_answered_empty(t1_high_watermark=0)
     f.collect_fetch()
     assert f.send_fetches() == 0
     assert _drain(f) == {T0: [5, 6, 7, 8, 9]}

@@ -262,9 +262,11 @@ class FetchBuffer:
                 end = cf.end_offset_hint()
                 if end is not None:
                     out[tp] = (cf.next_fetch_offset, end)
-                elif not cf.initialized and _left_out(cf):
-                    # Nothing to hand out, and the broker has more: fetched again from the
-                    # same offset while the empty piece waits its turn in the queue.
+                elif not cf.initialized:
+                    # A piece left out of a full response (the only undecoded kind queued
+                    # here without an end, see append): nothing to hand out, and the broker
+                    # has more, so fetched again from the same offset while the empty piece
+                    # waits its turn in the queue.
                     out[tp] = (cf.fetch_offset, cf.fetch_offset)
         if nil is not None and nil.tp not in pieces:
             end = nil.end_offset_hint()
