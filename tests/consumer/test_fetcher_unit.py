@@ -341,6 +341,35 @@ def test_a_caught_up_partition_answered_empty_waits_for_its_turn() -> None:
     assert client.fetched(1) == {T0: 10, T1: 0}
 
 
+def test_a_left_out_partition_is_fetched_again_while_the_buffer_is_full() -> None:
+    # Undecoded data at fetch.max.bytes stops every prefetch of buffered data, but not the
+    # refetch of a partition left out of a full response: its empty piece holds nothing, so
+    # it is fetched as a partition with nothing buffered would be (and stays in the fetch
+    # session instead of leaving it and being answered again as new).
+    f, client, subs = make(max_poll_records=5, max_bytes=1)
+    subs.assign_from_user([T0, T1])
+    subs.seek(T0, 0)
+    subs.seek(T1, 0)
+    f.send_fetches()
+    client.sent[0][2].success(response({T0: (batch(0, 10, 0), 40), T1: (b"", 30)}))
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T1: 0}
+    client.sent[1][2].success(response({T1: (batch(100, 10, 0), 30)}))
+    assert _drain(f) == {T0: list(range(10)), T1: list(range(100, 110))}
+
+
+def test_an_answer_without_records_gives_its_watermarks_and_keeps_the_fetch_order() -> None:
+    # A piece without records is done with at the head of the queue: its watermarks are
+    # taken, nothing is handed out, and its partition keeps its place in the fetch order
+    # (only a partition that gave records goes to the back, as in Java).
+    f, client, subs = _t1_answered_empty(t1_high_watermark=30)
+    assert subs.fetchable_partitions() == [T0, T1]
+    assert _drain(f) == {T0: list(range(10))}
+    assert subs.partition_lag(T1) == 30
+    assert _offset(subs, T1) == 0
+    assert subs.fetchable_partitions() == [T1, T0]
+
+
 def test_no_fetch_or_prefetch_reaches_past_a_partitions_fetch_end() -> None:
     # A read of offsets [0, 15) of T0 and all of T1: T0's prefetch goes out from where its
     # buffered data ends (10, below the end); once what is buffered reaches the end, T0 is

@@ -206,6 +206,8 @@ class ArrowDecoder:
             if cf.initialized:
                 want -= cf.records_left()
                 continue
+            if cf.carries_nothing():
+                continue  # the collector takes its watermarks; nothing to decode
             part = cf.partition_data
             if part.get("error_code", 0):
                 break

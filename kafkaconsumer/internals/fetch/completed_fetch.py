@@ -153,6 +153,20 @@ class CompletedFetch:
             self._end_hint = hint
         return hint
 
+    def carries_nothing(self) -> bool:
+        """Whether the broker answered this partition with nothing but its watermarks: no
+        records, no error, no preferred read replica, no diverging epoch. A response full at
+        ``fetch.max.bytes`` answers the partitions it had no room for so, as does a long poll
+        that ended without data."""
+        part = self.partition_data
+        if self.size_in_bytes or part.get("error_code", 0):
+            return False
+        replica = part.get("preferred_read_replica", -1)
+        if replica is not None and replica >= 0:
+            return False
+        diverging = part.get("diverging_epoch")
+        return not diverging or diverging.get("epoch", -1) < 0
+
     def records_left(self) -> int:
         """Decoded records not handed out yet."""
         return len(self.records) - self._pos if self.initialized and not self.is_consumed else 0

@@ -158,6 +158,14 @@ class FetchCollector:
                         paused.append(cf)
                         continue
                     if not cf.initialized:
+                        if cf.carries_nothing():
+                            # Nothing to decode or hand out, only watermarks to take: over
+                            # many partitions most pieces of a full response are such, and
+                            # the decode and hand-out steps cost more than the rest of them.
+                            with buffer.lock:
+                                buffer.remove_head(cf)
+                            self._retire_without_records(cf)
+                            continue
                         try:
                             initialized = self._initialize(cf, decoder)
                         except Exception:
@@ -234,8 +242,9 @@ class FetchCollector:
                     fetch.positions[tp] = position
                 if self._metrics is not None:
                     self._record_consumed(cf, subs)
-                if cf.is_consumed:
-                    # Fairness: the partition goes to the back of the next fetch's order.
+                if cf.is_consumed and cf.records_total:
+                    # Fairness: a partition that gave records goes to the back of the next
+                    # fetch's order (as Java's, not one whose answer held none).
                     subs.move_partition_to_end(tp)
                 return len(records)
             logger.debug(
@@ -295,12 +304,19 @@ class FetchCollector:
                 cf.drain()
                 self._leader_moved(cf, error)
                 continue
-            if not self._is_stale(cf):
-                self._take_partition_state(cf)
-            cf.drain()
-            if self._metrics is not None and subs.is_assigned(cf.tp):
-                self._record_consumed(cf, subs)
+            self._retire_without_records(cf)
         return len(retired)
+
+    def _retire_without_records(self, cf: CompletedFetch) -> None:
+        """Done with ``cf``, an error-free answer without record data (off the queue
+        already): its watermarks are taken unless it is stale, and the partition's lag and
+        lead recorded, as when a piece's last record is handed out."""
+        subs = self.subscriptions
+        if not self._is_stale(cf):
+            self._take_partition_state(cf)
+        cf.drain()
+        if self._metrics is not None and subs.is_assigned(cf.tp):
+            self._record_consumed(cf, subs)
 
     def _record_consumed(self, cf: CompletedFetch, subs: SubscriptionState) -> None:
         # Once per partition response, when its last record is handed out: per-slice updates
