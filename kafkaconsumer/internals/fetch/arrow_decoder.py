@@ -206,7 +206,7 @@ class ArrowDecoder:
             if cf.initialized:
                 want -= cf.records_left()
                 continue
-            if cf.carries_nothing():
+            if cf.carries_nothing:
                 continue  # the collector takes its watermarks; nothing to decode
             part = cf.partition_data
             if part.get("error_code", 0):

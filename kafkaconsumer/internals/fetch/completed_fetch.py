@@ -24,6 +24,16 @@ logger = logging.getLogger(__name__)
 __all__ = ["CompletedFetch", "FetchMetricsAggregator"]
 
 
+def _carries_nothing(part: FetchResponseResponsePartition, size: int) -> bool:
+    if size or part.get("error_code", 0):
+        return False
+    replica = part.get("preferred_read_replica", -1)
+    if replica is not None and replica >= 0:
+        return False
+    diverging = part.get("diverging_epoch")
+    return not diverging or diverging.get("epoch", -1) < 0
+
+
 class FetchMetricsAggregator:
     """The bytes and records of one fetch response, recorded in the fetch metrics once every
     partition of it is handed out or dropped (Java ``FetchMetricsAggregator``): the fetch size
@@ -87,6 +97,7 @@ class CompletedFetch:
         "predecoded",
         "prepared",
         "aggregator",
+        "carries_nothing",
     )
 
     def __init__(
@@ -115,6 +126,11 @@ class CompletedFetch:
         self._pending_error: RecordDeserializationError | None = None
         raw = partition_data.get("records")
         self.size_in_bytes = len(raw) if raw is not None else 0
+        #: Whether the broker answered with nothing but watermarks: no records, no error, no
+        #: preferred read replica, no diverging epoch. A response full at ``fetch.max.bytes``
+        #: answers the partitions it had no room for so, as does a long poll that ended
+        #: without data.
+        self.carries_nothing = _carries_nothing(partition_data, self.size_in_bytes)
         #: Records decoded from this partition's data (for the fetch metrics).
         self.records_total = 0
         self.metrics_recorded = False
@@ -152,20 +168,6 @@ class CompletedFetch:
                         hint = None
             self._end_hint = hint
         return hint
-
-    def carries_nothing(self) -> bool:
-        """Whether the broker answered this partition with nothing but its watermarks: no
-        records, no error, no preferred read replica, no diverging epoch. A response full at
-        ``fetch.max.bytes`` answers the partitions it had no room for so, as does a long poll
-        that ended without data."""
-        part = self.partition_data
-        if self.size_in_bytes or part.get("error_code", 0):
-            return False
-        replica = part.get("preferred_read_replica", -1)
-        if replica is not None and replica >= 0:
-            return False
-        diverging = part.get("diverging_epoch")
-        return not diverging or diverging.get("epoch", -1) < 0
 
     def records_left(self) -> int:
         """Decoded records not handed out yet."""

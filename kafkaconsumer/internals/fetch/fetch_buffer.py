@@ -98,7 +98,7 @@ class FetchBuffer:
         if end is not None:
             if end < limit:
                 self._lagging[cf] = None
-        elif cf.fetch_offset < limit and cf.carries_nothing():
+        elif cf.fetch_offset < limit and cf.carries_nothing:
             # Left out of a full response (fetch.max.bytes) although the partition has more:
             # fetched again at once instead of after the pieces queued before it are handed
             # out. Over many partitions a full response carries a part of them, and the rest

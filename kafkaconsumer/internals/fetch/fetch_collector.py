@@ -158,7 +158,7 @@ class FetchCollector:
                         paused.append(cf)
                         continue
                     if not cf.initialized:
-                        if cf.carries_nothing():
+                        if cf.carries_nothing:
                             # Nothing to decode or hand out, only watermarks to take: over
                             # many partitions most pieces of a full response are such, and
                             # the decode and hand-out steps cost more than the rest of them.
