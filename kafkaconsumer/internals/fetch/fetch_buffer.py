@@ -54,7 +54,9 @@ class FetchBuffer:
         self._pieces: Counter[TopicPartition] = Counter()
         self.undecoded_bytes = 0  # guarded by lock
         self._lagging: dict[CompletedFetch, None] = {}  # guarded by lock
-        self._left_outs: dict[CompletedFetch, None] = {}  # guarded by lock
+        # The pieces of _lagging left out of a full response: prefetched even when the
+        # undecoded bytes reach the bound (see prefetch_points). Guarded by lock.
+        self._left_outs: dict[CompletedFetch, None] = {}
         # Where a partition's records end for this consumer: prefetch stops short of it.
         self._limit_key: Literal["last_stable_offset", "high_watermark"] = (
             "last_stable_offset" if read_committed else "high_watermark"
@@ -246,14 +248,9 @@ class FetchBuffer:
         if nil is not None and nil.is_consumed:
             nil = None
         pieces = self._pieces
-        if self.undecoded_bytes >= max_bytes:
-            return {
-                cf.tp: (cf.fetch_offset, cf.fetch_offset)
-                for cf in self._left_outs
-                if pieces[cf.tp] == 1 and (nil is None or nil.tp != cf.tp) and not cf.is_consumed
-            }
+        room = self.undecoded_bytes < max_bytes
         out: dict[TopicPartition, tuple[int, int]] = {}
-        for cf in self._lagging:
+        for cf in self._lagging if room else self._left_outs:
             tp = cf.tp
             if pieces[tp] == 1 and (nil is None or nil.tp != tp) and not cf.is_consumed:
                 end = cf.end_offset_hint()
@@ -265,7 +262,7 @@ class FetchBuffer:
                     # has more, so fetched again from the same offset while the empty piece
                     # waits its turn in the queue.
                     out[tp] = (cf.fetch_offset, cf.fetch_offset)
-        if nil is not None and nil.tp not in pieces:
+        if room and nil is not None and nil.tp not in pieces:
             end = nil.end_offset_hint()
             limit = nil.partition_data.get(self._limit_key)
             if end is not None and limit is not None and end < limit:
