@@ -498,6 +498,22 @@ def test_prefetched_data_is_dropped_after_a_seek() -> None:
     assert values(f.collect_fetch().records[T0]) == [3, 4, 5, 6, 7]
 
 
+def test_an_older_piece_is_prefetched_from_again_once_the_newer_empty_one_is_retired() -> None:
+    # Only a partition's newest queued piece can be a prefetch point. When the newer piece is
+    # an empty answer retired before the older one is handed out, the older piece is the
+    # newest again, and the partition is prefetched from where its data ends.
+    f, client, subs = _both_answered_from_zero(high_watermark=40)
+    assert values(f.collect_fetch().records[T0]) == [0, 1, 2, 3, 4]
+    assert f.send_fetches() == 1
+    assert client.fetched(1) == {T0: 10, T1: 10}
+    client.sent[1][2].success(response({T0: (batch(10, 10, 10), 40), T1: (b"", 40)}))
+    assert f.retire_answers_without_records() == 1
+    assert values(f.collect_fetch().records[T0]) == [5, 6, 7, 8, 9]
+    assert f.send_fetches() == 1
+    assert client.fetched(2) == {T0: 20, T1: 10}
+    assert _drain(f) == {T0: list(range(10, 20)), T1: list(range(10))}
+
+
 def test_prefetch_stops_at_fetch_max_bytes_of_undecoded_data() -> None:
     data = batch(0, 10, 0)
     f, client, subs = make(max_poll_records=5, max_bytes=len(data))
