@@ -40,6 +40,9 @@ class _Columns:
     def data_bytes(self) -> int:
         """Key and value bytes decoded so far."""
 
+    def last_row(self) -> tuple[int, int] | None:
+        """``(offset, leader epoch)`` of the last row decoded, or None before the first."""
+
     def segments(self) -> tuple[Grow, Grow, Grow]:
         """``(topic_offsets, topic_data, partitions)`` of a builder's rows."""
 

@@ -343,6 +343,15 @@ cdef class _Columns:
         """Key and value bytes decoded so far."""
         return self.key_data.n + self.value_data.n
 
+    def last_row(self):
+        """``(offset, leader epoch)`` of the last row decoded (the epoch -1 when unknown), or
+        None before the first: what a builder's caller needs of each partition it appended
+        (where its position moves) without reading the finished columns back."""
+        if self.rows == 0:
+            return None
+        return ((<int64_t*>self.offsets.p)[self.rows - 1],
+                (<int32_t*>self.epochs.p)[self.rows - 1])
+
     def segments(self):
         """``(topic_offsets, topic_data, partitions)`` of a builder's rows."""
         if not self.shared:

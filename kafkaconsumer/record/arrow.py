@@ -123,12 +123,20 @@ def schema(include_headers: bool = False) -> pa.Schema:
     return SCHEMA_WITH_HEADERS if include_headers else SCHEMA
 
 
+class _Last(NamedTuple):
+    """The offset and leader epoch (None: unknown) of a partition's last record."""
+
+    offset: int
+    leader_epoch: int | None
+
+
 class ArrowDecodeResult(NamedTuple):
     """What :func:`decode_fetched_arrow` returns.
 
     ``batch`` has the columns of :data:`SCHEMA_WITH_HEADERS` (headers always decoded);
     ``leader_epochs`` is an int32 array, one per row (-1 unknown); ``next_offset`` and
-    ``partial`` mean what they mean in ``DecodeResult``.
+    ``partial`` mean what they mean in ``DecodeResult``; ``last`` is the last row's offset and
+    leader epoch when the decoder said them (None: read from the columns when asked).
 
     Thread-safety: immutable.
     """
@@ -137,6 +145,7 @@ class ArrowDecodeResult(NamedTuple):
     leader_epochs: pa.Array
     next_offset: int
     partial: bool
+    last: _Last | None = None
 
 
 def _buf(obj: Any) -> pa.Buffer | None:
@@ -378,6 +387,15 @@ class ArrowBuilder:
         )
         return int(rows), int(next_offset), bool(partial)
 
+    def last_row(self) -> _Last | None:
+        """The offset and leader epoch of the last row decoded so far (None before the first):
+        read right after a partition's :meth:`decode`, that partition's last record."""
+        last = self._cols.last_row()
+        if last is None:
+            return None
+        offset, epoch = last
+        return _Last(offset, None if epoch < 0 else epoch)
+
     def finish(self) -> tuple[pa.RecordBatch, pa.Array]:
         """The rows as one batch of :data:`SCHEMA_WITH_HEADERS` and their leader epochs.
 
@@ -440,11 +458,6 @@ def arrow_to_records(
     return out
 
 
-class _Last(NamedTuple):
-    offset: int
-    leader_epoch: int | None
-
-
 class ArrowRecords:
     """Decoded records of one partition as Arrow, in the shape ``CompletedFetch`` hands out.
 
@@ -455,30 +468,36 @@ class ArrowRecords:
     Thread-safety: not thread-safe; owned by the thread that polls.
     """
 
-    __slots__ = ("batches", "epochs", "origins", "_len")
+    __slots__ = ("batches", "epochs", "origins", "_len", "_last")
 
     def __init__(
         self,
         batches: list[pa.RecordBatch],
         epochs: list[pa.Array],
         origins: list[tuple[pa.RecordBatch, int] | None] | None = None,
+        last: _Last | None = None,
     ) -> None:
         """Wrap ``batches`` and their per-row leader ``epochs`` (same lengths). ``origins``
         says, per batch, which larger batch it is a slice of and where it starts there (None:
-        not a slice), so that neighbouring slices are joined without a copy."""
+        not a slice), so that neighbouring slices are joined without a copy. ``last``: the
+        last row's offset and epoch when known (else read from the columns when asked)."""
         self.batches = batches
         self.epochs = epochs
         self.origins: list[tuple[pa.RecordBatch, int] | None] = (
             origins if origins is not None else [None for _ in batches]
         )
         self._len = sum(b.num_rows for b in batches)
+        # The fetcher asks for the last record of every slice it hands out; reading it from
+        # the columns builds two pyarrow scalars, which over many partitions cost more than
+        # the rest of a partition's hand-out.
+        self._last = last if self._len else None
 
     @classmethod
     def from_result(
         cls, result: ArrowDecodeResult, origin: tuple[pa.RecordBatch, int] | None = None
     ) -> ArrowRecords:
         """The records of one :func:`decode_fetched_arrow` result (``origin``: see above)."""
-        return cls([result.batch], [result.leader_epochs], [origin])
+        return cls([result.batch], [result.leader_epochs], [origin], result.last)
 
     def __len__(self) -> int:
         return int(self._len)
@@ -491,11 +510,22 @@ class ArrowRecords:
             return self._slice(start, max(stop - start, 0))
         if index != -1 or not self._len:
             raise IndexError("ArrowRecords gives only its last record by index")
-        batch, epochs = self.batches[-1], self.epochs[-1]
-        epoch = epochs[batch.num_rows - 1].as_py()
-        return _Last(batch.column(4)[batch.num_rows - 1].as_py(), None if epoch < 0 else epoch)
+        if self._last is None:
+            for batch, epochs in zip(reversed(self.batches), reversed(self.epochs), strict=True):
+                if batch.num_rows:
+                    row = batch.num_rows - 1
+                    epoch = epochs[row].as_py()
+                    self._last = _Last(batch.column(4)[row].as_py(), None if epoch < 0 else epoch)
+                    break
+        return self._last
 
     def _slice(self, start: int, length: int) -> ArrowRecords:
+        if start == 0 and length >= self._len:
+            # All of it (a partition handed out whole): the same batches, nothing sliced.
+            return ArrowRecords(
+                list(self.batches), list(self.epochs), list(self.origins), self._last
+            )
+        last = self._last if start + length >= self._len else None
         batches: list[pa.RecordBatch] = []
         epochs: list[pa.Array] = []
         origins: list[tuple[pa.RecordBatch, int] | None] = []
@@ -512,13 +542,15 @@ class ArrowRecords:
             origins.append(None if origin is None else (origin[0], origin[1] + start))
             length -= take
             start = 0
-        return ArrowRecords(batches, epochs, origins)
+        return ArrowRecords(batches, epochs, origins, last)
 
     def extend(self, other: ArrowRecords) -> None:
         """Append ``other``'s batches."""
         self.batches.extend(other.batches)
         self.epochs.extend(other.epochs)
         self.origins.extend(other.origins)
+        if other._len:
+            self._last = other._last
         self._len += other._len
 
     def to_batch(self, include_headers: bool) -> pa.RecordBatch:

@@ -194,6 +194,47 @@ def test_arrow_records_slices_and_converts_back() -> None:
     ]
 
 
+@pytest.mark.timeout(30)
+def test_the_last_record_of_a_slice_is_kept_where_known_and_read_where_not() -> None:
+    data = encode_batch(
+        [(None, b"v%d" % i, [], 100 + i) for i in range(6)],
+        base_offset=40,
+        partition_leader_epoch=4,
+    )
+    result = arrow.decode_fetched_arrow(data, "t", 0, 0)
+    known = arrow.ArrowRecords.from_result(result._replace(last=arrow._Last(45, 4)))
+    whole = known[0:6]
+    # All of it: the same batches, not slices of them, and the last record as given.
+    assert whole.batches[0] is known.batches[0] and whole[-1] == (45, 4)
+    assert known[2:6][-1] == (45, 4) and known[0:3][-1] == (42, 4)
+    # Read from the columns when not given, past a trailing batch without rows.
+    empty = result.batch.slice(0, 0)
+    read = arrow.ArrowRecords([result.batch, empty], [result.leader_epochs, empty.column(0)])
+    assert read[-1] == (45, 4) and read[1:4][-1] == (43, 4)
+    joined = known[0:2]
+    joined.extend(known[2:6])
+    assert joined[-1] == (45, 4) and len(joined) == 6
+    joined.extend(read[0:0])
+    assert joined[-1] == (45, 4)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not arrow.builder_available(), reason="needs the Cython Arrow decoder")
+def test_a_builder_tells_the_last_row_of_each_partition_it_decodes() -> None:
+    first = encode_batch([(None, b"a", [], 5), (None, b"b", [], 6)], base_offset=10)
+    second = encode_batch([(None, b"c", [], 7)], base_offset=70, partition_leader_epoch=9)
+    builder = arrow.ArrowBuilder(len(first) + len(second))
+    assert builder.last_row() is None
+    builder.decode(first, "t", 0, 0)
+    # No leader epoch on the batch (-1) is None, as on a record.
+    assert builder.last_row() == (11, None)
+    builder.decode(second, "t", 1, 0)
+    assert builder.last_row() == (70, 9)
+    batch, epochs = builder.finish()
+    assert batch.column("offset").to_pylist() == [10, 11, 70]
+    assert epochs.to_pylist() == [-1, -1, 9]
+
+
 @pytest.mark.timeout(60)
 def test_decoding_and_handing_out_arrow_does_not_import_pandas() -> None:
     # pyarrow imports pandas (about half a second) as soon as it converts a Python value; the

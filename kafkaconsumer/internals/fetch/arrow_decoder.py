@@ -183,7 +183,7 @@ class ArrowDecoder:
             else None
         )
         expected: dict[TopicPartition, int] = {}
-        chosen: list[tuple[CompletedFetch, int, int, int, bool]] = []
+        chosen: list[tuple[CompletedFetch, int, int, int, bool, Any]] = []
         # The partitions in the builder, and the last one: poll_arrow() groups its rows by
         # partition, so a second piece of a partition decoded after another partition's rows
         # would make the batch a concatenation (a copy of every row) instead of a slice.
@@ -254,7 +254,7 @@ class ArrowDecoder:
                     )
                 except Exception:  # noqa: BLE001 - the loop decodes this partition alone
                     return max_records
-                chosen.append((cf, start, rows, next_offset, partial))
+                chosen.append((cf, start, rows, next_offset, partial, builder.last_row()))
                 decoded_bytes = builder.data_bytes
                 in_builder.add(tp)
                 last_tp = tp
@@ -272,9 +272,13 @@ class ArrowDecoder:
             batch, epochs = builder.finish()
         except Exception:  # noqa: BLE001 - as above
             return max_records
-        for cf, start, rows, next_offset, partial in chosen:
+        for cf, start, rows, next_offset, partial, last in chosen:
             result = arrow.ArrowDecodeResult(
-                batch.slice(start, rows), epochs.slice(start, rows), next_offset, partial
+                batch.slice(start, rows),
+                epochs.slice(start, rows),
+                next_offset,
+                partial,
+                last if rows else None,
             )
             cf.predecoded = (result, (batch, start))
         return limit
