@@ -44,7 +44,7 @@ def read_kafka_table(
 
 def _read_table(
     options: Mapping[str, Any], progress: bool | None, console: Any
-) -> tuple[pa.Table, FormatOptions]:
+) -> tuple[pa.Table, FormatOptions, list[str]]:
     opts, formats = _parse(options)
     ranges = plan_ranges(opts)
     bounds: dict[Any, tuple[int, int]] = {}
@@ -63,7 +63,8 @@ def _read_table(
             progress=tick,
         )
     table = spark_headers_table(table)
-    return (decode_table(formats, table) if formats.typed else table), formats
+    topics = sorted({tp.topic for tp in bounds})
+    return (decode_table(formats, table) if formats.typed else table), formats, topics
 
 
 def _parse(options: Mapping[str, Any]) -> tuple[Any, FormatOptions]:
@@ -87,12 +88,16 @@ def read_kafka(
     """Read the offset ranges ``options`` name (Spark's Kafka source options: see
     docs/spark.md) on the driver and return them as a DataFrame with Spark's Kafka schema
     (``progress`` and ``console`` as for :func:`read_kafka_table`)."""
-    table, formats = _read_table(options, progress, console)
+    table, formats, topics = _read_table(options, progress, console)
+    table, names = _topic_numbers(table, topics)
     if formats.typed:
         # The Data Source's schema (a PERMISSIVE read's _corrupt_record included), so that
         # both reads give the same columns and types.
         include = "headers" in table.column_names
-        df = spark.createDataFrame(table, schema=spark_schema(formats, include))
+        schema = spark_schema(formats, include)
+        if names is not None:
+            schema = _numbered_topic(schema)
+        df = spark.createDataFrame(table, schema=schema)
     else:
         df = spark.createDataFrame(table)
     # createDataFrame makes one partition per Arrow batch of
@@ -100,7 +105,56 @@ def read_kafka(
     # rows, each costing more to schedule than to run. The rows are on the driver either way;
     # as many partitions as Spark's default parallelism keep every core busy.
     parallelism = _default_parallelism(spark)
-    return df if parallelism is None else df.coalesce(parallelism)
+    if parallelism is not None:
+        df = df.coalesce(parallelism)
+    if names is not None:
+        df = df.withColumn("topic", _topic_names(names))
+    return df
+
+
+def _topic_numbers(table: pa.Table, topics: list[str]) -> tuple[pa.Table, list[str] | None]:
+    """``table`` with its ``topic`` column as each row's index into the topic names returned
+    beside it (None: left as it is, for a table without rows).
+
+    Spark ships the rows of a large ``createDataFrame`` inside its tasks, and every action
+    copies them out again into rows: the topic name repeated on every row was about a fifth
+    of those bytes for 100-byte values. As numbers, the names are put back by an expression
+    over a literal array, in the same tasks."""
+    i = table.schema.get_field_index("topic")
+    if i < 0 or not table.num_rows:
+        return table, None
+    if len(topics) == 1:
+        # Zeros from a zeroed buffer (pa.repeat appends row by row).
+        zeros = pa.py_buffer(bytes(4 * table.num_rows))
+        numbers: pa.Array = pa.Array.from_buffers(
+            pa.int32(), table.num_rows, [None, zeros], null_count=0
+        )
+        names = topics
+    else:
+        encoded = table.column(i).combine_chunks().dictionary_encode()
+        numbers, names = encoded.indices, encoded.dictionary.to_pylist()
+    return table.set_column(i, pa.field("topic", pa.int32()), numbers), names
+
+
+def _numbered_topic(schema: Any) -> Any:
+    """``schema`` with the ``topic`` field an integer (see :func:`_topic_numbers`)."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    return StructType(
+        [
+            StructField("topic", IntegerType(), f.nullable) if f.name == "topic" else f
+            for f in schema.fields
+        ]
+    )
+
+
+def _topic_names(names: list[str]) -> Any:
+    """The expression that turns the ``topic`` numbers back into the names. ``try_`` keeps
+    the column nullable, as Spark's Kafka source declares it (no index is ever out of
+    range)."""
+    from pyspark.sql import functions as F
+
+    return F.try_element_at(F.array(*[F.lit(name) for name in names]), F.col("topic") + F.lit(1))
 
 
 def _default_parallelism(spark: Any) -> int | None:

@@ -180,3 +180,21 @@ def test_timestamps(spark: Any, broker: Any, topics: Any) -> None:
 
 def _obj(d: dict[str, int]) -> str:
     return "{" + ",".join(f'"{k}":{v}' for k, v in d.items()) + "}"
+
+
+def test_read_kafka_gives_the_rows_of_sparks_source_from_one_topic_or_several(
+    spark: Any, broker: Any, topics: Any
+) -> None:
+    from kafkaconsumer.spark import read_kafka
+
+    bs = broker.bootstrap_servers
+    several = ",".join([topics["codecs"], topics["log_append"], topics["timed"]])
+    for subscribe in (topics["codecs"], several):
+        options = {"subscribe": subscribe, "includeHeaders": "true"}
+        theirs = read(spark, "kafka", bs, options)
+        ours = read_kafka(spark, {"kafka.bootstrap.servers": bs, **options}, progress=False)
+        assert ours.schema == theirs.schema, subscribe
+        assert rows(ours) == rows(theirs), subscribe
+        for topic in subscribe.split(","):
+            picked = ours.filter(ours.topic == topic).count()
+            assert picked == theirs.filter(theirs.topic == topic).count() > 0, topic
