@@ -60,6 +60,7 @@ __all__ = [
     "join_records",
     "prepare_batches",
     "records_to_arrow",
+    "repeated_int32",
     "schema",
 ]
 
@@ -169,7 +170,9 @@ def _repeated_topic(topic: str, rows: int) -> pa.Array:
     )
 
 
-def _repeated_int32(value: int, rows: int) -> pa.Array:
+def repeated_int32(value: int, rows: int) -> pa.Array:
+    """An int32 array of ``rows`` times ``value``, built from one buffer (``pa.repeat``
+    appends row by row)."""
     return pa.Array.from_buffers(
         pa.int32(), rows, [None, pa.py_buffer(array("i", [value]) * rows)], null_count=0
     )
@@ -201,7 +204,7 @@ def _assemble(
 ) -> tuple[pa.RecordBatch, pa.Array]:
     if segments is None:  # one partition's rows
         topics = _repeated_topic(topic, rows)
-        partitions = _repeated_int32(partition, rows)
+        partitions = repeated_int32(partition, rows)
     else:  # a builder's rows, each with its own topic and partition
         topic_offsets, topic_data, partition_data = segments
         topics = _binary(pa.string(), rows, None, 0, topic_offsets, topic_data)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafkaconsumer.record.arrow import repeated_int32
 from kafkaconsumer.spark.columns import spark_headers_table
 from kafkaconsumer.spark.formats import (
     FormatOptions,
@@ -124,11 +125,7 @@ def _topic_numbers(table: pa.Table, topics: list[str]) -> tuple[pa.Table, list[s
     if i < 0 or not table.num_rows:
         return table, None
     if len(topics) == 1:
-        # Zeros from a zeroed buffer (pa.repeat appends row by row).
-        zeros = pa.py_buffer(bytes(4 * table.num_rows))
-        numbers: pa.Array = pa.Array.from_buffers(
-            pa.int32(), table.num_rows, [None, zeros], null_count=0
-        )
+        numbers: pa.Array = repeated_int32(0, table.num_rows)
         names = topics
     else:
         encoded = table.column(i).combine_chunks().dictionary_encode()

@@ -254,7 +254,9 @@ class ArrowDecoder:
                     )
                 except Exception:  # noqa: BLE001 - the loop decodes this partition alone
                     return max_records
-                chosen.append((cf, start, rows, next_offset, partial, builder.last_row()))
+                # The builder's last row is this partition's only when it gave rows.
+                last = builder.last_row() if rows else None
+                chosen.append((cf, start, rows, next_offset, partial, last))
                 decoded_bytes = builder.data_bytes
                 in_builder.add(tp)
                 last_tp = tp
@@ -278,7 +280,7 @@ class ArrowDecoder:
                 epochs.slice(start, rows),
                 next_offset,
                 partial,
-                last if rows else None,
+                last,
             )
             cf.predecoded = (result, (batch, start))
         return limit
