@@ -3,7 +3,9 @@ real Spark (``local[2]``)."""
 
 from __future__ import annotations
 
+import gc
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -155,6 +157,54 @@ def test_each_action_resolves_latest_again(spark: Any, broker: Any) -> None:
     rows = df_rows(df)
     assert [(r[1], r[2]) for r in rows] == [(0, o) for o in range(25)] + [(1, o) for o in range(5)]
     assert fixed.count() == 20  # offsets given as numbers stay as given
+
+
+def test_read_kafka_frees_the_jvm_side_of_dropped_reads(
+    spark: Any, broker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # py4j keeps the methods called on a JVM handle in the handle, so a dropped DataFrame's
+    # handle (and the driver JVM's copy of its rows) lives until Python's cyclic collector
+    # runs; the next read_kafka runs it once earlier reads of RELEASE_AFTER_BYTES are alive.
+    # The collector is off meanwhile, so that only that can free the handle here.
+    from kafkaconsumer.spark import driver, read_kafka
+
+    topic = unique_name("sp-release")
+    create_topic(broker.bootstrap_servers, topic, 1)
+    produce(broker.bootstrap_servers, topic, [(0, None, b"v%d" % i, []) for i in range(50)])
+    options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic}
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        # Below the threshold the collector is left to run by itself.
+        monkeypatch.setattr(driver, "RELEASE_AFTER_BYTES", 1 << 40)
+        small = read_kafka(spark, options, progress=False)
+        assert small.count() == 50
+        handle = weakref.ref(small._jdf)
+        del small
+        assert handle() is not None  # held by py4j's cycle only
+        assert read_kafka(spark, options, progress=False).count() == 50
+        assert handle() is not None
+        gc.collect()
+        monkeypatch.setattr(driver, "RELEASE_AFTER_BYTES", 1)
+        first = read_kafka(spark, options, progress=False)
+        assert first.count() == 50
+        handle = weakref.ref(first._jdf)
+        total = first.selectExpr("count(*)")
+        assert total.first()[0] == 50
+        derived = weakref.ref(total._jdf)
+        del first, total
+        assert handle() is not None and derived() is not None
+        second = read_kafka(spark, options, progress=False)
+        assert handle() is None and derived() is None
+        assert second.count() == 50
+        # A DataFrame still held keeps its JVM side through the next read.
+        kept = weakref.ref(second._jdf)
+        third = read_kafka(spark, options, progress=False)
+        assert kept() is not None
+        assert second.count() == third.count() == 50
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def test_fail_on_data_loss_after_delete_records(spark: Any, broker: Any) -> None:
