@@ -82,6 +82,19 @@ cdef extern from *:
     } kc_frame_read;
 
     #if KC_FR_AVAILABLE
+    /* This process's id, cached: kc_fr_state() runs on every look at a read (several per
+     * poll), and getpid() is a system call each time. Set at import; a forked child sets it
+     * anew in an atfork handler, before any of its code runs. */
+    static pid_t kc_fr_pid = 0;
+
+    static void kc_fr_refresh_pid(void) { kc_fr_pid = getpid(); }
+
+    /* 0, or an errno; once, at import, with the GIL held. */
+    static int kc_fr_init(void) {
+        kc_fr_refresh_pid();
+        return pthread_atfork(NULL, NULL, kc_fr_refresh_pid);
+    }
+
     static void kc_fr_set_lowat(kc_frame_read *r, int *current, size_t want) {
         int v = (int)want;
         if (v != *current &&
@@ -180,7 +193,7 @@ cdef extern from *:
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
         r->state = KC_FR_RUNNING;
-        r->owner = getpid();
+        r->owner = kc_fr_pid;
         rc = pthread_create(&r->thread, NULL, kc_fr_main, r);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (rc != 0) {
@@ -194,7 +207,7 @@ cdef extern from *:
     /* Ask the thread to stop (when ``cancel``) and wait for it; call once per started read.
      * In a forked child there is no thread to wait for (fork copies only the calling one). */
     static void kc_fr_join(kc_frame_read *r, int cancel) {
-        if (r->owner != getpid()) {
+        if (r->owner != kc_fr_pid) {
             close(r->cancel_fd);
             r->cancel_fd = -1;
             return;
@@ -212,6 +225,7 @@ cdef extern from *:
         r->cancel_fd = -1;
     }
     #else
+    static int kc_fr_init(void) { return 0; }
     static int kc_fr_start(kc_frame_read *r) { (void)r; return ENOSYS; }
     static void kc_fr_join(kc_frame_read *r, int cancel) { (void)r; (void)cancel; }
     #endif
@@ -219,7 +233,7 @@ cdef extern from *:
     static int kc_fr_state(kc_frame_read *r) {
         int state = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
     #if KC_FR_AVAILABLE
-        if (state == KC_FR_RUNNING && r->owner != getpid()) {
+        if (state == KC_FR_RUNNING && r->owner != kc_fr_pid) {
             /* A forked child's copy of a read its parent's thread was doing: ended, as if
              * cancelled, so that the child's connection closes instead of waiting. */
             r->error = -2;
@@ -252,6 +266,7 @@ cdef extern from *:
         int hdr_got
         long long size
         int begun
+    int kc_fr_init()
     int kc_fr_start(kc_frame_read *r) nogil
     void kc_fr_join(kc_frame_read *r, int cancel) nogil
     int kc_fr_state(kc_frame_read *r) nogil
@@ -259,6 +274,9 @@ cdef extern from *:
 
 #: Whether this platform has the reading thread (Linux).
 AVAILABLE = bool(KC_FR_AVAILABLE)
+
+if kc_fr_init() != 0:
+    raise OSError("the reading threads' fork handler could not be registered")
 
 #: :attr:`FrameRead.error` when the peer closed the connection before the response's end.
 PEER_CLOSED = -1
