@@ -8,8 +8,9 @@ instruction returns (the exception is then raised at that ``CALL``, inside whate
 by ``BEFORE_WITH``, a generator resumed by ``FOR_ITER``) is not followed by a check.
 
 :func:`run_interrupted_at` runs a function under a tracer and a profiler that count those points
-(``call`` events; ``return`` events of non-generator frames whose caller is at a ``CALL``;
-``c_return`` events, which only ``CALL`` produces; ``JUMP_BACKWARD`` opcode events) and raises
+(``call`` events, of a generator only when it is entered at a ``RESUME``; ``return`` events of
+non-generator frames whose caller is at a ``CALL``; ``c_return`` events, which only ``CALL``
+produces; ``JUMP_BACKWARD`` opcode events) and raises
 at the ``n``-th one, so that a test can walk an interrupt through every such point of a call,
 or a sample of them, and check what the call leaves behind. ``tests/support/test_interrupts.py``
 checks the model against patterns whose behaviour under real signals is known. The count of
@@ -78,7 +79,14 @@ def run_interrupted_at(fn: Callable[[], Any], at: int) -> tuple[bool, int, str]:
             return None
         frame.f_trace_opcodes = True
         if event == "call":
-            point(lambda: f"start of {code.co_name} ({code.co_filename}:{frame.f_lineno})")
+            if not code.co_flags & _GENERATOR_FLAGS:
+                point(lambda: f"start of {code.co_name} ({code.co_filename}:{frame.f_lineno})")
+            elif frame.f_lasti in _offsets(code, "RESUME"):
+                # A generator entered at a RESUME (its first step, or after a yield) passes
+                # its check. One entered by close() or throw() (a generator dropped half-way,
+                # as all() drops it, is closed as it dies) is at its yield and goes straight
+                # to the exception, past every check: a Ctrl-C cannot land there.
+                point(lambda: f"resume of {code.co_name} ({code.co_filename}:{frame.f_lineno})")
         elif event == "return":
             caller = frame.f_back
             if (
