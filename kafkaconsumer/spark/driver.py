@@ -42,6 +42,9 @@ __all__ = ["read_kafka", "read_kafka_table"]
 # itself: repeated reads of 2,000,000 records of 100 B ran a 3 GB driver out of heap on the
 # sixth. A read that finds earlier reads of at least RELEASE_AFTER_BYTES still alive runs the
 # collector first (a full collection took 36-80 ms in a driver of 126,000 objects).
+
+#: Earlier reads still alive, in bytes of their tables, from which a read runs Python's cyclic
+#: garbage collector before it reads (see docs/spark.md).
 RELEASE_AFTER_BYTES = 64 << 20
 _earlier_reads: list[tuple[list[weakref.ref[Any]], int]] = []  # guarded by _reads_lock
 _reads_lock = threading.Lock()
