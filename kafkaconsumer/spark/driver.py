@@ -150,15 +150,9 @@ def _release_dropped_reads() -> None:
 def _track_jvm_handles(spark: Any, frames: list[Any], nbytes: int) -> None:
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         return  # no py4j handles: the Connect server holds the relations
-    handles = []
-    for df in frames:
-        try:
-            handles.append(weakref.ref(df._jdf))
-        except (AttributeError, TypeError):  # no handle, or one without weak references
-            pass
-    if handles:
-        with _reads_lock:
-            _earlier_reads.append((handles, nbytes))
+    handles = [weakref.ref(df._jdf) for df in frames]
+    with _reads_lock:
+        _earlier_reads.append((handles, nbytes))
 
 
 def _topic_numbers(table: pa.Table, topics: list[str]) -> tuple[pa.Table, list[str] | None]:
