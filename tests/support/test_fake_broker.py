@@ -982,17 +982,19 @@ def test_kafka_python_group_consumer_round_trip() -> None:
         for i in range(4):
             cluster.append("t", i % 2, [(b"k%d" % i, b"v%d" % i)])
         consumer = kafka.KafkaConsumer(
-            "t",
             bootstrap_servers=cluster.bootstrap_servers,
             group_id="g",
             auto_offset_reset="earliest",
             enable_auto_commit=False,
-            # On a busy machine kafka-python's leader may assign before its metadata names the
-            # topic's partitions ("No partition metadata for topic t"): it then assigns nothing
-            # and rejoins only once a metadata refresh shows them, by default after 5 minutes.
             metadata_max_age_ms=1000,
         )
         try:
+            # On a busy machine kafka-python's leader may assign before its metadata names the
+            # topic's partitions ("No partition metadata for topic t"): it then assigns nothing,
+            # and a later metadata refresh did not always bring a rejoin. Its metadata names
+            # them before it subscribes.
+            assert "t" in consumer.topics()
+            consumer.subscribe(["t"])
             got: list[tuple[int, int, bytes]] = []
             deadline = time.monotonic() + 45
             while len(got) < 4 and time.monotonic() < deadline:

@@ -9,6 +9,7 @@ left held, while ``acquire()`` before a ``try`` and ``with`` on a ``Condition`` 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterator
 
@@ -106,3 +107,21 @@ def test_every_interrupt_reaches_the_caller_and_none_lands_in_a_closing_generato
         resumes += where.startswith("resume of <genexpr>")
     assert unraisable == []
     assert resumes >= 2  # the generators' resumptions are points
+
+
+def test_an_interrupt_threading_turns_into_runtime_error_counts_as_the_interrupt() -> None:
+    # Condition.wait lets go of its lock and takes it back through Python methods; an interrupt
+    # after the letting go and before the taking back leaves the lock free and the ``with``
+    # around the wait releasing it again, which raises RuntimeError in place of the
+    # KeyboardInterrupt.
+    _, points, _ = run_interrupted_at(functools.partial(threading.Event().wait, 0.001), 0)
+    turned = []
+    for at in range(1, points + 1):
+        event = threading.Event()
+        fired, _, where = run_interrupted_at(functools.partial(event.wait, 0.001), at)
+        assert fired, at
+        if "RuntimeError" in where:
+            turned.append(where)
+            assert not event._cond._is_owned()  # type: ignore[attr-defined]
+    assert any("start of _acquire_restore" in where for where in turned), turned
+    assert all("_acquire_restore" in where or "_release_save" in where for where in turned)
