@@ -9,6 +9,7 @@ The offset ranges are fixed when the call starts (the options of ``format("kafka
 from __future__ import annotations
 
 import gc
+import logging
 import sys
 import threading
 import time
@@ -34,6 +35,8 @@ from kafkaconsumer.spark.options import parse_options
 
 __all__ = ["read_kafka", "read_kafka_table"]
 
+logger = logging.getLogger(__name__)
+
 # The JVM handles (py4j objects) of the DataFrames earlier reads made, with the size of each
 # read's table. py4j keeps every method called on a handle in the handle itself, so a dropped
 # DataFrame's handle, and those of DataFrames derived from it, sit in reference cycles that only
@@ -48,6 +51,11 @@ __all__ = ["read_kafka", "read_kafka_table"]
 RELEASE_AFTER_BYTES = 64 << 20
 _earlier_reads: list[tuple[list[weakref.ref[Any]], int]] = []  # guarded by _reads_lock
 _reads_lock = threading.Lock()
+
+#: Bytes of table from which ``read_kafka`` through Spark Connect logs a warning: the server
+#: turns the table into rows in its own memory, and its plan cache keeps them (see
+#: docs/spark.md, Spark Connect).
+CONNECT_WARN_BYTES = 64 << 20
 
 
 def read_kafka_table(
@@ -111,6 +119,14 @@ def read_kafka(
     table, formats, topics = _read_table(options, progress, console)
     table, names = _topic_numbers(table, topics)
     nbytes = table.nbytes
+    if nbytes >= CONNECT_WARN_BYTES and _is_connect(spark):
+        logger.warning(
+            "read_kafka sends %.0f MB of records to the Spark Connect server, which turns them "
+            "into rows in its own memory and keeps them with the plans it caches for the "
+            'session (spark.connect.session.planCache.*); format("kafkaconsumer") reads '
+            "them on the server's executors instead",
+            nbytes / 1e6,
+        )
     if formats.typed:
         # The Data Source's schema (a PERMISSIVE read's _corrupt_record included), so that
         # both reads give the same columns and types.
@@ -147,8 +163,12 @@ def _release_dropped_reads() -> None:
         gc.collect()
 
 
+def _is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def _track_jvm_handles(spark: Any, frames: list[Any], nbytes: int) -> None:
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
+    if _is_connect(spark):
         return  # no py4j handles: the Connect server holds the relations
     handles = [weakref.ref(df._jdf) for df in frames]
     with _reads_lock:
@@ -199,7 +219,7 @@ def _topic_names(names: list[str]) -> Any:
 def _default_parallelism(spark: Any) -> int | None:
     # A Spark Connect session has no SparkContext (and says so with an error); its server
     # may run on other machines than this one anyway.
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
+    if _is_connect(spark):
         conf = spark.conf.get("spark.default.parallelism", None)
         return max(1, int(conf)) if conf else None
     return max(1, int(spark.sparkContext.defaultParallelism))

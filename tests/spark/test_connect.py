@@ -1,6 +1,6 @@
 """Spark Connect: a batch read (found by name, then with pushdown after ``register``),
-``read_kafka`` and a streaming query through a local Connect server, as a new user would
-start one (``SparkSession.builder.remote("local[2]")``)."""
+``read_kafka`` (and its warning for a large read) and a streaming query through a local
+Connect server, as a new user would start one (``SparkSession.builder.remote("local[2]")``)."""
 
 from __future__ import annotations
 
@@ -54,4 +54,12 @@ def test_batch_stream_and_read_kafka_through_spark_connect(broker: Any, tmp_path
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     # Partition 1 holds the odd records: offsets 10..59, of which those of i % 4 == 1 (every
     # other one) carry a header.
-    assert result == {"found": 120, "pushed": 25, "driver": 120, "streamed": 120}
+    # read_kafka warns only from its large-read mark on (set to 1 byte for the second read).
+    assert result == {
+        "found": 120,
+        "pushed": 25,
+        "driver": 120,
+        "large": 120,
+        "warned": [0, [True]],
+        "streamed": 120,
+    }
