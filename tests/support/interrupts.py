@@ -144,7 +144,7 @@ def run_interrupted_at(fn: Callable[[], Any], at: int) -> tuple[bool, int, str]:
     except RuntimeError as exc:
         if not (fired and _raised_by_threading_for(exc)):
             raise
-        where += " (threading turned it into RuntimeError: release unlocked lock)"
+        where += f" (threading turned it into RuntimeError: {exc})"
     finally:
         done = True
         sys.setprofile(previous_profile)
